@@ -1,0 +1,31 @@
+"""Kinetoscope: a TensorBoard plugin that explains why the GPU sits idle."""
+from setuptools import setup
+
+setup(
+    name="kinetoscope",
+    version="0.1.0",
+    description="TensorBoard plugin: GPU idle gaps, launch offsets, memory and data-loader stalls from PyTorch profiler traces",
+    python_requires=">=3.9",
+    package_dir={"": "tb_plugin", "kinetoscope.frontend": "frontend"},
+    packages=[
+        "kinetoscope",
+        "kinetoscope.trace",
+        "kinetoscope.analysis",
+        "kinetoscope.views",
+        "kinetoscope.frontend",
+    ],
+    package_data={"kinetoscope": ["HTTP_API.md"], "kinetoscope.frontend": ["*.js", "*/*.js", "*.css", "*.html"]},
+    install_requires=[
+        "msgspec>=0.18",
+        "numpy>=1.24",
+        "fsspec>=2023.1",
+        "tensorboard>=2.11",
+        "werkzeug>=2.2",
+        "protobuf>=3.20",
+    ],
+    extras_require={"test": ["pytest>=7", "psutil>=5.9"]},
+    entry_points={
+        "tensorboard_plugins": ["kinetoscope = kinetoscope.plugin:KinetoscopePlugin"],
+        "console_scripts": ["kinetoscope = kinetoscope.cli:main"],
+    },
+)

@@ -1,0 +1,1 @@
+"""Analyses: pure functions over the columnar trace model, one module per concern (no I/O)."""

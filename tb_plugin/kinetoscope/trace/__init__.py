@@ -1,0 +1,1 @@
+"""Kineto trace files -> columnar model: discovery, storage, decoding, building, caching."""

@@ -1,0 +1,82 @@
+"""On-disk cache of decoded models, keyed by file identity and the model's format version.
+
+A cached model is one uncompressed `.npz` (each column stored raw, so loading is a read, not a
+parse) plus a small JSON blob for the string tables and metadata.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import msgspec
+import numpy as np
+
+from .model import FORMAT_VERSION, TraceModel, array_fields
+from .storage import FileIdentity
+
+log = logging.getLogger(__name__)
+_STRINGS = "__strings__"
+DEFAULT_MAX_BYTES = 20 << 30
+
+
+def default_cache_dir() -> Path:
+    """`$KINETOSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/kinetoscope`, else `~/.cache/kinetoscope`."""
+    explicit = os.environ.get("KINETOSCOPE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
+
+
+def cache_key(ident: FileIdentity) -> str:
+    """Stable name of the cache entry for one version of one file."""
+    text = f"v{FORMAT_VERSION}|{ident.path}|{ident.size}|{ident.mtime!r}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def load_cached(cache_dir: Path, ident: FileIdentity) -> Optional[TraceModel]:
+    """The cached model for this file version, or None (missing or unreadable entries are misses)."""
+    entry = Path(cache_dir) / f"{cache_key(ident)}.npz"
+    try:
+        with np.load(entry, allow_pickle=False) as npz:
+            columns = {name: npz[name] for name in array_fields()}
+            strings = msgspec.json.decode(npz[_STRINGS].tobytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, msgspec.DecodeError) as exc:
+        log.warning("ignoring unreadable cache entry %s: %s", entry, exc)
+        return None
+    return TraceModel(**columns, names=tuple(strings["names"]), cats=tuple(strings["cats"]),
+                      lane_label=tuple(strings["lane_label"]), meta=strings["meta"], skipped=strings["skipped"],
+                      warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"])
+
+
+def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Write the model atomically (temp file + rename); failures are logged, never raised."""
+    cache_dir = Path(cache_dir)
+    strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
+               "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes}
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **{name: getattr(model, name) for name in array_fields()}, **{_STRINGS: blob})
+        os.replace(tmp, cache_dir / f"{cache_key(ident)}.npz")
+        _prune(cache_dir, max_bytes)
+    except (OSError, TypeError, msgspec.EncodeError) as exc:
+        log.warning("could not cache %s in %s: %s", ident.path, cache_dir, exc)
+
+
+def _prune(cache_dir: Path, max_bytes: int) -> None:
+    """Drop the least recently written entries while the cache is larger than `max_bytes`."""
+    entries = sorted(cache_dir.glob("*.npz"), key=lambda p: p.stat().st_mtime)
+    total = sum(p.stat().st_size for p in entries)
+    for entry in entries[:-1]:
+        if total <= max_bytes:
+            break
+        total -= entry.stat().st_size
+        entry.unlink(missing_ok=True)

@@ -1,0 +1,193 @@
+"""Bytes -> typed event structs, fast when the file is clean and forgiving when it is not.
+
+The fast path is one typed msgspec decode: unknown keys are skipped in C and only the fields the
+model needs are materialized (about 5x faster than `json.loads`, a third of the memory). When a
+file breaks the typed schema (an ill-typed field, NaN, invalid UTF-8, bare `N/A`), the slow path
+decodes generically and validates event by event, so one bad event costs one skipped event
+(counted under its reason), never the file.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import msgspec
+
+NAN = float("nan")
+
+
+class Args(msgspec.Struct, frozen=True, gc=False):
+    """The `args` keys the model keeps; everything else is skipped by the decoder."""
+
+    external_id: int = msgspec.field(default=-1, name="External id")
+    external_id_2021: int = msgspec.field(default=-1, name="external id")
+    correlation: int = -1
+    device: int = -1
+    stream: int = -1
+    device_type: float = msgspec.field(default=NAN, name="Device Type")
+    device_id: float = msgspec.field(default=NAN, name="Device Id")
+    bytes: float = msgspec.field(default=NAN, name="Bytes")
+    total_allocated: float = msgspec.field(default=NAN, name="Total Allocated")
+    total_reserved: float = msgspec.field(default=NAN, name="Total Reserved")
+    addr: float = msgspec.field(default=NAN, name="Addr")
+    name: Optional[str] = None  # process_name / thread_name metadata
+    labels: Optional[str] = None  # process_labels metadata
+
+
+NO_ARGS = Args()
+
+
+class Event(msgspec.Struct, gc=False):
+    """One entry of `traceEvents`; absent fields take sentinel defaults the model builder checks."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: Union[int, str] = -1
+    tid: Union[int, str] = -1
+    ts: float = NAN
+    dur: float = NAN
+    id: Union[int, str, None] = None
+    args: Args = NO_ARGS
+
+
+class TraceDoc(msgspec.Struct, gc=False):
+    """The top-level object; `traceEvents` may come before or after the other keys."""
+
+    traceEvents: list[Event]
+    baseTimeNanoseconds: Optional[int] = None
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    displayTimeUnit: Any = None
+    traceName: Any = None
+
+
+class DecodeError(Exception):
+    """The bytes hold no usable trace; the message says why, for a person."""
+
+
+@dataclass
+class Decoded:
+    """What the decoder hands the model builder."""
+
+    doc: TraceDoc
+    legacy_external_id: bool = False  # the 2021 spelling "external id" occurs (else its column is skipped)
+    skipped: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+_FAST = msgspec.json.Decoder(TraceDoc)
+_BARE_NA = re.compile(rb"(?<=[:\[,])\s*N/A\s*(?=[,\]}])")
+
+
+def decode_trace(raw) -> Decoded:
+    """Decode one uncompressed trace file.
+
+    Args:
+        raw: the whole JSON text (bytes or any buffer, e.g. a memory map).
+
+    Returns:
+        The typed document, with counts of skipped events by reason.
+
+    Raises:
+        DecodeError: the text is truncated, is not JSON, or is not a Chrome/Kineto trace object.
+    """
+    legacy = raw.find(b'"external id"') != -1
+    try:
+        return Decoded(_FAST.decode(raw), legacy)
+    except msgspec.ValidationError:
+        return _decode_lenient(msgspec.json.decode(raw), [], legacy)
+    except msgspec.DecodeError as exc:
+        if "truncated" in str(exc):
+            raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
+        return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
+
+
+def _python_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
+    """Second chance for text msgspec rejects: NaN/Infinity, control characters, bad UTF-8, bare N/A."""
+    warnings: list[str] = []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        warnings.append(f"invalid UTF-8 at byte {exc.start} replaced with U+FFFD")
+    try:
+        return json.loads(text, strict=False), warnings
+    except json.JSONDecodeError:
+        pass
+    patched = _BARE_NA.sub(b'"N/A"', text.encode("utf-8"))
+    try:
+        doc = json.loads(patched, strict=False)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(patched.rstrip()) - 1:
+            raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
+        raise DecodeError(f"invalid JSON: {first_error}") from None
+    warnings.append("bare N/A tokens read as strings")
+    return doc, warnings
+
+
+def _decode_lenient(obj: Any, warnings: list[str], legacy: bool) -> Decoded:
+    """Validate a generically decoded document event by event, skipping what cannot be used."""
+    if isinstance(obj, list):
+        raise DecodeError("top-level JSON array: legacy autograd profiler format (no Kineto), not supported")
+    if not isinstance(obj, dict):
+        raise DecodeError(f"top-level JSON {type(obj).__name__} is not a trace object")
+    raw_events = obj.get("traceEvents")
+    if not isinstance(raw_events, list):
+        raise DecodeError("no 'traceEvents' list: not a Chrome/Kineto trace")
+    skipped: dict[str, int] = {}
+    events = []
+    for raw_event in raw_events:
+        event = _convert_event(raw_event, skipped)
+        if event is not None:
+            events.append(event)
+    top = {k: v for k, v in obj.items() if k != "traceEvents" and k in TraceDoc.__struct_fields__}
+    base = top.get("baseTimeNanoseconds")
+    if base is not None and not (isinstance(base, int) and not isinstance(base, bool)):
+        warnings.append(f"ignored baseTimeNanoseconds={base!r} (not an integer)")
+        top.pop("baseTimeNanoseconds")
+    return Decoded(TraceDoc(traceEvents=events, **top), legacy, skipped, warnings)
+
+
+def _convert_event(raw_event: Any, skipped: dict[str, int]) -> Optional[Event]:
+    """One event through the typed schema, coercing numeric strings; None (and a count) if unusable."""
+    if not isinstance(raw_event, dict):
+        reason = f"event is a JSON {type(raw_event).__name__}, not an object"
+    else:
+        if isinstance(raw_event.get("args"), dict):
+            raw_event = {**raw_event, "args": _clean_args(raw_event["args"])}
+        elif "args" in raw_event:
+            raw_event = {k: v for k, v in raw_event.items() if k != "args"}
+        try:
+            return msgspec.convert(raw_event, Event, strict=False)
+        except msgspec.ValidationError as exc:
+            reason = f"ill-typed field: {exc}"
+    skipped[reason] = skipped.get(reason, 0) + 1
+    return None
+
+
+def _clean_args(args: dict) -> dict:
+    """Drop args the schema would reject (null, NaN, wrong type): an odd arg never costs its event."""
+    cleaned = {}
+    for key, value in args.items():
+        spec = _ARG_TYPES.get(key)
+        if spec is None:
+            continue
+        if spec is int and isinstance(value, str) and value.lstrip("-").isdigit():
+            value = int(value)
+        if spec is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if math.isfinite(value):
+                cleaned[key] = value
+        elif isinstance(value, spec) and not isinstance(value, bool):
+            cleaned[key] = value
+    return cleaned
+
+
+_ARG_TYPES: dict[str, type] = {
+    f.encode_name: (int if f.type is int else float if f.type is float else str)
+    for f in msgspec.structs.fields(Args)
+}

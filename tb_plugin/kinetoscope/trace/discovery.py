@@ -1,0 +1,148 @@
+"""Finding runs, workers and spans in a logdir (local path or fsspec URL).
+
+- A run is every directory holding at least one trace, named by its path relative to the logdir
+  (the logdir's own basename when the logdir itself holds traces).
+- A worker is the file-name prefix, a span the numeric suffix: `worker0.1623143089861.pt.trace.json.gz`
+  is worker `worker0`, span 1623143089861. Spans sort numerically (13-digit ms and 19-digit ns
+  suffixes both occur; sorting them as strings, as torch-tb-profiler did, misorders them).
+- Besides `*.pt.trace.json[.gz]`, any other `*.json[.gz]` whose head looks like a Chrome trace counts
+  (users of `export_chrome_trace` and HTA name files freely). `*.tmp`, non-trace JSON and TensorFlow
+  event files are ignored.
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from .storage import StorageError, modified_time, read_bytes, split_url
+
+log = logging.getLogger(__name__)
+
+TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
+OTHER_JSON_RE = re.compile(r"^(?P<stem>.+?)\.json(?:\.gz)?$")
+SNIFF_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One trace file of a run: one span of one worker."""
+
+    run: str
+    worker: str
+    span: Optional[int]  # None when the name carries no number
+    path: str  # full path or URL, as the storage layer opens it
+    size: int
+    mtime: float
+
+    @property
+    def identity(self) -> tuple[str, int, float]:
+        """What changes when the file's content changes."""
+        return (self.path, self.size, self.mtime)
+
+
+def looks_like_trace(head: bytes) -> bool:
+    """Cheap sniff of a file's first bytes: a JSON object with `traceEvents`, or Chrome-trace events."""
+    text = head.lstrip()
+    if not text.startswith(b"{"):
+        return False
+    return b'"traceEvents"' in text or (b'"ph"' in text and b'"ts"' in text and b'"pid"' in text)
+
+
+def classify(name: str) -> Optional[tuple[str, Optional[int], bool]]:
+    """(worker, span, needs_sniff) for a candidate file name, or None if it cannot be a trace."""
+    if name.endswith(".tmp"):
+        return None
+    match = TRACE_RE.match(name)
+    if match:
+        span = match.group("span")
+        return match.group("worker"), int(span) if span else None, False
+    other = OTHER_JSON_RE.match(name)
+    if other:
+        return other.group("stem"), None, True
+    return None
+
+
+def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFile]:
+    """Every trace under `logdir`, sorted by (run, worker, span).
+
+    Args:
+        logdir: local path or fsspec URL (`s3://bucket/logs`, `memory://logs`, ...).
+        sniff_cache: optional dict reused across scans so unchanged non-standard JSON files are
+            sniffed once, keyed by (path, size, mtime).
+
+    Returns:
+        The trace files; unreadable entries are logged and skipped, never raised.
+    """
+    fs, root = split_url(logdir)
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    root = root.rstrip("/") or "/"
+    found = []
+    try:
+        walk = list(fs.walk(root, detail=True))
+    except (OSError, ValueError) as exc:
+        log.warning("cannot list %s: %s", logdir, exc)
+        return []
+    for dirpath, _dirs, files in walk:
+        run = _run_name(root, dirpath)
+        for name, info in sorted(files.items()):
+            if info.get("type") not in (None, "file"):
+                continue
+            traced = _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache)
+            if traced is not None:
+                found.append(traced)
+    return sorted(found, key=lambda f: (f.run, f.worker, -1 if f.span is None else f.span, f.path))
+
+
+def _run_name(root: str, dirpath: str) -> str:
+    rel = posixpath.relpath(dirpath.rstrip("/") or "/", root)
+    return posixpath.basename(root) or root if rel == "." else rel
+
+
+def _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache) -> Optional[TraceFile]:
+    parsed = classify(name)
+    if parsed is None:
+        return None
+    worker, span, needs_sniff = parsed
+    inner = posixpath.join(dirpath, name)
+    path = inner if protocol in ("file", "local") else f"{protocol}://{inner.lstrip('/')}"
+    size, mtime = int(info.get("size") or 0), modified_time(info)
+    if needs_sniff and not _sniff(path, (path, size, mtime), sniff_cache):
+        return None
+    return TraceFile(run=run, worker=worker, span=span, path=path, size=size, mtime=mtime)
+
+
+def _sniff(path: str, key: tuple, cache: Optional[dict]) -> bool:
+    if cache is not None and key in cache:
+        return cache[key]
+    try:
+        verdict = looks_like_trace(read_bytes(path, limit=SNIFF_BYTES))
+    except (StorageError, zlib.error, EOFError) as exc:
+        log.info("not sniffing %s: %s", path, exc)
+        verdict = False
+    if cache is not None:
+        cache[key] = verdict
+    return verdict
+
+
+@dataclass(frozen=True)
+class ScanDiff:
+    """What changed between two scans of one logdir."""
+
+    added: tuple[TraceFile, ...]
+    changed: tuple[TraceFile, ...]
+    removed: tuple[TraceFile, ...]
+
+
+def diff_scans(before: Iterable[TraceFile], after: Iterable[TraceFile]) -> ScanDiff:
+    """Files added, changed (size or mtime) and removed between two scans."""
+    old = {f.path: f for f in before}
+    new = {f.path: f for f in after}
+    return ScanDiff(
+        added=tuple(f for p, f in new.items() if p not in old),
+        changed=tuple(f for p, f in new.items() if p in old and old[p].identity != f.identity),
+        removed=tuple(f for p, f in old.items() if p not in new),
+    )

@@ -1,0 +1,151 @@
+"""Which lane every event belongs to: a CPU thread (pid, tid), a GPU (device, stream), or a marker row.
+
+pid/tid arrive as ints or strings (`"25738"` on 2021 `X` events, `"stream 7"` for 2021 GPU streams,
+`"Spans"` for the profiler span row). GPU events take device and stream from `args` when present:
+those survive Kineto's 2024 tid sanitisation, pid/tid do not.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+
+from .kinds import GPU_KINDS, LaneKind, kind_of_category
+
+_STREAM_RE = re.compile(r"^\s*stream\s+(-?\d+)\s*$")
+_STRING = np.iinfo(np.int64).min  # canonical value of a pid/tid that is not a number
+
+
+@dataclass
+class Lanes:
+    """The lane table and the lane of every placed event."""
+
+    kind: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    label: list[str]
+    x_lane: np.ndarray
+    memory_rows: np.ndarray
+    memory_lane: np.ndarray
+    flow_rows: np.ndarray
+    flow_lane: np.ndarray
+
+
+def _canonical(raw_values: list) -> tuple[np.ndarray, list[str]]:
+    """Per distinct raw pid/tid: its integer value (or _STRING) and its display text."""
+    ints = np.empty(len(raw_values), np.int64)
+    texts = []
+    for i, value in enumerate(raw_values):
+        text = str(value)
+        match = _STREAM_RE.match(text) if isinstance(value, str) else None
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) < (1 << 62):
+            ints[i] = value
+        elif isinstance(value, str) and text.strip().lstrip("-").isdigit() and len(text.strip()) < 19:
+            ints[i] = int(text)
+        elif match:
+            ints[i] = int(match.group(1))
+        else:
+            ints[i] = _STRING
+        texts.append(text)
+    return ints, texts
+
+
+def _canonical_ranks(ints: np.ndarray, texts: list[str]) -> np.ndarray:
+    """Dense id per distinct raw value such that `"25738"` and `25738` (2021 quirk) share one id."""
+    table: dict[str, int] = {}
+    keys = [str(v) if v != _STRING else "\0" + t for v, t in zip(ints.tolist(), texts)]
+    return np.array([table.setdefault(k, len(table)) for k in keys], np.int64).reshape(-1)
+
+
+def _intern_raw(values, n: int) -> tuple[list, np.ndarray]:
+    table: dict = {}
+    ids = np.fromiter(map(table.setdefault, values, range(n)), np.int64, n)
+    first = np.fromiter(table.values(), np.int64, len(table))
+    return list(table), np.searchsorted(first, ids)
+
+
+def assign_lanes(events, ph, x_rows, cats, cat_id, memory_rows, flow_rows) -> Lanes:
+    """Assign lanes to complete, memory and flow events and build the lane table."""
+    rows = np.concatenate((x_rows, memory_rows, flow_rows))
+    pid_raw, pid_rid = _intern_raw(map(attrgetter("pid"), events), len(events))
+    tid_raw, tid_rid = _intern_raw(map(attrgetter("tid"), events), len(events))
+    pid_rid, tid_rid = pid_rid[rows], tid_rid[rows]
+    pid_int, pid_text = _canonical(pid_raw)
+    tid_int, tid_text = _canonical(tid_raw)
+    a, b = pid_int[pid_rid], tid_int[tid_rid]
+    cls = np.where(a == _STRING, LaneKind.MARKER, LaneKind.CPU).astype(np.int8)
+
+    nx = x_rows.size
+    kinds = np.array([kind_of_category(c) for c in cats], np.int8)
+    gpu = np.flatnonzero(np.isin(kinds[cat_id[x_rows]], np.array(sorted(GPU_KINDS), np.int8)))
+    if gpu.size:
+        gpu_args = [events[i].args for i in x_rows[gpu]]
+        device = np.fromiter(map(attrgetter("device"), gpu_args), np.int64, gpu.size)
+        stream = np.fromiter(map(attrgetter("stream"), gpu_args), np.int64, gpu.size)
+        a[gpu] = np.where(device >= 0, device, a[gpu])
+        b[gpu] = np.where(stream >= 0, stream, b[gpu])
+        cls[gpu] = LaneKind.GPU
+        _flows_on_gpu(cls, a, nx, memory_rows.size, gpu)
+
+    host_code = _canonical_ranks(pid_int, pid_text)[pid_rid] * len(tid_raw) + _canonical_ranks(tid_int, tid_text)[tid_rid]
+    code = _lane_codes(cls, host_code, a, b)
+    present = np.bincount(code) > 0
+    rank = np.cumsum(present) - 1
+    inverse = rank[code]
+    first = np.full(int(present.sum()), -1, np.int64)
+    first[inverse[::-1]] = np.arange(code.size - 1, -1, -1)
+    lane_kind, lane_a, lane_b = cls[first], a[first], b[first]
+    labels = _labels(events, ph, lane_kind, lane_a, lane_b, pid_text, tid_text, pid_rid[first], tid_rid[first])
+    m0, m1 = nx, nx + memory_rows.size
+    return Lanes(kind=lane_kind, pid=np.where(lane_a == _STRING, -1, lane_a),
+                 tid=np.where(lane_b == _STRING, -1, lane_b), label=labels, x_lane=inverse[:nx],
+                 memory_rows=memory_rows, memory_lane=inverse[m0:m1], flow_rows=flow_rows, flow_lane=inverse[m1:])
+
+
+def _flows_on_gpu(cls: np.ndarray, a: np.ndarray, nx: int, n_memory: int, gpu: np.ndarray) -> None:
+    """A flow end on a pid that only GPU events use sits on that GPU's stream lane."""
+    cpu_pids = np.unique(a[:nx][cls[:nx] == LaneKind.CPU])
+    gpu_pids = np.setdiff1d(np.unique(a[gpu]), cpu_pids)
+    flows = np.arange(nx + n_memory, a.size)
+    cls[flows[np.isin(a[flows], gpu_pids)]] = LaneKind.GPU
+
+
+def _lane_codes(cls: np.ndarray, raw_code: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A small non-negative int per distinct lane, so lanes are found by bincount instead of a sort.
+
+    Host and marker rows are keyed by their interned raw (pid, tid) pair. GPU rows take their key from
+    the device and stream, which may come from `args`, ranked among the (few) distinct GPU values.
+    """
+    code = raw_code.astype(np.int64)
+    on_gpu = np.flatnonzero(cls == LaneKind.GPU)
+    if on_gpu.size:
+        devices, dev_rank = np.unique(a[on_gpu], return_inverse=True)
+        streams, stream_rank = np.unique(b[on_gpu], return_inverse=True)
+        code[on_gpu] = int(raw_code.max(initial=0)) + 1 + dev_rank * streams.size + stream_rank
+    return code
+
+
+def _labels(events, ph, kind, a, b, pid_text, tid_text, pid_rid, tid_rid) -> list[str]:
+    """Readable lane names: thread names from `M` metadata where present, else synthesized."""
+    thread_names: dict[tuple[str, str], str] = {}
+    process_names: dict[str, str] = {}
+    for i in np.flatnonzero(ph == 4):  # PH_M
+        event = events[i]
+        if event.args.name is None:
+            continue
+        if event.name == "thread_name":
+            thread_names.setdefault((str(event.pid), str(event.tid)), event.args.name.strip())
+        elif event.name == "process_name":
+            process_names.setdefault(str(event.pid), event.args.name.strip())
+    labels = []
+    for k in range(kind.size):
+        pid, tid = pid_text[pid_rid[k]], tid_text[tid_rid[k]]
+        if kind[k] == LaneKind.GPU:
+            labels.append(f"GPU {a[k]} stream {b[k]}")
+        elif kind[k] == LaneKind.MARKER:
+            labels.append(f"{pid} {tid}".strip())
+        else:
+            labels.append(thread_names.get((pid, tid)) or f"thread {tid}")
+    return labels

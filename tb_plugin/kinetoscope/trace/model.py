@@ -1,0 +1,119 @@
+"""The columnar trace model: one frozen bundle of equal-length numpy arrays per table.
+
+Tables (each column an array; units in the names):
+- events: every complete (`X`) event except `[memory]`, sorted by (lane, ts, -dur). `lane_ptr` is the
+  CSR offset array of lanes: lane `k` owns rows `lane_ptr[k]:lane_ptr[k+1]`.
+- lanes: one row per CPU thread (pid, tid), GPU stream (device, stream) or marker row.
+- memory: `[memory]` events (instant or `X` with a bogus dur), sorted by ts.
+- flows: `s`/`f` flow events, kept for rendering; linking uses `correlation`.
+Launch calls are linked to their GPU activities once: `launch_idx[i]` is the row of the runtime or
+driver call that launched GPU activity `i` (-1 when none); one launch may own many activities
+(CUDA graphs). Strings are interned: `names[name_id[i]]`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from .kinds import ACTIVITY_KINDS, Kind, LaneKind
+
+FORMAT_VERSION = 3  # bump when the model's layout or its decoding semantics change (invalidates caches)
+
+
+@dataclass(frozen=True)
+class TraceModel:
+    """A decoded trace. Arrays are read-only; cached models are shared between threads."""
+
+    # events
+    ts_ns: np.ndarray  # int64, absolute (baseTimeNanoseconds applied)
+    dur_ns: np.ndarray  # int64, >= 0
+    kind: np.ndarray  # int8, Kind
+    name_id: np.ndarray  # int32 into `names`
+    cat_id: np.ndarray  # int32 into `cats` (raw category, for export)
+    lane: np.ndarray  # int32 into the lanes table
+    depth: np.ndarray  # int16 nesting depth within the lane (open enclosing events)
+    correlation: np.ndarray  # int64, -1 when absent
+    external_id: np.ndarray  # int64, -1 when absent
+    launch_idx: np.ndarray  # int64 row of the launch call of a GPU activity, -1 when none
+    lane_ptr: np.ndarray  # int64 CSR offsets, len(lanes) + 1
+    # lanes
+    lane_kind: np.ndarray  # int8, LaneKind
+    lane_pid: np.ndarray  # int64 pid (CPU) or device (GPU); -1 for string pids
+    lane_tid: np.ndarray  # int64 tid (CPU) or stream (GPU)
+    lane_label: tuple[str, ...]  # thread/stream names from metadata, or a synthesized one
+    # memory
+    mem_ts_ns: np.ndarray  # int64
+    mem_lane: np.ndarray  # int32 CPU lane of the allocating thread
+    mem_device_type: np.ndarray  # int16 (c10 DeviceType: 0 CPU, 1 CUDA, ...)
+    mem_device_id: np.ndarray  # int16 (-1 for CPU)
+    mem_bytes: np.ndarray  # int64, negative = free
+    mem_total_allocated: np.ndarray  # int64, -1 when absent
+    mem_total_reserved: np.ndarray  # int64, -1 when absent
+    mem_addr: np.ndarray  # int64, -1 when absent
+    # flows
+    flow_id: np.ndarray  # int64
+    flow_cat_id: np.ndarray  # int32 into `cats`
+    flow_phase: np.ndarray  # int8: 0 start (s), 1 finish (f)
+    flow_ts_ns: np.ndarray  # int64
+    flow_lane: np.ndarray  # int32
+    # strings and metadata
+    names: tuple[str, ...]
+    cats: tuple[str, ...]
+    meta: dict[str, Any] = field(default_factory=dict)  # deviceProperties, distributedInfo, base time, ...
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count of events not in the model
+    warnings: tuple[str, ...] = ()
+    source_bytes: int = 0  # uncompressed size of the file it came from
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+
+    @property
+    def n_events(self) -> int:
+        """Number of complete events (memory, flow and metadata events not counted)."""
+        return int(self.ts_ns.size)
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        """End time of every event (int64 ns)."""
+        return self.ts_ns + self.dur_ns
+
+    @property
+    def start_ns(self) -> int:
+        """Trace start: the earliest complete event (0 for an empty trace)."""
+        return int(self.ts_ns.min()) if self.ts_ns.size else 0
+
+    @property
+    def stop_ns(self) -> int:
+        """Trace end: the latest end of a complete event."""
+        return int(self.end_ns.max()) if self.ts_ns.size else 0
+
+    def activity_mask(self) -> np.ndarray:
+        """Rows that are GPU activities (kernel, memcpy, memset): what counts as GPU busy time."""
+        return np.isin(self.kind, np.array(ACTIVITY_KINDS, dtype=np.int8))
+
+    def device_of_row(self) -> np.ndarray:
+        """Device index of every row's lane (meaningful on GPU lanes only)."""
+        return self.lane_pid[self.lane]
+
+    def lanes_of(self, lane_kind: LaneKind) -> np.ndarray:
+        """Indices of the lanes of one kind."""
+        return np.flatnonzero(self.lane_kind == lane_kind)
+
+    def name_ids_where(self, predicate) -> np.ndarray:
+        """Interned ids of the names that satisfy `predicate` (a str -> bool function)."""
+        return np.array([i for i, n in enumerate(self.names) if predicate(n)], dtype=np.int32)
+
+    def count_by_kind(self) -> dict[str, int]:
+        """Number of complete events per normalized kind (zeros omitted)."""
+        counts = np.bincount(self.kind.astype(np.int64), minlength=len(Kind))
+        return {Kind(k).name.lower(): int(c) for k, c in enumerate(counts) if c}
+
+
+def array_fields() -> list[str]:
+    """Names of the model's numpy columns, in declaration order (the cache stores exactly these)."""
+    return [f.name for f in fields(TraceModel) if f.type == "np.ndarray"]

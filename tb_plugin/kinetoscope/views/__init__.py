@@ -1,0 +1,1 @@
+"""Pure view computations for the HTTP layer: level-of-detail lanes, Chrome-trace export, histograms."""
