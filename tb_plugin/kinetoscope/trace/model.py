@@ -13,6 +13,7 @@ driver call that launched GPU activity `i` (-1 when none); one launch may own ma
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -77,10 +78,12 @@ class TraceModel:
         """Number of complete events (memory, flow and metadata events not counted)."""
         return int(self.ts_ns.size)
 
-    @property
+    @cached_property
     def end_ns(self) -> np.ndarray:
-        """End time of every event (int64 ns)."""
-        return self.ts_ns + self.dur_ns
+        """End time of every event (int64 ns), computed once per model."""
+        end = self.ts_ns + self.dur_ns
+        end.flags.writeable = False
+        return end
 
     @property
     def start_ns(self) -> int:

@@ -1,0 +1,98 @@
+"""Per-step breakdown and data-loader stalls.
+
+A step is a CPU `ProfilerStep#N` event. Its DataLoader wait is the union of the main process's
+`enumerate(DataLoader)#...__next__` intervals clipped to the step. A step is stalled when that wait is
+at least 5% of the step and the GPU (the busiest device) sat idle for at least half of it:
+
+    CPU   [ProfilerStep#7 ......................................................)
+          [DataLoader __next__ )[forward ... backward ... optimizer)
+    GPU                          [k][k][k]  [k][k][k][k]
+          |<-- wait, GPU idle ->|          => stalled
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ..trace.kinds import NCCL_PREFIXES, Kind
+from ..trace.model import TraceModel
+from . import intervals
+from .gpu_idle import DeviceIdle
+from .selectors import activity_rows_by_device, dataloader_union, step_rows
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Parallel per-step arrays, sorted by start."""
+
+    name_id: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    dataloader_ns: np.ndarray
+    dataloader_gpu_idle_ns: np.ndarray
+    gpu_busy_ns: np.ndarray
+    gpu_idle_ns: np.ndarray
+    compute_ns: np.ndarray  # union of non-communication kernels inside the step
+    comm_ns: np.ndarray  # union of NCCL/RCCL kernels
+    memcpy_ns: np.ndarray
+    memset_ns: np.ndarray
+    stalled: np.ndarray  # bool
+    dl_start_ns: np.ndarray  # the DataLoader wait union, for drawing
+    dl_end_ns: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.start_ns.size)
+
+
+def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_share: float = 0.05,
+                   idle_share: float = 0.5) -> Steps:
+    """Per step: DataLoader wait, GPU busy/idle (busiest device), time by activity kind, stall flag.
+
+    Args:
+        model: the trace.
+        busiest: the device whose idleness decides stalls (None: no GPU, nothing stalls).
+        min_share: smallest DataLoader share of the step that can make a stall.
+        idle_share: fraction of the wait the GPU must be idle for.
+    """
+    steps = step_rows(model)
+    start, end = model.ts_ns[steps], model.end_ns[steps]
+    dl_s, dl_e = dataloader_union(model)
+    dl_in_step = _clipped(dl_s, dl_e, start, end)
+    wait = np.array([intervals.total(s, e) for s, e in dl_in_step], np.int64).reshape(-1)
+    busy_u = (busiest.busy_starts_ns, busiest.busy_ends_ns) if busiest else (intervals.EMPTY, intervals.EMPTY)
+    wait_idle = np.array([int((e - s).sum() - intervals.covered(*busy_u, s, e).sum()) for s, e in dl_in_step],
+                         np.int64).reshape(-1)
+    busy = intervals.covered(*busy_u, start, end)
+    kinds = _kind_unions(model, busiest)
+    stalled = (busiest is not None) & (wait > 0) & (wait >= min_share * (end - start)) & (wait_idle >= idle_share * wait)
+    return Steps(
+        name_id=model.name_id[steps], start_ns=start, end_ns=end, dataloader_ns=wait, dataloader_gpu_idle_ns=wait_idle,
+        gpu_busy_ns=busy, gpu_idle_ns=(end - start) - busy,
+        compute_ns=intervals.covered(*kinds["compute"], start, end), comm_ns=intervals.covered(*kinds["comm"], start, end),
+        memcpy_ns=intervals.covered(*kinds["memcpy"], start, end), memset_ns=intervals.covered(*kinds["memset"], start, end),
+        stalled=np.asarray(stalled, bool), dl_start_ns=dl_s, dl_end_ns=dl_e)
+
+
+def _clipped(u_s: np.ndarray, u_e: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per step, the union intervals clipped to it (steps are few: a loop over steps, not events)."""
+    out = []
+    for s, e in zip(start.tolist(), end.tolist()):
+        lo, hi = np.searchsorted(u_e, s, "right"), np.searchsorted(u_s, e, "left")
+        out.append((np.maximum(u_s[lo:hi], s), np.minimum(u_e[lo:hi], e)))
+    return out
+
+
+def _kind_unions(model: TraceModel, busiest: Optional[DeviceIdle]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Unions of the busiest device's activities by kind: compute kernels, NCCL kernels, memcpy, memset."""
+    empty = (intervals.EMPTY, intervals.EMPTY)
+    if busiest is None:
+        return {k: empty for k in ("compute", "comm", "memcpy", "memset")}
+    rows = activity_rows_by_device(model)[busiest.device]
+    nccl = model.name_ids_where(lambda n: n.startswith(NCCL_PREFIXES))
+    kind, is_comm = model.kind[rows], np.isin(model.name_id[rows], nccl)
+    masks = {"compute": (kind == Kind.KERNEL) & ~is_comm, "comm": (kind == Kind.KERNEL) & is_comm,
+             "memcpy": kind == Kind.MEMCPY, "memset": kind == Kind.MEMSET}
+    return {k: intervals.union(model.ts_ns[rows[m]], model.end_ns[rows[m]]) for k, m in masks.items()}

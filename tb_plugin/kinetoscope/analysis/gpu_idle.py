@@ -1,0 +1,154 @@
+"""GPU idle time per device, every idle gap with exactly one cause, and the CPU work behind it.
+
+Per device, busy time is the union of its kernel/memcpy/memset intervals over all streams, so
+overlapping streams are never double-counted (HTA sums per-stream idle time). A gap is a hole of that
+union inside the device's window. Its cause, with k the activity that ends the gap, L the launch call
+of k, and T the CPU thread of L:
+
+    CPU T   ...[sync)....[L: cudaLaunchKernel)...
+    GPU     [k-1)               gap               [k)...
+
+    dataloader  DataLoader waits cover >= half the gap (the input pipeline starved the step)
+    unlinked    k has no launch call in the trace
+    sync        a synchronization call on T ended inside the gap (the CPU drained the GPU first)
+    host        L started after the gap began (the CPU had not asked for the work yet)
+    launch      L started before the gap began (requested in time, reached the GPU late)
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..trace.model import TraceModel
+from . import intervals
+from .selectors import OpIndex, activity_rows_by_device, dataloader_union, sync_rows
+
+
+class Cause(enum.IntEnum):
+    """Why a GPU gap happened; exactly one per gap."""
+
+    DATALOADER = 0
+    SYNC = 1
+    HOST = 2
+    LAUNCH = 3
+    UNLINKED = 4
+
+
+CAUSE_NAMES = ("dataloader", "sync", "host", "launch", "unlinked")
+
+
+@dataclass(frozen=True)
+class DeviceIdle:
+    """One device's window, busy/idle totals and gaps (gap arrays are parallel)."""
+
+    device: int
+    window_start_ns: int
+    window_end_ns: int
+    busy_ns: int
+    idle_ns: int
+    gap_start_ns: np.ndarray
+    gap_end_ns: np.ndarray
+    gap_cause: np.ndarray  # int8 Cause
+    gap_next_row: np.ndarray  # row of the activity that ends the gap
+    gap_launch_row: np.ndarray  # row of its launch call, -1 when unlinked
+    gap_culprit_row: np.ndarray  # host: outermost CPU op on T at the gap midpoint; sync: the sync call; else -1
+    busy_starts_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
+    busy_ends_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
+
+    @property
+    def window_ns(self) -> int:
+        return self.window_end_ns - self.window_start_ns
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 * self.idle_ns / self.window_ns if self.window_ns > 0 else 0.0
+
+    def idle_by_cause_ns(self) -> dict[str, int]:
+        """Idle time per cause; the values add up to `idle_ns`."""
+        length = self.gap_end_ns - self.gap_start_ns
+        sums = np.bincount(self.gap_cause.astype(np.int64), weights=length, minlength=len(Cause))
+        return {name: int(sums[c]) for c, name in enumerate(CAUSE_NAMES)}
+
+
+@dataclass(frozen=True)
+class GpuIdle:
+    """Idle analysis of every device with GPU activity."""
+
+    devices: tuple[DeviceIdle, ...]
+
+    def busiest(self) -> Optional[DeviceIdle]:
+        """The device with the most busy time (None without GPU activity)."""
+        return max(self.devices, key=lambda d: d.busy_ns, default=None)
+
+
+def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5) -> GpuIdle:
+    """Find and classify the idle gaps of every device.
+
+    Args:
+        model: the trace.
+        dataloader_share: fraction of a gap DataLoader waits must cover for the `dataloader` cause.
+
+    Returns:
+        One DeviceIdle per device, sorted by device index.
+    """
+    ops = OpIndex(model)
+    dl = dataloader_union(model)
+    syncs = sync_rows(model)
+    devices = [_device_idle(model, dev, rows, dl, syncs, ops, dataloader_share)
+               for dev, rows in sorted(activity_rows_by_device(model).items())]
+    return GpuIdle(tuple(devices))
+
+
+def _device_idle(model, device, rows, dl, syncs, ops, dataloader_share) -> DeviceIdle:
+    starts, ends = model.ts_ns[rows], model.end_ns[rows]
+    busy_s, busy_e = intervals.union(starts, ends)
+    gap_s, gap_e = intervals.gaps_between(busy_s, busy_e)
+    next_row = rows[np.minimum(np.searchsorted(starts, gap_e, side="left"), rows.size - 1)]
+    launch_row = model.launch_idx[next_row]
+    cause, sync_row = _classify(model, gap_s, gap_e, launch_row, dl, syncs, dataloader_share)
+    culprit = np.where(cause == Cause.SYNC, sync_row, -1)
+    host = np.flatnonzero(cause == Cause.HOST)
+    if host.size:
+        mid = gap_s[host] + (gap_e[host] - gap_s[host]) // 2
+        culprit[host] = ops.outermost_at(model.lane[launch_row[host]], mid)
+    window_s, window_e = int(busy_s[0]), int(busy_e[-1])
+    busy = intervals.total(busy_s, busy_e)
+    return DeviceIdle(device=device, window_start_ns=window_s, window_end_ns=window_e, busy_ns=busy,
+                      idle_ns=window_e - window_s - busy, gap_start_ns=gap_s, gap_end_ns=gap_e,
+                      gap_cause=cause, gap_next_row=next_row, gap_launch_row=launch_row,
+                      gap_culprit_row=culprit, busy_starts_ns=busy_s, busy_ends_ns=busy_e)
+
+
+def _classify(model, gap_s, gap_e, launch_row, dl, syncs, dataloader_share) -> tuple[np.ndarray, np.ndarray]:
+    """One cause per gap, in the order of precedence the module docstring gives, and the sync call
+    (row, -1 if none) that ended inside each gap."""
+    cause = np.full(gap_s.size, Cause.LAUNCH, np.int8)
+    linked = launch_row >= 0
+    safe_launch = np.maximum(launch_row, 0)
+    cause[linked & (model.ts_ns[safe_launch] > gap_s)] = Cause.HOST
+    sync_row = _sync_ended_inside(model, gap_s, gap_e, model.lane[safe_launch], syncs)
+    cause[linked & (sync_row >= 0)] = Cause.SYNC
+    cause[~linked] = Cause.UNLINKED
+    waiting = intervals.covered(dl[0], dl[1], gap_s, gap_e)
+    cause[waiting >= dataloader_share * (gap_e - gap_s)] = Cause.DATALOADER
+    return cause, sync_row
+
+
+def _sync_ended_inside(model, gap_s, gap_e, thread, syncs) -> np.ndarray:
+    """Per gap, the last synchronization call on its launching thread that ended in (gap_s, gap_e], or -1."""
+    result = np.full(gap_s.size, -1, np.int64)
+    if syncs.size == 0:
+        return result
+    sync_lane = model.lane[syncs]
+    for lane in np.intersect1d(np.unique(thread), np.unique(sync_lane)):
+        on_lane = syncs[sync_lane == lane]
+        on_lane = on_lane[np.argsort(model.end_ns[on_lane], kind="stable")]
+        sync_end = model.end_ns[on_lane]
+        sel = np.flatnonzero(thread == lane)
+        last = np.searchsorted(sync_end, gap_e[sel], "right") - 1
+        inside = (last >= 0) & (sync_end[np.maximum(last, 0)] > gap_s[sel])
+        result[sel[inside]] = on_lane[last[inside]]
+    return result

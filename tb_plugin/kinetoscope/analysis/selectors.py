@@ -1,0 +1,128 @@
+"""Row selections several analyses share: GPU activities per device, steps, DataLoader waits, CPU ops.
+
+Everything here is a pure function of the model returning index or interval arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.build import nesting_depth
+from ..trace.kinds import CPU_OP_KINDS, STEP_RE, SYNC_CALLS, Kind, LaneKind, is_dataloader_name
+from ..trace.model import TraceModel
+from . import intervals
+
+NO_OP = "(no op)"
+
+
+def activity_rows_by_device(model: TraceModel) -> dict[int, np.ndarray]:
+    """Rows of GPU activities (kernel, memcpy, memset) per device, each sorted by (ts, row)."""
+    rows = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+    device = model.device_of_row()[rows]
+    result = {}
+    for dev in np.unique(device):
+        sel = rows[device == dev]
+        result[int(dev)] = sel[np.argsort(model.ts_ns[sel], kind="stable")]
+    return result
+
+
+def cpu_rows(model: TraceModel) -> np.ndarray:
+    """Rows of events on CPU-thread lanes."""
+    return np.flatnonzero(model.lane_kind[model.lane] == LaneKind.CPU)
+
+
+def step_rows(model: TraceModel) -> np.ndarray:
+    """`ProfilerStep#N` rows on CPU lanes, sorted by start; one per step number (the first seen)."""
+    ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
+    rows = cpu_rows(model)
+    rows = rows[np.isin(model.name_id[rows], ids) & np.isin(model.kind[rows], np.array(CPU_OP_KINDS, np.int8))]
+    rows = rows[np.argsort(model.ts_ns[rows], kind="stable")]
+    _, first = np.unique(model.name_id[rows], return_index=True)
+    return rows[np.sort(first)]
+
+
+def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """Union of the DataLoader wait intervals (`enumerate(DataLoader)#...__next__` on CPU lanes)."""
+    ids = model.name_ids_where(is_dataloader_name)
+    rows = cpu_rows(model)
+    rows = rows[np.isin(model.name_id[rows], ids)]
+    return intervals.union(model.ts_ns[rows], model.end_ns[rows])
+
+
+def sync_rows(model: TraceModel) -> np.ndarray:
+    """Host-blocking synchronization calls (cudaDeviceSynchronize, synchronous cudaMemcpy, ...)."""
+    ids = model.name_ids_where(lambda n: n in SYNC_CALLS)
+    return np.flatnonzero(np.isin(model.name_id, ids) & np.isin(model.kind, np.array((Kind.RUNTIME, Kind.DRIVER), np.int8)))
+
+
+class OpIndex:
+    """Per CPU lane, the CPU ops (cpu_op / user_annotation, not ProfilerStep) for enclosing-op lookups."""
+
+    def __init__(self, model: TraceModel) -> None:
+        self._model = model
+        step_ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
+        ops = cpu_rows(model)
+        ops = ops[np.isin(model.kind[ops], np.array(CPU_OP_KINDS, np.int8)) & ~np.isin(model.name_id[ops], step_ids)]
+        self._by_lane: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        lanes = model.lane[ops]
+        for lane in np.unique(lanes):
+            rows = ops[lanes == lane]  # already sorted by (ts, -dur): the model's order
+            depth = nesting_depth(model.ts_ns[rows], model.dur_ns[rows], np.array([0, rows.size]))
+            self._by_lane[int(lane)] = (rows, depth)
+
+    def outermost_at(self, lane: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+        """Row of the outermost op running on `lane[i]` at `t_ns[i]`, or -1."""
+        lane = np.asarray(lane)
+        t_ns = np.asarray(t_ns, np.int64)
+        result = np.full(lane.size, -1, np.int64)
+        for lane_id in np.unique(lane):
+            entry = self._by_lane.get(int(lane_id))
+            if entry is None:
+                continue
+            rows, depth = entry
+            sel = np.flatnonzero(lane == lane_id)
+            hit = intervals.enclosing_top(self._model.ts_ns[rows], self._model.end_ns[rows], depth, t_ns[sel])
+            result[sel] = np.where(hit >= 0, rows[np.maximum(hit, 0)], -1)
+        return result
+
+
+def parent_rows(model: TraceModel) -> np.ndarray:
+    """Row of each event's enclosing parent on its lane (the last earlier row one level up), or -1.
+
+    One vectorized pass per depth level; exact for properly nested lanes, the nearest open
+    ancestor where events overlap partially.
+    """
+    parent = np.full(model.n_events, -1, np.int64)
+    depth = model.depth
+    by_level = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
+    for level in range(1, bounds.size - 1):
+        above = by_level[bounds[level - 1]:bounds[level]]
+        here = by_level[bounds[level]:bounds[level + 1]]
+        if above.size == 0 or here.size == 0:
+            continue
+        cand = above[np.maximum(np.searchsorted(above, here) - 1, 0)]
+        ok = (cand < here) & (model.lane[cand] == model.lane[here])
+        parent[here[ok]] = cand[ok]
+    return parent
+
+
+def enclosing_of_kind(model: TraceModel, rows: np.ndarray, kinds: tuple, parent: np.ndarray) -> np.ndarray:
+    """For each row, the innermost ancestor whose kind is in `kinds` (-1 when none)."""
+    wanted = np.isin(model.kind, np.array(kinds, np.int8))
+    current = parent[rows]
+    result = np.full(rows.size, -1, np.int64)
+    pending = np.arange(rows.size)
+    while pending.size:
+        cur = current[pending]
+        alive = cur >= 0
+        pending, cur = pending[alive], cur[alive]
+        found = wanted[cur]
+        result[pending[found]] = cur[found]
+        pending, cur = pending[~found], cur[~found]
+        current[pending] = parent[cur]
+    return result
+
+
+def names_of(model: TraceModel, rows: np.ndarray) -> list[str]:
+    """Event names of rows, with `(no op)` for -1."""
+    return [model.names[model.name_id[r]] if r >= 0 else NO_OP for r in rows.tolist()]

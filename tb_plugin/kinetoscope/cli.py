@@ -1,0 +1,97 @@
+"""`kinetoscope report PATH... [--format text|json|markdown]`: the analyses of trace files or logdirs.
+
+Exit status: 0 when every trace loaded, 1 when some failed (their reasons are printed), 2 for usage
+errors (unknown option, a path that does not exist).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Iterable, Optional
+
+from . import __version__
+from .analysis.report import analyze, report_entry
+from .formats import RENDERERS
+from .trace.cache import default_cache_dir
+from .trace.discovery import TraceFile, classify, scan_logdir
+from .trace.loader import TraceError, load_trace
+from .trace.storage import StorageError, identity, split_url
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kinetoscope", description="Why does the GPU sit idle? Analyses of PyTorch profiler traces.")
+    parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    report = sub.add_parser("report", help="analyse trace files or logdirs (local paths or fsspec URLs)")
+    report.add_argument("paths", nargs="+", metavar="PATH", help="a trace file or a logdir")
+    report.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    cache = report.add_mutually_exclusive_group()
+    cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
+    cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
+    return parser
+
+
+def resolve(path: str) -> list[TraceFile]:
+    """The traces a PATH argument names: itself if it is a file, else every trace under it.
+
+    Raises:
+        FileNotFoundError: PATH does not exist.
+    """
+    fs, inner = split_url(path)
+    if not fs.exists(inner):
+        raise FileNotFoundError(path)
+    if fs.isdir(inner):
+        return scan_logdir(path)
+    name = os.path.basename(inner.rstrip("/"))
+    worker, span, _ = classify(name) or (name, None, False)
+    try:
+        ident = identity(path)
+        size, mtime = ident.size, ident.mtime
+    except StorageError:
+        size, mtime = 0, 0.0
+    return [TraceFile(run=os.path.basename(os.path.dirname(inner.rstrip("/"))), worker=worker, span=span,
+                      path=path, size=size, mtime=mtime)]
+
+
+def entry_for(trace: TraceFile, cache_dir) -> dict:
+    """The report entry of one trace; load failures become `error` entries, never exceptions."""
+    base = {"path": trace.path, "run": trace.run, "worker": trace.worker,
+            "span": None if trace.span is None else str(trace.span), "error": None}
+    try:
+        model = load_trace(trace.path, cache_dir=cache_dir)
+    except TraceError as exc:
+        return {**base, "error": {"message": str(exc)}}
+    return {**base, **report_entry(model, analyze(model))}
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    """Console entry point; returns the exit status."""
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    traces: list[TraceFile] = []
+    for path in args.paths:
+        try:
+            found = resolve(path)
+        except (FileNotFoundError, ValueError, ImportError) as exc:
+            print(f"kinetoscope: no such file or directory: {path} ({exc})", file=sys.stderr)
+            return 2
+        if not found:
+            print(f"kinetoscope: no trace files under {path}", file=sys.stderr)
+        traces.extend(found)
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    entries = [entry_for(t, cache_dir) for t in traces]
+    if args.format == "json":
+        json.dump({"traces": entries}, sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        for entry in entries:
+            sys.stdout.write(RENDERERS[args.format](entry) + "\n")
+    failed = [e for e in entries if e["error"]]
+    for entry in failed:
+        print(f"kinetoscope: failed: {entry['error']['message']}", file=sys.stderr)
+    return 1 if failed or not traces else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Renderers of report entries (the JSON dicts of `analysis.report`) as readable text and markdown."""
+from __future__ import annotations
+
+from typing import Callable
+
+CAUSES = ("dataloader", "sync", "host", "launch", "unlinked")
+
+
+def human_us(us: float) -> str:
+    """1234567.0 -> '1.23 s'; 1234.0 -> '1.23 ms'; 12.5 -> '12.5 µs'."""
+    if abs(us) >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if abs(us) >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} µs"
+
+
+def human_bytes(n: float) -> str:
+    """2791636480 -> '2.6 GiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _table(header: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return [fmt(header)] + [fmt(r) for r in rows]
+
+
+def render_entry(entry: dict, markdown: bool = False) -> str:
+    """One trace as text (markdown=False) or markdown."""
+    title = f"{entry.get('run', '')} / {entry.get('worker', '')} / span {entry.get('span')}"
+    lines = [f"## {title}" if markdown else f"== {title} ==", f"file: {entry.get('path', '')}"]
+    if entry.get("error"):
+        return "\n".join(lines + [f"ERROR: {entry['error']['message']}", ""])
+    lines.append(f"{entry['events']} events over {human_us(entry['duration_us'])}"
+                 + (f"; skipped: {entry['skipped']}" if entry.get("skipped") else ""))
+    if "verdict" not in entry:
+        return "\n".join(lines + [""])
+    verdict = entry["verdict"]
+    lines += ["", f"**Verdict: {verdict['bound']}**" if markdown else f"Verdict: {verdict['bound']}",
+              f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
+    for section in (_devices, _steps, _launch, _memory):
+        lines += section(entry, markdown)
+    return "\n".join(lines + [""])
+
+
+def _devices(entry: dict, markdown: bool) -> list[str]:
+    lines = []
+    for d in entry["devices"]:
+        by = d["gaps"]["by_cause_us"]
+        lines += ["", f"GPU {d['device']}: idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} "
+                      f"({d['gaps']['count']} gaps)", "Idle time by cause:"]
+        lines += _table(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
+                                                     for c in CAUSES if by[c] > 0], markdown)
+        if d["gaps"]["top_culprits"]:
+            lines += ["Top culprits (host gaps):"]
+            lines += _table(["cpu op", "idle caused"], [[c["name"], human_us(c["idle_us"])]
+                                                        for c in d["gaps"]["top_culprits"]], markdown)
+    return lines
+
+
+def _steps(entry: dict, markdown: bool) -> list[str]:
+    if not entry["steps"]:
+        return []
+    rows = [[s["name"], human_us(s["dur_us"]), human_us(s["gpu_busy_us"]), human_us(s["gpu_idle_us"]),
+             human_us(s["dataloader_us"]), f"{100 * s['dataloader_share']:.1f}%", "STALLED" if s["stalled"] else ""]
+            for s in entry["steps"]]
+    return ["", "Steps:"] + _table(["step", "duration", "gpu busy", "gpu idle", "dataloader", "dl share", ""], rows, markdown)
+
+
+def _launch(entry: dict, markdown: bool) -> list[str]:
+    launch = entry["launch"]
+    if not launch["pairs"]:
+        return []
+    rows = [[name, *(human_us(launch[key][p]) for p in ("p50", "p90", "p99", "max"))]
+            for name, key in (("offset", "offset_us"), ("queued", "queued_us"), ("latency", "latency_us"))]
+    return (["", f"Launches: {launch['pairs']} linked GPU activities, {launch['short_kernels']} kernels shorter than their launch call"]
+            + _table(["", "p50", "p90", "p99", "max"], rows, markdown))
+
+
+def _memory(entry: dict, markdown: bool) -> list[str]:
+    if not entry["memory"]:
+        return []
+    rows = [[m["device"], human_bytes(m["peak_allocated_bytes"]), human_bytes(m["peak_reserved_bytes"]),
+             human_us(m["peak_at_us"]), m["peak_op"], "possible leak" if m["leak_suspect"] else ""] for m in entry["memory"]]
+    return ["", "Memory peaks:"] + _table(["device", "allocated", "reserved", "at", "op", ""], rows, markdown)
+
+
+RENDERERS: dict[str, Callable[[dict], str]] = {
+    "text": lambda e: render_entry(e, markdown=False),
+    "markdown": lambda e: render_entry(e, markdown=True),
+}
