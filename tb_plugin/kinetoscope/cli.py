@@ -9,7 +9,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 from . import __version__
 from .analysis.report import analyze, report_entry

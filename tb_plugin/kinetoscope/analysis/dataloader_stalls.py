@@ -66,11 +66,13 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
     wait_idle = np.array([int((e - s).sum() - intervals.covered(*busy_u, s, e).sum()) for s, e in dl_in_step],
                          np.int64).reshape(-1)
     busy = intervals.covered(*busy_u, start, end)
+    if busiest is None:  # no GPU: nothing to be idle
+        wait_idle = np.zeros_like(wait)
     kinds = _kind_unions(model, busiest)
     stalled = (busiest is not None) & (wait > 0) & (wait >= min_share * (end - start)) & (wait_idle >= idle_share * wait)
     return Steps(
         name_id=model.name_id[steps], start_ns=start, end_ns=end, dataloader_ns=wait, dataloader_gpu_idle_ns=wait_idle,
-        gpu_busy_ns=busy, gpu_idle_ns=(end - start) - busy,
+        gpu_busy_ns=busy, gpu_idle_ns=((end - start) - busy) * (busiest is not None),
         compute_ns=intervals.covered(*kinds["compute"], start, end), comm_ns=intervals.covered(*kinds["comm"], start, end),
         memcpy_ns=intervals.covered(*kinds["memcpy"], start, end), memset_ns=intervals.covered(*kinds["memset"], start, end),
         stalled=np.asarray(stalled, bool), dl_start_ns=dl_s, dl_end_ns=dl_e)

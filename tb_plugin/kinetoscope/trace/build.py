@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .decode import Decoded, Event
-from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, LaneKind, kind_of_category
+from .kinds import ACTIVITY_KINDS, LAUNCH_KINDS, kind_of_category
 from .lanes import assign_lanes
 from .model import TraceModel
 

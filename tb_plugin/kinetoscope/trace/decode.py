@@ -96,12 +96,14 @@ def decode_trace(raw) -> Decoded:
     Raises:
         DecodeError: the text is truncated, is not JSON, or is not a Chrome/Kineto trace object.
     """
+    if not hasattr(raw, "find"):  # memoryview and other plain buffers
+        raw = bytes(raw)
     legacy = raw.find(b'"external id"') != -1
     try:
         return Decoded(_FAST.decode(raw), legacy)
     except msgspec.ValidationError:
         return _decode_lenient(msgspec.json.decode(raw), [], legacy)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if "truncated" in str(exc):
             raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
         return _decode_lenient(*_python_json(bytes(raw), exc), legacy)

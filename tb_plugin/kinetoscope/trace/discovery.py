@@ -15,8 +15,9 @@ import logging
 import posixpath
 import re
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
 from .storage import StorageError, modified_time, read_bytes, split_url
 

@@ -5,7 +5,7 @@ import gc
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 from .build import build_model
 from .cache import default_cache_dir, load_cached, store

@@ -6,9 +6,10 @@ import mmap
 import os
 import time
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Optional, Union
 
 import fsspec
 

@@ -1,0 +1,53 @@
+"""kinetoscope CLI: formats, exit statuses, failures reported without stopping the other traces."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope.cli import main
+
+
+@pytest.fixture
+def logdir(tmp_path, no_cache):
+    write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", trace_doc([op("a", 0, 5), launch(1, 1, corr=1), kernel("k", 3, 2, 1)]))
+    write_trace(tmp_path / "logs" / "run" / "w.2.pt.trace.json.gz", trace_doc([op("b", 0, 5)]), gz=True)
+    return tmp_path / "logs"
+
+
+def test_json_document(logdir, capsys):
+    assert main(["report", str(logdir), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(t["run"], t["worker"], t["span"], t["error"]) for t in doc["traces"]] == [("run", "w", "1", None), ("run", "w", "2", None)]
+    first = doc["traces"][0]
+    assert first["events"] == 3 and first["duration_us"] == 5.0 and first["devices"][0]["busy_us"] == 2.0
+    assert {"steps", "launch", "memory", "verdict"} <= set(first)
+
+
+@pytest.mark.parametrize("fmt, marker", [("text", "Verdict: "), ("markdown", "**Verdict: ")])
+def test_readable_formats(logdir, capsys, fmt, marker):
+    assert main(["report", str(logdir), "--format", fmt, "--no-cache"]) == 0
+    assert capsys.readouterr().out.count(marker) == 2
+
+
+def test_failed_trace_exit_1_and_others_still_reported(logdir, capsys):
+    write_trace(logdir / "run" / "w.3.pt.trace.json", b'{"traceEvents": [')
+    assert main(["report", str(logdir), "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    traces = json.loads(captured.out)["traces"]
+    assert [t["error"] is None for t in traces] == [True, True, False]
+    assert "w.3.pt.trace.json" in traces[2]["error"]["message"] and "truncated" in captured.err
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--format", "yaml", str(tmp_path)])
+    assert info.value.code == 2
+
+
+def test_single_file_and_empty_logdir(logdir, tmp_path, capsys):
+    assert main(["report", str(logdir / "run" / "w.1.pt.trace.json"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["traces"][0]["span"] == "1"
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 1

@@ -1,0 +1,109 @@
+"""trace.loader / trace.decode: every bad input yields a model with skip counts or a TraceError naming the file."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
+
+GOOD = trace_doc([op("aten::add", 10, 5), launch(11, 2, corr=1), kernel("k", 20, 3, corr=1)])
+GOOD_TEXT = json.dumps(GOOD)
+
+
+# (case name, file bytes, gzip?) -> the error message must contain this fragment
+ERRORS = [
+    ("truncated-json", GOOD_TEXT[: len(GOOD_TEXT) // 2].encode(), False, "truncated JSON"),
+    ("truncated-gzip", gzip.compress(GOOD_TEXT.encode())[:-30], None, "truncated gzip"),
+    ("corrupt-gzip", b"\x1f\x8b" + b"garbage" * 10, None, "gzip"),
+    ("top-level-array", b'[{"name": "aten::add", "ph": "X"}]', False, "legacy autograd"),
+    ("top-level-string", b'"hello"', False, "not a trace object"),
+    ("no-traceEvents", b'{"schemaVersion": 1}', False, "traceEvents"),
+    ("traceEvents-not-list", b'{"traceEvents": {"a": 1}}', False, "traceEvents"),
+    ("not-json", b"this is not json at all", False, "invalid JSON"),
+    ("empty-file", b"", False, "truncated"),
+]
+
+
+@pytest.mark.parametrize("case, data, gz, fragment", ERRORS, ids=[e[0] for e in ERRORS])
+def test_bad_files_raise_trace_error_naming_file(tmp_path, case, data, gz, fragment):
+    path = tmp_path / f"{case}.pt.trace.json{'.gz' if gz is None else ''}"
+    path.write_bytes(data)
+    with pytest.raises(TraceError) as info:
+        load_trace(str(path), cache_dir=None)
+    assert str(path) in str(info.value)
+    assert fragment in str(info.value)
+
+
+def _model(tmp_path, text, name="t.pt.trace.json"):
+    return load_trace(str(write_trace(tmp_path / name, text)), cache_dir=None)
+
+
+def test_empty_trace_events_is_an_empty_model(tmp_path):
+    model = _model(tmp_path, '{"traceEvents": []}')
+    assert model.n_events == 0 and model.start_ns == 0 and model.skipped == {}
+
+
+def test_nan_and_infinity_tokens_are_skipped_events_not_errors(tmp_path):
+    text = GOOD_TEXT[:-2] + ', {"ph": "X", "name": "bad", "pid": 1, "tid": 1, "ts": NaN, "dur": 1}]}'
+    model = _model(tmp_path, text)
+    assert model.n_events == 3
+    assert model.skipped == {"missing or non-finite ts": 1}
+
+
+def test_ill_typed_field_skips_only_that_event(tmp_path):
+    doc = trace_doc([op("ok", 1, 1), {"ph": "X", "name": "bad", "pid": 1, "tid": 1, "ts": 5, "dur": "long"}])
+    model = _model(tmp_path, json.dumps(doc))
+    assert model.n_events == 1
+    (reason, count), = model.skipped.items()
+    assert count == 1 and "dur" in reason
+
+
+def test_ill_typed_args_are_dropped_not_the_event(tmp_path):
+    doc = trace_doc([kernel("k", 1, 1, corr=None) | {"args": {"correlation": "x7", "device": None, "stream": 7}}])
+    model = _model(tmp_path, json.dumps(doc))
+    assert model.n_events == 1 and model.correlation[0] == -1 and model.lane_tid[model.lane[0]] == 7
+
+
+def test_missing_fields_take_defaults_or_are_counted(tmp_path):
+    doc = trace_doc([{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", "name": "no-dur", "ts": 1}, {"name": "no-ph", "ts": 3}])
+    model = _model(tmp_path, json.dumps(doc))
+    assert model.n_events == 1 and model.names[model.name_id[0]] == ""
+    assert model.skipped == {"complete event without a finite dur": 1, "unsupported phase (B/E/C/other)": 1}
+
+
+def test_invalid_utf8_is_replaced_with_a_warning(tmp_path):
+    data = GOOD_TEXT.replace("aten::add", "aten::\udcff").encode("utf-8", "surrogateescape")
+    model = _model(tmp_path, data)
+    assert model.n_events == 3
+    assert any("UTF-8" in w for w in model.warnings)
+    assert "aten::\ufffd" in model.names
+
+
+def test_control_characters_and_bare_na_are_tolerated(tmp_path):
+    text = GOOD_TEXT.replace("aten::add", "aten::\\u0001add").replace('"deviceProperties": []', '"deviceProperties": N/A')
+    text = text.replace("aten::\\u0001add", "aten::\x01add")
+    model = _model(tmp_path, text)
+    assert model.n_events == 3 and "aten::\x01add" in model.names
+
+
+def test_hostile_strings_are_kept_verbatim(tmp_path):
+    hostile = '<img src=x onerror=alert(1)> "q" & \\ ../../etc/passwd'
+    model = _model(tmp_path, json.dumps(trace_doc([op(hostile, 1, 1)])))
+    assert model.names[model.name_id[0]] == hostile
+
+
+def test_negative_durations_are_clamped_with_a_warning(tmp_path):
+    model = _model(tmp_path, json.dumps(trace_doc([op("neg", 10, -5)])))
+    assert model.dur_ns[0] == 0 and any("negative" in w for w in model.warnings)
+
+
+def test_decode_bytes_accepts_a_memory_buffer():
+    model = decode_bytes(memoryview(GOOD_TEXT.encode()), "mem")
+    assert model.n_events == 3
+
+
+def test_unreadable_path_is_a_trace_error(tmp_path):
+    with pytest.raises(TraceError, match="cannot"):
+        load_trace(str(tmp_path / "missing.pt.trace.json"), cache_dir=None)

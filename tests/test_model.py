@@ -1,0 +1,126 @@
+"""trace.build / trace.lanes / trace.model: exact values on tiny named traces, invariants on every real trace."""
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import kernel, launch, memory, op, shared_trace_files, trace_doc, write_trace
+from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
+from kinetoscope.trace.loader import load_trace
+
+
+def _load(tmp_path, doc, name="t.pt.trace.json"):
+    return load_trace(str(write_trace(tmp_path / name, doc)), cache_dir=None)
+
+
+def test_relative_timestamps_add_base_time_with_ns_precision(tmp_path):
+    base = 1790857026000000000
+    text = ('{"baseTimeNanoseconds": %d, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, '
+            '"tid": 1, "ts": 4405551510882.250, "dur": 0.001}]}' % base)
+    model = _load(tmp_path, text)
+    assert model.ts_ns[0] == base + 4405551510882250 and model.dur_ns[0] == 1
+
+
+def test_integer_epoch_microseconds_are_exact(tmp_path):
+    model = _load(tmp_path, trace_doc([op("a", 1623142623460111, 7)]))
+    assert model.ts_ns[0] == 1623142623460111000 and model.dur_ns[0] == 7000
+
+
+@pytest.mark.parametrize("cat, kind", [
+    ("Operator", Kind.CPU_OP), ("cpu_op", Kind.CPU_OP), ("user_annotation", Kind.USER_ANNOTATION),
+    ("Runtime", Kind.RUNTIME), ("cuda_runtime", Kind.RUNTIME), ("cuda_driver", Kind.DRIVER), ("Kernel", Kind.KERNEL),
+    ("kernel", Kind.KERNEL), ("Memcpy", Kind.MEMCPY), ("gpu_memcpy", Kind.MEMCPY), ("Memset", Kind.MEMSET),
+    ("gpu_memset", Kind.MEMSET), ("gpu_user_Annotation", Kind.GPU_USER_ANNOTATION), ("python_function", Kind.PYTHON_FUNCTION),
+    ("Trace", Kind.TRACE_SPAN), ("cuda_sync", Kind.CUDA_SYNC), ("something_new", Kind.OTHER)])
+def test_category_names_of_every_era_normalize(cat, kind):
+    assert kind_of_category(cat) == kind
+
+
+def test_2021_string_tids_and_stream_names_share_lanes(tmp_path):
+    events = [op("aten::mm", 0, 10, tid="25738", cat="Operator"),
+              {"ph": "s", "cat": "async", "name": "launch", "id": 1, "pid": 100, "tid": 25738, "ts": 2},
+              op("cudaLaunchKernel", 2, 3, tid="25738", cat="Runtime", correlation=1),
+              {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 20, "dur": 5,
+               "args": {"correlation": 1, "external id": 9}},
+              {"ph": "f", "cat": "async", "name": "launch", "id": 1, "pid": 0, "tid": "stream 7", "ts": 20, "bp": "e"}]
+    model = _load(tmp_path, trace_doc(events))
+    assert len(model.lane_label) == 2
+    gpu_lane = model.lanes_of(LaneKind.GPU)[0]
+    assert model.lane_pid[gpu_lane] == 0 and model.lane_tid[gpu_lane] == 7
+    cpu_lane = model.lanes_of(LaneKind.CPU)[0]
+    assert model.lane_tid[cpu_lane] == 25738
+    assert set(model.flow_lane.tolist()) == {cpu_lane, gpu_lane}
+    k = int(np.flatnonzero(model.kind == Kind.KERNEL)[0])
+    assert model.external_id[k] == 9 and model.names[model.name_id[model.launch_idx[k]]] == "cudaLaunchKernel"
+
+
+def test_gpu_lane_prefers_args_device_and_stream_over_pid_tid(tmp_path):
+    event = kernel("k", 1, 1, corr=None, stream=20, device=3) | {"pid": 0, "tid": 1}
+    model = _load(tmp_path, trace_doc([event]))
+    assert (model.lane_pid[0], model.lane_tid[0], model.lane_kind[0]) == (3, 20, LaneKind.GPU)
+
+
+def test_cuda_graph_launch_owns_every_kernel_with_its_correlation(tmp_path):
+    events = [launch(0, 5, corr=42, name="cudaGraphLaunch")] + [kernel(f"k{i}", 10 + i * 2, 1, corr=42) for i in range(3)]
+    events.append(kernel("orphan", 30, 1, corr=99))
+    model = _load(tmp_path, trace_doc(events))
+    linked = model.launch_idx[model.kind == Kind.KERNEL]
+    assert (linked >= 0).sum() == 3 and len(set(linked[linked >= 0].tolist())) == 1
+
+
+def test_nesting_depth_counts_open_parents_including_same_start(tmp_path):
+    events = [op("child", 0, 4), op("parent", 0, 10), op("grandchild", 1, 2), op("sibling", 5, 5), op("zero", 10, 0)]
+    model = _load(tmp_path, trace_doc(events))
+    depth = {model.names[n]: int(d) for n, d in zip(model.name_id, model.depth)}
+    assert depth == {"parent": 0, "child": 1, "grandchild": 2, "sibling": 1, "zero": 0}
+
+
+def test_memory_events_instant_or_complete_and_missing_totals(tmp_path):
+    x_memory = memory(3, 50, total=150) | {"ph": "X", "dur": 123456}  # torch 2.13 python exporter quirk
+    model = _load(tmp_path, trace_doc([memory(1, 100, total=100, reserved=2048), x_memory, memory(2, -10, device_type=0, device_id=-1)]))
+    assert model.n_events == 0 and model.mem_ts_ns.tolist() == [1000, 2000, 3000]
+    assert model.mem_total_allocated.tolist() == [100, -1, 150] and model.mem_total_reserved.tolist() == [2048, -1, -1]
+    assert model.mem_device_type.tolist() == [1, 0, 1]
+
+
+def test_thread_names_from_metadata(tmp_path):
+    meta = {"ph": "M", "name": "thread_name", "pid": 100, "tid": 1, "args": {"name": "thread 1 (python) "}}
+    model = _load(tmp_path, trace_doc([meta, op("a", 0, 1)]))
+    assert model.lane_label == ("thread 1 (python)",)
+
+
+def test_arrays_are_read_only(tmp_path):
+    model = _load(tmp_path, trace_doc([op("a", 0, 1)]))
+    with pytest.raises(ValueError):
+        model.ts_ns[0] = 5
+
+
+def _plain_counts(path):
+    raw = gzip.open(path).read() if str(path).endswith(".gz") else open(path, "rb").read()
+    counts = Counter()
+    for e in json.loads(raw)["traceEvents"]:
+        if e.get("ph") == "X" and e.get("name") != "[memory]":
+            counts[kind_of_category(e.get("cat", "")).name.lower()] += 1
+    return {k: v for k, v in counts.items()}
+
+
+@pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name[:40])
+def test_real_traces_decode_with_invariants(path):
+    model = load_trace(str(path), cache_dir=None)
+    assert model.n_events > 0 and not model.skipped
+    assert model.count_by_kind() == _plain_counts(path)
+    # rows sorted by (lane, ts) and lane_ptr partitions them
+    assert np.all(np.diff(model.lane) >= 0)
+    for k in range(len(model.lane_label)):
+        lo, hi = model.lane_ptr[k], model.lane_ptr[k + 1]
+        assert np.all(model.lane[lo:hi] == k) and np.all(np.diff(model.ts_ns[lo:hi]) >= 0)
+    # every GPU activity whose correlation has a launch call is linked to it
+    launch_corr = set(model.correlation[np.isin(model.kind, [Kind.RUNTIME, Kind.DRIVER])].tolist())
+    acts = np.flatnonzero(model.activity_mask())
+    should = np.isin(model.correlation[acts], list(launch_corr)) & (model.correlation[acts] >= 0)
+    assert np.array_equal(model.launch_idx[acts] >= 0, should)
+    linked = acts[model.launch_idx[acts] >= 0]
+    assert np.array_equal(model.correlation[model.launch_idx[linked]], model.correlation[linked])
