@@ -124,3 +124,24 @@ def test_real_traces_decode_with_invariants(path):
     assert np.array_equal(model.launch_idx[acts] >= 0, should)
     linked = acts[model.launch_idx[acts] >= 0]
     assert np.array_equal(model.correlation[model.launch_idx[linked]], model.correlation[linked])
+
+
+@pytest.mark.parametrize("path", [p for p in shared_trace_files() if p.stat().st_size > 20_000][:6], ids=lambda p: p.name[:40])
+def test_chunked_decode_equals_whole_decode(path, monkeypatch):
+    from kinetoscope.trace import loader
+    from kinetoscope.trace.model import array_fields
+    from kinetoscope.trace.storage import read_bytes
+    whole = loader._build_whole(read_bytes(str(path)), str(path))
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 64 * 1024)  # many middle chunks
+    chunked = loader.load_trace(str(path), cache_dir=None)
+    for name in array_fields():
+        assert np.array_equal(getattr(whole, name), getattr(chunked, name)), name
+    assert (whole.names, whole.cats, whole.lane_label, whole.meta) == (chunked.names, chunked.cats, chunked.lane_label, chunked.meta)
+
+
+def test_events_after_other_keys_and_keys_after_events(tmp_path):
+    text = ('{"schemaVersion": 1,\n "traceEvents": [\n  {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},\n'
+            '  {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 2, "dur": 1}\n ],\n'
+            ' "baseTimeNanoseconds": 1000000, "traceName": "x"}')
+    model = _load(tmp_path, text)
+    assert model.ts_ns.tolist() == [1_001_000, 1_002_000] and model.meta["base_time_ns"] == 1_000_000

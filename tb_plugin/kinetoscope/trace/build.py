@@ -1,7 +1,10 @@
-"""Typed events -> columnar TraceModel.
+"""Typed events -> columnar TraceModel, one decoded chunk at a time.
 
-Every per-event step is a C-level `map` feeding `np.fromiter` or a numpy operation: at 10^6 events
-a Python-level loop body of even 1 µs would cost a second, more than the whole decode.
+`ColumnBuilder.add` turns a chunk of event structs into raw per-event columns (strings interned into
+tables shared by all chunks), so the structs of a chunk can be freed before the next is decoded.
+`finish` does the global work once: dense ids, lanes, the (lane, ts, -dur) order, nesting depth and
+launch links. Every per-event step is a C-level `map` feeding `np.fromiter` or a numpy operation: at
+10^6 events a Python loop body of even 1 µs would cost a second, more than the whole decode.
 """
 from __future__ import annotations
 
@@ -11,74 +14,150 @@ from typing import Any
 
 import numpy as np
 
-from .decode import Decoded, Event
-from .kinds import ACTIVITY_KINDS, LAUNCH_KINDS, kind_of_category
-from .lanes import assign_lanes
+from .decode import Event, TraceDoc
+from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, kind_of_category
+from .lanes import RawIds, assign_lanes
 from .model import TraceModel
 
 PH_X, PH_I, PH_S, PH_F, PH_M, PH_OTHER = 0, 1, 2, 3, 4, 5
 _PHASES = {"X": PH_X, "i": PH_I, "I": PH_I, "s": PH_S, "f": PH_F, "t": PH_F, "M": PH_M}
-_MEMORY_NAME = "[memory]"
+MEMORY_NAME = "[memory]"
+_MEMORY_ARGS = ("device_type", "device_id", "bytes", "total_allocated", "total_reserved", "addr")
+_get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "ts", "dur", "args", "id", "correlation",
+                                            "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS)}
 
 
-def build_model(decoded: Decoded, source_bytes: int = 0) -> TraceModel:
-    """Turn decoded events into the columnar model.
+class _Interner:
+    """Strings (or any hashables) -> ids in first-seen order, shared across chunks."""
 
-    Args:
-        decoded: the decoder's output (events plus skip counts).
-        source_bytes: uncompressed size of the source, for statistics.
+    def __init__(self) -> None:
+        self.table: dict[Any, int] = {}
 
-    Returns:
-        The model, with every event it could not place counted in `skipped`.
-    """
-    doc = decoded.doc
-    events = doc.traceEvents
-    skipped = dict(decoded.skipped)
-    warnings = list(decoded.warnings)
-    n = len(events)
-    base_ns = doc.baseTimeNanoseconds or 0
+    def first_rows(self, values, offset: int, n: int) -> np.ndarray:
+        """Per value, the global row of its first occurrence (dense ids come in `dense`)."""
+        return np.fromiter(map(self.table.setdefault, values, range(offset, offset + n)), np.int64, n)
 
-    ph = np.fromiter(map(_PHASES.get, map(attrgetter("ph"), events), repeat(PH_OTHER)), np.int8, n)
-    names, name_id = _intern(map(attrgetter("name"), events), n)
-    cats, cat_id = _intern(map(attrgetter("cat"), events), n)
-    ts_ns, ts_ok = _to_ns(np.fromiter(map(attrgetter("ts"), events), np.float64, n), base_ns)
-
-    is_memory = name_id == names.index(_MEMORY_NAME) if _MEMORY_NAME in names else np.zeros(n, bool)
-    complete = (ph == PH_X) & ~is_memory
-    _count(skipped, "unsupported phase (B/E/C/other)", int(np.count_nonzero(ph == PH_OTHER)))
-    timed = ts_ok | (ph == PH_M)
-    _count(skipped, "missing or non-finite ts", int(np.count_nonzero(~timed)))
-
-    dur_us = np.fromiter(map(attrgetter("dur"), events), np.float64, n)
-    x_rows = np.flatnonzero(complete & ts_ok)
-    dur_ok = np.isfinite(dur_us[x_rows])
-    _count(skipped, "complete event without a finite dur", int(np.count_nonzero(~dur_ok)))
-    x_rows = x_rows[dur_ok]
-    dur_ns, negatives = _dur_to_ns(dur_us[x_rows])
-    if negatives:
-        warnings.append(f"{negatives} negative durations clamped to 0")
-
-    lanes = assign_lanes(events, ph, x_rows, cats, cat_id, memory_rows=np.flatnonzero(is_memory & ts_ok),
-                         flow_rows=np.flatnonzero(((ph == PH_S) | (ph == PH_F)) & ts_ok))
-    kind = _kinds(cats)[cat_id[x_rows]]
-    ev = _event_columns(events, decoded.legacy_external_id, x_rows, ts_ns[x_rows], dur_ns, kind, name_id[x_rows], cat_id[x_rows], lanes.x_lane,
-                        len(lanes.kind))
-    mem = _memory_columns(events, lanes.memory_rows, ts_ns, lanes.memory_lane)
-    flows = _flow_columns(events, lanes.flow_rows, ph, ts_ns, cat_id, lanes.flow_lane)
-    meta = _meta(doc, base_ns)
-    return TraceModel(
-        **ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
-        **mem, **flows, names=tuple(names), cats=tuple(cats), meta=meta, skipped=skipped,
-        warnings=tuple(warnings), source_bytes=source_bytes,
-    )
+    def dense(self, first: np.ndarray) -> tuple[list, np.ndarray]:
+        """The table in first-seen order and each value's index into it."""
+        first_rows = np.fromiter(self.table.values(), np.int64, len(self.table))  # ascending: insertion order
+        return list(self.table), np.searchsorted(first_rows, first).astype(np.int32)
 
 
-def _intern(values, n: int) -> tuple[list[str], np.ndarray]:
-    """Intern strings in first-seen order; returns the table and an int32 id per value."""
-    table: dict[str, int] = {}
-    first = np.fromiter(map(table.setdefault, values, range(n)), np.int64, n)
-    first_rows = np.fromiter(table.values(), np.int64, len(table))  # ascending: insertion order
-    return list(table), np.searchsorted(first_rows, first).astype(np.int32)
+class ColumnBuilder:
+    """Accumulates chunks of decoded events; `finish` builds the model."""
+
+    def __init__(self) -> None:
+        self._names, self._cats, self._pids, self._tids, self._flow_names = (_Interner() for _ in range(5))
+        self._chunks: list[dict[str, np.ndarray]] = []
+        self._meta_events: list[tuple[str, str, str, Any]] = []
+        self.n = 0
+
+    def add(self, events: list[Event], legacy_external_id: bool = False) -> None:
+        """Extract one chunk's columns; the chunk's structs may be freed afterwards."""
+        n, off = len(events), self.n
+        cols = {"ph": np.fromiter(map(_PHASES.get, map(_get["ph"], events), repeat(PH_OTHER)), np.int8, n),
+                "name": self._names.first_rows(map(_get["name"], events), off, n),
+                "cat": self._cats.first_rows(map(_get["cat"], events), off, n),
+                "ts": np.fromiter(map(_get["ts"], events), np.float64, n),
+                "dur": np.fromiter(map(_get["dur"], events), np.float64, n),
+                "pid": self._pids.first_rows(map(_get["pid"], events), off, n),
+                "tid": self._tids.first_rows(map(_get["tid"], events), off, n)}
+        args = list(map(_get["args"], events))
+        cols.update(self._link_args(cols, args, legacy_external_id))
+        cols.update(self._memory_args(cols["name"], args, off))
+        cols.update(self._flows(cols["ph"], events, off))
+        for i in np.flatnonzero(cols["ph"] == PH_M).tolist():
+            e = events[i]
+            self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
+        self._chunks.append(cols)
+        self.n += n
+
+    def _link_args(self, cols: dict[str, np.ndarray], args: list, legacy: bool) -> dict[str, np.ndarray]:
+        """correlation / External id of complete events, device / stream of GPU ones (-1 elsewhere)."""
+        n = len(args)
+        out = {key: np.full(n, -1, np.int64) for key in ("correlation", "external_id", "device", "stream")}
+        x = np.flatnonzero(cols["ph"] == PH_X)
+        x_args = args if x.size == n else [args[i] for i in x.tolist()]
+        for key in ("correlation", "external_id"):
+            out[key][x] = np.fromiter(map(_get[key], x_args), np.int64, x.size)
+        if legacy:
+            older = np.fromiter(map(_get["external_id_2021"], x_args), np.int64, x.size)
+            out["external_id"][x] = np.where(out["external_id"][x] >= 0, out["external_id"][x], older)
+        gpu = x[self._gpu_cat(cols["cat"][x])]
+        gpu_args = [args[i] for i in gpu.tolist()]
+        for key in ("device", "stream"):
+            out[key][gpu] = np.fromiter(map(_get[key], gpu_args), np.int64, gpu.size)
+        return out
+
+    def _gpu_cat(self, cat_first: np.ndarray) -> np.ndarray:
+        """Whether each row's category (by first-seen row id) is a GPU kind; the table is tiny."""
+        firsts = np.fromiter(self._cats.table.values(), np.int64, len(self._cats.table))
+        on_gpu = np.array([kind_of_category(c) in GPU_KINDS for c in self._cats.table], bool)
+        return on_gpu[np.searchsorted(firsts, cat_first)]
+
+    def _memory_args(self, name_first: np.ndarray, args: list, off: int) -> dict[str, np.ndarray]:
+        first = self._names.table.get(MEMORY_NAME)
+        rows = np.flatnonzero(name_first == first) if first is not None else np.zeros(0, np.int64)
+        picked = [args[i] for i in rows.tolist()]
+        cols = {f"mem_{k}": np.fromiter(map(_get[k], picked), np.float64, rows.size) for k in _MEMORY_ARGS}
+        cols["mem_row"] = rows + off
+        return cols
+
+    def _flows(self, ph: np.ndarray, events: list[Event], off: int) -> dict[str, np.ndarray]:
+        rows = np.flatnonzero((ph == PH_S) | (ph == PH_F))
+        ids = [events[i].id for i in rows.tolist()]
+        try:
+            flow_id = np.fromiter(ids, np.int64, len(ids))
+        except (TypeError, ValueError, OverflowError):  # string (or huge) ids from other writers: interned, negative
+            flow_id = np.array([v if isinstance(v, int) and abs(v) < (1 << 62)
+                                else -1 - self._flow_names.table.setdefault(v, len(self._flow_names.table)) for v in ids],
+                               np.int64).reshape(-1)
+        return {"flow_row": rows + off, "flow_id": flow_id}
+
+    def finish(self, doc: TraceDoc, skipped: dict[str, int], warnings: list[str], source_bytes: int) -> TraceModel:
+        """Build the model from every chunk added."""
+        skipped, warnings = dict(skipped), list(warnings)
+        raw = {k: np.concatenate([c[k] for c in self._chunks]) if self._chunks else np.zeros(0) for k in _COLUMN_KEYS}
+        names, name_id = self._names.dense(raw["name"].astype(np.int64))
+        cats, cat_id = self._cats.dense(raw["cat"].astype(np.int64))
+        base_ns = doc.baseTimeNanoseconds or 0
+        ph = raw["ph"].astype(np.int8)
+        ts_ns, ts_ok = _to_ns(raw["ts"].astype(np.float64), base_ns)
+        is_memory = np.zeros(ph.size, bool)
+        is_memory[raw["mem_row"].astype(np.int64)] = True
+        _count(skipped, "unsupported phase (B/E/C/other)", int(np.count_nonzero(ph == PH_OTHER)))
+        _count(skipped, "missing or non-finite ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
+        x_rows = np.flatnonzero((ph == PH_X) & ~is_memory & ts_ok)
+        dur_us = raw["dur"][x_rows]
+        _count(skipped, "complete event without a finite dur", int(np.count_nonzero(~np.isfinite(dur_us))))
+        x_rows = x_rows[np.isfinite(dur_us)]
+        dur_ns, negatives = _dur_to_ns(raw["dur"][x_rows])
+        if negatives:
+            warnings.append(f"{negatives} negative durations clamped to 0")
+        kind_of_cat = np.array([kind_of_category(c) for c in cats], np.int8)
+        kind = kind_of_cat[cat_id[x_rows]]
+        mem_keep = ts_ok[raw["mem_row"].astype(np.int64)]
+        flow_keep = ts_ok[raw["flow_row"].astype(np.int64)]
+        pid_raw, pid_rid = self._pids.dense(raw["pid"].astype(np.int64))
+        tid_raw, tid_rid = self._tids.dense(raw["tid"].astype(np.int64))
+        lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows,
+                             np.isin(kind, np.array(sorted(GPU_KINDS), np.int8)),
+                             raw["device"].astype(np.int64), raw["stream"].astype(np.int64),
+                             raw["mem_row"].astype(np.int64)[mem_keep], raw["flow_row"].astype(np.int64)[flow_keep],
+                             self._meta_events)
+        ev = _event_columns(ts_ns[x_rows], dur_ns, kind, name_id[x_rows], cat_id[x_rows], lanes.x_lane, len(lanes.kind),
+                            raw["correlation"].astype(np.int64)[x_rows], raw["external_id"].astype(np.int64)[x_rows])
+        mem = _memory_columns(raw, mem_keep, ts_ns, lanes.memory_lane)
+        flows = {"flow_id": raw["flow_id"].astype(np.int64)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
+                 "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
+                 "flow_lane": lanes.flow_lane.astype(np.int32)}
+        return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
+                          **mem, **flows, names=tuple(names), cats=tuple(cats), meta=_meta(doc, base_ns), skipped=skipped,
+                          warnings=tuple(warnings), source_bytes=source_bytes)
+
+
+_COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",
+                "mem_row", *(f"mem_{k}" for k in _MEMORY_ARGS), "flow_row", "flow_id")
 
 
 def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -93,14 +172,9 @@ def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
 def _dur_to_ns(dur_us: np.ndarray) -> tuple[np.ndarray, int]:
     """Durations to int64 ns, negatives clamped to 0 (Kineto does the same since 2022-08)."""
     negative = dur_us < 0
-    whole = np.floor(np.abs(dur_us))
-    ns = whole.astype(np.int64) * 1000 + np.rint((np.abs(dur_us) - whole) * 1000).astype(np.int64)
+    ns, _ = _to_ns(np.abs(dur_us), 0)
     ns[negative] = 0
     return ns, int(np.count_nonzero(negative))
-
-
-def _kinds(cats: list[str]) -> np.ndarray:
-    return np.array([kind_of_category(c) for c in cats], dtype=np.int8)
 
 
 def _count(skipped: dict[str, int], reason: str, count: int) -> None:
@@ -108,24 +182,8 @@ def _count(skipped: dict[str, int], reason: str, count: int) -> None:
         skipped[reason] = skipped.get(reason, 0) + count
 
 
-def _args_column(args: list, attr: str, dtype, default) -> np.ndarray:
-    return np.fromiter(map(attrgetter(attr), args), dtype, len(args)) if args else np.full(0, default, dtype)
-
-
-def _pick(events: list[Event], rows: np.ndarray) -> list[Event]:
-    if rows.size == len(events):
-        return events
-    return [events[i] for i in rows.tolist()]
-
-
-def _event_columns(events, legacy, rows, ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes) -> dict[str, np.ndarray]:
+def _event_columns(ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes, correlation, external_id) -> dict[str, np.ndarray]:
     """Columns of the complete events, sorted by (lane, ts, -dur), with depth and launch links."""
-    args = list(map(attrgetter("args"), _pick(events, rows)))
-    correlation = _args_column(args, "correlation", np.int64, -1)
-    external_id = _args_column(args, "external_id", np.int64, -1)
-    if legacy:
-        older = _args_column(args, "external_id_2021", np.int64, -1)
-        external_id = np.where(external_id >= 0, external_id, older)
     order = _lane_time_order(lane, ts_ns, dur_ns)
     cols = {"ts_ns": ts_ns[order], "dur_ns": dur_ns[order], "kind": kind[order], "name_id": name_id[order],
             "cat_id": cat_id[order], "lane": lane[order].astype(np.int32), "correlation": correlation[order],
@@ -201,12 +259,12 @@ def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:
     return launch_idx
 
 
-def _memory_columns(events, rows, ts_ns, lane) -> dict[str, np.ndarray]:
+def _memory_columns(raw: dict, keep: np.ndarray, ts_ns: np.ndarray, lane: np.ndarray) -> dict[str, np.ndarray]:
     """Columns of `[memory]` events sorted by time; absent totals are -1 (2021 files have none)."""
-    args = list(map(attrgetter("args"), _pick(events, rows)))
+    rows = raw["mem_row"].astype(np.int64)[keep]
 
-    def col(attr: str, default: int) -> np.ndarray:
-        values = _args_column(args, attr, np.float64, np.nan)
+    def col(key: str, default: int) -> np.ndarray:
+        values = raw[f"mem_{key}"].astype(np.float64)[keep]
         return np.where(np.isfinite(values), values, default).astype(np.int64)
 
     order = np.argsort(ts_ns[rows], kind="stable")
@@ -217,28 +275,7 @@ def _memory_columns(events, rows, ts_ns, lane) -> dict[str, np.ndarray]:
             "mem_total_reserved": col("total_reserved", -1)[order], "mem_addr": col("addr", -1)[order]}
 
 
-def _flow_columns(events, rows, ph, ts_ns, cat_id, lane) -> dict[str, np.ndarray]:
-    picked = _pick(events, rows)
-    ids, _ = _flow_ids(list(map(attrgetter("id"), picked)))
-    return {"flow_id": ids, "flow_cat_id": cat_id[rows].astype(np.int32),
-            "flow_phase": (ph[rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[rows],
-            "flow_lane": lane.astype(np.int32)}
-
-
-def _flow_ids(raw: list) -> tuple[np.ndarray, int]:
-    """Flow ids are ints in Kineto files; strings from other writers are interned to negative ids."""
-    try:
-        return np.fromiter(raw, np.int64, len(raw)), 0
-    except (TypeError, ValueError, OverflowError):
-        pass
-    table: dict[Any, int] = {}
-    out = np.empty(len(raw), np.int64)
-    for i, value in enumerate(raw):
-        out[i] = value if isinstance(value, int) and abs(value) < (1 << 62) else -1 - table.setdefault(value, len(table))
-    return out, len(table)
-
-
-def _meta(doc, base_ns: int) -> dict[str, Any]:
+def _meta(doc: TraceDoc, base_ns: int) -> dict[str, Any]:
     return {"base_time_ns": base_ns, "schema_version": doc.schemaVersion,
             "device_properties": doc.deviceProperties if isinstance(doc.deviceProperties, list) else [],
             "distributed_info": doc.distributedInfo if isinstance(doc.distributedInfo, dict) else None,

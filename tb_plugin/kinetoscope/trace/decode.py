@@ -12,7 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 import msgspec
 
@@ -81,7 +81,137 @@ class Decoded:
 
 
 _FAST = msgspec.json.Decoder(TraceDoc)
+_EVENTS = msgspec.json.Decoder(list[Event])
 _BARE_NA = re.compile(rb"(?<=[:\[,])\s*N/A\s*(?=[,\]}])")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+# Two consecutive events are separated by `}`, `,` and whitespace holding a raw newline. A raw newline
+# never occurs inside a JSON string, so this is structural; a cut inside an event (nested objects
+# printed over lines) leaves both neighbouring pieces unbalanced, which the typed decode rejects.
+_CUT = re.compile(rb"\}[ \t\r]*,[ \t\r]*\n[ \t\r\n]*\{")
+_LEGACY_KEY = b'"external id"'
+HEAD_LIMIT = 64 << 20  # a `traceEvents` key not found in this many leading bytes: decode the file whole
+
+
+class NotSplittable(Exception):
+    """The text cannot be decoded chunk by chunk (unusual layout or content): decode it whole."""
+
+
+EventSink = Callable[[list, bool], None]
+
+
+class _Window:
+    """A reusable byte buffer holding the not-yet-decoded text: [start, end) of `buf`.
+
+    Allocated once and compacted in place, so streaming 1 GB costs one buffer's page faults, not one
+    fresh allocation per block.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.buf = bytearray(capacity)
+        self.start = self.end = 0
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def append(self, block) -> None:
+        n = len(block)
+        if self.end + n > len(self.buf):
+            live = self.end - self.start
+            self.buf[:live] = self.buf[self.start:self.end]
+            self.start, self.end = 0, live
+            if live + n > len(self.buf):
+                self.buf.extend(bytes(live + n - len(self.buf)))
+        self.buf[self.end:self.end + n] = block
+        self.end += n
+
+    def consume_to(self, pos: int) -> None:
+        """Drop the text before `pos` (an absolute index into `buf`)."""
+        self.start = pos
+
+
+def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceDoc:
+    """Decode a trace from a stream of byte blocks, handing events to `sink` one chunk at a time.
+
+    Only one chunk of event structs exists at once, so memory stays near one chunk plus the sink's
+    columns whatever the file size. Pieces are cut in place: the comma that ends a chunk becomes `]`
+    and the whitespace byte before the next event becomes `[`, so middle pieces decode without copies.
+
+    Args:
+        blocks: the uncompressed text, in order, as bytes-like blocks.
+        sink: called with (events, whether the chunk uses the 2021 "external id" spelling).
+        chunk_bytes: target chunk size.
+
+    Returns:
+        The top-level object (its `traceEvents` emptied: the events went to the sink).
+
+    Raises:
+        NotSplittable: the stream does not fit the fast path; nothing useful was lost, decode it whole.
+    """
+    win = _Window(2 * chunk_bytes + (1 << 20))
+    top: Optional[TraceDoc] = None
+    for block in blocks:
+        win.append(block)
+        if top is None:
+            top = _take_head(win, sink)
+            if top is None:
+                if len(win) > HEAD_LIMIT:
+                    raise NotSplittable("no traceEvents array near the start")
+                continue
+        while len(win) >= chunk_bytes and _take_middle(win, sink):
+            pass
+    if top is None:
+        raise NotSplittable("no event boundary found")
+    rest = bytes(win.buf[win.start:win.end])
+    tail = _typed(b'{"traceEvents":' + rest, _FAST)
+    sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1)
+    for name in TraceDoc.__struct_fields__:
+        if name != "traceEvents" and getattr(top, name) is None:
+            setattr(top, name, getattr(tail, name))
+    return top
+
+
+def _typed(piece, decoder):
+    try:
+        return decoder.decode(piece)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise NotSplittable(str(exc)) from None
+
+
+def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
+    """Decode everything up to the end of the first event; None until that much has arrived."""
+    buf = win.buf
+    key = _EVENTS_KEY.search(buf, win.start, win.end)
+    cut = _CUT.search(buf, key.end(), win.end) if key else None
+    if cut is None:
+        return None
+    head = _typed(bytes(buf[win.start:cut.start() + 1]) + b"]}", _FAST)
+    sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, cut.start()) != -1)
+    head.traceEvents = []
+    win.consume_to(cut.end() - 2)  # keep the whitespace byte before the next `{`
+    buf[win.start] = ord("[")
+    return head
+
+
+def _take_middle(win: _Window, sink: EventSink) -> bool:
+    """Decode the events up to the last boundary in the window and drop them from it."""
+    buf, cut, window = win.buf, None, 1 << 20
+    while cut is None:
+        for cut in _CUT.finditer(buf, max(win.start + 1, win.end - window), win.end):
+            pass
+        if cut is not None or window >= len(win):
+            break
+        window *= 8
+    if cut is None:
+        return False
+    end = cut.start() + 2
+    buf[end - 1] = ord("]")  # the comma after the chunk's last event
+    with memoryview(buf) as view:
+        events = _typed(view[win.start:end], _EVENTS)
+    sink(events, buf.find(_LEGACY_KEY, win.start, end) != -1)
+    del events
+    win.consume_to(cut.end() - 2)
+    buf[win.start] = ord("[")
+    return True
 
 
 def decode_trace(raw) -> Decoded:

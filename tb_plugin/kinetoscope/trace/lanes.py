@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
-from .kinds import GPU_KINDS, LaneKind, kind_of_category
+from .kinds import LaneKind
 
 _STREAM_RE = re.compile(r"^\s*stream\s+(-?\d+)\s*$")
 _STRING = np.iinfo(np.int64).min  # canonical value of a pid/tid that is not a number
+
+
+@dataclass
+class RawIds:
+    """Distinct raw pid/tid values (as written) and each event's index into them."""
+
+    pid_raw: list
+    pid_rid: np.ndarray
+    tid_raw: list
+    tid_rid: np.ndarray
 
 
 @dataclass
@@ -59,45 +68,32 @@ def _canonical_ranks(ints: np.ndarray, texts: list[str]) -> np.ndarray:
     return np.array([table.setdefault(k, len(table)) for k in keys], np.int64).reshape(-1)
 
 
-def _intern_raw(values, n: int) -> tuple[list, np.ndarray]:
-    table: dict = {}
-    ids = np.fromiter(map(table.setdefault, values, range(n)), np.int64, n)
-    first = np.fromiter(table.values(), np.int64, len(table))
-    return list(table), np.searchsorted(first, ids)
-
-
-def assign_lanes(events, ph, x_rows, cats, cat_id, memory_rows, flow_rows) -> Lanes:
-    """Assign lanes to complete, memory and flow events and build the lane table."""
+def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.ndarray, stream: np.ndarray,
+                 memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Lanes:
+    """Assign lanes to complete, memory and flow events (rows index the raw event columns)."""
     rows = np.concatenate((x_rows, memory_rows, flow_rows))
-    pid_raw, pid_rid = _intern_raw(map(attrgetter("pid"), events), len(events))
-    tid_raw, tid_rid = _intern_raw(map(attrgetter("tid"), events), len(events))
-    pid_rid, tid_rid = pid_rid[rows], tid_rid[rows]
-    pid_int, pid_text = _canonical(pid_raw)
-    tid_int, tid_text = _canonical(tid_raw)
+    pid_rid, tid_rid = ids.pid_rid[rows].astype(np.int64), ids.tid_rid[rows].astype(np.int64)
+    pid_int, pid_text = _canonical(ids.pid_raw)
+    tid_int, tid_text = _canonical(ids.tid_raw)
     a, b = pid_int[pid_rid], tid_int[tid_rid]
     cls = np.where(a == _STRING, LaneKind.MARKER, LaneKind.CPU).astype(np.int8)
-
     nx = x_rows.size
-    kinds = np.array([kind_of_category(c) for c in cats], np.int8)
-    gpu = np.flatnonzero(np.isin(kinds[cat_id[x_rows]], np.array(sorted(GPU_KINDS), np.int8)))
+    gpu = np.flatnonzero(x_on_gpu)
     if gpu.size:
-        gpu_args = [events[i].args for i in x_rows[gpu]]
-        device = np.fromiter(map(attrgetter("device"), gpu_args), np.int64, gpu.size)
-        stream = np.fromiter(map(attrgetter("stream"), gpu_args), np.int64, gpu.size)
-        a[gpu] = np.where(device >= 0, device, a[gpu])
-        b[gpu] = np.where(stream >= 0, stream, b[gpu])
+        dev, strm = device[x_rows[gpu]], stream[x_rows[gpu]]
+        a[gpu] = np.where(dev >= 0, dev, a[gpu])
+        b[gpu] = np.where(strm >= 0, strm, b[gpu])
         cls[gpu] = LaneKind.GPU
         _flows_on_gpu(cls, a, nx, memory_rows.size, gpu)
 
-    host_code = _canonical_ranks(pid_int, pid_text)[pid_rid] * len(tid_raw) + _canonical_ranks(tid_int, tid_text)[tid_rid]
+    host_code = _canonical_ranks(pid_int, pid_text)[pid_rid] * len(ids.tid_raw) + _canonical_ranks(tid_int, tid_text)[tid_rid]
     code = _lane_codes(cls, host_code, a, b)
     present = np.bincount(code) > 0
-    rank = np.cumsum(present) - 1
-    inverse = rank[code]
+    inverse = (np.cumsum(present) - 1)[code]
     first = np.full(int(present.sum()), -1, np.int64)
     first[inverse[::-1]] = np.arange(code.size - 1, -1, -1)
     lane_kind, lane_a, lane_b = cls[first], a[first], b[first]
-    labels = _labels(events, ph, lane_kind, lane_a, lane_b, pid_text, tid_text, pid_rid[first], tid_rid[first])
+    labels = _labels(meta_events, lane_kind, lane_a, lane_b, pid_text, tid_text, pid_rid[first], tid_rid[first])
     m0, m1 = nx, nx + memory_rows.size
     return Lanes(kind=lane_kind, pid=np.where(lane_a == _STRING, -1, lane_a),
                  tid=np.where(lane_b == _STRING, -1, lane_b), label=labels, x_lane=inverse[:nx],
@@ -127,18 +123,12 @@ def _lane_codes(cls: np.ndarray, raw_code: np.ndarray, a: np.ndarray, b: np.ndar
     return code
 
 
-def _labels(events, ph, kind, a, b, pid_text, tid_text, pid_rid, tid_rid) -> list[str]:
+def _labels(meta_events, kind, a, b, pid_text, tid_text, pid_rid, tid_rid) -> list[str]:
     """Readable lane names: thread names from `M` metadata where present, else synthesized."""
     thread_names: dict[tuple[str, str], str] = {}
-    process_names: dict[str, str] = {}
-    for i in np.flatnonzero(ph == 4):  # PH_M
-        event = events[i]
-        if event.args.name is None:
-            continue
-        if event.name == "thread_name":
-            thread_names.setdefault((str(event.pid), str(event.tid)), event.args.name.strip())
-        elif event.name == "process_name":
-            process_names.setdefault(str(event.pid), event.args.name.strip())
+    for name, pid, tid, value in meta_events:
+        if name == "thread_name" and isinstance(value, str):
+            thread_names.setdefault((pid, tid), value.strip())
     labels = []
     for k in range(kind.size):
         pid, tid = pid_text[pid_rid[k]], tid_text[tid_rid[k]]

@@ -7,11 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Union
 
-from .build import build_model
+from .build import ColumnBuilder
 from .cache import default_cache_dir, load_cached, store
-from .decode import DecodeError, decode_trace
+from .decode import DecodeError, NotSplittable, decode_chunks, decode_trace
 from .model import TraceModel
-from .storage import StorageError, identity, trace_buffer
+from .storage import StorageError, identity, iter_blocks, read_bytes
 
 _DEFAULT = object()
 _gc_lock = threading.Lock()
@@ -45,20 +45,59 @@ class TraceError(Exception):
         self.message = message
 
 
+CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
+
+
+def _build(blocks, path: str, source_bytes) -> TraceModel:
+    """Chunked decode of a block stream (NotSplittable propagates: the caller decodes whole)."""
+    builder = ColumnBuilder()
+    top = decode_chunks(blocks, builder.add, CHUNK_BYTES)
+    return builder.finish(top, {}, [], source_bytes())
+
+
+def _build_whole(raw, path: str) -> TraceModel:
+    """The forgiving path: one decode of the whole text, lenient per event when the schema breaks."""
+    try:
+        decoded = decode_trace(raw)
+    except DecodeError as exc:
+        raise TraceError(path, str(exc)) from None
+    except (RecursionError, MemoryError) as exc:
+        raise TraceError(path, f"cannot decode: {type(exc).__name__}") from None
+    builder = ColumnBuilder()
+    builder.add(decoded.doc.traceEvents, decoded.legacy_external_id)
+    decoded.doc.traceEvents = []
+    return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, len(raw))
+
+
 def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
     """Decode an uncompressed trace held in memory (no cache).
 
     Raises:
         TraceError: the bytes are not a usable trace.
     """
+    view = memoryview(raw).cast("B")
+    blocks = (view[i:i + CHUNK_BYTES] for i in range(0, len(view), CHUNK_BYTES))
     with _collector_paused():
         try:
-            decoded = decode_trace(raw)
-        except DecodeError as exc:
-            raise TraceError(path, str(exc)) from None
-        except (RecursionError, MemoryError) as exc:
-            raise TraceError(path, f"cannot decode: {type(exc).__name__}") from None
-        return build_model(decoded, source_bytes=len(raw))
+            return _build(blocks, path, lambda: len(view))
+        except NotSplittable:
+            return _build_whole(raw, path)
+
+
+def _load_uncached(path: str) -> TraceModel:
+    size = 0
+
+    def counted():
+        nonlocal size
+        for block in iter_blocks(path, CHUNK_BYTES):
+            size += len(block)
+            yield block
+
+    with _collector_paused():
+        try:
+            return _build(counted(), path, lambda: size)
+        except NotSplittable:
+            return _build_whole(read_bytes(path), path)
 
 
 def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) -> TraceModel:
@@ -81,8 +120,7 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) 
         cached = load_cached(Path(cache_dir), ident) if ident is not None else None
         if cached is not None:
             return cached
-        with trace_buffer(path) as raw:
-            model = decode_bytes(raw, path)
+        model = _load_uncached(path)
     except StorageError as exc:
         raise TraceError(path, str(exc)) from None
     if ident is not None:

@@ -14,10 +14,6 @@ from typing import Optional, Union
 import fsspec
 
 GZIP_MAGIC = b"\x1f\x8b"
-# A local file untouched for this long is mapped instead of copied. Mapping a file that is truncated
-# in place while being read would raise SIGBUS; Kineto writes plain files to a temp name and renames,
-# so a settled file is never truncated under us.
-SETTLED_S = 10.0
 
 
 class StorageError(Exception):
@@ -98,35 +94,56 @@ def read_bytes(path: str, limit: Optional[int] = None) -> bytes:
         raise StorageError(f"corrupt gzip: {exc}") from None
 
 
-@contextmanager
-def trace_buffer(path: str) -> Iterator[Union[bytes, mmap.mmap]]:
-    """The uncompressed content of a trace, as bytes or, for settled local plain files, a read-only map.
-
-    Mapping skips one copy of the whole file (about 0.15 s per 300 MB). The buffer is valid only
-    inside the `with` block.
+def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[bytes]:
+    """The uncompressed content of a file as a stream of blocks, gunzipped on the fly.
 
     Raises:
-        StorageError: as `read_bytes`.
+        StorageError: unreadable, or a truncated/corrupt gzip stream.
     """
-    mapped = _map_settled(path)
-    if mapped is None:
-        yield read_bytes(path)
-        return
     try:
-        yield mapped
-    finally:
-        mapped.close()
+        if "://" in path or "::" in path:
+            fs, inner = split_url(path)
+            handle = fs.open(inner, "rb")
+        else:
+            handle = open(os.path.expanduser(path), "rb", buffering=0)
+    except (OSError, ValueError, ImportError) as exc:
+        raise StorageError(f"cannot read: {exc}") from None
+    with handle:
+        first = _read(handle, block_bytes)
+        if first.startswith(GZIP_MAGIC):
+            yield from _gunzip_blocks(handle, first, block_bytes)
+            return
+        while first:
+            yield first
+            first = _read(handle, block_bytes)
 
 
-def _map_settled(path: str) -> Optional[mmap.mmap]:
-    if "://" in path or "::" in path:
-        return None
+def _read(handle, size: int) -> bytes:
     try:
-        with open(os.path.expanduser(path), "rb") as handle:
-            stat = os.fstat(handle.fileno())
-            if stat.st_size == 0 or time.time() - stat.st_mtime < SETTLED_S or handle.read(2) == GZIP_MAGIC:
-                return None
-            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-            return mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
-    except (OSError, ValueError):
-        return None
+        return handle.read(size)
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot read: {exc}") from None
+
+
+def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
+    """Stream-decompress (multi-member aware); output blocks are at most `block_bytes`."""
+    inflater = zlib.decompressobj(wbits=31)
+    total_in = len(data)
+    while True:
+        try:
+            while data:
+                out = inflater.decompress(data, block_bytes)
+                data = inflater.unconsumed_tail
+                if out:
+                    yield out
+                if inflater.eof:
+                    data = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits=31) if data else inflater
+        except zlib.error as exc:
+            raise StorageError(f"corrupt gzip: {exc}") from None
+        data = _read(handle, 4 << 20)
+        total_in += len(data)
+        if not data:
+            break
+    if not inflater.eof:
+        raise StorageError(f"truncated gzip ({total_in} bytes; the file may still be being written)")
