@@ -18,16 +18,20 @@ with a message saying so.  The result JSON has the same shape as
 As a module, :func:`run_kinetoscope_cold` / :func:`run_kinetoscope_warm`
 are the harness-side runners (see :mod:`peers`).
 """
+
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+from worker_common import describe_failure, exit_now, keep_alive, new_result, stage, write_result
+
+if TYPE_CHECKING:
+    from peers import RunResult
 
 T0 = time.perf_counter()
 
@@ -77,15 +81,19 @@ def _model_info(model: Any) -> Info:
 
 def run_cold(trace: Path, **_: Any) -> tuple[Timings, Info]:
     """Cold open: no cache, then the analysis report."""
+    stage("import")
     t = time.perf_counter()
     load_trace, analyze = _import_api(need_analyze=True)
     timings: Timings = {"import_s": _since(t)}
     t = time.perf_counter()
+    stage("load_trace(cache_dir=None)")
     model = load_trace(str(trace), cache_dir=None)
     timings["load_s"] = _since(t)
     t = time.perf_counter()
+    stage("analyze")
     report = analyze(model)  # type: ignore[misc]
     timings["analysis_s"] = _since(t)
+    keep_alive(model, report)
     return timings, {**_model_info(model), "report": type(report).__name__}
 
 
@@ -93,18 +101,22 @@ def run_warm(trace: Path, scratch: Path | None = None, **_: Any) -> tuple[Timing
     """Warm reopen: build the cache in ``scratch``, then load again from it (timed)."""
     if scratch is None:
         raise ValueError("warm mode needs --scratch (the cache directory)")
+    stage("import")
     t = time.perf_counter()
     load_trace, _ = _import_api(need_analyze=False)
     timings: Timings = {"import_s": _since(t)}
     cache_dir = scratch / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
+    stage("load_trace(cache_dir=DIR), first (builds the cache)")
     first = load_trace(str(trace), cache_dir=str(cache_dir))
     timings["first_load_s"] = _since(t)
     del first
     t = time.perf_counter()
+    stage("load_trace(cache_dir=DIR), second (warm)")
     model = load_trace(str(trace), cache_dir=str(cache_dir))
     timings["warm_load_s"] = _since(t)
+    keep_alive(model)
     cache_bytes = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file())
     return timings, {**_model_info(model), "cache_bytes": cache_bytes}
 
@@ -115,7 +127,7 @@ MODES: dict[str, Callable[..., tuple[Timings, Info]]] = {"cold": run_cold, "warm
 # --------------------------------------------------------------------------- harness side
 
 
-def run_kinetoscope_cold(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> Any:
+def run_kinetoscope_cold(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> RunResult:
     """Harness runner: a fresh project interpreter doing the cold open + analysis."""
     from layout import KINETOSCOPE_WORKER, main_python
     from peers import run_worker
@@ -125,7 +137,7 @@ def run_kinetoscope_cold(trace: Path, timeout_s: float, mem_cap_bytes: int | Non
     )
 
 
-def run_kinetoscope_warm(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> Any:
+def run_kinetoscope_warm(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> RunResult:
     """Harness runner: warm reopen; the compared time is the second load's, measured in-process."""
     from layout import KINETOSCOPE_WORKER, main_python
     from peers import run_worker
@@ -141,12 +153,6 @@ def run_kinetoscope_warm(trace: Path, timeout_s: float, mem_cap_bytes: int | Non
 # --------------------------------------------------------------------------- script side
 
 
-def _write_result(path: Path, result: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(path)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one mode on one trace and write the result JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -155,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result-json", type=Path, required=True)
     parser.add_argument("--scratch", type=Path, help="empty scratch directory (warm: holds the cache)")
     args = parser.parse_args(argv)
-    result: dict[str, Any] = {"tool": f"kinetoscope:{args.mode}", "ok": False, "error": None, "timings": {}, "info": {}}
+    result = new_result(f"kinetoscope:{args.mode}")
     try:
         timings, info = MODES[args.mode](args.trace, scratch=args.scratch)
         timings["process_s"] = _since(T0)
@@ -165,13 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         result["error"] = str(exc)
     except BaseException as exc:  # noqa: BLE001 - a failure is a result, not a crash
         traceback.print_exc()
-        result["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-    _write_result(args.result_json, result)
+        result["error"] = describe_failure(exc)
+    write_result(args.result_json, result)
     return 0 if result["ok"] else 3
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(main())

@@ -3,6 +3,7 @@
 Nothing here is hard-coded to a particular checkout: every path is computed
 from the location of this file (``<repo>/tests/bench/layout.py``).
 """
+
 from __future__ import annotations
 
 import os

@@ -14,16 +14,17 @@ inside its runner so that ``import_s`` measures it.  The result JSON holds
 with ``os._exit`` right after writing it, so interpreter teardown (freeing
 millions of objects) is not part of any tool's wall time.
 """
+
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
+
+from worker_common import describe_failure, exit_now, keep_alive, new_result, stage, write_result
 
 T0 = time.perf_counter()
 
@@ -85,6 +86,7 @@ def run_tbprof(trace: Path, scratch: Path, **_: Any) -> tuple[Timings, Info]:
     ``DistributedRunProfileData`` for every worker file, then the loader's own
     ``_process_spans`` to add the distributed profiles to the ``Run``.
     """
+    stage("import")
     t = time.perf_counter()
     from torch_tb_profiler.profiler.data import DistributedRunProfileData, RunProfileData
     from torch_tb_profiler.profiler.loader import RunLoader
@@ -103,19 +105,23 @@ def run_tbprof(trace: Path, scratch: Path, **_: Any) -> tuple[Timings, Info]:
     n_events = 0
     for worker, span, name in _tbprof_workers(run_dir):
         tp = time.perf_counter()
+        stage(f"RunProfileData.parse({name})")
         data = RunProfileData.parse(worker, span, str(run_dir / name), str(cache_dir))
         parse_s += _since(tp)
         tg = time.perf_counter()
+        stage(f"RunGenerator.generate_run_profile({name})")
         run.add_profile(RunGenerator(worker, span, data).generate_run_profile())
         distributed_run.add_profile(DistributedRunProfileData(data))
         generate_s += _since(tg)
         n_events += len(data.events)
+    stage("RunLoader._process_spans")
     loader = RunLoader.__new__(RunLoader)  # only _process_spans is used: no Queue, no Cache manager
     loader.run_name = "run0"
     for profile in loader._process_spans(distributed_run):
         if profile is not None:
             run.add_profile(profile)
     timings.update(parse_s=parse_s, generate_s=generate_s, load_s=_since(t))
+    keep_alive(run, distributed_run)
     views = sorted({v.name for p in run.get_profiles() for v in getattr(p, "views", [])})
     return timings, {"events": n_events, "profiles": len(run.get_profiles()), "views": views}
 
@@ -127,6 +133,7 @@ def run_tbprof_plugin(trace: Path, scratch: Path, **_: Any) -> tuple[Timings, In
     one spawned process per worker file, a ``multiprocessing.Manager`` for the
     cache, the profile pickled back over an ``mp.Queue``.
     """
+    stage("import")
     t = time.perf_counter()
     from torch_tb_profiler import io as tb_io
     from torch_tb_profiler.profiler.loader import RunLoader
@@ -137,9 +144,11 @@ def run_tbprof_plugin(trace: Path, scratch: Path, **_: Any) -> tuple[Timings, In
     cache_dir = scratch / "cache"
     cache_dir.mkdir()
     t = time.perf_counter()
+    stage("RunLoader.load")
     with tb_io.Cache(str(cache_dir)) as cache:
         run = RunLoader("run0", str(run_dir), cache).load()
         timings["load_s"] = _since(t)
+    keep_alive(run)
     profiles = run.get_profiles()
     if not profiles:
         raise RuntimeError("RunLoader produced no profile (the worker process failed: see its log)")
@@ -152,6 +161,7 @@ def run_hta(trace: Path, scratch: Path, **_: Any) -> tuple[Timings, Info]:
     HTA wants a directory of rank files: it gets a scratch dir holding a
     symlink to the trace.  Figures are not rendered (``visualize=False``).
     """
+    stage("import")
     t = time.perf_counter()
     from hta.trace_analysis import TraceAnalysis
 
@@ -159,16 +169,22 @@ def run_hta(trace: Path, scratch: Path, **_: Any) -> tuple[Timings, Info]:
     trace_dir = scratch / "hta"
     _link_into(trace_dir, trace, trace.name)
     t = time.perf_counter()
+    stage("TraceAnalysis()")
     analyzer = TraceAnalysis(trace_dir=str(trace_dir))
     timings["load_s"] = _since(t)
+    ranks = sorted(analyzer.t.traces)  # HTA defaults to rank 0, which a single file may not be
     t = time.perf_counter()
-    idle, _stats = analyzer.get_idle_time_breakdown(visualize=False)
+    stage("get_idle_time_breakdown")
+    idle, _stats = analyzer.get_idle_time_breakdown(ranks=ranks, visualize=False)
     timings["idle_breakdown_s"] = _since(t)
     t = time.perf_counter()
-    launch = analyzer.get_cuda_kernel_launch_stats(visualize=False)
+    stage("get_cuda_kernel_launch_stats")
+    launch = analyzer.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
     timings["launch_stats_s"] = _since(t)
     timings["analysis_s"] = timings["idle_breakdown_s"] + timings["launch_stats_s"]
+    keep_alive(analyzer, idle, launch)
     info = {
+        "ranks": ranks,
         "events": int(sum(len(df) for df in analyzer.t.traces.values())),
         "idle_rows": int(len(idle)),
         "launch_rows": int(sum(len(df) for df in launch.values())),
@@ -213,6 +229,7 @@ def run_floor(trace: Path, decoder: str = "orjson", **_: Any) -> tuple[Timings, 
 
     timings: Timings = {"import_s": _since(t)}
     t = time.perf_counter()
+    stage(f"floor {decoder}")
     data = trace.read_bytes()
     timings["read_s"] = _since(t)
     compressed = len(data)
@@ -223,6 +240,7 @@ def run_floor(trace: Path, decoder: str = "orjson", **_: Any) -> tuple[Timings, 
     t = time.perf_counter()
     obj = decode(data)
     timings["decode_s"] = _since(t)
+    keep_alive(obj)
     timings["load_s"] = sum(v for k, v in timings.items() if k != "import_s")
     events = obj.get("traceEvents", []) if isinstance(obj, dict) else obj
     info = {"decoder": decoder, "gc": "disabled", "bytes_read": compressed, "bytes_json": len(data)}
@@ -237,12 +255,6 @@ RUNNERS: dict[str, Callable[..., tuple[Timings, Info]]] = {
 }
 
 
-def _write_result(path: Path, result: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(path)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one tool on one trace and write the result JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -252,20 +264,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", type=Path, help="empty scratch directory (required by tbprof/hta)")
     parser.add_argument("--decoder", default="orjson", help="floor only: msgspec | orjson | simdjson | json")
     args = parser.parse_args(argv)
-    result: dict[str, Any] = {"tool": args.tool, "ok": False, "error": None, "timings": {}, "info": {}}
+    result = new_result(args.tool)
     try:
         timings, info = RUNNERS[args.tool](args.trace, scratch=args.scratch, decoder=args.decoder)
         timings["process_s"] = _since(T0)
         result.update(ok=True, timings=timings, info=info)
     except BaseException as exc:  # noqa: BLE001 - any failure of a peer is a result, not a crash
         traceback.print_exc()
-        result["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-    _write_result(args.result_json, result)
+        result["error"] = describe_failure(exc)
+    write_result(args.result_json, result)
     return 0 if result["ok"] else 3
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(main())

@@ -17,8 +17,10 @@ Every runner starts a *fresh* interpreter on one trace file (``.json`` or
 A peer that fails, times out or exceeds the memory cap is a result
 (``status`` != ``"ok"``, with its message), never an exception.
 """
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -62,14 +64,25 @@ class _TreeSampler(threading.Thread):
         self._on_cap = on_cap
         self._stop_event = threading.Event()
         self._procs: list[Any] = [self._root]
+        self._status_path = f"/proc/{pid}/status"
         self.peak_bytes = 0
+        self.root_hwm_bytes = 0
         self.capped = False
 
     def _refresh_tree(self) -> None:
-        try:
+        with contextlib.suppress(self._psutil.Error):
             self._procs = [self._root, *self._root.children(recursive=True)]
-        except self._psutil.Error:
+
+    def _root_hwm(self) -> int:
+        """The root's ``VmHWM``: its own exact RSS high-water mark since exec (0 once it has exited)."""
+        try:
+            with open(self._status_path, "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
             pass
+        return 0
 
     def _sample(self) -> int:
         total = 0
@@ -88,6 +101,7 @@ class _TreeSampler(threading.Thread):
             tick += 1
             rss = self._sample()
             self.peak_bytes = max(self.peak_bytes, rss)
+            self.root_hwm_bytes = max(self.root_hwm_bytes, self._root_hwm())
             if self._cap_bytes is not None and rss > self._cap_bytes and not self.capped:
                 self.capped = True
                 self._on_cap()
@@ -106,15 +120,11 @@ def _kill_tree(pid: int) -> None:
         descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:  # the root may already be gone
         descendants = []
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # the child leads its own session: pgid == pid
-    except (ProcessLookupError, PermissionError):
-        pass
     for proc in descendants:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
 
 
 def _tail(fh: Any, max_chars: int) -> str:
@@ -138,8 +148,10 @@ def measure(
 
     Returns ``wall_s`` (spawn to exit, ``time.perf_counter``),
     ``peak_rss_bytes`` (max of the summed RSS of the whole process tree sampled
-    every ``sample_interval_s``, and of the kernel's ``ru_maxrss`` for the child,
-    which catches spikes shorter than a sample), ``rc``, ``stderr_tail`` (last
+    every ``sample_interval_s``, and of the child's own ``VmHWM`` high-water
+    mark, which catches its spikes shorter than a sample; ``ru_maxrss`` is not
+    used: after fork+exec it still counts the harness's own RSS), ``rc``,
+    ``stderr_tail`` (last
     ``tail_chars`` of stdout+stderr, which share one file), ``timed_out`` and
     ``mem_capped`` (killed for exceeding ``mem_cap_bytes``).  The child runs in
     its own session so the whole tree can be killed on timeout.
@@ -147,8 +159,13 @@ def measure(
     with tempfile.TemporaryFile() as log:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True,
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
         )
         timed_out = threading.Event()
 
@@ -160,7 +177,7 @@ def measure(
         sampler.start()
         timer = threading.Timer(timeout_s, on_timeout)
         timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status = os.waitpid(proc.pid, 0)
         wall_s = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         timer.cancel()
@@ -168,7 +185,7 @@ def measure(
         _kill_tree(proc.pid)  # leftovers (e.g. a peer's helper processes), by our own group id
         return {
             "wall_s": wall_s,
-            "peak_rss_bytes": max(sampler.peak_bytes, usage.ru_maxrss * 1024),
+            "peak_rss_bytes": max(sampler.peak_bytes, sampler.root_hwm_bytes),
             "rc": proc.returncode,
             "stderr_tail": _tail(log, tail_chars),
             "timed_out": timed_out.is_set(),
@@ -216,8 +233,9 @@ def _read_worker_result(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _status_and_error(m: dict[str, Any], worker: dict[str, Any] | None, timeout_s: float,
-                      mem_cap_bytes: int | None) -> tuple[str, str | None]:
+def _status_and_error(
+    m: dict[str, Any], worker: dict[str, Any] | None, timeout_s: float, mem_cap_bytes: int | None
+) -> tuple[str, str | None]:
     if m["timed_out"]:
         return "timeout", f"did not finish in {timeout_s:g} s"
     if m["mem_capped"]:
@@ -258,10 +276,16 @@ def run_worker(
         worker = _read_worker_result(result_json)
         status, error = _status_and_error(m, worker, timeout_s, mem_cap_bytes)
         return RunResult(
-            tool=tool, trace=str(trace), status=status,
+            tool=tool,
+            trace=str(trace),
+            status=status,
             time_s=m["wall_s"] if status == "ok" else None,
-            wall_s=m["wall_s"], peak_rss_bytes=m["peak_rss_bytes"], rc=m["rc"], error=error,
-            timings=(worker or {}).get("timings", {}), info=(worker or {}).get("info", {}),
+            wall_s=m["wall_s"],
+            peak_rss_bytes=m["peak_rss_bytes"],
+            rc=m["rc"],
+            error=error,
+            timings=(worker or {}).get("timings", {}),
+            info=(worker or {}).get("info", {}),
             stderr_tail=None if status == "ok" else m["stderr_tail"],
         )
     finally:
@@ -291,6 +315,12 @@ def run_hta(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> 
 def run_floor(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None, decoder: str = "orjson") -> RunResult:
     """Floor with one decoder, in the project interpreter (decoders from ``.bench/floor-site``)."""
     return run_worker(
-        f"floor:{decoder}", trace, main_python(), PEER_WORKER, ["floor", str(trace), "--decoder", decoder],
-        timeout_s, mem_cap_bytes, env_extra={"PYTHONPATH": str(FLOOR_SITE)},
+        f"floor:{decoder}",
+        trace,
+        main_python(),
+        PEER_WORKER,
+        ["floor", str(trace), "--decoder", decoder],
+        timeout_s,
+        mem_cap_bytes,
+        env_extra={"PYTHONPATH": str(FLOOR_SITE)},
     )

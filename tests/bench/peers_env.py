@@ -18,6 +18,7 @@ Usage::
     .venv/bin/python tests/bench/peers_env.py            # create if needed, print versions
     .venv/bin/python tests/bench/peers_env.py --force    # rebuild from scratch
 """
+
 from __future__ import annotations
 
 import argparse

@@ -19,6 +19,7 @@ from the cache), ``tbprof`` (torch-tb-profiler loader, single process),
 ``tbprof_plugin`` (its real multi-process ``RunLoader.load``, not run by
 default), ``hta``, ``floor`` (one entry per decoder; the fastest is the floor).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -166,7 +167,11 @@ def _describe(result: RunResult) -> str:
 
 
 def run_trace(
-    trace: Path, slots: dict[str, Runner], runs: int, timeout_s: float, mem_cap_bytes: int | None,
+    trace: Path,
+    slots: dict[str, Runner],
+    runs: int,
+    timeout_s: float,
+    mem_cap_bytes: int | None,
     unavailable: dict[str, str],
 ) -> list[RunResult]:
     """All runs of all tools on one trace, alternated tool by tool.
@@ -257,26 +262,53 @@ def _fmt_mb(value: int | None) -> str:
     return "-" if value is None else f"{value / 1e6:,.1f} MB"
 
 
-def _row(tool: str, trace: dict[str, Any]) -> list[str]:
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _row(tool: str, trace: dict[str, Any], max_error: int = 100) -> list[str]:
+    """One table row; a tool without a finished run shows its failure instead of numbers."""
     s = trace["summary"][tool]
     r = trace["ratios"][tool]
     label = tool + (" (floor)" if tool == trace["floor"] else "")
     if s["median_s"] is None:
-        return [label, f"{s['ok']}/{s['runs']}", s["error"] or s["status"], "", "", "", ""]
+        return [label, f"{s['ok']}/{s['runs']}", _shorten(s["error"] or s["status"], max_error), "", "", "", ""]
     spread = f"{_fmt_s(s['min_s'])}-{_fmt_s(s['max_s'])}"
-    return [label, f"{s['ok']}/{s['runs']}", _fmt_s(s["median_s"]), spread, _fmt_mib(s["peak_rss_max_bytes"]),
-            _fmt_ratio(r["vs_kinetoscope"]), _fmt_ratio(r["vs_floor"])]
+    return [
+        label,
+        f"{s['ok']}/{s['runs']}",
+        _fmt_s(s["median_s"]),
+        spread,
+        _fmt_mib(s["peak_rss_max_bytes"]),
+        _fmt_ratio(r["vs_kinetoscope"]),
+        _fmt_ratio(r["vs_floor"]),
+    ]
 
 
 TABLE_HEADER = ["tool", "ok", "median s", "min-max s", "peak RSS MiB", "x kinetoscope", "x floor"]
 
 
 def _trace_title(trace: dict[str, Any]) -> str:
-    events = next((s["info"].get("events") for t, s in trace["summary"].items() if t.startswith("floor:")
-                   and s["info"].get("events")), None)
-    size = _fmt_mb(trace["size_bytes"]) + (f" gz, {_fmt_mb(trace['json_bytes'])} JSON"
-                                           if trace["json_bytes"] != trace["size_bytes"] else " JSON")
+    events = next(
+        (
+            s["info"].get("events")
+            for t, s in trace["summary"].items()
+            if t.startswith("floor:") and s["info"].get("events")
+        ),
+        None,
+    )
+    size = _fmt_mb(trace["size_bytes"]) + (
+        f" gz, {_fmt_mb(trace['json_bytes'])} JSON" if trace["json_bytes"] != trace["size_bytes"] else " JSON"
+    )
     return f"{trace['name']} ({size}" + (f", {events:,} events)" if events else ")")
+
+
+def _text_line(row: list[str], widths: list[int]) -> str:
+    if not row[3]:  # a tool without a finished run: its failure fills the rest of the line
+        return f"  {row[0].ljust(widths[0])}  {row[1].rjust(widths[1])}  {row[2]}"
+    cells = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+    return "  " + "  ".join(cells).rstrip()
 
 
 def render_table(results: dict[str, Any]) -> str:
@@ -284,11 +316,10 @@ def render_table(results: dict[str, Any]) -> str:
     out: list[str] = []
     for trace in results["traces"]:
         rows = [TABLE_HEADER] + [_row(tool, trace) for tool in trace["summary"]]
-        widths = [max(len(row[i]) for row in rows if len(row[i]) < 60) for i in range(len(TABLE_HEADER))]
+        sized = [row for row in rows if row[3]] + [[row[0], row[1]] + [""] * 5 for row in rows if not row[3]]
+        widths = [max(len(row[i]) for row in sized) for i in range(len(TABLE_HEADER))]
         out.append(_trace_title(trace))
-        for row in rows:
-            out.append("  " + "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                                         for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+        out.extend(_text_line(row, widths) for row in rows)
         out.append("")
     return "\n".join(out)
 
@@ -301,44 +332,62 @@ def _md_versions(v: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def render_markdown(results: dict[str, Any]) -> str:
-    """BENCHMARKS.md body from a results dict (as written to ``results.json``)."""
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _md_setup(results: dict[str, Any]) -> list[str]:
+    """Command, machine, versions and protocol."""
     m, v, c = results["machine"], results["versions"], results["config"]
-    mem = f"{m['mem_total_bytes'] / 2**30:.1f} GiB" if m.get("mem_total_bytes") else "unknown memory"
-    lines = [
-        "# Benchmarks: Kinetoscope vs torch-tb-profiler vs HTA",
-        "",
+    mem = f"{m['mem_total_bytes'] / 2**30:.1f} GiB" if m.get("mem_total_bytes") else "unknown"
+    load = ", ".join(f"{x:.2f}" for x in m["loadavg_at_start"])
+    cap = f"; memory cap {c['mem_cap_bytes'] / 2**30:.1f} GiB (whole process tree)" if c.get("mem_cap_bytes") else ""
+    return [
         f"Measured {results['created']} with:",
         "",
         f"    {results['command']}",
         "",
         f"- Machine: {m.get('cpu_model') or 'unknown CPU'}, {m['nproc']} cores (nproc), {mem} RAM, "
-        f"Linux {m['kernel']}; load average at start {', '.join(f'{x:.2f}' for x in m['loadavg_at_start'])}.",
+        f"Linux {m['kernel']}; load average at start {load}.",
         f"- Python {v.get('main_python')} (Kinetoscope, floor), {v.get('peers_python')} (peers venv).",
         f"- Versions: {_md_versions(v)}.",
-        f"- {c['runs']} runs per tool, alternated tool by tool; timeout {c['timeout_s']:g} s per run; "
-        f"memory cap {c['mem_cap_bytes'] / 2**30:.1f} GiB (whole process tree)."
-        if c.get("mem_cap_bytes") else f"- {c['runs']} runs per tool, timeout {c['timeout_s']:g} s per run.",
-        "",
+        f"- {_plural(c['runs'], 'run')} per tool, alternated tool by tool; timeout {c['timeout_s']:g} s per run{cap}.",
+    ]
+
+
+def _md_method(tools: list[str]) -> list[str]:
+    """What each tool's number means."""
+    lines = [
         "What is timed (every run is a fresh interpreter; wall time from spawn to the result, "
         "interpreter teardown excluded):",
         "",
     ]
-    lines += [f"- `{tool}`: {TOOL_DESCRIPTIONS[tool]}" for tool in c["tools"] if tool in TOOL_DESCRIPTIONS]
+    lines += [f"- `{tool}`: {TOOL_DESCRIPTIONS[tool]}" for tool in tools if tool in TOOL_DESCRIPTIONS]
     lines += [
         "",
         "Median and spread (min-max) over the finished runs; peak RSS is the largest summed RSS of the "
-        "process tree (sampled every 20 ms, and at least the kernel's ru_maxrss). `x kinetoscope` = "
-        "median / Kinetoscope cold median (above 1: slower than Kinetoscope); `x floor` = median / fastest "
-        "floor decoder's median.",
-        "",
+        "process tree (sampled every 20 ms, and at least the main process's own high-water mark). "
+        "`x kinetoscope` = median / Kinetoscope cold median (above 1: slower than Kinetoscope); "
+        "`x floor` = median / the fastest floor decoder's median.",
     ]
+    return lines
+
+
+def _md_trace(trace: dict[str, Any]) -> list[str]:
+    """One trace's table."""
+    lines = [f"## {_trace_title(trace)}", "", "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    for tool in trace["summary"]:
+        cells = [cell.replace("|", "\\|") for cell in _row(tool, trace, max_error=240)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """BENCHMARKS.md body from a results dict (as written to ``results.json``)."""
+    lines = ["# Benchmarks: Kinetoscope vs torch-tb-profiler vs HTA", ""]
+    lines += _md_setup(results) + [""] + _md_method(results["config"]["tools"]) + [""]
     for trace in results["traces"]:
-        lines += [f"## {_trace_title(trace)}", "", "| " + " | ".join(TABLE_HEADER) + " |",
-                  "|" + "---|" * len(TABLE_HEADER)]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _row(tool, trace)) + " |"
-                  for tool in trace["summary"]]
-        lines.append("")
+        lines += _md_trace(trace) + [""]
     return "\n".join(lines)
 
 
@@ -357,8 +406,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run before it is killed")
     parser.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help="comma-separated tool list")
     parser.add_argument("--floor-decoders", default=",".join(FLOOR_DECODERS), help="decoders tried for the floor")
-    parser.add_argument("--mem-cap-gib", type=float, default=None,
-                        help="kill a run whose process tree exceeds this RSS (default: 85%% of RAM)")
+    parser.add_argument(
+        "--mem-cap-gib",
+        type=float,
+        default=None,
+        help="kill a run whose process tree exceeds this RSS (default: 85%% of RAM)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help="results JSON (default .bench/results.json)")
     parser.add_argument("--markdown", type=Path, help="also write render_markdown() to this file")
     parser.add_argument("--no-setup", action="store_true", help="do not create the peers venv / floor decoders")
@@ -402,6 +455,7 @@ def _setup(tools: list[str], no_setup: bool) -> tuple[dict[str, Any] | None, dic
 
 def _command_line() -> str:
     """This invocation, paths inside the repo written relative to it."""
+
     def rel(arg: str) -> str:
         path = Path(arg)
         if path.is_absolute() and path.is_relative_to(REPO_ROOT):
@@ -429,15 +483,26 @@ def main(argv: list[str] | None = None) -> int:
         "command": args.label or _command_line(),
         "machine": machine_info(),
         "versions": collect_versions(peers_stamp, floor_stamp),
-        "config": {"runs": args.runs, "timeout_s": args.timeout, "mem_cap_bytes": mem_cap_bytes,
-                   "tools": tools, "floor_decoders": decoders},
+        "config": {
+            "runs": args.runs,
+            "timeout_s": args.timeout,
+            "mem_cap_bytes": mem_cap_bytes,
+            "tools": tools,
+            "floor_decoders": decoders,
+        },
         "traces": [],
     }
     for trace in args.traces:
         _progress(f"{trace}:")
         facts = trace_facts(trace)
-        runs = run_trace(trace, slots, args.runs, args.timeout, mem_cap_bytes,
-                         {s: why for s, why in unavailable.items() if s in slots})
+        runs = run_trace(
+            trace,
+            slots,
+            args.runs,
+            args.timeout,
+            mem_cap_bytes,
+            {s: why for s, why in unavailable.items() if s in slots},
+        )
         results["traces"].append(summarize_trace(facts, runs))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))

@@ -1,0 +1,64 @@
+"""Helpers shared by the subprocess scripts (:mod:`peer_worker`, :mod:`bench_kinetoscope`).
+
+Standard library only: these run inside the measured process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+_current_stage = "start-up"
+_kept: list[Any] = []
+
+
+def keep_alive(*objs: Any) -> None:
+    """Hold the tool's result until the process exits.
+
+    Otherwise it is freed when the runner returns, and deallocating millions
+    of objects (seconds on large traces) would be counted in the wall time,
+    while a real session keeps its loaded data.  :func:`exit_now` skips the
+    teardown.
+    """
+    _kept.extend(objs)
+
+
+def stage(name: str) -> None:
+    """Name the step now running, so that a failure says where it happened."""
+    global _current_stage
+    _current_stage = name
+
+
+def describe_failure(exc: BaseException) -> str:
+    """``stage: Type: message (at file:line in function)``: useful even for a bare ``raise ValueError``."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        short = "/".join(Path(last.filename).parts[-3:])
+        where = f" (at {short}:{last.lineno} in {last.name})"
+    message = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    return f"{_current_stage}: {message}{where}"[:2000]
+
+
+def new_result(tool: str) -> dict[str, Any]:
+    """The result skeleton every worker fills: ``ok``, ``error``, ``timings`` (s), ``info``."""
+    return {"tool": tool, "ok": False, "error": None, "timings": {}, "info": {}}
+
+
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """Write the result JSON atomically (the harness reads it after the process exits)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(path)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush and leave without interpreter teardown (freeing a large model is not part of any timing)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
