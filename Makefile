@@ -37,8 +37,14 @@ demo: install
 
 serve: demo
 
+# Peers (torch-tb-profiler, HTA) go into their own venv under .bench/; traces are built once and cached there.
+BENCH_RUNS ?= 3
+BENCH_MAX_REPEAT ?= 30
 bench: install
-	$(BIN)/python tests/bench/run_bench.py
+	$(BIN)/python tests/bench/peers_env.py
+	$(BIN)/python tests/bench/make_traces.py --max-repeat $(BENCH_MAX_REPEAT) > .bench/trace-list.txt
+	$(BIN)/python tests/bench/run_bench.py $$(cat .bench/trace-list.txt) --runs $(BENCH_RUNS) --timeout 900 \
+		--label "make bench" --markdown BENCHMARKS.md
 
 lint: install
 	$(BIN)/python -m ruff check tb_plugin tests samples

@@ -1,0 +1,181 @@
+"""The routes' logic as plain functions: typed arguments in, JSON-ready dicts out (no werkzeug here).
+
+Each `*_impl` takes the TraceService and already-validated parameters; it raises the typed errors of
+`errors.py` (NotFound for an unknown span or device, NotReady while loading, TraceFailed, BadRequest
+for a window that is too large to export). `prepare` is what the service runs once per loaded trace,
+in the background, so that every route afterwards only slices precomputed arrays.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from .analysis.launch_offsets import launch_table, percentiles_us
+from .analysis.report import Analysis, analyze, report_entry
+from .errors import BadRequest, NotFound
+from .service import Loaded, TraceService
+from .trace.discovery import TraceFile
+from .trace.model import TraceModel
+from .views.export import chrome_trace, event_view, window_rows
+from .views.lane_index import LaneIndex, build_lane_index
+from .views.lanes import lanes_view, window_ns
+from .views.series import log_histogram, memory_view
+from .views.tables import gaps_view, stalls_view
+
+LOAD_WAIT_S = 0.25  # a route waits this long for a load in flight before answering 409
+MAX_EXPORT_EVENTS = 250_000  # about 40 MB of JSON
+MAX_TOP = 1000  # the most launch-table rows a request may ask for
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything derived from one model, computed once when it loads."""
+
+    analysis: Analysis
+    index: LaneIndex
+    report: dict[str, Any]
+    launch_tables: dict[str, list[dict[str, Any]]]  # "kernel"/"op" -> rows (MAX_TOP), sliced per request
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes
+
+
+def prepare(model: TraceModel) -> Prepared:
+    """Analyse a freshly loaded model and index it for window queries."""
+    analysis = analyze(model)
+    tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
+    return Prepared(analysis=analysis, index=build_lane_index(model), report=report_entry(model, analysis),
+                    launch_tables=tables)
+
+
+def _span(file: TraceFile) -> Optional[str]:
+    return None if file.span is None else str(file.span)
+
+
+def _load(service: TraceService, sid: str) -> Loaded:
+    return service.get(sid, wait_s=LOAD_WAIT_S)
+
+
+def runs_impl(service: TraceService) -> dict[str, Any]:
+    """Runs, their workers and spans (ids, file names, sizes, load states); asks for a rescan."""
+    complete = service.wait_scanned(1.0)
+    service.request_rescan()
+    runs: dict[str, dict[str, list]] = {}
+    for sid, f, state in service.snapshot():
+        spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
+        spans.append({"id": sid, "index": len(spans) + 1, "span": _span(f), "file": Path(f.path).name,
+                      "size_bytes": f.size, "state": state["state"]})
+    return {"logdir": service.logdir, "scan_complete": complete,
+            "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
+                     for run, workers in runs.items()]}
+
+
+def status_impl(service: TraceService, sid: Optional[str] = None) -> dict[str, Any]:
+    """Load state of every trace, or of one (raises NotFound)."""
+    traces = [{"id": s, "run": f.run, "worker": f.worker, "span": _span(f), **state}
+              for s, f, state in service.snapshot(sid)]
+    return {"scan_complete": service.wait_scanned(0), "traces": traces}
+
+
+def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
+    """The analysis report of one span."""
+    loaded = _load(service, sid)
+    f = loaded.file
+    return {"id": sid, "run": f.run, "worker": f.worker, "span": _span(f), **loaded.prepared.report}
+
+
+def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[Sequence[int]] = None,
+              min_us: float = 0.0, start_us: Optional[float] = None, end_us: Optional[float] = None,
+              sort: str = "start", offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    """One page of a device's idle gaps."""
+    loaded = _load(service, sid)
+    found = [d for d in loaded.prepared.analysis.idle.devices if d.device == device]
+    if not found:
+        raise NotFound(f"span {sid} has no GPU activity on device {device!r}")
+    model = loaded.model
+    t0 = None if start_us is None else model.start_ns + int(round(start_us * 1e3))
+    t1 = None if end_us is None else model.start_ns + int(round(end_us * 1e3))
+    return gaps_view(model, found[0], causes=causes, min_ns=int(round(min_us * 1e3)), t0_ns=t0, t1_ns=t1,
+                     sort=sort, offset=offset, limit=limit)
+
+
+def launches_impl(service: TraceService, sid: str, *, bins: int = 60, top: int = 50) -> dict[str, Any]:
+    """Launch-offset percentiles, histogram, and the per-kernel and per-op tables."""
+    loaded = _load(service, sid)
+    launch = loaded.prepared.analysis.launch
+    series = {"offset": launch.offset_ns, "queued": launch.queued_ns, "latency": launch.latency_ns}
+    return {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
+            "percentiles": {f"{k}_us": percentiles_us(v) for k, v in series.items()},
+            "histogram": log_histogram({k: v / 1e3 for k, v in series.items()}, bins),
+            "by_kernel": loaded.prepared.launch_tables["kernel"][:top],
+            "by_op": loaded.prepared.launch_tables["op"][:top]}
+
+
+def memory_impl(service: TraceService, sid: str, *, max_points: int = 2000, device: Optional[str] = None,
+                start_us: Optional[float] = None, end_us: Optional[float] = None) -> dict[str, Any]:
+    """Memory curves, downsampled to `max_points` per device."""
+    loaded = _load(service, sid)
+    memory = loaded.prepared.analysis.memory
+    if device is not None and all(s.device != device for s in memory):
+        raise NotFound(f"span {sid} has no memory data for device {device!r}")
+    model = loaded.model
+    t0 = None if start_us is None else model.start_ns + int(round(start_us * 1e3))
+    t1 = None if end_us is None else model.start_ns + int(round(end_us * 1e3))
+    return memory_view(model, memory, max_points=max_points, device=device, t0_ns=t0, t1_ns=t1)
+
+
+def stalls_impl(service: TraceService, sid: str) -> dict[str, Any]:
+    """Per-step DataLoader waits and stalls."""
+    loaded = _load(service, sid)
+    analysis = loaded.prepared.analysis
+    return stalls_view(loaded.model, analysis.steps, analysis.verdict)
+
+
+def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,
+               width_px: int = 1600) -> dict[str, Any]:
+    """Everything to draw for a window at a pixel width, bounded in size."""
+    loaded = _load(service, sid)
+    model, prepared = loaded.model, loaded.prepared
+    t0, t1 = _window(model, start_us, end_us)
+    return lanes_view(model, prepared.index, t0, t1, width_px, prepared.analysis.idle, prepared.analysis.steps)
+
+
+def event_impl(service: TraceService, sid: str, row: int) -> dict[str, Any]:
+    """Details of one event row."""
+    loaded = _load(service, sid)
+    if not 0 <= row < loaded.model.n_events:
+        raise NotFound(f"span {sid} has no event row {row!r}")
+    return event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row)
+
+
+def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None,
+                end_us: Optional[float] = None) -> tuple[dict[str, Any], str]:
+    """A window as a Chrome trace, and the file name to save it under."""
+    loaded = _load(service, sid)
+    model = loaded.model
+    t0, t1 = _window(model, start_us, end_us)
+    rows = window_rows(model, loaded.prepared.index, t0, t1)
+    if rows.size > MAX_EXPORT_EVENTS:
+        raise BadRequest(f"the window holds {rows.size} events, more than {MAX_EXPORT_EVENTS}; export a shorter one")
+    f = loaded.file
+    name = f"kinetoscope-{_safe(f.run)}-{_safe(_span(f) or f.worker)}.json"
+    return chrome_trace(model, rows, source=f"{f.run}/{Path(f.path).name}"), name
+
+
+def _window(model: TraceModel, start_us: Optional[float], end_us: Optional[float]) -> tuple[int, int]:
+    t0, t1 = window_ns(model, start_us, end_us)
+    if t1 <= t0:
+        raise BadRequest(f"empty window: start_us={start_us!r} end_us={end_us!r} (the trace ends at "
+                         f"{(model.stop_ns - model.start_ns) / 1e3} us)")
+    return t0, t1
+
+
+def _safe(text: str) -> str:
+    """A file-name-safe rendering of a run or span name."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+    return cleaned.strip("._") or "trace"

@@ -1,0 +1,385 @@
+"""The loading manager: which traces exist, which are loaded, and loading them in the background.
+
+- A daemon thread rescans the logdir every `rescan_s` (and sooner when a client asks, at most every
+  `min_rescan_s`); changed files are dropped and reloaded on their next request, deleted ones vanish.
+- Loads run on a bounded thread pool, one future per file version, so concurrent requests share one
+  load. Decoding a cache miss runs in a child process (`python -m kinetoscope.service PATH`): the JSON
+  decoder holds the GIL for the whole buffer (about 60 ms per 35 MB here), which would stall every
+  TensorBoard request meanwhile. A plain child rather than multiprocessing: spawn re-runs the parent's
+  main script, which is not ours to guard.
+- Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
+  reload after eviction cheap.
+- A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
+
+States: `unloaded` (never requested, or evicted) -> `queued` -> `loading` (phase reading, decoding or
+analysing) -> `ready` | `error`.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import pickle
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .errors import NotFound, NotReady, TraceFailed
+from .trace.cache import default_cache_dir, load_cached
+from .trace.discovery import TraceFile, scan_logdir
+from .trace.loader import TraceError, load_trace
+from .trace.model import TraceModel
+from .trace.storage import StorageError, identity
+
+log = logging.getLogger(__name__)
+
+_DEFAULT = object()
+DEFAULT_BUDGET_BYTES = 2 << 30  # ~60 ten-times-ResNet spans; a span's arrays are ~80 bytes per event
+PHASE_PROGRESS = {"reading": 0.0, "decoding": 0.1, "analysing": 0.8}
+LOAD_FAILED = "internal error while loading this trace; see the TensorBoard log"
+PROCESS_LOCAL = ("memory://",)  # filesystems a child process cannot see: decode those in a thread
+_logged: set = set()
+_logged_lock = threading.Lock()
+_services: weakref.WeakSet[TraceService] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Kill decoding children when TensorBoard exits (SIGTERM ends it through sys.exit)."""
+    for service in list(_services):
+        service.close()
+
+
+def log_once(key: Any, message: str, *args: Any, exc_info: bool = False) -> None:
+    """Log an error the first time `key` occurs; repeats (a client polling a broken route) go to debug."""
+    with _logged_lock:
+        first = key not in _logged
+        _logged.add(key)
+    log.log(logging.ERROR if first else logging.DEBUG, message, *args, exc_info=exc_info if first else False)
+
+
+def span_id(path: str) -> str:
+    """The opaque id of a trace file."""
+    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def model_nbytes(model: TraceModel) -> int:
+    """Bytes held by a model's arrays (what the memory budget counts)."""
+    return sum(v.nbytes for v in vars(model).values() if isinstance(v, np.ndarray))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A ready span: its file version, model and whatever `prepare` derived from it."""
+
+    file: TraceFile
+    model: TraceModel
+    prepared: Any
+    nbytes: int
+
+
+@dataclass
+class _Entry:
+    file: TraceFile
+    state: str = "unloaded"
+    phase: Optional[str] = None
+    progress: Optional[float] = None
+    error: Optional[str] = None
+    events: Optional[int] = None
+    started: Optional[float] = None
+    future: Optional[Future] = None
+
+
+def decode_main(argv: list[str]) -> int:
+    """Child-process entry: decode one trace (filling the disk cache) and pickle the result to stdout.
+
+    argv: [path, cache_dir or ""]. Writes `("ok", model)` or `("error", message)`; a TraceError does not
+    survive pickling (custom __init__), hence its text.
+    """
+    path, cache_dir = argv[0], argv[1] or None
+    try:
+        result: tuple = ("ok", load_trace(path, cache_dir=cache_dir))
+    except TraceError as exc:
+        result = ("error", exc.message)
+    pickle.dump(result, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _refrozen(model: TraceModel) -> TraceModel:
+    """Unpickled arrays come back writeable; rebuilding runs the model's own freezing."""
+    return TraceModel(**{f.name: getattr(model, f.name) for f in fields(model)})
+
+
+class TraceService:
+    """Scans one logdir and loads its traces on demand. Thread-safe; every public method is cheap."""
+
+    def __init__(self, logdir: str, *, cache_dir: Any = _DEFAULT, workers: int = 2,
+                 memory_budget_bytes: int = DEFAULT_BUDGET_BYTES, rescan_s: float = 10.0,
+                 min_rescan_s: float = 2.0, decode_in_child: bool = True,
+                 prepare: Callable[[TraceModel], Any] = lambda model: None) -> None:
+        self.logdir = logdir
+        self._cache_dir = default_cache_dir() if cache_dir is _DEFAULT else cache_dir
+        self._workers = max(1, workers)
+        self._budget = memory_budget_bytes
+        self._rescan_s, self._min_rescan_s = rescan_s, min_rescan_s
+        self._use_child = decode_in_child
+        self._prepare = prepare
+        self._lock = threading.RLock()
+        self._entries: dict[str, _Entry] = {}
+        self._ready: OrderedDict[str, Loaded] = OrderedDict()
+        self._sniff_cache: dict = {}
+        self._scanned = threading.Event()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._last_scan = 0.0
+        self._thread: Optional[threading.Thread] = None
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._children: set[subprocess.Popen] = set()
+        _services.add(self)
+
+    # ---- scanning -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background scanner (idempotent)."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self._scan_loop, name="kinetoscope-scan", daemon=True)
+            self._thread.start()
+
+    def is_active(self) -> bool:
+        """True once a scan found a trace. Waits a few ms for the very first scan, never raises."""
+        try:
+            self.start()
+            self._scanned.wait(0.005)
+            with self._lock:
+                return bool(self._entries)
+        except Exception:  # noqa: BLE001 - TensorBoard marks a raising plugin inactive; say so ourselves
+            log_once("is_active", "kinetoscope: is_active failed", exc_info=True)
+            return False
+
+    def wait_scanned(self, timeout_s: float) -> bool:
+        """Wait for the first scan (for routes that list); True when it has completed."""
+        self.start()
+        return self._scanned.wait(timeout_s)
+
+    def request_rescan(self) -> None:
+        """Ask the scanner for a rescan soon, unless one ran within `min_rescan_s`."""
+        if time.monotonic() - self._last_scan >= self._min_rescan_s:
+            self._wake.set()
+
+    def scan_now(self) -> None:
+        """One scan in the caller's thread (used by the scanner and by tests)."""
+        files = scan_logdir(self.logdir, self._sniff_cache)
+        with self._lock:
+            new = {span_id(f.path): f for f in files}
+            for sid in list(self._entries):
+                if sid not in new:
+                    self._drop(sid)
+            for sid, file in new.items():
+                entry = self._entries.get(sid)
+                if entry is None or entry.file.identity != file.identity:
+                    self._drop(sid)
+                    self._entries[sid] = _Entry(file)
+            self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
+            self._last_scan = time.monotonic()
+        self._scanned.set()
+
+    def _drop(self, sid: str) -> None:
+        self._entries.pop(sid, None)
+        self._ready.pop(sid, None)
+
+    def _scan_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.scan_now()
+            except Exception:  # noqa: BLE001 - the scanner must survive anything a filesystem does
+                log_once(("scan", self.logdir), "kinetoscope: scanning %s failed", self.logdir, exc_info=True)
+                self._scanned.set()
+            self._wake.wait(self._rescan_s)
+            self._wake.clear()
+
+    def close(self) -> None:
+        """Stop the scanner, cancel pending loads and kill decoding children."""
+        self._stop.set()
+        self._wake.set()
+        with self._lock:
+            pool, self._pool = self._pool, None
+            children = list(self._children)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        for child in children:
+            child.kill()
+
+    # ---- listing --------------------------------------------------------------------------------
+
+    def snapshot(self, sid: Optional[str] = None) -> list[tuple[str, TraceFile, dict[str, Any]]]:
+        """(id, file, state) of every trace, or of one (raises NotFound), taken atomically.
+
+        The state dict has `state`, `phase`, `progress`, `error`, `events` and `elapsed_s` (while loading).
+        """
+        self.start()
+        with self._lock:
+            if sid is not None and sid not in self._entries:
+                raise NotFound(f"unknown span {sid!r}")
+            chosen = [sid] if sid is not None else list(self._entries)
+            now = time.monotonic()
+            return [(s, self._entries[s].file, self._state(self._entries[s], now)) for s in chosen]
+
+    @staticmethod
+    def _state(entry: _Entry, now: float) -> dict[str, Any]:
+        loading = entry.state == "loading" and entry.started is not None
+        return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": entry.error,
+                "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None}
+
+    # ---- loading --------------------------------------------------------------------------------
+
+    def get(self, sid: str, wait_s: float = 0.0) -> Loaded:
+        """The loaded span, queueing its load if needed.
+
+        Args:
+            sid: span id.
+            wait_s: how long to wait for a load in progress before answering NotReady.
+
+        Raises:
+            NotFound: unknown id. NotReady: queued or loading. TraceFailed: the trace failed to load.
+        """
+        self.start()
+        future = self._ensure_loading(sid)
+        if future is not None and wait_s > 0:
+            wait_futures([future], timeout=wait_s)
+        with self._lock:
+            return self._ready_or_raise(sid)
+
+    def _ensure_loading(self, sid: str) -> Optional[Future]:
+        with self._lock:
+            entry = self._entries.get(sid)
+            if entry is None:
+                raise NotFound(f"unknown span {sid!r}")
+            if entry.state == "ready" and sid in self._ready:
+                self._ready.move_to_end(sid)
+                return None
+            if entry.state == "error":
+                return None
+            if entry.future is None or entry.future.done():
+                entry.state, entry.phase, entry.progress, entry.error = "queued", None, None, None
+                entry.future = self._thread_pool().submit(self._load, sid, entry.file)
+            return entry.future
+
+    def _ready_or_raise(self, sid: str) -> Loaded:
+        entry = self._entries.get(sid)
+        if entry is None:
+            raise NotFound(f"unknown span {sid!r}")
+        if entry.state == "ready" and sid in self._ready:
+            return self._ready[sid]
+        if entry.state == "error":
+            raise TraceFailed(entry.error or LOAD_FAILED)
+        raise NotReady(sid, entry.state, entry.progress)
+
+    def _thread_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="kinetoscope-load")
+        return self._pool
+
+    def _update(self, sid: str, file: TraceFile, **changes: Any) -> bool:
+        """Apply changes to the entry if it still describes this file version (a rescan may replace it)."""
+        with self._lock:
+            entry = self._entries.get(sid)
+            if entry is None or entry.file != file:
+                return False
+            for key, value in changes.items():
+                setattr(entry, key, value)
+            return True
+
+    def _phase(self, sid: str, file: TraceFile, phase: str) -> None:
+        self._update(sid, file, state="loading", phase=phase, progress=PHASE_PROGRESS[phase])
+
+    def _load(self, sid: str, file: TraceFile) -> None:
+        self._update(sid, file, started=time.monotonic())
+        self._phase(sid, file, "reading")
+        try:
+            model = self._read_model(sid, file)
+            self._phase(sid, file, "analysing")
+            prepared = self._prepare(model)
+        except TraceError as exc:
+            self._fail(sid, file, f"{file.run}/{Path(file.path).name}: {exc.message}")
+            return
+        except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
+            log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
+            self._fail(sid, file, LOAD_FAILED)
+            return
+        self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
+
+    def _fail(self, sid: str, file: TraceFile, message: str) -> None:
+        self._update(sid, file, state="error", phase=None, progress=None, error=message)
+
+    def _read_model(self, sid: str, file: TraceFile) -> TraceModel:
+        """From the disk cache when it holds this version, else decoded (in a worker process)."""
+        if self._cache_dir is not None:
+            try:
+                cached = load_cached(Path(self._cache_dir), identity(file.path))
+            except StorageError as exc:
+                raise TraceError(file.path, str(exc)) from None
+            if cached is not None:
+                return cached
+        self._phase(sid, file, "decoding")
+        if not self._use_child or file.path.startswith(PROCESS_LOCAL):
+            return load_trace(file.path, cache_dir=self._cache_dir)
+        return self._decode_in_child(file.path)
+
+    def _decode_in_child(self, path: str) -> TraceModel:
+        cache_dir = "" if self._cache_dir is None else str(self._cache_dir)
+        command = [sys.executable, "-m", "kinetoscope.service", path, cache_dir]
+        with self._lock:
+            if self._stop.is_set():
+                raise TraceError(path, "the plugin is shutting down")
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+            self._children.add(child)
+        try:
+            out, _ = child.communicate()
+        finally:
+            with self._lock:
+                self._children.discard(child)
+        try:
+            status, value = pickle.loads(out)
+        except Exception:  # noqa: BLE001 - no result at all: the child died
+            raise TraceError(path, f"the decoder process failed (exit code {child.returncode}; out of memory?)") from None
+        if status != "ok":
+            raise TraceError(path, value)
+        return _refrozen(value)
+
+    def _store(self, sid: str, loaded: Loaded) -> None:
+        """Make the span ready and evict least recently used spans beyond the budget."""
+        with self._lock:
+            if not self._update(sid, loaded.file, state="ready", phase=None, progress=1.0,
+                                events=loaded.model.n_events, error=None):
+                return
+            self._ready[sid] = loaded
+            self._ready.move_to_end(sid)
+            total = sum(item.nbytes for item in self._ready.values())
+            while total > self._budget and len(self._ready) > 1:
+                old_sid, old = self._ready.popitem(last=False)
+                total -= old.nbytes
+                entry = self._entries.get(old_sid)
+                if entry is not None:
+                    entry.state, entry.progress, entry.future = "unloaded", None, None
+
+    def ready_bytes(self) -> int:
+        """Bytes held by ready spans (for tests and diagnostics)."""
+        with self._lock:
+            return sum(item.nbytes for item in self._ready.values())
+
+
+if __name__ == "__main__":
+    sys.exit(decode_main(sys.argv[1:]))

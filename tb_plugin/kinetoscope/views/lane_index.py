@@ -1,0 +1,176 @@
+"""A per-model index that finds what to draw in any time window with a few binary searches.
+
+Rows are regrouped by (lane, depth). Within one group, properly nested events never overlap, so
+both their starts and their ends are sorted; a window [t0, t1) is then the items from the first end
+> t0 to the first start >= t1. Two packed keys make that one vectorized `searchsorted` for all groups:
+
+    start_key = group * stride + (start - base)        sorted: groups ascend, starts ascend within one
+    end_key   = running max of group * stride + (end - base)
+
+`stride` exceeds the trace's span, so a group's keys never reach the next group's. The running max
+keeps `end_key` sorted even where a writer produced overlapping events at one depth; such items are
+then filtered by their own end.
+
+Level of detail is precomputed as a pyramid (a mipmap): level 0 holds every event, level L >= 1 the
+same groups with everything narrower than `threshold_ns` merged across gaps narrower than it. A
+query at `ns_per_px` reads the coarsest level with threshold <= ns_per_px, so a full view of 450k
+events reads a few thousand items instead of every event, and merging them further gives the same
+picture as merging the raw events (what a level merged is below the query's own threshold).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..trace.kinds import ACTIVITY_KINDS
+from ..trace.model import TraceModel
+
+_KEY_LIMIT = 1 << 62
+FINEST_LEVEL_NS = 1_000  # level 1 merges below 1 µs; narrower windows read the raw events
+LEVEL_FACTOR = 4
+MIN_SHRINK = 0.75  # a level is kept only when it holds at most this share of the previous one's items
+
+
+class _Frozen:
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+
+
+@dataclass(frozen=True)
+class Level(_Frozen):
+    """Items (events, or blocks of merged events) sorted by (group, start); parallel arrays."""
+
+    threshold_ns: float  # what this level merged below (0: nothing, the raw events)
+    group: np.ndarray  # int64 (lane, depth) group of each item
+    start_key: np.ndarray  # int64, see the module docstring
+    end_key: np.ndarray  # int64
+    start_ns: np.ndarray  # int64
+    end_ns: np.ndarray  # int64 (the block's furthest end)
+    count: np.ndarray  # int64 events in the item
+    busy_ns: np.ndarray  # int64 summed durations of its events (fill = busy / extent)
+    first_row: np.ndarray  # int64 model row of its first event
+    m_ns: np.ndarray  # float64 max(extent, previous extent, gap before): see lanes.py; inf opens a group
+
+    @property
+    def size(self) -> int:
+        return int(self.start_ns.size)
+
+
+@dataclass(frozen=True)
+class LaneIndex(_Frozen):
+    """Window search structure of one model (read-only, shared between requests)."""
+
+    levels: tuple[Level, ...]
+    group_lane: np.ndarray  # int64 lane of each group
+    group_depth: np.ndarray  # int64 depth of each group
+    base_ns: int
+    stride: int
+    lane_max_depth: np.ndarray  # int64 per lane (-1 for a lane without events)
+    owned_rows: np.ndarray  # int64 GPU activity rows sorted by their launch row (reverse of launch_idx)
+    owned_keys: np.ndarray  # int64 launch row of each entry of owned_rows
+
+    @property
+    def nbytes(self) -> int:
+        return super().nbytes + sum(level.nbytes for level in self.levels)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.group_lane.size)
+
+    def level_for(self, ns_per_px: float) -> Level:
+        """The coarsest level whose merging stays below one pixel at this scale."""
+        chosen = self.levels[0]
+        for level in self.levels[1:]:
+            if level.threshold_ns <= ns_per_px:
+                chosen = level
+        return chosen
+
+
+def build_lane_index(model: TraceModel) -> LaneIndex:
+    """Index a model for window queries (tens of ms per 450k events)."""
+    n = model.n_events
+    lane, depth = model.lane.astype(np.int64), model.depth.astype(np.int64)
+    n_depths = int(depth.max()) + 1 if n else 1
+    code = lane * n_depths + depth
+    order = np.argsort(code, kind="stable")  # rows are (lane, ts)-sorted: ts order survives
+    code_sorted = code[order]
+    opens = np.ones(n, bool)
+    opens[1:] = code_sorted[1:] != code_sorted[:-1]
+    group = np.cumsum(opens) - 1
+    base, span = model.start_ns, model.stop_ns - model.start_ns
+    stride = span + 2
+    if int(opens.sum()) * stride >= _KEY_LIMIT:
+        raise ValueError(f"trace too long to index: span {span} ns x {int(opens.sum())} groups")
+    start = model.ts_ns[order]
+    raw = _level(0.0, group, start, start + model.dur_ns[order], np.ones(n, np.int64), model.dur_ns[order], order,
+                 base, stride)
+    lane_max_depth = np.full(model.lane_kind.size, -1, np.int64)
+    np.maximum.at(lane_max_depth, lane, depth)
+    owned = np.flatnonzero(np.isin(model.kind, np.array(ACTIVITY_KINDS, np.int8)) & (model.launch_idx >= 0))
+    owned = owned[np.argsort(model.launch_idx[owned], kind="stable")]
+    return LaneIndex(levels=_pyramid(raw, span, base, stride), group_lane=code_sorted[opens] // n_depths,
+                     group_depth=code_sorted[opens] % n_depths, base_ns=base, stride=stride,
+                     lane_max_depth=lane_max_depth, owned_rows=owned, owned_keys=model.launch_idx[owned])
+
+
+def _level(threshold, group, start, end, count, busy, first_row, base, stride) -> Level:
+    offset = group * stride - base
+    end_key = np.maximum.accumulate(end + offset) if end.size else end.copy()
+    m = np.full(start.size, np.inf)
+    if start.size > 1:
+        extent = (end - start).astype(np.float64)
+        gap = np.maximum(start[1:] - (end_key[:-1] - offset[1:]), 0)
+        m[1:] = np.maximum(np.maximum(extent[1:], extent[:-1]), gap)
+        m[1:][group[1:] != group[:-1]] = np.inf
+    return Level(threshold_ns=float(threshold), group=group, start_key=start + offset, end_key=end_key,
+                 start_ns=start, end_ns=end, count=count, busy_ns=busy, first_row=first_row, m_ns=m)
+
+
+def _pyramid(raw: Level, span: int, base: int, stride: int) -> tuple[Level, ...]:
+    """Level 0 and the coarser levels worth keeping, up to a 64-pixel view of the whole trace."""
+    levels, below = [raw], raw
+    threshold = FINEST_LEVEL_NS
+    while threshold <= span / 64 and below.size > 1:
+        keep = np.flatnonzero(below.m_ns >= threshold)
+        if keep.size <= MIN_SHRINK * levels[-1].size:
+            below = _level(threshold, below.group[keep], below.start_ns[keep], np.maximum.reduceat(below.end_ns, keep),
+                           np.add.reduceat(below.count, keep), np.add.reduceat(below.busy_ns, keep),
+                           below.first_row[keep], base, stride)
+            levels.append(below)
+        threshold *= LEVEL_FACTOR
+    return tuple(levels)
+
+
+def window_positions(index: LaneIndex, level: Level, t0_ns: int, t1_ns: int) -> np.ndarray:
+    """Positions (into the level's arrays) of the items overlapping [t0, t1) or nearly: an item
+    inside a group's range may still end before t0 where one depth holds overlapping events."""
+    if index.n_groups == 0:
+        return np.zeros(0, np.int64)
+    span = index.stride - 2
+    rel0 = min(max(t0_ns - index.base_ns, 0), span)
+    rel1 = min(max(t1_ns - index.base_ns, 0), span + 1)
+    group_base = np.arange(index.n_groups, dtype=np.int64) * index.stride
+    lo = np.searchsorted(level.end_key, group_base + rel0, side="right")
+    hi = np.searchsorted(level.start_key, group_base + rel1, side="left")
+    counts = np.maximum(hi - lo, 0)
+    first = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - first, counts)
+
+
+def owned_activities(index: LaneIndex, launch_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GPU activities launched by each of `launch_rows`: (launch row, activity row) pairs."""
+    lo = np.searchsorted(index.owned_keys, launch_rows, side="left")
+    hi = np.searchsorted(index.owned_keys, launch_rows, side="right")
+    counts = hi - lo
+    first = np.cumsum(counts) - counts
+    positions = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - first, counts)
+    return np.repeat(launch_rows, counts), index.owned_rows[positions]

@@ -1,0 +1,85 @@
+"""Paged and filtered tables: idle gaps of one device, per-step DataLoader stalls."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from ..analysis.gpu_idle import CAUSE_NAMES
+from ..trace.model import TraceModel
+
+GAP_SORTS = ("start", "-start", "dur", "-dur")
+STALL_ADVICE = ("raise DataLoader(num_workers=...) and set pin_memory=True and persistent_workers=True; "
+                "move heavy per-sample work out of __getitem__ or onto the GPU")
+
+
+def gaps_view(model: TraceModel, device: Any, *, causes: Optional[Sequence[int]] = None, min_ns: int = 0,
+              t0_ns: Optional[int] = None, t1_ns: Optional[int] = None, sort: str = "start",
+              offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    """One page of a device's idle gaps after filtering and sorting.
+
+    Args:
+        model: the trace.
+        device: the DeviceIdle of the device.
+        causes: Cause values to keep (None: all).
+        min_ns: shortest gap kept.
+        t0_ns, t1_ns: keep gaps overlapping this absolute window (None: unbounded).
+        sort: one of GAP_SORTS.
+        offset, limit: the page.
+    """
+    start, end = device.gap_start_ns, device.gap_end_ns
+    keep = (end - start) >= min_ns
+    if causes is not None:
+        keep &= np.isin(device.gap_cause, np.asarray(causes, np.int8))
+    if t0_ns is not None:
+        keep &= end > t0_ns
+    if t1_ns is not None:
+        keep &= start < t1_ns
+    sel = np.flatnonzero(keep)
+    if sort != "start":
+        key = start[sel] if sort == "-start" else end[sel] - start[sel]
+        sel = sel[np.argsort(-key if sort.startswith("-") else key, kind="stable")]
+    page = sel[offset: offset + limit]
+    return {"device": device.device, "total": int(sel.size), "offset": offset, "limit": limit,
+            **_gap_columns(model, device, page)}
+
+
+def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, Any]:
+    base = model.start_ns
+    culprit = device.gap_culprit_row[page]
+    culprit_name = np.where(culprit >= 0, model.name_id[np.maximum(culprit, 0)], -1)
+    ids, inverse = np.unique(culprit_name[culprit_name >= 0], return_inverse=True)
+    culprit_ix = np.full(page.size, -1, np.int64)
+    culprit_ix[culprit_name >= 0] = inverse
+    launch = device.gap_launch_row[page]
+    launch_us = np.round((model.ts_ns[np.maximum(launch, 0)] - base) / 1e3, 3).tolist()
+    start, end = device.gap_start_ns[page], device.gap_end_ns[page]
+    return {"names": [model.names[i] for i in ids.tolist()],
+            "gaps": {"start_us": np.round((start - base) / 1e3, 3).tolist(),
+                     "dur_us": np.round((end - start) / 1e3, 3).tolist(),
+                     "cause": [CAUSE_NAMES[c] for c in device.gap_cause[page].tolist()],
+                     "culprit": culprit_ix.tolist(),
+                     "culprit_row": culprit.tolist(),
+                     "next_kernel": [model.names[i] for i in model.name_id[device.gap_next_row[page]].tolist()],
+                     "next_row": device.gap_next_row[page].tolist(),
+                     "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())]}}
+
+
+def stalls_view(model: TraceModel, steps: Any, verdict: Any) -> dict[str, Any]:
+    """Per step: DataLoader wait, its share of the step, GPU idle during it, and the stall flag."""
+    base = model.start_ns
+    dur = steps.end_ns - steps.start_ns
+    share = np.divide(steps.dataloader_ns, dur, out=np.zeros(dur.size), where=dur > 0)
+    stalled = int(np.count_nonzero(steps.stalled))
+    rows = [{"name": model.names[n], "start_us": round((s - base) / 1e3, 3), "dur_us": d / 1e3,
+             "dataloader_us": w / 1e3, "dataloader_share": round(float(f), 4), "gpu_idle_during_dataloader_us": i / 1e3,
+             "stalled": bool(x)}
+            for n, s, d, w, f, i, x in zip(steps.name_id.tolist(), steps.start_ns.tolist(), dur.tolist(),
+                                           steps.dataloader_ns.tolist(), share.tolist(),
+                                           steps.dataloader_gpu_idle_ns.tolist(), steps.stalled.tolist())]
+    if verdict is not None and verdict.bound == "dataloader-bound":
+        suggestion: Optional[str] = verdict.suggestion
+    else:
+        suggestion = STALL_ADVICE if stalled else None
+    return {"stalled_steps": stalled, "steps": rows, "suggestion": suggestion}

@@ -1,0 +1,276 @@
+"""TraceService: scanning, states, one load per file version, LRU budget, reloads, child decoding."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import fsspec
+import numpy as np
+import pytest
+from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope.errors import NotFound, NotReady, TraceFailed
+from kinetoscope.service import TraceService, span_id
+
+
+def tiny_doc(kernels: int = 2) -> dict:
+    """One step; each op launches one kernel (1 + 3 * kernels complete events)."""
+    events = [op("ProfilerStep#1", 0, 1000)]
+    for i in range(kernels):
+        t = 10 + 100 * i
+        events += [op("aten::mm", t, 20), launch(t + 2, 5, corr=i + 1), kernel(f"k{i}", t + 30, 10, corr=i + 1)]
+    return trace_doc(events)
+
+
+def write_run(root: Path, name: str = "w.1.pt.trace.json", run: str = "run", kernels: int = 2) -> Path:
+    return write_trace(root / run / name, tiny_doc(kernels))
+
+
+@pytest.fixture
+def service_factory(tmp_path):
+    made = []
+
+    def make(**kwargs) -> TraceService:
+        kwargs.setdefault("cache_dir", None)
+        kwargs.setdefault("decode_in_child", False)
+        kwargs.setdefault("rescan_s", 3600)
+        service = TraceService(str(tmp_path / "logs"), **kwargs)
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        service.close()
+
+
+def only_id(service: TraceService) -> str:
+    (sid, _, _), = service.snapshot()
+    return sid
+
+
+def test_span_id_is_opaque_and_stable():
+    sid = span_id("/logs/run/w.1.pt.trace.json")
+    assert len(sid) == 12 and int(sid, 16) >= 0
+    assert sid == span_id("/logs/run/w.1.pt.trace.json") != span_id("/logs/run/w.2.pt.trace.json")
+
+
+def test_scan_lists_traces_unloaded(tmp_path, service_factory):
+    write_run(tmp_path / "logs", "w.2.pt.trace.json")
+    write_run(tmp_path / "logs", "w.10.pt.trace.json")
+    service = service_factory()
+    service.scan_now()
+    snapshot = service.snapshot()
+    assert [f.span for _, f, _ in snapshot] == [2, 10]
+    assert {state["state"] for _, _, state in snapshot} == {"unloaded"}
+    assert all(sid == span_id(f.path) for sid, f, _ in snapshot)
+
+
+def test_get_loads_and_answers_ready(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+    service = service_factory()
+    service.scan_now()
+    sid = only_id(service)
+    loaded = service.get(sid, wait_s=10)
+    assert loaded.model.n_events == 7
+    (_, _, state), = service.snapshot(sid)
+    assert state["state"] == "ready" and state["events"] == 7 and state["progress"] == 1.0
+
+
+def test_concurrent_requests_share_one_load(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+    calls, gate = [], threading.Event()
+
+    def prepare(model):
+        calls.append(model)
+        gate.wait(10)
+        return "prepared"
+
+    service = service_factory(prepare=prepare)
+    service.scan_now()
+    sid = only_id(service)
+    results, errors = [], []
+
+    def ask():
+        try:
+            results.append(service.get(sid, wait_s=10))
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert not errors and len(results) == 8
+    assert len(calls) == 1 and len({id(r) for r in results}) == 1
+
+
+def test_loading_state_reports_phase_and_progress(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+    gate = threading.Event()
+    service = service_factory(prepare=lambda model: gate.wait(10))
+    service.scan_now()
+    sid = only_id(service)
+    with pytest.raises(NotReady) as info:
+        service.get(sid, wait_s=0.2)
+    assert info.value.http_code == 409 and info.value.state in ("queued", "loading")
+    (_, _, state), = service.snapshot(sid)
+    assert state["state"] == "loading" and state["phase"] == "analysing" and state["progress"] == 0.8
+    assert state["elapsed_s"] >= 0
+    gate.set()
+    assert service.get(sid, wait_s=10).prepared is True
+
+
+def test_broken_trace_is_an_error_state_with_its_message(tmp_path, service_factory):
+    write_trace(tmp_path / "logs" / "run" / "bad.1.pt.trace.json", "{not json")
+    service = service_factory()
+    service.scan_now()
+    sid = only_id(service)
+    with pytest.raises(TraceFailed) as info:
+        service.get(sid, wait_s=10)
+    message = info.value.message
+    assert message.startswith("run/bad.1.pt.trace.json: ") and str(tmp_path) not in message
+    (_, _, state), = service.snapshot(sid)
+    assert state["state"] == "error" and state["error"] == message
+    with pytest.raises(TraceFailed):  # sticky for this file version: no reload loop
+        service.get(sid)
+
+
+def test_analysis_bug_is_an_error_state_without_internals(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+
+    def prepare(model):
+        raise KeyError("secret internals")
+
+    service = service_factory(prepare=prepare)
+    service.scan_now()
+    with pytest.raises(TraceFailed) as info:
+        service.get(only_id(service), wait_s=10)
+    assert "secret" not in info.value.message and "internal error" in info.value.message
+
+
+def test_changed_file_is_reloaded(tmp_path, service_factory):
+    path = write_run(tmp_path / "logs", kernels=2)
+    service = service_factory()
+    service.scan_now()
+    sid = only_id(service)
+    assert service.get(sid, wait_s=10).model.n_events == 7
+    write_trace(path, tiny_doc(kernels=3))
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    service.scan_now()
+    (_, _, state), = service.snapshot(sid)
+    assert state["state"] == "unloaded"
+    assert service.get(sid, wait_s=10).model.n_events == 10
+
+
+def test_new_and_deleted_files(tmp_path, service_factory):
+    first = write_run(tmp_path / "logs", "w.1.pt.trace.json")
+    service = service_factory()
+    service.scan_now()
+    write_run(tmp_path / "logs", "w.2.pt.trace.json")
+    first.unlink()
+    service.scan_now()
+    (sid, f, _), = service.snapshot()
+    assert f.span == 2
+    with pytest.raises(NotFound):
+        service.get(span_id(str(first)))
+
+
+def test_background_scanner_picks_up_new_files(tmp_path, service_factory):
+    (tmp_path / "logs").mkdir()
+    service = service_factory(rescan_s=0.05)
+    assert service.wait_scanned(5) and service.snapshot() == []
+    write_run(tmp_path / "logs")
+    deadline = time.monotonic() + 5
+    while not service.snapshot() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(service.snapshot()) == 1
+
+
+def test_lru_evicts_beyond_the_budget(tmp_path, service_factory):
+    write_run(tmp_path / "logs", "w.1.pt.trace.json")
+    write_run(tmp_path / "logs", "w.2.pt.trace.json")
+    service = service_factory(memory_budget_bytes=1)
+    service.scan_now()
+    (a, _, _), (b, _, _) = service.snapshot()
+    first = service.get(a, wait_s=10)
+    service.get(b, wait_s=10)
+    states = {sid: state["state"] for sid, _, state in service.snapshot()}
+    assert states == {a: "unloaded", b: "ready"}
+    assert 0 < service.ready_bytes() <= first.nbytes * 2
+    assert service.get(a, wait_s=10).model.n_events == 7  # reloads on demand
+
+
+def test_is_active_is_cheap_and_never_raises(tmp_path, service_factory):
+    (tmp_path / "logs").mkdir()
+    service = service_factory()
+    started = time.perf_counter()
+    assert service.is_active() is False
+    assert time.perf_counter() - started < 0.5
+    write_run(tmp_path / "logs")
+    service.scan_now()
+    assert service.is_active() is True
+    broken = TraceService("/nonexistent/kinetoscope/logdir", cache_dir=None)
+    try:
+        assert broken.is_active() is False
+    finally:
+        broken.close()
+
+
+def test_decoding_in_a_child_process_matches_and_freezes(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+    service = service_factory(decode_in_child=True, cache_dir=tmp_path / "cache")
+    service.scan_now()
+    model = service.get(only_id(service), wait_s=30).model
+    assert model.n_events == 7 and not model.ts_ns.flags.writeable
+    assert list(Path(tmp_path / "cache").glob("*.npz"))  # the child filled the disk cache
+
+
+def test_child_decode_error_keeps_the_loader_message(tmp_path, service_factory):
+    write_trace(tmp_path / "logs" / "run" / "bad.1.pt.trace.json", '{"traceEvents": [')
+    service = service_factory(decode_in_child=True)
+    service.scan_now()
+    with pytest.raises(TraceFailed) as info:
+        service.get(only_id(service), wait_s=30)
+    assert info.value.message.startswith("run/bad.1.pt.trace.json: ")
+
+
+def test_disk_cache_is_read_on_reload(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+    cache = tmp_path / "cache"
+    first = service_factory(cache_dir=cache)
+    first.scan_now()
+    sid = only_id(first)
+    first.get(sid, wait_s=10)
+    second = service_factory(cache_dir=cache)
+    second.scan_now()
+    model = second.get(sid, wait_s=10).model
+    assert np.array_equal(model.ts_ns, first.get(sid).model.ts_ns)
+
+
+def test_fsspec_memory_logdir():
+    fs = fsspec.filesystem("memory")
+    root = "memory://kinetoscope-test-logs"
+    import json
+    with fs.open(f"{root}/run/w.1.pt.trace.json", "wb") as handle:
+        handle.write(json.dumps(tiny_doc()).encode())
+    service = TraceService(root, cache_dir=None, rescan_s=3600)
+    try:
+        service.scan_now()
+        (sid, f, _), = service.snapshot()
+        assert f.run == "run" and service.get(sid, wait_s=10).model.n_events == 7
+    finally:
+        service.close()
+        fs.rm(root, recursive=True)
+
+
+def test_close_stops_everything(tmp_path, service_factory):
+    write_run(tmp_path / "logs")
+    service = service_factory()
+    service.start()
+    service.close()
+    service.start()  # no restart after close
+    assert service._thread is None or not service._thread.is_alive() or service._stop.is_set()

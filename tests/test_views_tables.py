@@ -1,0 +1,71 @@
+"""Gap tables (filter, sort, page) and per-step stalls, on a trace whose gaps are known by hand."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import kernel, launch, op, trace_doc
+from kinetoscope.analysis.gpu_idle import Cause
+from kinetoscope.analysis.report import analyze
+from kinetoscope.trace.loader import decode_bytes
+from kinetoscope.views.tables import gaps_view, stalls_view
+
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+@pytest.fixture(scope="module")
+def traced():
+    """Four kernels, two gaps: a 100 µs `host` gap (the next launch comes late, inside `aten::nonzero`)
+    and a 300 µs `dataloader` gap (the DataLoader wait covers most of it).
+
+        µs   0     140    240   340          640   740
+        CPU  [step 1 .............)[step 2 ...........................)
+             [mm)[nonzero ...[L3])[DataLoader ....)[L4]
+        GPU    [k1][k2]  gap [k3]  gap             [k4]
+    """
+    events = [op("ProfilerStep#1", 0, 300), op("aten::mm", 0, 30), launch(1, 5, 1), launch(7, 5, 2),
+              op("aten::nonzero", 40, 210), launch(230, 5, 3),
+              op("ProfilerStep#2", 300, 700), op(DATALOADER, 300, 300), launch(610, 5, 4),
+              kernel("k1", 20, 50, 1), kernel("k2", 70, 70, 2), kernel("k3", 240, 100, 3), kernel("k4", 640, 100, 4)]
+    model = decode_bytes(json.dumps(trace_doc(events)).encode())
+    analysis = analyze(model)
+    return model, analysis
+
+
+def test_gaps_all(traced):
+    model, analysis = traced
+    (device,) = analysis.idle.devices
+    page = gaps_view(model, device)
+    gaps = page["gaps"]
+    assert page["total"] == 2 and gaps["start_us"] == [140.0, 340.0] and gaps["dur_us"] == [100.0, 300.0]
+    assert gaps["cause"] == ["host", "dataloader"]
+    assert [page["names"][i] if i >= 0 else None for i in gaps["culprit"]] == ["aten::nonzero", None]
+    assert gaps["next_kernel"] == ["k3", "k4"] and gaps["launch_us"] == [230.0, 610.0]
+
+
+@pytest.mark.parametrize("kwargs, starts", [
+    ({"causes": [Cause.DATALOADER]}, [340.0]),
+    ({"min_ns": 150_000}, [340.0]),
+    ({"t0_ns": 0, "t1_ns": 150_000}, [140.0]),
+    ({"sort": "-dur"}, [340.0, 140.0]),
+    ({"sort": "-start"}, [340.0, 140.0]),
+    ({"sort": "dur"}, [140.0, 340.0]),
+    ({"offset": 1, "limit": 5}, [340.0]),
+    ({"limit": 1}, [140.0]),
+])
+def test_gaps_filtered_sorted_paged(traced, kwargs, starts):
+    model, analysis = traced
+    (device,) = analysis.idle.devices
+    if "t0_ns" in kwargs:
+        kwargs = {**kwargs, "t0_ns": model.start_ns + kwargs["t0_ns"], "t1_ns": model.start_ns + kwargs["t1_ns"]}
+    assert gaps_view(model, device, **kwargs)["gaps"]["start_us"] == starts
+
+
+def test_stalls(traced):
+    model, analysis = traced
+    result = stalls_view(model, analysis.steps, analysis.verdict)
+    assert [s["name"] for s in result["steps"]] == ["ProfilerStep#1", "ProfilerStep#2"]
+    second = result["steps"][1]
+    assert second["dataloader_us"] == 300.0 and second["dataloader_share"] == 0.4286 and second["stalled"] is True
+    assert second["gpu_idle_during_dataloader_us"] == 260.0 and result["steps"][0]["stalled"] is False
+    assert result["stalled_steps"] == 1 and result["suggestion"] == analysis.verdict.suggestion
