@@ -113,16 +113,28 @@ class _Window:
     def __len__(self) -> int:
         return self.end - self.start
 
-    def append(self, block) -> None:
-        n = len(block)
+    def _room(self, n: int) -> None:
+        """Make space for n more bytes after `end`, compacting (and only rarely growing) the buffer."""
         if self.end + n > len(self.buf):
             live = self.end - self.start
             self.buf[:live] = self.buf[self.start:self.end]
             self.start, self.end = 0, live
             if live + n > len(self.buf):
                 self.buf.extend(bytes(live + n - len(self.buf)))
+
+    def append(self, block) -> None:
+        n = len(block)
+        self._room(n)
         self.buf[self.end:self.end + n] = block
         self.end += n
+
+    def read_from(self, reader, n: int) -> int:
+        """Read up to n bytes from a raw file straight into the buffer; returns the count (0 at EOF)."""
+        self._room(n)
+        with memoryview(self.buf) as view:
+            got = reader.readinto(view[self.end:self.end + n]) or 0
+        self.end += got
+        return got
 
     def consume_to(self, pos: int) -> None:
         """Drop the text before `pos` (an absolute index into `buf`)."""
@@ -137,7 +149,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
     and the whitespace byte before the next event becomes `[`, so middle pieces decode without copies.
 
     Args:
-        blocks: the uncompressed text, in order, as bytes-like blocks.
+        blocks: the uncompressed text, in order: bytes-like blocks, or a raw file object (read with readinto).
         sink: called with (events, whether the chunk uses the 2021 "external id" spelling).
         chunk_bytes: target chunk size.
 
@@ -149,8 +161,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
     """
     win = _Window(2 * chunk_bytes + (1 << 20))
     top: Optional[TraceDoc] = None
-    for block in blocks:
-        win.append(block)
+    for block in _blocks_into(win, blocks, chunk_bytes):
         if top is None:
             top = _take_head(win, sink)
             if top is None:
@@ -168,6 +179,19 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
         if name != "traceEvents" and getattr(top, name) is None:
             setattr(top, name, getattr(tail, name))
     return top
+
+
+def _blocks_into(win: _Window, source, chunk_bytes: int) -> Iterable[int]:
+    """Feed the window from an iterable of blocks, or straight from a raw file (`readinto`, no copy)."""
+    if hasattr(source, "readinto"):
+        while True:
+            got = win.read_from(source, chunk_bytes)
+            if not got:
+                return
+            yield got
+    for block in source:
+        win.append(block)
+        yield len(block)
 
 
 def _typed(piece, decoder):

@@ -11,7 +11,7 @@ from .build import ColumnBuilder
 from .cache import default_cache_dir, load_cached, store
 from .decode import DecodeError, NotSplittable, decode_chunks, decode_trace
 from .model import TraceModel
-from .storage import StorageError, identity, iter_blocks, read_bytes
+from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
 _DEFAULT = object()
 _gc_lock = threading.Lock()
@@ -85,6 +85,7 @@ def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
 
 
 def _load_uncached(path: str) -> TraceModel:
+    plain = open_plain(path)
     size = 0
 
     def counted():
@@ -95,6 +96,9 @@ def _load_uncached(path: str) -> TraceModel:
 
     with _collector_paused():
         try:
+            if plain is not None:  # local plain file: read straight into the decoder's buffer
+                with plain:
+                    return _build(plain, path, plain.tell)
             return _build(counted(), path, lambda: size)
         except NotSplittable:
             return _build_whole(read_bytes(path), path)
