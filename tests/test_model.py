@@ -18,8 +18,8 @@ def _load(tmp_path, doc, name="t.pt.trace.json"):
 
 def test_relative_timestamps_add_base_time_with_ns_precision(tmp_path):
     base = 1790857026000000000
-    text = ('{"baseTimeNanoseconds": %d, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, '
-            '"tid": 1, "ts": 4405551510882.250, "dur": 0.001}]}' % base)
+    text = (f'{{"baseTimeNanoseconds": {base}, "traceEvents": [{{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, '
+            '"tid": 1, "ts": 4405551510882.250, "dur": 0.001}]}')
     model = _load(tmp_path, text)
     assert model.ts_ns[0] == base + 4405551510882250 and model.dur_ns[0] == 1
 

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import SAMPLES, write_trace
 from kinetoscope.analysis.gpu_idle import CAUSE_NAMES
 from kinetoscope.analysis.report import analyze

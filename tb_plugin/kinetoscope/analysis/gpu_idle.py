@@ -84,17 +84,18 @@ class GpuIdle:
         return max(self.devices, key=lambda d: d.busy_ns, default=None)
 
 
-def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5) -> GpuIdle:
+def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5, ops: Optional[OpIndex] = None) -> GpuIdle:
     """Find and classify the idle gaps of every device.
 
     Args:
         model: the trace.
         dataloader_share: fraction of a gap DataLoader waits must cover for the `dataloader` cause.
+        ops: a prebuilt OpIndex of the model (built here when not given).
 
     Returns:
         One DeviceIdle per device, sorted by device index.
     """
-    ops = OpIndex(model)
+    ops = ops or OpIndex(model)
     dl = dataloader_union(model)
     syncs = sync_rows(model)
     devices = [_device_idle(model, dev, rows, dl, syncs, ops, dataloader_share)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -39,17 +40,18 @@ def device_label(device_type: int, device_id: int) -> str:
 
 
 def memory_timeline(model: TraceModel, step_start_ns=None, step_end_ns=None, *,
-                    leak_min_steps: int = 3) -> tuple[MemorySeries, ...]:
+                    leak_min_steps: int = 3, ops: Optional[OpIndex] = None) -> tuple[MemorySeries, ...]:
     """One series per (device type, device id), CPU first.
 
     Args:
         model: the trace.
         step_start_ns, step_end_ns: step boundaries for growth per step (optional).
         leak_min_steps: a rise in every one of at least this many steps flags a possible leak.
+        ops: a prebuilt OpIndex of the model (built here when not given).
     """
     if model.mem_ts_ns.size == 0:
         return ()
-    ops = OpIndex(model)
+    ops = ops or OpIndex(model)
     key = model.mem_device_type.astype(np.int64) * 65536 + model.mem_device_id.astype(np.int64) + 1
     series = []
     for k in np.unique(key):

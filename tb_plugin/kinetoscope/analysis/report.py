@@ -34,14 +34,15 @@ class Analysis:
 
 def analyze(model: TraceModel) -> Analysis:
     """Run every analysis on a model (pure; the model is not modified)."""
-    idle = gpu_idle(model)
+    ops = OpIndex(model)
+    idle = gpu_idle(model, ops=ops)
     steps = step_breakdown(model, idle.busiest())
     launch = launch_offsets(model)
-    memory = memory_timeline(model, steps.start_ns, steps.end_ns)
+    memory = memory_timeline(model, steps.start_ns, steps.end_ns, ops=ops)
     busiest = idle.busiest()
     host = top_culprits(model, busiest, Cause.HOST, 1) if busiest else []
     return Analysis(idle=idle, launch=launch, memory=memory, steps=steps,
-                    verdict=verdict(idle, steps, launch, sync_culprit=_sync_culprit(model, busiest),
+                    verdict=verdict(idle, steps, launch, sync_culprit=_sync_culprit(model, busiest, ops),
                                     host_culprit=host[0]["name"] if host else None))
 
 
@@ -59,7 +60,7 @@ def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOS
             for i in order]
 
 
-def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[str]:
+def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle], ops: OpIndex) -> Optional[str]:
     """`cudaStreamSynchronize in aten::item`: the sync call (and its op) behind most sync idle time."""
     if device is None:
         return None
@@ -68,7 +69,7 @@ def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[s
         return None
     sel = np.flatnonzero((device.gap_cause == Cause.SYNC) & (device.gap_culprit_row >= 0))
     row = device.gap_culprit_row[sel[np.argmax(device.gap_end_ns[sel] - device.gap_start_ns[sel])]]
-    op = names_of(model, OpIndex(model).outermost_at(model.lane[[row]], model.ts_ns[[row]]))[0]
+    op = names_of(model, ops.outermost_at(model.lane[[row]], model.ts_ns[[row]]))[0]
     return f"{top[0]['name']} in {op}"
 
 

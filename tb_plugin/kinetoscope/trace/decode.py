@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import msgspec
 
@@ -161,7 +162,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
     """
     win = _Window(2 * chunk_bytes + (1 << 20))
     top: Optional[TraceDoc] = None
-    for block in _blocks_into(win, blocks, chunk_bytes):
+    for _ in _blocks_into(win, blocks, chunk_bytes):
         if top is None:
             top = _take_head(win, sink)
             if top is None:
@@ -216,12 +217,19 @@ def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
     return head
 
 
+def _last_match(matches):
+    """The last of an iterator of matches (None if empty), without keeping the others."""
+    last = None
+    for last in matches:  # noqa: B007 - the loop keeps only the final match
+        pass
+    return last
+
+
 def _take_middle(win: _Window, sink: EventSink) -> bool:
     """Decode the events up to the last boundary in the window and drop them from it."""
     buf, cut, window = win.buf, None, 1 << 20
     while cut is None:
-        for cut in _CUT.finditer(buf, max(win.start + 1, win.end - window), win.end):
-            pass
+        cut = _last_match(_CUT.finditer(buf, max(win.start + 1, win.end - window), win.end))
         if cut is not None or window >= len(win):
             break
         window *= 8

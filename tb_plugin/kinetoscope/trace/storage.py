@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 import gzip
-import mmap
 import os
-import time
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 import fsspec
 

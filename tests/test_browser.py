@@ -1,0 +1,192 @@
+"""Browser tests: the Kinetoscope tab in a real headless Chromium against the real `tensorboard` CLI.
+
+Three TensorBoard servers (module-scoped): the sample logdirs (`samples/logs`), the shared real traces
+(`../shared/traces`, read in place) and a temporary logdir with a trace whose names are markup
+(`<img src=x onerror=alert(1)>`) and a trace that cannot load. Each check is a subcommand of
+`tests/browser/checks.mjs` (Playwright's `playwright-core` driving Debian's /usr/bin/chromium) that
+prints JSON. Screenshots go to `test-artifacts/` (git-ignored). Skipped, with the reason, when node,
+npm, chromium or tensorboard is missing.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))
+from tbserver import REPO, TensorBoard, ensure_node_modules, run_node, tensorboard_bin  # noqa: E402
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+TRACES = (REPO.parent / "shared" / "traces").resolve()
+SAMPLES = REPO / "samples" / "logs"
+ARTIFACTS = REPO / "test-artifacts"
+XSS = "<img src=x onerror=alert(1)>"
+
+_missing = [what for what, ok in (("node", shutil.which("node")), ("npm", shutil.which("npm")),
+                                  (CHROMIUM, Path(CHROMIUM).exists()), ("tensorboard", tensorboard_bin()))
+            if not ok]
+pytestmark = pytest.mark.skipif(bool(_missing), reason=f"browser tests need {', '.join(map(str, _missing))}")
+
+
+def _server(logdir: Path, warm_runs: tuple[str, ...] = ()):
+    ensure_node_modules()
+    server = TensorBoard(logdir)
+    try:
+        spans = [s["id"] for s in server.spans() if not warm_runs or s["run"] in warm_runs]
+        server.warm(spans)  # pages then open on loaded traces: no 409 "not loaded yet" in the console
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def traces_tb():
+    if not TRACES.is_dir():
+        pytest.skip(f"{TRACES} is missing")
+    yield from _server(TRACES, ("resnet50_num_workers_0", "resnet50_num_workers_4"))
+
+
+@pytest.fixture(scope="module")
+def samples_tb():
+    if not SAMPLES.is_dir():
+        pytest.skip(f"{SAMPLES} is missing")
+    yield from _server(SAMPLES, ("synthetic/mixed",))
+
+
+def _xss_trace() -> dict:
+    """Two steps; markup as thread, op and kernel names, a host gap it causes and the peak memory op.
+
+        CPU  [ProfilerStep#1 ...........................)[ProfilerStep#2 ...
+             [DataLoader wait)[<img> op .......)[<img> op)[aten::add]
+                                 [cudaLaunchKernel)           [cudaLaunchKernel)
+        GPU                        [<img> kernel)   gap         [add kernel)
+    """
+    pid, tid = 100, 100
+    ev: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": XSS}},
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "python"}},
+        {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7 "}},
+    ]
+    cpu = {"pid": pid, "tid": tid}
+    gpu = {"pid": 0, "tid": 7}
+    for k in range(2):
+        t, corr, ext = 1000.0 + 10000.0 * k, 500 + 10 * k, 50 + 10 * k
+        kernel_args = {"device": 0, "stream": 7, "context": 1}
+        ev += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k + 1}", "ts": t, "dur": 9000.0, **cpu, "args": {"External id": ext}},
+            {"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+             "ts": t + 10, "dur": 4000.0, **cpu, "args": {"External id": ext + 1}},
+            {"ph": "X", "cat": "cpu_op", "name": XSS, "ts": t + 4100, "dur": 3000.0, **cpu, "args": {"External id": ext + 2}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": t + 4200, "dur": 10.0, **cpu,
+             "args": {"External id": ext + 2, "correlation": corr}},
+            {"ph": "X", "cat": "kernel", "name": XSS, "ts": t + 4300, "dur": 2000.0, **gpu,
+             "args": {"External id": ext + 2, "correlation": corr, **kernel_args}},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "ts": t + 4200, **cpu},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr, "ts": t + 4300, "bp": "e", **gpu},
+            {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "ts": t + 4150, **cpu,
+             "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096 + k, "Bytes": 1 << 20,
+                      "Total Allocated": (1 << 20) * (k + 1), "Total Reserved": 2 << 20}},
+            {"ph": "X", "cat": "cpu_op", "name": XSS, "ts": t + 7200, "dur": 1500.0, **cpu, "args": {"External id": ext + 3}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": t + 8750, "dur": 200.0, **cpu, "args": {"External id": ext + 4}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": t + 8800, "dur": 10.0, **cpu,
+             "args": {"External id": ext + 4, "correlation": corr + 1}},
+            {"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel", "ts": t + 8850, "dur": 100.0, **gpu,
+             "args": {"External id": ext + 4, "correlation": corr + 1, **kernel_args}},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr + 1, "ts": t + 8800, **cpu},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": corr + 1, "ts": t + 8850, "bp": "e", **gpu},
+        ]
+    return {"schemaVersion": 1, "baseTimeNanoseconds": 1_700_000_000_000_000_000, "traceEvents": ev}
+
+
+@pytest.fixture(scope="module")
+def xss_tb(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("logdir")
+    (logdir / "xss").mkdir()
+    (logdir / "xss" / "worker0.1700000000000.pt.trace.json").write_text(json.dumps(_xss_trace()))
+    (logdir / "broken").mkdir()
+    with gzip.open(logdir / "broken" / "worker0.1700000000001.pt.trace.json.gz", "wt") as f:
+        f.write('{"traceEvents": [{"ph": "X", "name": "cut here')  # truncated mid-string
+    yield from _server(logdir)
+
+
+def _check(name: str, server: TensorBoard, *args: object) -> dict:
+    return run_node("checks.mjs", name, server.base, str(ARTIFACTS), *map(str, args))
+
+
+def test_tab_loads_and_draws_cpu_and_gpu_lanes(traces_tb):
+    r = _check("smoke", traces_tb, "resnet50_num_workers_0")
+    assert r["errors"] == []
+    assert "cpu" in r["kinds"] and "gpu" in r["kinds"]
+    assert r["cpuPixels"] > 1000 and r["gpuPixels"] > 1000
+    assert r["verdict"] == "dataloader-bound"
+    assert {"Memory", "Steps", "GPU idle gaps", "Launch offsets"} <= set(r["sections"])
+
+
+def test_samples_mixed_run_loads_without_console_errors(samples_tb):
+    r = _check("smoke", samples_tb, "synthetic/mixed")
+    assert r["errors"] == []
+    assert r["cpuPixels"] > 100 and r["gpuPixels"] > 100
+
+
+@pytest.mark.parametrize("run, stalled", [("resnet50_num_workers_0", True), ("resnet50_num_workers_4", False)])
+def test_stalled_steps_flagged_in_table_and_step_bar(traces_tb, run, stalled):
+    r = _check("stalls", traces_tb, run)
+    assert r["errors"] == []
+    assert len(r["spans"]) == 2
+    for span in r["spans"]:
+        assert span["stalledRows"], span
+        assert span["stalledRows"] == [stalled] * len(span["stalledRows"]), span
+        assert span["stepBarRed"] == [stalled] * len(span["stepBarRed"]), span
+
+
+def test_wheel_keys_drag_and_double_click_move_the_window(traces_tb):
+    r = _check("interact", traces_tb, "resnet50_num_workers_0")
+    assert r["errors"] == []
+    span = lambda w: w[1] - w[0]  # noqa: E731
+    assert r["afterWheel"] and span(r["afterWheel"]) < 0.5 * r["duration"]
+    assert span(r["afterW"]) < span(r["afterWheel"])
+    assert r["afterA"][0] < r["afterW"][0] and span(r["afterA"]) == pytest.approx(span(r["afterW"]))
+    assert r["afterDrag"][0] > r["afterA"][0]
+    assert r["afterReset"] is None  # the whole trace: no window in the link
+    assert r["afterDbl"] and span(r["afterDbl"]) < 0.3 * r["duration"]
+
+
+def test_clicking_a_gap_row_zooms_to_the_gap(traces_tb):
+    r = _check("gaprow", traces_tb, "resnet50_num_workers_0")
+    assert r["errors"] == []
+    start, dur, _ = r["gap"]
+    t0, t1 = r["window"]
+    assert t0 <= start and t1 >= start + dur
+    assert t1 - t0 == pytest.approx(2 * dur, rel=0.01)
+    assert r["active"] == 1
+
+
+def test_select_kernel_export_and_shared_link_restores_the_view(traces_tb):
+    r = _check("select", traces_tb, "resnet50_num_workers_0", 100000, 100400)
+    assert r["errors"] == []
+    assert r["clicked"]
+    assert r["offset"] and r["offset"].startswith("Launch offset")
+    assert r["state"]["sel"] is not None and r["state"]["t"] == [100000, 100400]
+    exported = r["exported"]
+    assert exported["traceName"].startswith("kinetoscope-resnet50_num_workers_0") and exported["completeEvents"] > 10
+    assert exported["mdName"].endswith(".md") and exported["mdHead"].startswith("# Kinetoscope") and exported["mdHasVerdict"]
+    assert r["restored"]["name"] == r["name"]
+    assert r["restored"]["state"] == r["state"]
+
+
+def test_markup_in_trace_names_is_text_and_broken_trace_is_a_message(xss_tb):
+    r = _check("xss", xss_tb)
+    assert r["errors"] == []
+    assert r["dialogs"] == [] and r["imgs"] == 0
+    assert r["textHits"] >= 2  # e.g. the gap culprit and the memory peak op, as text
+    assert r["tooltipHasName"]
+    assert "failed to load" in r["brokenMessage"]
+    assert all("status of 422" in e for e in r["brokenErrors"]), r["brokenErrors"]
+    assert r["recovered"]
