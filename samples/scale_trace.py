@@ -25,10 +25,11 @@ import math
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import msgspec
 

@@ -25,10 +25,11 @@ import json
 import random
 import sys
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable
 
 SCENARIOS = ("dataloader", "launch", "sync", "host", "compute", "mixed", "cpu_only", "xss")
 ERAS = ("2021", "2024")

@@ -90,3 +90,13 @@ def test_memory_filesystem_logdir():
 ])
 def test_sniffing(head, verdict):
     assert looks_like_trace(head) is verdict
+
+
+def test_symlinked_traces_are_found_with_their_targets_identity(tmp_path):
+    target = write_trace(tmp_path / "elsewhere" / "real.json", DOC)
+    (tmp_path / "logs" / "run").mkdir(parents=True)
+    (tmp_path / "logs" / "run" / "w.7.pt.trace.json").symlink_to(target)
+    (tmp_path / "logs" / "run" / "w.8.pt.trace.json").symlink_to(tmp_path / "missing")
+    (found,) = scan_logdir(str(tmp_path / "logs"))
+    assert (found.run, found.worker, found.span, found.size) == ("run", "w", 7, target.stat().st_size)
+    assert found.mtime == target.stat().st_mtime

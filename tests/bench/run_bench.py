@@ -10,14 +10,16 @@ results file (``<repo>/.bench/results.json`` by default).
 Usage::
 
     .venv/bin/python tests/bench/run_bench.py TRACE [TRACE ...] [--runs 3] [--timeout 600]
-        [--tools kinetoscope,kinetoscope_warm,tbprof,hta,floor] [--floor-decoders msgspec,orjson,simdjson]
+        [--tools kinetoscope,kinetoscope_warm,tbprof,hta,floor,routes] [--floor-decoders msgspec,orjson,simdjson]
         [--mem-cap-gib 20] [--out .bench/results.json] [--markdown FILE] [--no-setup]
     .venv/bin/python tests/bench/run_bench.py --render .bench/results.json     # markdown to stdout
 
 Tools: ``kinetoscope`` (cold open + analyze), ``kinetoscope_warm`` (reopen
 from the cache), ``tbprof`` (torch-tb-profiler loader, single process),
 ``tbprof_plugin`` (its real multi-process ``RunLoader.load``, not run by
-default), ``hta``, ``floor`` (one entry per decoder; the fastest is the floor).
+default), ``hta``, ``floor`` (one entry per decoder; the fastest is the floor),
+``routes`` (the plugin's ``summary``/``gaps``/``lanes`` latencies, in process:
+see :mod:`bench_routes`; its compared time is the cold load through the plugin).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from bench_kinetoscope import run_kinetoscope_cold, run_kinetoscope_warm
+from bench_routes import REQUESTS, ROUTES, TARGET_LIMITS, TARGETS, run_routes
 from layout import DEFAULT_RESULTS, FLOOR_STAMP, PEERS_STAMP, REPO_ROOT
 from peers import FLOOR_DECODERS, RunResult, run_floor, run_hta, run_tbprof, run_tbprof_plugin
 from peers_env import (
@@ -52,7 +55,7 @@ Runner = Callable[[Path, float, Optional[int]], RunResult]
 
 RESULTS_SCHEMA = 1
 KINETOSCOPE = "kinetoscope"
-DEFAULT_TOOLS: tuple[str, ...] = ("kinetoscope", "kinetoscope_warm", "tbprof", "hta", "floor")
+DEFAULT_TOOLS: tuple[str, ...] = ("kinetoscope", "kinetoscope_warm", "tbprof", "hta", "floor", "routes")
 PEER_TOOLS = frozenset({"tbprof", "tbprof_plugin", "hta"})
 
 TOOL_RUNNERS: dict[str, Runner] = {
@@ -61,6 +64,7 @@ TOOL_RUNNERS: dict[str, Runner] = {
     "tbprof": run_tbprof,
     "tbprof_plugin": run_tbprof_plugin,
     "hta": run_hta,
+    "routes": run_routes,
 }
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
@@ -70,6 +74,8 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     "tbprof_plugin": "torch-tb-profiler: fresh process, the plugin's `RunLoader.load()` (spawned worker)",
     "hta": "HTA: fresh process, `TraceAnalysis()` + idle time breakdown + kernel launch stats",
     "floor": "floor: fresh process, read + gunzip + decode to Python objects (GC off)",
+    "routes": "Kinetoscope plugin in process (werkzeug test client), empty cache: first data request to `status` "
+    "ready (cold decode + analysis through the plugin); route latencies in the section below",
 }
 
 
@@ -293,8 +299,8 @@ def _trace_title(trace: dict[str, Any]) -> str:
     events = next(
         (
             s["info"].get("events")
-            for t, s in trace["summary"].items()
-            if t.startswith("floor:") and s["info"].get("events")
+            for t, s in sorted(trace["summary"].items(), key=lambda item: not item[0].startswith("floor:"))
+            if s["info"].get("events")
         ),
         None,
     )
@@ -382,12 +388,95 @@ def _md_trace(trace: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _fmt_ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    ms = seconds * 1e3
+    return f"{ms:.2f}" if ms < 10 else f"{ms:.1f}"
+
+
+def _fmt_kb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e3:,.1f}"
+
+
+def _route_target(route: str, timings: dict[str, float]) -> str:
+    """The route's target and whether the medians meet it."""
+    limits = TARGET_LIMITS.get(route)
+    if not limits:
+        return TARGETS.get(route, "-")
+    met = all(timings.get(f"{route}_{key}") is not None and timings[f"{route}_{key}"] < limit for key, limit in limits.items())
+    return f"{TARGETS[route]}: {'met' if met else '**missed**'}"
+
+
+ROUTES_HEADER = ["route", "requests", "p50 ms", "p99 ms", "max ms", "body p50 KB", "body max KB", "target"]
+
+
+def _md_routes(results: dict[str, Any]) -> list[str]:
+    """The ``routes`` tool's section: per trace, latency percentiles and body sizes per route."""
+    traces = [t for t in results["traces"] if "routes" in t["summary"]]
+    if not traces:
+        return []
+    lines = [
+        "## Route latencies through the plugin",
+        "",
+        "Each `routes` run (a fresh interpreter, `tests/bench/bench_routes.py`) builds the plugin app in process "
+        "as TensorBoard does (`KinetoscopePlugin(TBContext(logdir=...)).get_plugin_apps()`) on a logdir holding "
+        "the trace and an empty cache directory, and sends every request through `werkzeug.test.Client`: the wall "
+        "time of each request covers routing, parameter parsing, the view and the JSON encoding, not the network "
+        "or gzip; body sizes are uncompressed. *Ready* is the time from the first data request to `status` "
+        "reporting the span ready (cold decode in the plugin's child process + analysis). Then, with seeded "
+        f"random parameters (the same requests in every run): `summary` x{REQUESTS['summary']} of the loaded span; "
+        f"`gaps` x{REQUESTS['gaps']} with random device, sort, cause subset, min_us, window, offset and limit "
+        f"(50..5000); `lanes` x{REQUESTS['lanes']}: the whole trace, then windows log-uniform in width from the "
+        "whole trace down to 1 ms, at 800..2560 px.",
+        "",
+        "Targets: `lanes` p99 < 50 ms and body < 1 MB; `summary` of a cached span < 20 ms (checked on its p99). "
+        "With several runs every figure is the median over the runs of that run's figure. 1 KB = 1000 bytes, "
+        "1 MB = 10^6 bytes.",
+        "",
+    ]
+    for trace in traces:
+        s = trace["summary"]["routes"]
+        lines += [f"### {_trace_title(trace)}", ""]
+        if s["median_s"] is None:
+            lines += [f"No finished run ({s['ok']}/{s['runs']}): {_shorten(s['error'] or s['status'], 240)}", ""]
+            continue
+        t = s["timings_median"]
+        lines += [
+            f"Ready {_fmt_s(s['median_s'])} s after the first data request "
+            f"(min-max {_fmt_s(s['min_s'])}-{_fmt_s(s['max_s'])} s over {_plural(s['ok'], 'run')}), "
+            f"peak RSS {_fmt_mib(s['peak_rss_max_bytes'])} MiB (process tree).",
+            "",
+            "| " + " | ".join(ROUTES_HEADER) + " |",
+            "|" + "---|" * len(ROUTES_HEADER),
+        ]
+        requests = s["info"].get("requests", {})
+        for route in ROUTES:
+            if f"{route}_p50_s" not in t:
+                lines.append(f"| {route} | 0 | not measured (no GPU device) | | | | | |")
+                continue
+            cells = [
+                route,
+                str(requests.get(route, "-")),
+                _fmt_ms(t[f"{route}_p50_s"]),
+                _fmt_ms(t[f"{route}_p99_s"]),
+                _fmt_ms(t[f"{route}_max_s"]),
+                _fmt_kb(t[f"{route}_body_p50_bytes"]),
+                _fmt_kb(t[f"{route}_body_max_bytes"]),
+                _route_target(route, t),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     """BENCHMARKS.md body from a results dict (as written to ``results.json``)."""
     lines = ["# Benchmarks: Kinetoscope vs torch-tb-profiler vs HTA", ""]
     lines += _md_setup(results) + [""] + _md_method(results["config"]["tools"]) + [""]
     for trace in results["traces"]:
         lines += _md_trace(trace) + [""]
+    lines += _md_routes(results)
     return "\n".join(lines)
 
 

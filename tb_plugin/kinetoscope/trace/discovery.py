@@ -90,12 +90,25 @@ def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFi
     for dirpath, _dirs, files in walk:
         run = _run_name(root, dirpath)
         for name, info in sorted(files.items()):
-            if info.get("type") not in (None, "file"):
+            info = _followed(fs, info)
+            if info is None:
                 continue
             traced = _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache)
             if traced is not None:
                 found.append(traced)
     return sorted(found, key=lambda f: (f.run, f.worker, -1 if f.span is None else f.span, f.path))
+
+
+def _followed(fs, info: dict) -> Optional[dict]:
+    """A file entry as the trace's identity should see it: symlinks resolved to their target (size and
+    mtime of the target, so a rewritten target reloads); None for directories, broken links and the like."""
+    if info.get("islink") or info.get("type") == "other":
+        try:
+            target = fs.info(info.get("destination") or info["name"])
+        except (OSError, ValueError, KeyError):
+            return None
+        return target if target.get("type") == "file" else None
+    return info if info.get("type") in (None, "file") else None
 
 
 def _run_name(root: str, dirpath: str) -> str:
