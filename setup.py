@@ -14,7 +14,8 @@ setup(
         "kinetoscope.views",
         "kinetoscope.frontend",
     ],
-    package_data={"kinetoscope": ["HTTP_API.md"], "kinetoscope.frontend": ["*.js", "*/*.js", "*.css", "*.html"]},
+    package_data={"kinetoscope": ["HTTP_API.md"],
+                  "kinetoscope.frontend": ["*.js", "*.css", "*.json", "model/*.js", "render/*.js", "ui/*.js"]},
     install_requires=[
         "msgspec>=0.18",
         "numpy>=1.24",

@@ -55,7 +55,7 @@ def traces_tb():
 def samples_tb():
     if not SAMPLES.is_dir():
         pytest.skip(f"{SAMPLES} is missing")
-    yield from _server(SAMPLES, ("synthetic/mixed",))
+    yield from _server(SAMPLES, ("synthetic/mixed", "synthetic/xss"))
 
 
 def _xss_trace() -> dict:
@@ -129,9 +129,10 @@ def test_tab_loads_and_draws_cpu_and_gpu_lanes(traces_tb):
     assert {"Memory", "Steps", "GPU idle gaps", "Launch offsets"} <= set(r["sections"])
 
 
-def test_samples_mixed_run_loads_without_console_errors(samples_tb):
-    r = _check("smoke", samples_tb, "synthetic/mixed")
-    assert r["errors"] == []
+@pytest.mark.parametrize("run", ["synthetic/mixed", "synthetic/xss"])
+def test_sample_runs_load_without_console_errors_or_injected_markup(samples_tb, run):
+    r = _check("smoke", samples_tb, run)
+    assert r["errors"] == [] and r["dialogs"] == [] and r["imgs"] == 0
     assert r["cpuPixels"] > 100 and r["gpuPixels"] > 100
 
 
@@ -146,7 +147,7 @@ def test_stalled_steps_flagged_in_table_and_step_bar(traces_tb, run, stalled):
         assert span["stepBarRed"] == [stalled] * len(span["stepBarRed"]), span
 
 
-def test_wheel_keys_drag_and_double_click_move_the_window(traces_tb):
+def test_wheel_keys_drag_double_click_and_collapse(traces_tb):
     r = _check("interact", traces_tb, "resnet50_num_workers_0")
     assert r["errors"] == []
     span = lambda w: w[1] - w[0]  # noqa: E731
@@ -156,6 +157,8 @@ def test_wheel_keys_drag_and_double_click_move_the_window(traces_tb):
     assert r["afterDrag"][0] > r["afterA"][0]
     assert r["afterReset"] is None  # the whole trace: no window in the link
     assert r["afterDbl"] and span(r["afterDbl"]) < 0.3 * r["duration"]
+    full, collapsed, expanded = r["laneH"]
+    assert collapsed == r["rowH"] + r["lanePad"] < full == expanded
 
 
 def test_clicking_a_gap_row_zooms_to_the_gap(traces_tb):

@@ -1,0 +1,118 @@
+// @ts-check
+/**
+ * Time <-> pixel mapping and view-window arithmetic. Pure: no DOM.
+ *
+ * Spaces: `tUs` is trace time in microseconds (relative to the trace start, as the HTTP API sends it);
+ * `xCss` is a CSS-pixel x inside a canvas; `xPx` (device pixels) only appears in render/.
+ */
+
+/** @typedef {{t0Us: number, t1Us: number}} Window A visible time window, t0Us < t1Us. */
+
+/**
+ * The narrowest window we zoom to. Traces carry nanosecond timestamps, so 10 ns across a plot is
+ * already 100+ px per nanosecond: zooming further only shows one stretched rectangle.
+ */
+export const MIN_SPAN_US = 0.01;
+
+/** A linear map from a time window onto the CSS-pixel span [x0Css, x1Css]. */
+export class TimeScale {
+  /**
+   * @param {number} t0Us
+   * @param {number} t1Us
+   * @param {number} x0Css
+   * @param {number} x1Css
+   */
+  constructor(t0Us, t1Us, x0Css, x1Css) {
+    this.t0Us = t0Us;
+    this.t1Us = t1Us;
+    this.x0Css = x0Css;
+    this.x1Css = x1Css;
+    const spanUs = t1Us - t0Us;
+    /** CSS pixels per microsecond (0 when the plot or the window is empty). */
+    this.pxPerUs = spanUs > 0 ? (x1Css - x0Css) / spanUs : 0;
+  }
+
+  /** @param {number} tUs @returns {number} xCss */
+  tToX(tUs) {
+    return this.x0Css + (tUs - this.t0Us) * this.pxPerUs;
+  }
+
+  /** @param {number} xCss @returns {number} tUs */
+  xToT(xCss) {
+    return this.pxPerUs > 0 ? this.t0Us + (xCss - this.x0Css) / this.pxPerUs : this.t0Us;
+  }
+
+  /** Microseconds covered by one CSS pixel. */
+  get usPerPx() {
+    return this.pxPerUs > 0 ? 1 / this.pxPerUs : Infinity;
+  }
+}
+
+/**
+ * Fits a window inside `bounds`: never narrower than MIN_SPAN_US, never wider than the bounds, and
+ * shifted (not shrunk) when it sticks out on one side, so a pan stops at the trace edge.
+ * @param {Window} win
+ * @param {Window} bounds
+ * @returns {Window}
+ */
+export function clampWindow(win, bounds) {
+  const maxSpan = Math.max(bounds.t1Us - bounds.t0Us, MIN_SPAN_US);
+  let span = Math.min(Math.max(win.t1Us - win.t0Us, MIN_SPAN_US), maxSpan);
+  if (!Number.isFinite(span)) span = maxSpan;
+  let t0Us = Number.isFinite(win.t0Us) ? win.t0Us : bounds.t0Us;
+  t0Us = Math.min(Math.max(t0Us, bounds.t0Us), bounds.t0Us + maxSpan - span);
+  return { t0Us, t1Us: t0Us + span };
+}
+
+/**
+ * Zooms by `factor` (< 1 zooms in) keeping `tUs` at the same place on screen.
+ * @param {Window} win
+ * @param {number} tUs the time under the cursor
+ * @param {number} factor new span / old span
+ * @param {Window} bounds
+ * @returns {Window}
+ */
+export function zoomAround(win, tUs, factor, bounds) {
+  const span = win.t1Us - win.t0Us;
+  const frac = span > 0 ? (tUs - win.t0Us) / span : 0.5;
+  const newSpan = Math.max(span * factor, MIN_SPAN_US);
+  const t0Us = tUs - frac * newSpan;
+  return clampWindow({ t0Us, t1Us: t0Us + newSpan }, bounds);
+}
+
+/**
+ * Shifts the window by `dUs` (positive moves towards later times).
+ * @param {Window} win @param {number} dUs @param {Window} bounds @returns {Window}
+ */
+export function panBy(win, dUs, bounds) {
+  return clampWindow({ t0Us: win.t0Us + dUs, t1Us: win.t1Us + dUs }, bounds);
+}
+
+/**
+ * A window showing [t0Us, t1Us] with `padFrac` of its span added on each side (for "zoom to gap").
+ * @param {number} t0Us @param {number} t1Us @param {number} padFrac @param {Window} bounds
+ * @returns {Window}
+ */
+export function windowAround(t0Us, t1Us, padFrac, bounds) {
+  const span = Math.max(t1Us - t0Us, MIN_SPAN_US);
+  const pad = span * padFrac;
+  return clampWindow({ t0Us: t0Us - pad, t1Us: t0Us + span + pad }, bounds);
+}
+
+/**
+ * Tick positions at a "nice" step (1, 2 or 5 times a power of ten) giving about `target` ticks.
+ * @param {Window} win
+ * @param {number} target wanted number of ticks (>= 1)
+ * @returns {{stepUs: number, valuesUs: number[]}}
+ */
+export function niceTicks(win, target) {
+  const span = win.t1Us - win.t0Us;
+  if (!(span > 0) || !(target >= 1)) return { stepUs: 0, valuesUs: [] };
+  const raw = span / target;
+  const pow = 10 ** Math.floor(Math.log10(raw));
+  const mult = [1, 2, 5, 10].find((m) => m * pow >= raw) ?? 10;
+  const stepUs = mult * pow;
+  const valuesUs = [];
+  for (let k = Math.ceil(win.t0Us / stepUs); k * stepUs <= win.t1Us; k++) valuesUs.push(k * stepUs);
+  return { stepUs, valuesUs };
+}

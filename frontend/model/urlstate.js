@@ -1,0 +1,94 @@
+// @ts-check
+/**
+ * The shareable view state (run, worker, span, time window, selection) and its place in a URL hash.
+ *
+ * Inside TensorBoard the page is an iframe and the top window's hash is `#kinetoscope`: TensorBoard
+ * picks the tab from the part before the first `&`, so the state rides behind it as
+ * `#kinetoscope&ks=<encoded state>` and a copied link opens the same view. Pure: no DOM.
+ */
+
+/** Key of the state inside the hash. */
+export const HASH_KEY = 'ks';
+
+/**
+ * @typedef {object} ViewState
+ * @property {string} [run]
+ * @property {string} [worker]
+ * @property {string} [span] span id issued by the `runs` route
+ * @property {number} [t0Us] window start
+ * @property {number} [t1Us] window end
+ * @property {number} [sel] selected event row
+ */
+
+/** Keeps 3 decimals (nanoseconds): enough to restore a window exactly, short enough for a link. */
+const round3 = (/** @type {number} */ v) => Math.round(v * 1000) / 1000;
+
+/**
+ * @param {ViewState} state
+ * @returns {string} a query string, e.g. `run=r&worker=w&span=abc&t=0,1000&sel=12`
+ */
+export function encodeState(state) {
+  const q = new URLSearchParams();
+  if (state.run) q.set('run', state.run);
+  if (state.worker) q.set('worker', state.worker);
+  if (state.span) q.set('span', state.span);
+  const { t0Us, t1Us } = state;
+  if (t0Us !== undefined && t1Us !== undefined && Number.isFinite(t0Us) && Number.isFinite(t1Us)) {
+    q.set('t', `${round3(t0Us)},${round3(t1Us)}`);
+  }
+  if (state.sel !== undefined && Number.isInteger(state.sel) && state.sel >= 0) q.set('sel', String(state.sel));
+  return q.toString();
+}
+
+/**
+ * Parses `encodeState` output; anything malformed is dropped, never thrown.
+ * @param {string} text
+ * @returns {ViewState}
+ */
+export function decodeState(text) {
+  /** @type {ViewState} */
+  const state = {};
+  const q = new URLSearchParams(text);
+  for (const key of /** @type {const} */ (['run', 'worker', 'span'])) {
+    const v = q.get(key);
+    if (v) state[key] = v;
+  }
+  const t = (q.get('t') || '').split(',').map(Number);
+  if (t.length === 2 && t.every(Number.isFinite) && t[0] < t[1]) [state.t0Us, state.t1Us] = t;
+  const sel = Number(q.get('sel'));
+  if (q.get('sel') && Number.isInteger(sel) && sel >= 0) state.sel = sel;
+  return state;
+}
+
+/**
+ * The state stored in a hash such as `#kinetoscope&ks=run%3Dr` (null when there is none).
+ * @param {string} hash
+ * @returns {ViewState | null}
+ */
+export function readHash(hash) {
+  for (const part of hash.replace(/^#/, '').split('&')) {
+    if (part.startsWith(`${HASH_KEY}=`)) {
+      try {
+        return decodeState(decodeURIComponent(part.slice(HASH_KEY.length + 1)));
+      } catch {
+        return null;
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * `hash` with its state part replaced by `state` (other parts, such as TensorBoard's tab id, kept).
+ * @param {string} hash
+ * @param {ViewState} state
+ * @param {string} [tab] put first when the hash has no tab yet (a link to the plugin tab)
+ * @returns {string} the new hash, starting with '#'
+ */
+export function writeHash(hash, state, tab) {
+  const parts = hash.replace(/^#/, '').split('&').filter((p) => p && !p.startsWith(`${HASH_KEY}=`));
+  if (parts.length === 0 && tab) parts.push(tab);
+  const encoded = encodeState(state);
+  if (encoded) parts.push(`${HASH_KEY}=${encodeURIComponent(encoded)}`);
+  return `#${parts.join('&')}`;
+}

@@ -1,0 +1,20 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { GAP_CAUSES, eventColor, gapColor, gapSolid, hashString } from '../model/colors.js';
+
+test('every cause the analyses emit has a distinct colour', () => {
+  const causes = GAP_CAUSES.map((c) => c.cause);
+  assert.deepEqual(causes, ['dataloader', 'sync', 'host', 'launch', 'unlinked']);
+  assert.equal(new Set(GAP_CAUSES.map((c) => c.solid)).size, causes.length);
+  assert.equal(gapColor('nonsense'), gapColor('unlinked'));
+  assert.equal(gapSolid('host'), '#1565c0');
+});
+
+test('event colours are stable per name and greyer when merged', () => {
+  assert.equal(hashString('abc'), hashString('abc'));
+  assert.notEqual(hashString('abc'), hashString('abd'));
+  assert.equal(eventColor('kernel', 'sgemm', false), eventColor('kernel', 'sgemm', false));
+  assert.match(eventColor('kernel', 'x', true), /^hsl\(28 45% 62%\)$/);
+  assert.match(eventColor('unknown-kind', 'x', false), /^hsl\(0 0% \d+%\)$/);
+});

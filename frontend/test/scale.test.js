@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { MIN_SPAN_US, TimeScale, clampWindow, niceTicks, panBy, windowAround, zoomAround } from '../model/scale.js';
+
+const BOUNDS = { t0Us: 0, t1Us: 1000 };
+
+test('tToX and xToT are inverse and map the window onto the plot', () => {
+  const s = new TimeScale(100, 300, 10, 410);
+  assert.equal(s.pxPerUs, 2);
+  assert.equal(s.tToX(100), 10);
+  assert.equal(s.tToX(300), 410);
+  assert.equal(s.xToT(210), 200);
+  for (const t of [100, 137.25, 299.5]) assert.ok(Math.abs(s.xToT(s.tToX(t)) - t) < 1e-9);
+  assert.equal(s.usPerPx, 0.5);
+});
+
+test('an empty window gives a degenerate but finite scale', () => {
+  const s = new TimeScale(5, 5, 0, 100);
+  assert.equal(s.pxPerUs, 0);
+  assert.equal(s.xToT(50), 5);
+  assert.equal(s.usPerPx, Infinity);
+});
+
+test('zoomAround keeps the time under the cursor in place', () => {
+  const win = { t0Us: 200, t1Us: 600 };
+  const z = zoomAround(win, 300, 0.5, BOUNDS);
+  assert.deepEqual(z, { t0Us: 250, t1Us: 450 });
+  const frac = (t, w) => (t - w.t0Us) / (w.t1Us - w.t0Us);
+  assert.equal(frac(300, win), frac(300, z));
+});
+
+test('zooming out stops at the trace and zooming in at MIN_SPAN_US', () => {
+  assert.deepEqual(zoomAround({ t0Us: 200, t1Us: 600 }, 400, 10, BOUNDS), BOUNDS);
+  const tiny = zoomAround({ t0Us: 10, t1Us: 10.02 }, 10.01, 0.001, BOUNDS);
+  assert.ok(Math.abs(tiny.t1Us - tiny.t0Us - MIN_SPAN_US) < 1e-12);
+});
+
+test('panBy shifts the window and stops at either edge without shrinking it', () => {
+  assert.deepEqual(panBy({ t0Us: 100, t1Us: 200 }, 50, BOUNDS), { t0Us: 150, t1Us: 250 });
+  assert.deepEqual(panBy({ t0Us: 100, t1Us: 200 }, -500, BOUNDS), { t0Us: 0, t1Us: 100 });
+  assert.deepEqual(panBy({ t0Us: 800, t1Us: 900 }, 500, BOUNDS), { t0Us: 900, t1Us: 1000 });
+});
+
+test('clampWindow repairs non-finite and inverted windows', () => {
+  assert.deepEqual(clampWindow({ t0Us: NaN, t1Us: NaN }, BOUNDS), BOUNDS);
+  const w = clampWindow({ t0Us: 500, t1Us: 400 }, BOUNDS);
+  assert.equal(w.t0Us, 500);
+  assert.ok(Math.abs(w.t1Us - w.t0Us - MIN_SPAN_US) < 1e-9);
+});
+
+test('windowAround pads an interval on both sides', () => {
+  assert.deepEqual(windowAround(400, 500, 0.5, BOUNDS), { t0Us: 350, t1Us: 550 });
+  assert.deepEqual(windowAround(0, 100, 0.5, BOUNDS), { t0Us: 0, t1Us: 200 });
+});
+
+test('niceTicks uses 1-2-5 steps aligned to multiples of the step', () => {
+  const { stepUs, valuesUs } = niceTicks({ t0Us: 3, t1Us: 97 }, 5);
+  assert.equal(stepUs, 20);
+  assert.deepEqual(valuesUs, [20, 40, 60, 80]);
+  assert.equal(niceTicks({ t0Us: 0, t1Us: 1 }, 10).stepUs, 0.1);
+  assert.equal(niceTicks({ t0Us: 0, t1Us: 7000 }, 3).stepUs, 5000);
+  assert.deepEqual(niceTicks({ t0Us: 5, t1Us: 5 }, 5).valuesUs, []);
+});

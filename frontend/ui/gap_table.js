@@ -1,0 +1,139 @@
+// @ts-check
+/**
+ * The gap table: one device's idle gaps from the `gaps` route, sorted on the server (click the
+ * start or duration header), filtered by cause and optionally to the visible window, paged; a click
+ * on a row zooms the lanes to that gap.
+ */
+import { LatestChannel, getWhenReady } from '../api.js';
+import { GAP_CAUSES, gapSolid } from '../model/colors.js';
+import { formatCount, formatDuration, formatTimestamp } from '../model/format.js';
+import { windowAround } from '../model/scale.js';
+import { el, errorText, message } from './dom.js';
+
+const PAGE = 50;
+
+export class GapTable {
+  /**
+   * @param {import('./store.js').Store} store @param {import('../api.js').Api} api
+   * @param {() => void} reveal scrolls the lanes into view after a zoom
+   */
+  constructor(store, api, reveal) {
+    this.store = store;
+    this.api = api;
+    this.reveal = reveal;
+    this.channel = new LatestChannel();
+    this.sort = '-dur';
+    this.offset = 0;
+    this.inView = false;
+    this.causes = new Set(GAP_CAUSES.map((c) => c.cause));
+    this.deviceSel = el('select', { 'aria-label': 'device', onchange: () => this.refresh(true) });
+    this.filters = el('span', { class: 'ks-filters' }, GAP_CAUSES.map((c) => el('label', { class: 'ks-cause', title: c.text },
+      el('input', { type: 'checkbox', checked: true, dataset: { cause: c.cause }, onchange: (/** @type {Event} */ e) => {
+        const box = /** @type {HTMLInputElement} */ (e.target);
+        if (box.checked) this.causes.add(c.cause);
+        else this.causes.delete(c.cause);
+        this.refresh(true);
+      } }), el('i', { style: { background: c.solid } }), c.cause)));
+    const inView = el('label', {}, el('input', { type: 'checkbox', onchange: (/** @type {Event} */ e) => {
+      this.inView = /** @type {HTMLInputElement} */ (e.target).checked;
+      this.refresh(true);
+    } }), 'in view only');
+    this.pager = el('span', { class: 'ks-pager' });
+    this.table = el('div', { class: 'ks-table-wrap' });
+    this.root = el('section', { class: 'ks-section ks-gaps' }, el('h3', {}, 'GPU idle gaps'),
+      el('div', { class: 'ks-toolbar' }, el('label', {}, 'Device ', this.deviceSel), this.filters, inView, this.pager), this.table);
+    /** @type {number} */
+    this.viewTimer = 0;
+    store.subscribe((changed) => {
+      if (changed.has('span')) this.reset();
+      if (changed.has('summary') && store.state.summary) this.setDevices(store.state.summary.devices ?? []);
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('win') && this.inView) {
+        clearTimeout(this.viewTimer);
+        this.viewTimer = window.setTimeout(() => this.refresh(true), 250);
+      }
+    });
+  }
+
+  reset() {
+    this.channel.cancel();
+    this.deviceSel.replaceChildren();
+    this.table.replaceChildren(message('info', 'Loading gaps\u2026'));
+    this.pager.replaceChildren();
+  }
+
+  /** @param {any[]} devices */
+  setDevices(devices) {
+    this.deviceSel.replaceChildren(...devices.map((d) => el('option', { value: String(d.device) }, `GPU ${d.device}`)));
+    this.deviceSel.disabled = devices.length < 2;
+    if (devices.length === 0) this.table.replaceChildren(message('info', 'No GPU activity in this trace: nothing can idle.'));
+    else this.refresh(true);
+  }
+
+  /** @param {boolean} [first] back to the first page */
+  async refresh(first) {
+    const { span, win } = this.store.state;
+    if (!span || this.deviceSel.value === '') return;
+    if (first) this.offset = 0;
+    if (this.causes.size === 0) {
+      this.table.replaceChildren(message('info', 'No cause selected.'));
+      this.pager.replaceChildren();
+      return;
+    }
+    const params = { span: span.id, device: this.deviceSel.value, sort: this.sort, offset: this.offset, limit: PAGE,
+      cause: this.causes.size === GAP_CAUSES.length ? null : [...this.causes].join(','),
+      start_us: this.inView ? win.t0Us : null, end_us: this.inView ? win.t1Us : null };
+    try {
+      const r = await this.channel.run((signal) => getWhenReady(this.api, 'gaps', params, signal));
+      if (!r.stale) this.render(r.value);
+    } catch (err) {
+      this.table.replaceChildren(message('error', `Gaps: ${errorText(err)}`));
+    }
+  }
+
+  /** @param {any} body */
+  render(body) {
+    const g = body.gaps ?? {};
+    const n = (g.start_us ?? []).length;
+    const names = body.names ?? [];
+    /** @param {string} key @param {string} text */
+    const sortable = (key, text) => {
+      const active = this.sort.replace('-', '') === key;
+      const arrow = active ? (this.sort.startsWith('-') ? ' \u25bc' : ' \u25b2') : '';
+      return el('th', { class: 'ks-sortable', 'aria-sort': active ? (this.sort.startsWith('-') ? 'descending' : 'ascending') : 'none',
+        onclick: () => { this.sort = active && this.sort.startsWith('-') ? key : `-${key}`; this.refresh(true); } }, text + arrow);
+    };
+    const rows = [];
+    for (let i = 0; i < n; i++) {
+      const start = g.start_us[i];
+      const dur = g.dur_us[i];
+      const culprit = g.culprit?.[i] >= 0 ? names[g.culprit[i]] : '';
+      rows.push(el('tr', { class: 'ks-clickable', dataset: { startUs: String(start), durUs: String(dur), cause: String(g.cause[i]) },
+        onclick: (/** @type {Event} */ e) => this.zoom(/** @type {HTMLElement} */ (e.currentTarget), start, dur) },
+        el('td', {}, formatTimestamp(start)), el('td', {}, formatDuration(dur)),
+        el('td', {}, el('i', { class: 'ks-swatch', style: { background: gapSolid(g.cause[i]) } }), String(g.cause[i])),
+        el('td', { class: 'ks-name', title: String(culprit ?? '') }, String(culprit ?? '')),
+        el('td', { class: 'ks-name', title: String(g.next_kernel?.[i] ?? '') }, String(g.next_kernel?.[i] ?? '')),
+        el('td', {}, g.launch_us?.[i] === null || g.launch_us?.[i] === undefined ? '\u2013' : formatTimestamp(g.launch_us[i]))));
+    }
+    this.table.replaceChildren(n === 0 ? message('info', 'No gap matches.') : el('table', { class: 'ks-table' },
+      el('thead', {}, el('tr', {}, sortable('start', 'start'), sortable('dur', 'duration'), el('th', {}, 'cause'), el('th', {}, 'CPU culprit'),
+        el('th', {}, 'next GPU activity'), el('th', {}, 'its launch'))), el('tbody', {}, rows)));
+    this.renderPager(body.total ?? n, n);
+  }
+
+  /** @param {number} total @param {number} shown */
+  renderPager(total, shown) {
+    const prev = el('button', { type: 'button', disabled: this.offset === 0, onclick: () => { this.offset = Math.max(0, this.offset - PAGE); this.refresh(); } }, '\u2039 prev');
+    const next = el('button', { type: 'button', disabled: this.offset + shown >= total, onclick: () => { this.offset += PAGE; this.refresh(); } }, 'next \u203a');
+    this.pager.replaceChildren(prev, ` ${shown ? formatCount(this.offset + 1) : 0}\u2013${formatCount(this.offset + shown)} of ${formatCount(total)} `, next);
+  }
+
+  /** @param {HTMLElement} row @param {number} start @param {number} dur */
+  zoom(row, start, dur) {
+    for (const other of this.table.querySelectorAll('tr.ks-active')) other.classList.remove('ks-active');
+    row.classList.add('ks-active');
+    this.store.set({ win: windowAround(start, start + dur, 0.5, this.store.state.bounds) });
+    this.reveal();
+  }
+}

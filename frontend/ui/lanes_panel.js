@@ -1,0 +1,100 @@
+// @ts-check
+/**
+ * The lanes section: the canvas, its gap-cause legend, the hover box (with details fetched from the
+ * `event` route after a short pause) and selection handling.
+ */
+import { LatestChannel, getWhenReady, sleep } from '../api.js';
+import { GAP_CAUSES } from '../model/colors.js';
+import { formatDuration } from '../model/format.js';
+import { windowAround } from '../model/scale.js';
+import { el } from './dom.js';
+import { attachLanesInput, describeHit } from './lanes_input.js';
+import { LanesView } from './lanes_view.js';
+import { Tooltip } from './tooltip.js';
+
+/** Hover pause before asking the server for an event's details. */
+const HOVER_DETAILS_MS = 150;
+
+/**
+ * @param {import('./store.js').Store} store
+ * @param {import('../api.js').Api} api
+ */
+export function createLanesPanel(store, api) {
+  const view = new LanesView(store, api);
+  const tooltip = new Tooltip(view.root);
+  const hoverChannel = new LatestChannel();
+  const legend = el('div', { class: 'ks-legend' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),
+    GAP_CAUSES.map((c) => el('span', { class: 'ks-legend-item', title: c.text, dataset: { cause: c.cause } },
+      el('i', { style: { background: c.solid } }), c.cause)),
+    el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
+    el('span', { class: 'ks-keys' }, 'wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 double-click: zoom to gap/step \u00b7 0: all'));
+
+  /** @param {number} row @param {string} key */
+  async function hoverDetails(row, key) {
+    const { span } = store.state;
+    if (!span || row < 0) return;
+    const result = await hoverChannel.run(async (signal) => {
+      await sleep(HOVER_DETAILS_MS, signal);
+      return getWhenReady(api, 'event', { span: span.id, row }, signal);
+    }).catch(() => ({ stale: true }));
+    if (result.stale) return;
+    const ev = /** @type {any} */ (result).value;
+    /** @type {[string, string][]} */
+    const rows = [];
+    if (ev.correlation !== null && ev.correlation !== undefined) rows.push(['correlation', String(ev.correlation)]);
+    if (ev.external_id !== null && ev.external_id !== undefined) rows.push(['external id', String(ev.external_id)]);
+    if (ev.launch && typeof ev.launch.offset_us === 'number') {
+      rows.push(['launch offset', `${formatDuration(ev.launch.offset_us)} (queued ${formatDuration(ev.launch.queued_us)}, latency ${formatDuration(ev.launch.latency_us)})`]);
+    }
+    if (ev.activities_total) rows.push(['launches', `${ev.activities_total} GPU activities`]);
+    tooltip.extend(key, rows);
+  }
+
+  attachLanesInput(view, store, {
+    hover(hit, xCss, yCss) {
+      const info = hit ? describeHit(view, hit) : null;
+      const hover = hit && hit.area === 'lane' && hit.event >= 0 ? laneEvent(view, hit) : null;
+      if (JSON.stringify(hover) !== JSON.stringify(view.hover)) {
+        view.hover = hover;
+        view.view.requestRedraw();
+      }
+      if (!info) {
+        tooltip.hide();
+        hoverChannel.cancel();
+        return;
+      }
+      const isNew = info.key !== tooltip.key;
+      tooltip.show(xCss, yCss, info.title, info.rows, info.key);
+      if (isNew) hoverDetails(info.row, info.key);
+    },
+    select(hit) {
+      if (!hit || hit.area !== 'lane' || hit.event < 0) {
+        if (!hit || hit.area === 'lane') store.set({ sel: null, selRow: null });
+        return;
+      }
+      const lane = view.data?.lanes[view.layout.blocks[hit.block].index];
+      if (!lane) return;
+      const i = hit.event;
+      if (lane.ev.count[i] > 1 || lane.ev.row[i] < 0) {
+        store.set({ win: windowAround(lane.ev.startUs[i], lane.ev.startUs[i] + lane.ev.durUs[i], 0.1, store.state.bounds) });
+        return;
+      }
+      const ev = laneEvent(view, hit);
+      if (ev) store.set({ sel: { ...ev, row: Number(lane.ev.row[i]), laneKind: lane.kind, name: '' }, selRow: null });
+    },
+  });
+  const root = el('section', { class: 'ks-section ks-lanes-section' }, legend, view.root);
+  return { root, view };
+}
+
+/**
+ * The hovered or selected event as the outline and flows need it.
+ * @param {LanesView} view @param {import('../model/lanes_hit.js').LanesHit} hit
+ */
+function laneEvent(view, hit) {
+  const b = view.layout.blocks[hit.block];
+  const ev = view.data?.lanes[b.index].ev;
+  if (!ev) return null;
+  const i = hit.event;
+  return { laneId: b.laneId, depth: ev.depth[i], startUs: ev.startUs[i], endUs: ev.startUs[i] + ev.durUs[i] };
+}

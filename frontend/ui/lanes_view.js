@@ -1,0 +1,172 @@
+// @ts-check
+/**
+ * The lanes canvas: steps, CPU threads and GPU streams on one time axis. Owns the lanes payload
+ * (fetched per window through WindowedLoader), the vertical layout and the drawing; input handling
+ * lives in lanes_input.js, hover text in tooltip.js.
+ */
+import { getWhenReady } from '../api.js';
+import { prepareLanes } from '../model/lanes.js';
+import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
+import { GUTTER_W, HEADER_H, RIGHT_PAD, clampScroll, layoutLanes } from '../model/layout.js';
+import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
+import { TimeScale } from '../model/scale.js';
+import { CanvasView } from '../render/canvas_view.js';
+import { COLORS, FONT } from '../render/frame.js';
+import { drawLanes } from '../render/lanes.js';
+import { el, errorText, message } from './dom.js';
+import { WindowedLoader } from './windowed.js';
+
+/** Lanes are fetched with this much of the window on each side, so pans draw real data at once. */
+const MARGIN_FRAC = 0.5;
+/** A payload up to this many times coarser than the view is still drawn without refetching. */
+const COARSE_OK = 1.5;
+const MIN_HEIGHT = 140;
+const MAX_HEIGHT = 620;
+
+export class LanesView {
+  /**
+   * @param {import('./store.js').Store} store
+   * @param {import('../api.js').Api} api
+   */
+  constructor(store, api) {
+    this.store = store;
+    this.api = api;
+    this.canvas = el('canvas', { class: 'ks-lanes-canvas', tabIndex: 0, 'aria-label': 'CPU and GPU lanes' });
+    this.status = el('div', { class: 'ks-lanes-status' });
+    this.root = el('div', { class: 'ks-lanes' }, this.canvas, this.status);
+    /** @type {import('../model/lanes.js').LanesData | null} */
+    this.data = null;
+    /** @type {ReturnType<typeof layoutLanes>} */
+    this.layout = { blocks: [], heightCss: 0 };
+    /** @type {Map<number, import('../model/layout.js').LaneBlock>} */
+    this.byLane = new Map();
+    /** @type {Set<number>} */
+    this.collapsed = new Set();
+    this.collapseDefaultsSet = false;
+    this.scrollYCss = 0;
+    /** @type {{laneId: number, depth: number, startUs: number, endUs: number} | null} */
+    this.hover = null;
+    const measure = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
+    measure.font = FONT;
+    this.widths = new TextWidthCache((text) => measure.measureText(text).width);
+    this.view = new CanvasView(this.canvas, (ctx, w, h) => this.draw(ctx, w, h));
+    this.view.setHeight(MIN_HEIGHT);
+    this.loader = new WindowedLoader({
+      fetch: (signal) => this.fetch(signal),
+      serves: (payload) => this.serves(payload),
+      accept: (payload) => this.accept(payload),
+      fail: (err) => this.showStatus(message('error', `Lanes: ${errorText(err)}`)),
+    });
+    store.subscribe((changed) => {
+      if (changed.has('span')) this.resetSpan();
+      if (changed.has('spanError') && store.state.spanError) this.showStatus(message('error', store.state.spanError));
+      // The window's bounds come with the summary: fetch nothing before it.
+      if ((changed.has('win') || changed.has('summary')) && store.state.summary) this.loader.update();
+      this.view.requestRedraw();
+    });
+  }
+
+  /** The plot's scale for the current window and canvas width. */
+  scale() {
+    const { win } = this.store.state;
+    return new TimeScale(win.t0Us, win.t1Us, GUTTER_W, Math.max(GUTTER_W + 1, this.view.widthCss - RIGHT_PAD));
+  }
+
+  resetSpan() {
+    this.loader.reset();
+    this.data = null;
+    this.layout = { blocks: [], heightCss: 0 };
+    this.byLane = new Map();
+    this.collapseDefaultsSet = false;
+    this.scrollYCss = 0;
+    this.hover = null;
+    this.showStatus(this.store.state.span ? message('info', 'Loading lanes\u2026') : null);
+  }
+
+  /** @param {AbortSignal} signal */
+  async fetch(signal) {
+    const { span, win, bounds } = this.store.state;
+    if (!span) throw new Error('no span selected');
+    const w = fetchWindow(win, Math.max(1, this.view.widthCss - GUTTER_W - RIGHT_PAD), MARGIN_FRAC, bounds);
+    const body = await getWhenReady(this.api, 'lanes', { span: span.id, start_us: w.startUs, end_us: w.endUs, width_px: w.widthPx }, signal);
+    return prepareLanes(body);
+  }
+
+  /** @param {import('../model/lanes.js').LanesData} payload */
+  serves(payload) {
+    const { win, bounds } = this.store.state;
+    const fetched = { startUs: Math.max(payload.startUs, bounds.t0Us), endUs: Math.min(payload.endUs, bounds.t1Us), usPerPx: payload.usPerPx };
+    return payloadServes(fetched, win, this.scale().usPerPx, COARSE_OK);
+  }
+
+  /** @param {import('../model/lanes.js').LanesData} payload */
+  accept(payload) {
+    this.data = payload;
+    if (!this.collapseDefaultsSet) {
+      // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.
+      const deep = payload.lanes.filter((l) => l.kind !== 'gpu' && l.maxDepth > 0);
+      if (deep.length > 3) for (const lane of deep.slice(1)) this.collapsed.add(lane.id);
+      this.collapseDefaultsSet = true;
+    }
+    this.relayout();
+    this.showStatus(null);
+  }
+
+  relayout() {
+    if (!this.data) return;
+    this.layout = layoutLanes(this.data.lanes, this.collapsed);
+    this.byLane = new Map(this.layout.blocks.map((b) => [b.laneId, b]));
+    // Lane geometry for automation (browser tests, screen readers' tooling): written per layout, not per frame.
+    this.canvas.dataset.layout = JSON.stringify(this.layout.blocks.map((b) => ({ laneId: b.laneId, kind: b.kind, yCss: HEADER_H + b.yCss, hCss: b.hCss })));
+    this.view.setHeight(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, HEADER_H + this.layout.heightCss + 4)));
+    this.scrollBy(0);
+    this.view.requestRedraw();
+  }
+
+  /** @param {HTMLElement | null} node */
+  showStatus(node) {
+    this.status.replaceChildren(...(node ? [node] : []));
+  }
+
+  /** @param {number} dyCss */
+  scrollBy(dyCss) {
+    this.scrollYCss = clampScroll(this.scrollYCss + dyCss, this.layout.heightCss, this.view.heightCss - HEADER_H);
+    this.view.requestRedraw();
+  }
+
+  /** @param {number} laneId */
+  toggleLane(laneId) {
+    if (this.collapsed.has(laneId)) this.collapsed.delete(laneId);
+    else this.collapsed.add(laneId);
+    this.relayout();
+  }
+
+  /** @param {number} xCss @param {number} yCss */
+  hitAt(xCss, yCss) {
+    if (!this.data) return null;
+    return hitTestLanes(this.data, this.layout, this.scale(), this.scrollYCss, xCss, yCss);
+  }
+
+  /** Whether tUs lies in a step the analyses flagged as stalled. @param {number} tUs */
+  stalledAt(tUs) {
+    const s = this.data?.steps;
+    if (!s) return false;
+    const i = intervalAt(s.startUs, s.endUs, tUs);
+    return i >= 0 && Boolean(s.stalled[i]);
+  }
+
+  /**
+   * @param {CanvasRenderingContext2D} ctx @param {number} widthCss @param {number} heightCss
+   */
+  draw(ctx, widthCss, heightCss) {
+    ctx.font = FONT;
+    ctx.fillStyle = COLORS.background;
+    ctx.fillRect(0, 0, widthCss, heightCss);
+    const data = this.data;
+    if (!data) return;
+    /** @type {import('../render/frame.js').Frame} */
+    const frame = { ctx, scale: this.scale(), widthCss, heightCss, data, widths: this.widths, scrollYCss: this.scrollYCss,
+      stalledAt: (tUs) => this.stalledAt(tUs) };
+    drawLanes(frame, this.layout, this.byLane, this.store.state.sel, this.hover);
+  }
+}

@@ -1,0 +1,84 @@
+// @ts-check
+/**
+ * Sharing: copy a link to this exact view, download the visible window as a Chrome trace (opens in
+ * Perfetto and chrome://tracing), download the summary as Markdown.
+ */
+import { errorFromResponse, routeUrl } from '../api.js';
+import { summaryToMarkdown } from '../model/markdown.js';
+import { el, errorText } from './dom.js';
+import { urlHost, writeUrl } from './urlsync.js';
+
+/**
+ * Saves a blob under a file name through a temporary object URL.
+ * @param {Blob} blob @param {string} name
+ */
+function download(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = el('a', { href: url, download: name, style: { display: 'none' } });
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+/** @param {string | null} disposition */
+function fileNameOf(disposition) {
+  const m = /filename="?([^";]+)"?/.exec(disposition ?? '');
+  return m ? m[1] : 'kinetoscope-window.json';
+}
+
+/** @param {import('./store.js').Store} store */
+export function createShareButtons(store) {
+  const feedback = el('span', { class: 'ks-feedback', 'aria-live': 'polite' });
+  const linkBox = el('input', { class: 'ks-linkbox', readonly: true, hidden: true, 'aria-label': 'link to this view' });
+  /** @param {string} text @param {boolean} [isError] */
+  const say = (text, isError) => {
+    feedback.textContent = text;
+    feedback.classList.toggle('ks-error-text', Boolean(isError));
+  };
+
+  const copy = el('button', { type: 'button', title: 'Copy a link that opens this run, span, window and selection', onclick: async () => {
+    writeUrl(store.state);
+    const href = urlHost().host.location.href;
+    try {
+      await navigator.clipboard.writeText(href);
+      say('Link copied.');
+      linkBox.hidden = true;
+    } catch {
+      linkBox.value = href; // clipboard refused (iframe permissions): let the user copy it by hand
+      linkBox.hidden = false;
+      linkBox.select();
+      say('Copy the link:');
+    }
+  } }, 'Copy link');
+
+  const exportTrace = el('button', { type: 'button', title: 'Download the visible window as a Chrome trace (Perfetto, chrome://tracing)', onclick: async () => {
+    const { span, win } = store.state;
+    if (!span) return;
+    say('Exporting\u2026');
+    try {
+      const response = await fetch(routeUrl('export', { span: span.id, start_us: win.t0Us, end_us: win.t1Us }));
+      if (!response.ok) throw await errorFromResponse(response);
+      download(await response.blob(), fileNameOf(response.headers.get('content-disposition')));
+      say('Window exported.');
+    } catch (err) {
+      say(`Export failed: ${errorText(err)}`, true);
+    }
+  } }, 'Export window (Perfetto)');
+
+  const exportMd = el('button', { type: 'button', title: 'Download the summary as Markdown', onclick: () => {
+    const { summary, span } = store.state;
+    if (!summary || !span) return;
+    download(new Blob([summaryToMarkdown(summary)], { type: 'text/markdown' }), `kinetoscope-${span.run}-${span.span ?? span.id}.md`.replace(/[^\w.-]+/g, '_'));
+    say('Summary exported.');
+  } }, 'Export summary (.md)');
+
+  const sync = () => {
+    const ready = Boolean(store.state.summary);
+    exportTrace.disabled = !ready;
+    exportMd.disabled = !ready;
+  };
+  store.subscribe(sync);
+  sync();
+  return [copy, exportTrace, exportMd, feedback, linkBox];
+}

@@ -1,0 +1,61 @@
+// @ts-check
+/**
+ * The page state and its subscribers. Views read `store.state` when they draw; changes notify
+ * subscribers with the set of keys that changed, so a window change costs a redraw request, not a
+ * rebuild.
+ */
+
+/**
+ * @typedef {object} SpanRef
+ * @property {string} id
+ * @property {string} run
+ * @property {string} worker
+ * @property {string | null} span
+ * @property {number} index
+ */
+
+/**
+ * @typedef {object} State
+ * @property {SpanRef | null} span
+ * @property {any} summary the `summary` route's answer for the span, once loaded
+ * @property {import('../model/scale.js').Window} bounds the whole trace
+ * @property {import('../model/scale.js').Window} win the visible window
+ * @property {(import('../model/flows.js').Selection & {depth: number, name: string}) | null} sel
+ * @property {number | null} selRow a selection restored from a link, before its details arrive
+ * @property {string | null} spanError why the span cannot be shown (its trace failed to load)
+ */
+
+export class Store {
+  constructor() {
+    /** @type {State} */
+    this.state = { span: null, summary: null, bounds: { t0Us: 0, t1Us: 1 }, win: { t0Us: 0, t1Us: 1 }, sel: null, selRow: null,
+      spanError: null };
+    /** @type {Set<(changed: Set<string>) => void>} */
+    this.listeners = new Set();
+  }
+
+  /**
+   * @param {Partial<State>} patch
+   */
+  set(patch) {
+    const changed = new Set();
+    for (const [key, value] of Object.entries(patch)) {
+      if (/** @type {any} */ (this.state)[key] !== value) changed.add(key);
+    }
+    if (changed.size === 0) return;
+    this.state = { ...this.state, ...patch };
+    for (const fn of this.listeners) {
+      try {
+        fn(changed);
+      } catch (err) {
+        console.error('kinetoscope: a view failed to update', err); // one broken view must not stop the others
+      }
+    }
+  }
+
+  /** @param {(changed: Set<string>) => void} fn */
+  subscribe(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+}

@@ -1,0 +1,61 @@
+// @ts-check
+/**
+ * Keeps the view state (run, worker, span, window, selection) in the shareable URL. Inside
+ * TensorBoard that is the top window's hash (`#kinetoscope&ks=...`, same origin, so reachable from
+ * the plugin iframe); standalone, or if the top window is out of reach, the page's own hash.
+ * `history.replaceState` updates it without a hashchange event, so TensorBoard does not re-route
+ * and the back button does not fill with every zoom step.
+ */
+import { readHash, writeHash } from '../model/urlstate.js';
+
+/** TensorBoard's id of this plugin's tab: the hash part before the first `&`. */
+export const TAB = 'kinetoscope';
+const WRITE_DELAY_MS = 300;
+
+/** The window whose URL is shared, and whether it is TensorBoard's top window. */
+export function urlHost() {
+  try {
+    const top = window.top;
+    if (top && top !== window && top.location.href) return { host: top, inTensorBoard: true };
+  } catch {
+    // cross-origin top: fall back to the iframe's own URL
+  }
+  return { host: window, inTensorBoard: false };
+}
+
+/** @returns {import('../model/urlstate.js').ViewState} */
+export function readInitialState() {
+  const { host } = urlHost();
+  return readHash(host.location.hash) ?? readHash(window.location.hash) ?? {};
+}
+
+/**
+ * The shareable state of the store.
+ * @param {import('./store.js').State} s
+ * @returns {import('../model/urlstate.js').ViewState}
+ */
+export function viewState(s) {
+  if (!s.span) return {};
+  const whole = s.win.t0Us <= s.bounds.t0Us && s.win.t1Us >= s.bounds.t1Us;
+  return { run: s.span.run, worker: s.span.worker, span: s.span.id, ...(s.summary && !whole ? { t0Us: s.win.t0Us, t1Us: s.win.t1Us } : {}),
+    sel: s.sel?.row ?? s.selRow ?? undefined };
+}
+
+/** Writes the state into the URL now. @param {import('./store.js').State} s */
+export function writeUrl(s) {
+  const { host, inTensorBoard } = urlHost();
+  const hash = writeHash(host.location.hash, viewState(s), inTensorBoard ? TAB : undefined);
+  if (hash === host.location.hash || (hash === '#' && !host.location.hash)) return;
+  const url = `${host.location.pathname}${host.location.search}${hash}`;
+  host.history.replaceState(host.history.state, '', url);
+}
+
+/** @param {import('./store.js').Store} store */
+export function startUrlSync(store) {
+  let timer = 0;
+  store.subscribe((changed) => {
+    if (!['span', 'win', 'sel', 'summary'].some((k) => changed.has(k))) return;
+    clearTimeout(timer);
+    timer = window.setTimeout(() => writeUrl(store.state), WRITE_DELAY_MS);
+  });
+}

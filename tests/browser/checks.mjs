@@ -1,0 +1,242 @@
+// Browser checks of the Kinetoscope tab in real TensorBoard, one per subcommand; each prints one JSON
+// line that tests/test_browser.py asserts on. Usage: node checks.mjs CHECK BASE_URL OUT_DIR [ARGS...]
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
+
+const XSS = '<img src=x onerror=alert(1)>';
+const [check, base, outDir, ...args] = process.argv.slice(2);
+mkdirSync(outDir, { recursive: true });
+const shot = (name) => path.join(outDir, `${name}.png`);
+
+/** `#kinetoscope&ks=...` state of a page, as {run, worker, span, t: [t0, t1] | null, sel}. */
+function urlState(page) {
+  const part = new URL(page.url()).hash.split('&').find((p) => p.startsWith('ks='));
+  const q = new URLSearchParams(part ? decodeURIComponent(part.slice(3)) : '');
+  const t = q.get('t') ? q.get('t').split(',').map(Number) : null;
+  return { run: q.get('run'), worker: q.get('worker'), span: q.get('span'), t, sel: q.get('sel') };
+}
+
+const ksSuffix = (state) => `&ks=${encodeURIComponent(new URLSearchParams(state).toString())}`;
+
+async function waitWindow(page, predicate, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = urlState(page);
+    if (predicate(s.t)) return s.t;
+    if (Date.now() > deadline) return s.t;
+    await page.waitForTimeout(50);
+  }
+}
+
+/** Lane geometry of the lanes canvas; `left`/`top` are in page coordinates (for page.mouse). */
+async function geometry(frame) {
+  const box = await (await frame.frameElement()).boundingBox();
+  const g = await frame.evaluate(async () => {
+    const layout = await import(new URL('static/model/layout.js', document.baseURI).href);
+    const canvas = document.querySelector('.ks-lanes-canvas');
+    const rect = canvas.getBoundingClientRect();
+    return { left: rect.left, top: rect.top, width: rect.width, height: rect.height, gutter: layout.GUTTER_W, right: layout.RIGHT_PAD,
+      axisH: layout.AXIS_H, stepH: layout.STEP_H, rowH: layout.ROW_H, lanePad: layout.LANE_PAD, lanes: JSON.parse(canvas.dataset.layout || '[]') };
+  });
+  return { ...g, left: g.left + box.x, top: g.top + box.y };
+}
+
+/** Pixels of a canvas rectangle whose colour is saturated (events, not the grey background or grid). */
+async function saturated(frame, x0, y0, x1, y1) {
+  return frame.evaluate(([a, b, c, d]) => {
+    const canvas = document.querySelector('.ks-lanes-canvas');
+    const dpr = canvas.width / canvas.getBoundingClientRect().width;
+    const img = canvas.getContext('2d').getImageData(Math.round(a * dpr), Math.round(b * dpr), Math.round((c - a) * dpr), Math.round((d - b) * dpr));
+    let n = 0;
+    for (let i = 0; i < img.data.length; i += 4) {
+      const r = img.data[i], g = img.data[i + 1], bl = img.data[i + 2];
+      if (Math.max(r, g, bl) - Math.min(r, g, bl) > 40) n++;
+    }
+    return n;
+  }, [x0, y0, x1, y1]);
+}
+
+async function smoke(browser, run) {
+  const { page, frame, errors, dialogs } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const g = await geometry(frame);
+  const sum = async (kind) => {
+    let n = 0;
+    for (const lane of g.lanes.filter((l) => l.kind === kind)) n += await saturated(frame, g.gutter, lane.yCss, g.width - g.right, lane.yCss + lane.hCss);
+    return n;
+  };
+  const result = { errors, dialogs, imgs: await frame.$$eval('img', (els) => els.length), cpuPixels: await sum('cpu'), gpuPixels: await sum('gpu'), kinds: g.lanes.map((l) => l.kind),
+    verdict: await frame.textContent('.ks-bound'), sections: await frame.$$eval('.ks-section h3', (hs) => hs.map((h) => h.textContent)) };
+  await page.screenshot({ path: shot(`overview-${run.replace(/\W+/g, '_')}`) });
+  await page.screenshot({ path: shot(`page-${run.replace(/\W+/g, '_')}`), fullPage: true });
+  return result;
+}
+
+async function stalls(browser, run) {
+  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const spans = await frame.evaluate(async (name) => {
+    const body = await (await fetch('runs')).json();
+    return body.runs.find((r) => r.name === name).workers.flatMap((w) => w.spans.map((s) => s.id));
+  }, run);
+  const out = [];
+  for (const id of spans) {
+    await frame.selectOption('select[aria-label=span]', id);
+    await frame.waitForFunction((sid) => document.querySelector('select[aria-label=span]').value === sid, id);
+    await waitReady(frame);
+    await frame.waitForSelector('.ks-steps tr[data-stalled]');
+    const rows = await frame.$$eval('.ks-steps tr[data-stalled]', (trs) => trs.map((tr) => tr.dataset.stalled === 'true'));
+    const g = await geometry(frame);
+    const steps = await frame.evaluate(async (sid) => {
+      const [st, su] = await Promise.all([fetch(`stalls?span=${sid}`), fetch(`summary?span=${sid}`)].map(async (p) => (await p).json()));
+      // Sample at 3/4 of each step, near the top of the bar: clear of the white label text.
+      return { steps: st.steps.map((s) => [s.start_us + s.dur_us * 0.75, s.stalled]), duration: su.duration_us };
+    }, id);
+    const plotW = g.width - g.gutter - g.right;
+    const points = steps.steps.map(([t]) => [g.gutter + (t / steps.duration) * plotW, g.axisH + 2.5]);
+    const colors = await pixels(frame, '.ks-lanes-canvas', points);
+    out.push({ span: id, stalledRows: rows, stepBarRed: colors.map(([r, gg, b]) => r > 180 && gg < 90 && b < 90), apiStalled: steps.steps.map((s) => s[1]) });
+  }
+  await page.screenshot({ path: shot(`stalls-${run.replace(/\W+/g, '_')}`) });
+  return { errors, spans: out };
+}
+
+async function interact(browser, run) {
+  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const g = await geometry(frame);
+  const duration = await frame.evaluate(async () => {
+    const id = document.querySelector('select[aria-label=span]').value;
+    return (await (await fetch(`summary?span=${id}`)).json()).duration_us;
+  });
+  const cx = g.left + g.gutter + (g.width - g.gutter) * 0.4;
+  const cy = g.top + g.lanes[0].yCss + 10;
+  await page.mouse.move(cx, cy);
+  for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -250);
+  const afterWheel = await waitWindow(page, (t) => t && t[1] - t[0] < duration * 0.5);
+  await page.waitForTimeout(600);
+  await page.screenshot({ path: shot('zoomed') });
+  await page.keyboard.press('w');
+  const afterW = await waitWindow(page, (t) => t && t[1] - t[0] < (afterWheel[1] - afterWheel[0]) * 0.9);
+  await page.keyboard.press('a');
+  const afterA = await waitWindow(page, (t) => t && t[0] < afterW[0] - 1e-6);
+  await page.mouse.move(cx, cy);
+  await page.mouse.down();
+  await page.mouse.move(cx - 200, cy, { steps: 8 });
+  await page.mouse.up();
+  const afterDrag = await waitWindow(page, (t) => t && t[0] > afterA[0] + 1e-6);
+  await page.keyboard.press('0');
+  const afterReset = await waitWindow(page, (t) => t === null);
+  // Double-click the first step on the step bar: the window becomes that step (plus 10% each side).
+  await page.waitForTimeout(400);
+  await page.mouse.dblclick(g.left + g.gutter + 20, g.top + g.axisH + g.stepH / 2);
+  const afterDbl = await waitWindow(page, (t) => t !== null);
+  // A click on the first lane's label collapses it to its top row; a second click expands it.
+  const label = [g.left + 40, g.top + g.lanes[0].yCss + 8];
+  await page.mouse.click(...label);
+  const collapsedH = (await geometry(frame)).lanes[0].hCss;
+  await page.mouse.click(...label);
+  const expandedH = (await geometry(frame)).lanes[0].hCss;
+  return { errors, duration, afterWheel, afterW, afterA, afterDrag, afterReset, afterDbl,
+    laneH: [g.lanes[0].hCss, collapsedH, expandedH], rowH: g.rowH, lanePad: g.lanePad };
+}
+
+async function gapRow(browser, run) {
+  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  await frame.waitForSelector('.ks-gaps tbody tr');
+  const row = await frame.$('.ks-gaps tbody tr:nth-child(3)');
+  const gap = await row.evaluate((tr) => [Number(tr.dataset.startUs), Number(tr.dataset.durUs), tr.dataset.cause]);
+  await row.click();
+  const win = await waitWindow(page, (t) => t !== null);
+  await page.waitForTimeout(800);
+  await page.screenshot({ path: shot('gap-zoom') });
+  return { errors, gap, window: win, active: await frame.$$eval('.ks-gaps tr.ks-active', (trs) => trs.length) };
+}
+
+/** Clicks the first kernel drawn in the GPU lane of a zoomed window, then reopens the link. */
+async function selectAndShare(browser, run, t0, t1) {
+  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }));
+  await waitReady(frame);
+  const g = await geometry(frame);
+  const gpu = g.lanes.find((l) => l.kind === 'gpu');
+  const y = gpu.yCss + g.lanePad / 2 + g.rowH / 2;
+  const xs = [];
+  for (let x = g.gutter + 2; x < g.width - g.right; x += 3) xs.push([x, y]);
+  const colors = await pixels(frame, '.ks-lanes-canvas', xs);
+  const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
+  if (hitAt < 0) return { errors, clicked: false };
+  await page.mouse.click(g.left + xs[hitAt][0] + 1, g.top + y);
+  await frame.waitForSelector('.ks-details-name', { timeout: 15000 });
+  await frame.waitForSelector('.ks-offset', { timeout: 5000 }).catch(() => null);
+  const name = await frame.textContent('.ks-details-name');
+  const offset = await frame.$eval('.ks-offset', (e) => e.textContent).catch(() => null);
+  await page.waitForTimeout(500);
+  const state = urlState(page);
+  await page.screenshot({ path: shot('selection') });
+  const exported = await exportBoth(page, frame);
+  const link = page.url();
+  const second = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+  await second.goto(link);
+  const frame2 = await (await import('./lib.mjs')).pluginFrame(second);
+  await waitReady(frame2);
+  await frame2.waitForSelector('.ks-details-name', { timeout: 15000 });
+  await second.waitForTimeout(500);
+  return { errors, clicked: true, name, offset, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
+}
+
+/** Clicks both export buttons and reads what they download. */
+async function exportBoth(page, frame) {
+  const read = async (label) => {
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), frame.click(`button:has-text("${label}")`)]);
+    const file = path.join(outDir, `export-${download.suggestedFilename()}`);
+    await download.saveAs(file);
+    return { name: download.suggestedFilename(), text: readFileSync(file, 'utf8') };
+  };
+  const trace = await read('Export window');
+  const md = await read('Export summary');
+  const events = JSON.parse(trace.text).traceEvents ?? [];
+  return { traceName: trace.name, traceEvents: events.length, completeEvents: events.filter((e) => e.ph === 'X').length,
+    mdName: md.name, mdHead: md.text.split('\n')[0], mdHasVerdict: md.text.includes('**Verdict:') };
+}
+
+async function xss(browser) {
+  const { page, frame, errors, dialogs } = await openPlugin(browser, base, ksSuffix({ run: 'xss' }));
+  await waitReady(frame);
+  const g = await geometry(frame);
+  const tooltips = [];
+  for (const lane of g.lanes) {
+    for (let f = 0.05; f < 1; f += 0.1) {
+      await page.mouse.move(g.left + g.gutter + (g.width - g.gutter) * f, g.top + lane.yCss + g.lanePad / 2 + g.rowH / 2);
+      await page.waitForTimeout(30);
+      tooltips.push(await frame.$eval('.ks-tooltip:not([hidden])', (e) => e.textContent).catch(() => ''));
+    }
+  }
+  const tooltip = tooltips.join('\n');
+  await frame.waitForSelector('.ks-gaps tbody tr', { timeout: 10000 }).catch(() => null);
+  await frame.waitForSelector('.ks-peaks .ks-chip', { timeout: 10000 }).catch(() => null);
+  const text = await frame.evaluate(() => document.body.textContent);
+  const options = await frame.$$eval('select option', (os) => os.map((o) => o.textContent));
+  await page.screenshot({ path: shot('xss'), fullPage: true });
+  const imgs = await frame.$$eval('img', (els) => els.length);
+  const errorsBefore = [...errors];
+  // A trace that failed to load is a message; the page keeps working and the next run loads. The
+  // browser logs the 422 answer itself as a console error: those are reported apart.
+  await frame.selectOption('select[aria-label=run]', 'broken');
+  const brokenMessage = await frame.waitForSelector('.ks-verdict .ks-error', { timeout: 30000 }).then((e) => e.textContent());
+  await frame.selectOption('select[aria-label=run]', 'xss');
+  await waitReady(frame);
+  return { errors: errorsBefore, brokenErrors: errors.slice(errorsBefore.length), dialogs, imgs, textHits: text.split(XSS).length - 1, optionHits: options.filter((o) => o.includes(XSS)).length,
+    tooltipHasName: tooltip.includes(XSS), brokenMessage, recovered: await frame.textContent('.ks-bound') };
+}
+
+const browser = await launch();
+try {
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss };
+  if (!checks[check]) throw new Error(`unknown check ${check}`);
+  console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
+} finally {
+  await browser.close();
+}
