@@ -20,6 +20,7 @@ setup(
         "msgspec>=0.18",
         "numpy>=1.24",
         "fsspec>=2023.1",
+        "isal>=1.0",
         "tensorboard>=2.11",
         "werkzeug>=2.2",
         "protobuf>=3.20",

@@ -145,3 +145,24 @@ def test_events_after_other_keys_and_keys_after_events(tmp_path):
             ' "baseTimeNanoseconds": 1000000, "traceName": "x"}')
     model = _load(tmp_path, text)
     assert model.ts_ns.tolist() == [1_001_000, 1_002_000] and model.meta["base_time_ns"] == 1_000_000
+
+
+@pytest.mark.parametrize("case", ["compact-one-line", "boundary-lookalike-in-name", "pretty-nested-args"])
+def test_chunk_cuts_never_change_the_result(tmp_path, monkeypatch, case):
+    from kinetoscope.trace import loader
+    from kinetoscope.trace.model import array_fields
+    events = [kernel(f"k{i}", i * 10, 5, corr=i) for i in range(300)] + [launch(i * 10, 2, corr=i) for i in range(300)]
+    if case == "boundary-lookalike-in-name":
+        events[150]["name"] = 'evil"}, {"ph": "X", "name": "fake'
+        events[151]["name"] = "evil}, {"
+    if case == "pretty-nested-args":
+        events[42]["args"]["nested"] = [{"a": 1}, {"b": 2}]
+    text = json.dumps(trace_doc(events), separators=(",", ":")) if case == "compact-one-line" else json.dumps(trace_doc(events), indent=1)
+    path = write_trace(tmp_path / "c.pt.trace.json", text)
+    whole = loader._build_whole(text.encode(), str(path))
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 2048)
+    chunked = loader.load_trace(str(path), cache_dir=None)
+    assert chunked.n_events == 600
+    for name in array_fields():
+        assert np.array_equal(getattr(whole, name), getattr(chunked, name)), name
+    assert whole.names == chunked.names

@@ -85,10 +85,10 @@ _FAST = msgspec.json.Decoder(TraceDoc)
 _EVENTS = msgspec.json.Decoder(list[Event])
 _BARE_NA = re.compile(rb"(?<=[:\[,])\s*N/A\s*(?=[,\]}])")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-# Two consecutive events are separated by `}`, `,` and whitespace holding a raw newline. A raw newline
-# never occurs inside a JSON string, so this is structural; a cut inside an event (nested objects
-# printed over lines) leaves both neighbouring pieces unbalanced, which the typed decode rejects.
-_CUT = re.compile(rb"\}[ \t\r]*,[ \t\r]*\n[ \t\r\n]*\{")
+# Two consecutive events are separated by `}`, whitespace, `,`, whitespace, `{`. The same bytes can occur
+# inside a string or a nested object; a cut there leaves the neighbouring piece unbalanced (an open
+# string or object), which the typed decode rejects, and the file is then decoded whole.
+_CUT = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _LEGACY_KEY = b'"external id"'
 HEAD_LIMIT = 64 << 20  # a `traceEvents` key not found in this many leading bytes: decode the file whole
 
@@ -110,6 +110,7 @@ class _Window:
     def __init__(self, capacity: int) -> None:
         self.buf = bytearray(capacity)
         self.start = self.end = 0
+        self.searched = 0  # no event boundary lies in [start, searched): never scan that text twice
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -119,6 +120,7 @@ class _Window:
         if self.end + n > len(self.buf):
             live = self.end - self.start
             self.buf[:live] = self.buf[self.start:self.end]
+            self.searched = max(0, self.searched - self.start)
             self.start, self.end = 0, live
             if live + n > len(self.buf):
                 self.buf.extend(bytes(live + n - len(self.buf)))
@@ -138,8 +140,9 @@ class _Window:
         return got
 
     def consume_to(self, pos: int) -> None:
-        """Drop the text before `pos` (an absolute index into `buf`)."""
-        self.start = pos
+        """Drop the text before `pos` (an absolute index into `buf`); it becomes the next piece's `[`."""
+        self.start = self.searched = pos
+        self.buf[pos] = ord("[")
 
 
 def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceDoc:
@@ -205,15 +208,16 @@ def _typed(piece, decoder):
 def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
     """Decode everything up to the end of the first event; None until that much has arrived."""
     buf = win.buf
-    key = _EVENTS_KEY.search(buf, win.start, win.end)
+    at = buf.find(b'"traceEvents"', win.start, win.end)
+    key = _EVENTS_KEY.match(buf, at, win.end) if at >= 0 else None
     cut = _CUT.search(buf, key.end(), win.end) if key else None
     if cut is None:
         return None
-    head = _typed(bytes(buf[win.start:cut.start() + 1]) + b"]}", _FAST)
-    sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, cut.start()) != -1)
+    comma = cut.start(1)
+    head = _typed(bytes(buf[win.start:comma]) + b"]}", _FAST)
+    sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, comma) != -1)
     head.traceEvents = []
-    win.consume_to(cut.end() - 2)  # keep the whitespace byte before the next `{`
-    buf[win.start] = ord("[")
+    win.consume_to(comma)
     return head
 
 
@@ -226,23 +230,27 @@ def _last_match(matches):
 
 
 def _take_middle(win: _Window, sink: EventSink) -> bool:
-    """Decode the events up to the last boundary in the window and drop them from it."""
-    buf, cut, window = win.buf, None, 1 << 20
+    """Decode the events up to the last boundary in the window and drop them from it.
+
+    The boundary's comma ends this piece as `]`, then starts the next one as `[`.
+    """
+    buf, cut, window = win.buf, None, 1 << 16  # events are rarely larger; widened when no boundary is found
     while cut is None:
-        cut = _last_match(_CUT.finditer(buf, max(win.start + 1, win.end - window), win.end))
-        if cut is not None or window >= len(win):
+        lo = max(win.start + 1, win.searched, win.end - window)
+        cut = _last_match(_CUT.finditer(buf, lo, win.end))
+        if cut is not None or lo <= max(win.start + 1, win.searched):
             break
         window *= 8
     if cut is None:
+        win.searched = max(win.start, win.end - 64)  # a boundary may straddle the end: rescan its tail only
         return False
-    end = cut.start() + 2
-    buf[end - 1] = ord("]")  # the comma after the chunk's last event
+    comma = cut.start(1)
+    buf[comma] = ord("]")
     with memoryview(buf) as view:
-        events = _typed(view[win.start:end], _EVENTS)
-    sink(events, buf.find(_LEGACY_KEY, win.start, end) != -1)
+        events = _typed(view[win.start:comma + 1], _EVENTS)
+    sink(events, buf.find(_LEGACY_KEY, win.start, comma) != -1)
     del events
-    win.consume_to(cut.end() - 2)
-    buf[win.start] = ord("[")
+    win.consume_to(comma)
     return True
 
 

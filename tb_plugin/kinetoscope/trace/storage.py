@@ -10,6 +10,13 @@ from typing import Optional
 
 import fsspec
 
+try:  # ISA-L inflates about 3x faster than zlib; same API
+    from isal import isal_zlib as _inflate_lib
+    _INFLATE_ERRORS: tuple = (zlib.error, _inflate_lib.error)
+except ImportError:  # pragma: no cover - isal is a declared dependency; zlib keeps things working without it
+    _inflate_lib = zlib
+    _INFLATE_ERRORS = (zlib.error,)
+
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -150,7 +157,7 @@ def _read(handle, size: int) -> bytes:
 
 def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
     """Stream-decompress (multi-member aware); output blocks are at most `block_bytes`."""
-    inflater = zlib.decompressobj(wbits=31)
+    inflater = _inflate_lib.decompressobj(wbits=31)
     total_in = len(data)
     while True:
         try:
@@ -161,8 +168,8 @@ def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
                     yield out
                 if inflater.eof:
                     data = inflater.unused_data
-                    inflater = zlib.decompressobj(wbits=31) if data else inflater
-        except zlib.error as exc:
+                    inflater = _inflate_lib.decompressobj(wbits=31) if data else inflater
+        except _INFLATE_ERRORS as exc:
             raise StorageError(f"corrupt gzip: {exc}") from None
         data = _read(handle, 4 << 20)
         total_in += len(data)
