@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
-import fsspec
-
 try:  # ISA-L inflates about 3x faster than zlib; same API
     from isal import isal_zlib as _inflate_lib
     _INFLATE_ERRORS: tuple = (zlib.error, _inflate_lib.error)
@@ -33,8 +31,13 @@ class FileIdentity:
     mtime: float
 
 
-def split_url(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The filesystem serving `path` and the path within it (local paths get the local filesystem)."""
+def split_url(path: str):
+    """The fsspec filesystem serving `path` and the path within it (local paths get the local filesystem).
+
+    fsspec is imported on first use: opening a local trace, the common case, never pays for it.
+    """
+    import fsspec
+
     if "://" not in path and "::" not in path:
         path = os.path.abspath(os.path.expanduser(path))
     return fsspec.core.url_to_fs(path)
@@ -57,6 +60,12 @@ def modified_time(info: dict) -> float:
 
 def identity(path: str) -> FileIdentity:
     """Size and modification time of a file (raises StorageError when it cannot be stat'ed)."""
+    if "://" not in path and "::" not in path:
+        try:
+            stat = os.stat(os.path.expanduser(path))
+        except OSError as exc:
+            raise StorageError(f"cannot stat: {exc}") from None
+        return FileIdentity(path, stat.st_size, stat.st_mtime)
     try:
         fs, inner = split_url(path)
         info = fs.info(inner)
