@@ -38,13 +38,27 @@ demo: install
 serve: demo
 
 # Peers (torch-tb-profiler, HTA) go into their own venv under .bench/; traces are built once and cached there.
+# Three stages, each writing its own results: 1x and 10x (every tool), 30x plain (every tool, msgspec floor),
+# 30x gzipped (Kinetoscope and the floor; the peers take minutes per run there). BENCHMARKS.md joins them
+# with the browser frame-time benchmark.
 BENCH_RUNS ?= 3
-BENCH_MAX_REPEAT ?= 30
-bench: install
+RUN_BENCH := $(BIN)/python tests/bench/run_bench.py --runs $(BENCH_RUNS) --timeout 900 --no-setup
+T := .bench/traces
+bench: install browser-deps
 	$(BIN)/python tests/bench/peers_env.py
-	$(BIN)/python tests/bench/make_traces.py --max-repeat $(BENCH_MAX_REPEAT) > .bench/trace-list.txt
-	$(BIN)/python tests/bench/run_bench.py $$(cat .bench/trace-list.txt) --runs $(BENCH_RUNS) --timeout 900 \
-		--label "make bench" --markdown BENCHMARKS.md
+	$(BIN)/python tests/bench/make_traces.py --max-repeat 30 > .bench/trace-list.txt
+	$(RUN_BENCH) $(T)/resnet50_nw0_x1.pt.trace.json.gz $(T)/trace_diff_test_x1.pt.trace.json.gz \
+		$(T)/synthetic_mixed_x1.pt.trace.json.gz $(T)/resnet50_nw0_x10.pt.trace.json $(T)/resnet50_nw0_x10.pt.trace.json.gz \
+		--label "make bench (1x and 10x traces)" --out .bench/results-stage1.json --markdown .bench/stage1.md
+	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json --floor-decoders msgspec \
+		--label "make bench (30x trace, about 0.9 GB)" --out .bench/results-stage2.json --markdown .bench/stage2.md
+	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json.gz --floor-decoders msgspec --tools kinetoscope,kinetoscope_warm,routes,floor \
+		--label "make bench (30x gzipped: Kinetoscope and the floor)" --out .bench/results-stage3.json --markdown .bench/stage3.md
+	$(BIN)/python tests/bench/decode_rate.py $(T)/resnet50_nw0_x10.pt.trace.json $(T)/resnet50_nw0_x10.pt.trace.json.gz \
+		$(T)/resnet50_nw0_x30.pt.trace.json --runs 3 > .bench/decode.md
+	$(BIN)/python tests/browser/bench_frames.py --runs 3 | tail -1 > .bench/frames.txt
+	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md \
+		--decode .bench/decode.md --frames .bench/frames.txt > BENCHMARKS.md
 
 lint: install
 	$(BIN)/python -m ruff check tb_plugin tests samples

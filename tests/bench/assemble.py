@@ -1,0 +1,44 @@
+"""Join the stage reports of `make bench` and the browser frame-time line into BENCHMARKS.md (stdout)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HEADER = """# Benchmarks
+
+Produced by `make bench` (three `tests/bench/run_bench.py` stages, then `tests/browser/bench_frames.py`),
+on this project's machine kind: 2 cores, 24 GiB, no GPU. Every figure below was measured in the run that
+wrote it; each stage names its own command, machine and versions.
+
+Targets (from the issues): decode at least 200 MB/s of uncompressed JSON on one core and peak RSS at most
+2.5x the file; cold time to answers at least 10x faster than the faster peer on the 10x trace and at most 2x
+the plain-decode floor; peak RSS at most a third of the smaller peer's; warm reopen of the 30x trace under
+1 s; `lanes` p99 under 50 ms with bodies under 1 MB; `summary` of a cached span under 20 ms; frame time while
+panning and zooming under 16 ms median.
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("stages", nargs="+", type=Path)
+    parser.add_argument("--frames", type=Path, help="the summary line printed by tests/browser/bench_frames.py")
+    parser.add_argument("--decode", type=Path, help="the markdown printed by tests/bench/decode_rate.py")
+    args = parser.parse_args()
+    parts = [HEADER]
+    if args.decode and args.decode.is_file():
+        parts.append(args.decode.read_text().strip() + "\n")
+    for stage in args.stages:
+        text = stage.read_text()
+        parts.append(text.replace("# Benchmarks: Kinetoscope vs torch-tb-profiler vs HTA", "# Stage: " + stage.stem, 1))
+    if args.frames and args.frames.is_file():
+        parts.append("# Browser frame time (lanes view, headless Chromium)\n\n"
+                     "Command: `.venv/bin/python tests/browser/bench_frames.py --runs 3` (the 10x trace served by the real "
+                     "`tensorboard`; 40 wheel zoom-ins, a 60-step drag pan, 60 W/S/A/D presses and 40 zoom-outs per pass; "
+                     "frame work includes canvas rasterisation).\n\n" + args.frames.read_text().strip() + "\n")
+    sys.stdout.write("\n\n".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
