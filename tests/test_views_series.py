@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from kinetoscope.analysis.memory_timeline import MemorySeries as Series
 from kinetoscope.views.series import log_histogram, memory_view
 
 
@@ -21,18 +22,6 @@ def test_histogram_of_a_single_value_and_of_nothing():
         "scale": "log10", "edges_us": [], "a": [], "b": []}
 
 
-@dataclass(frozen=True)
-class Series:
-    device: str
-    ts_ns: np.ndarray
-    allocated_bytes: np.ndarray
-    reserved_bytes: np.ndarray
-    peak_allocated_bytes: int
-    peak_reserved_bytes: int
-    peak_at_ns: int
-    peak_op: str
-    step_growth_bytes: np.ndarray
-    leak_suspect: bool
 
 
 @dataclass(frozen=True)

@@ -68,10 +68,7 @@ class TraceModel:
     source_bytes: int = 0  # uncompressed size of the file it came from
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, np.ndarray):
-                value.flags.writeable = False
+        freeze_arrays(self)
 
     @property
     def n_events(self) -> int:
@@ -115,6 +112,14 @@ class TraceModel:
         """Number of complete events per normalized kind (zeros omitted)."""
         counts = np.bincount(self.kind.astype(np.int64), minlength=len(Kind))
         return {Kind(k).name.lower(): int(c) for k, c in enumerate(counts) if c}
+
+
+def freeze_arrays(obj) -> None:
+    """Make every numpy field of a dataclass instance read-only (cached results are shared between threads)."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
 
 
 def array_fields() -> list[str]:

@@ -19,12 +19,12 @@ picture as merging the raw events (what a level merged is below the query's own 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, freeze_arrays
 
 _KEY_LIMIT = 1 << 62
 FINEST_LEVEL_NS = 1_000  # level 1 merges below 1 µs; narrower windows read the raw events
@@ -34,10 +34,7 @@ MIN_SHRINK = 0.75  # a level is kept only when it holds at most this share of th
 
 class _Frozen:
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, np.ndarray):
-                value.flags.writeable = False
+        freeze_arrays(self)
 
     @property
     def nbytes(self) -> int:
