@@ -8,8 +8,6 @@ from __future__ import annotations
 import enum
 import re
 
-import numpy as np
-
 
 class Kind(enum.IntEnum):
     """What a complete (`X`) event is, whatever era wrote it."""
@@ -89,7 +87,3 @@ def is_dataloader_name(name: str) -> bool:
     """True for the main-process DataLoader wait annotations (`enumerate(DataLoader)#...__next__`)."""
     return name.startswith(DATALOADER_PREFIXES) and "__next__" in name
 
-
-def name_mask(names: list[str], predicate) -> np.ndarray:
-    """Boolean array over a string table: which interned names satisfy `predicate`."""
-    return np.fromiter((bool(predicate(n)) for n in names), dtype=bool, count=len(names))

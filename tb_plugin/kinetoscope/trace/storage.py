@@ -1,7 +1,6 @@
 """Reading trace bytes from local paths or any fsspec URL (`s3://`, `gs://`, `memory://`, ...)."""
 from __future__ import annotations
 
-import gzip
 import os
 import zlib
 from collections.abc import Iterator
@@ -74,8 +73,26 @@ def identity(path: str) -> FileIdentity:
     return FileIdentity(path, int(info.get("size") or 0), modified_time(info))
 
 
+def _open(path: str):
+    """A binary handle on a local path (raw, unbuffered: reads go straight into the caller's buffer) or URL."""
+    try:
+        if "://" in path or "::" in path:
+            fs, inner = split_url(path)
+            return fs.open(inner, "rb")
+        return open(os.path.expanduser(path), "rb", buffering=0)
+    except (OSError, ValueError, ImportError) as exc:
+        raise StorageError(f"cannot read: {exc}") from None
+
+
+def _is_gzip(handle) -> bool:
+    """Whether the content is gzip, by magic bytes, not by name; the handle is left at the start."""
+    magic = _read(handle, 2)
+    handle.seek(0)
+    return magic == GZIP_MAGIC
+
+
 def read_bytes(path: str, limit: Optional[int] = None) -> bytes:
-    """The file's content, gunzipped when it is gzip (by magic bytes, not by name).
+    """The file's content, gunzipped when it is gzip.
 
     Args:
         path: local path or fsspec URL.
@@ -85,26 +102,14 @@ def read_bytes(path: str, limit: Optional[int] = None) -> bytes:
         StorageError: unreadable, or a truncated/corrupt gzip stream (the torch handler writes `.gz` files
             non-atomically, so a reader can see half a file).
     """
-    try:
-        if "://" in path or "::" in path:
-            fs, inner = split_url(path)
-            with fs.open(inner, "rb") as handle:
-                data = handle.read() if limit is None else handle.read(limit)
-        else:  # local files skip fsspec's wrapper: one read straight into the bytes object
-            with open(os.path.expanduser(path), "rb", buffering=0) as handle:
-                data = handle.read() if limit is None else handle.read(limit)
-    except (OSError, ValueError, ImportError) as exc:
-        raise StorageError(f"cannot read: {exc}") from None
-    if not data.startswith(GZIP_MAGIC):
-        return data
-    if limit is not None:
-        return zlib.decompressobj(wbits=31).decompress(data, limit)
-    try:
-        return gzip.decompress(data)
-    except EOFError:
-        raise StorageError(f"truncated gzip ({len(data)} bytes; the file may still be being written)") from None
-    except (OSError, zlib.error) as exc:
-        raise StorageError(f"corrupt gzip: {exc}") from None
+    with _open(path) as handle:
+        gz = _is_gzip(handle)
+        if limit is not None:
+            head = _read(handle, limit)
+            return zlib.decompressobj(wbits=31).decompress(head, limit) if gz else head
+        if gz:
+            return b"".join(_gunzip_blocks(handle, b"", 16 << 20))
+        return _read(handle, -1)
 
 
 def open_plain(path: str):
@@ -112,13 +117,12 @@ def open_plain(path: str):
     if "://" in path or "::" in path:
         return None
     try:
-        handle = open(os.path.expanduser(path), "rb", buffering=0)
-    except OSError:
+        handle = _open(path)
+    except StorageError:
         return None
-    if handle.read(2) == GZIP_MAGIC:
+    if _is_gzip(handle):
         handle.close()
         return None
-    handle.seek(0)
     return handle
 
 
@@ -131,20 +135,10 @@ def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[memoryview]:
     Raises:
         StorageError: unreadable, or a truncated/corrupt gzip stream.
     """
-    try:
-        if "://" in path or "::" in path:
-            fs, inner = split_url(path)
-            handle = fs.open(inner, "rb")
-        else:
-            handle = open(os.path.expanduser(path), "rb", buffering=0)
-    except (OSError, ValueError, ImportError) as exc:
-        raise StorageError(f"cannot read: {exc}") from None
-    with handle:
-        first = _read(handle, 2)
-        if first.startswith(GZIP_MAGIC):
-            yield from _gunzip_blocks(handle, first, block_bytes)
+    with _open(path) as handle:
+        if _is_gzip(handle):
+            yield from _gunzip_blocks(handle, b"", block_bytes)
             return
-        yield memoryview(first)
         block = bytearray(block_bytes)
         while True:
             try:
