@@ -22,13 +22,11 @@ are the harness-side runners (see :mod:`peers`).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from worker_common import describe_failure, exit_now, keep_alive, new_result, stage, write_result
+from worker_common import exit_now, keep_alive, new_result, record, stage
 
 if TYPE_CHECKING:
     from peers import RunResult
@@ -162,19 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", type=Path, help="empty scratch directory (warm: holds the cache)")
     args = parser.parse_args(argv)
     result = new_result(f"kinetoscope:{args.mode}")
-    try:
-        timings, info = MODES[args.mode](args.trace, scratch=args.scratch)
-        timings["process_s"] = _since(T0)
-        result.update(ok=True, timings=timings, info=info)
-    except KinetoscopeMissing as exc:
-        print(f"bench_kinetoscope: {exc}", file=sys.stderr)
-        result["error"] = str(exc)
-    except BaseException as exc:  # noqa: BLE001 - a failure is a result, not a crash
-        traceback.print_exc()
-        result["error"] = describe_failure(exc)
-    write_result(args.result_json, result)
-    return 0 if result["ok"] else 3
-
+    return record(args.result_json, result, lambda: MODES[args.mode](args.trace, scratch=args.scratch), T0,
+                  quiet=(KinetoscopeMissing,))
 
 if __name__ == "__main__":
     exit_now(main())

@@ -42,12 +42,11 @@ import os
 import random
 import shutil
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from worker_common import describe_failure, exit_now, new_result, stage, write_result
+from worker_common import exit_now, new_result, record, stage
 
 if TYPE_CHECKING:
     from peers import RunResult
@@ -316,16 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", type=Path, required=True, help="empty scratch directory (logdir and cache)")
     args = parser.parse_args(argv)
     result = new_result("kinetoscope:routes")
-    try:
-        timings, info = measure_routes(args.trace, args.scratch)
-        timings["process_s"] = time.perf_counter() - T0
-        result.update(ok=True, timings=timings, info=info)
-    except BaseException as exc:  # noqa: BLE001 - a failure is a result, not a crash
-        traceback.print_exc()
-        result["error"] = describe_failure(exc)
-    write_result(args.result_json, result)
-    return 0 if result["ok"] else 3
-
+    return record(args.result_json, result, lambda: measure_routes(args.trace, args.scratch), T0)
 
 if __name__ == "__main__":
     exit_now(main())

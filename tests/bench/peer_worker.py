@@ -20,11 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from worker_common import describe_failure, exit_now, keep_alive, new_result, stage, write_result
+from worker_common import exit_now, keep_alive, new_result, record, stage
 
 T0 = time.perf_counter()
 
@@ -265,16 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decoder", default="orjson", help="floor only: msgspec | orjson | simdjson | json")
     args = parser.parse_args(argv)
     result = new_result(args.tool)
-    try:
-        timings, info = RUNNERS[args.tool](args.trace, scratch=args.scratch, decoder=args.decoder)
-        timings["process_s"] = _since(T0)
-        result.update(ok=True, timings=timings, info=info)
-    except BaseException as exc:  # noqa: BLE001 - any failure of a peer is a result, not a crash
-        traceback.print_exc()
-        result["error"] = describe_failure(exc)
-    write_result(args.result_json, result)
-    return 0 if result["ok"] else 3
-
+    return record(args.result_json, result,
+                  lambda: RUNNERS[args.tool](args.trace, scratch=args.scratch, decoder=args.decoder), T0)
 
 if __name__ == "__main__":
     exit_now(main())

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 _current_stage = "start-up"
 _kept: list[Any] = []
@@ -55,6 +56,27 @@ def write_result(path: Path, result: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(result))
     tmp.replace(path)
+
+
+def record(result_json: Path, result: dict[str, Any], measure: Callable[[], tuple[dict, dict]], started: float,
+           quiet: tuple[type[BaseException], ...] = ()) -> int:
+    """Run a worker's measurement, fill and write its result; returns the exit status (0 ok, 3 failed).
+
+    `measure` returns (timings, info); `process_s` (since `started`) is added to the timings. A failure is a
+    result, not a crash: its traceback goes to stderr, except for `quiet` exceptions whose message says it all.
+    """
+    try:
+        timings, info = measure()
+        timings["process_s"] = time.perf_counter() - started
+        result.update(ok=True, timings=timings, info=info)
+    except quiet as exc:
+        print(f"{result['tool']}: {exc}", file=sys.stderr)
+        result["error"] = str(exc)
+    except BaseException as exc:  # noqa: BLE001 - a failure is a result, not a crash
+        traceback.print_exc()
+        result["error"] = describe_failure(exc)
+    write_result(result_json, result)
+    return 0 if result["ok"] else 3
 
 
 def exit_now(code: int) -> NoReturn:
