@@ -2,13 +2,15 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-v2
+STAMP := $(VENV)/.installed-v3
+ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c
+ACCEL := $(VENV)/.columns-built
 PORT ?= 6006
 LOGDIR ?= samples/logs
 
 .PHONY: install browser-deps test test-python test-js demo serve bench lint clean
 
-install: $(STAMP)
+install: $(STAMP) $(ACCEL)
 
 # torch (a CPU build, exact pin) is for the samples scripts and their test only; it is not a runtime dependency.
 $(STAMP): setup.py
@@ -16,6 +18,12 @@ $(STAMP): setup.py
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+# The C column extractor is compiled by the editable install; rebuild it when its source changes.
+$(ACCEL): $(ACCEL_SRC) $(STAMP)
+	$(BIN)/pip install -q --no-deps -e .
+	@$(BIN)/python -c "import kinetoscope.trace.build as b; b.ACCELERATED or print('warning: no C compiler? decoding runs on the pure-Python extractor')"
 	touch $@
 
 # Debian chromium and node + playwright-core drive the browser tests.
@@ -65,4 +73,4 @@ lint: install
 	@if [ -d frontend/test ]; then node --check frontend/index.js; fi
 
 clean:
-	rm -rf $(VENV) .bench test-artifacts build *.egg-info tb_plugin/*.egg-info
+	rm -rf $(VENV) .bench test-artifacts build *.egg-info tb_plugin/*.egg-info tb_plugin/kinetoscope/trace/_columns*.so

@@ -3,18 +3,20 @@
 `ColumnBuilder.add` turns a chunk of event structs into raw per-event columns (strings interned into
 tables shared by all chunks), so the structs of a chunk can be freed before the next is decoded.
 `finish` does the global work once: dense ids, lanes, the (lane, ts, -dur) order, nesting depth and
-launch links. Every per-event step is a C-level `map` feeding `np.fromiter` or a numpy operation: at
-10^6 events a Python loop body of even 1 µs would cost a second, more than the whole decode.
+launch links. No per-event step runs Python bytecode: at 10^6 events a loop body of even 1 µs would
+cost a second, more than the whole decode. The extraction from structs is one pass of `_columns.c`
+(compiled at install), or, without a compiler, one C-level `map` into `np.fromiter` per column.
 """
 from __future__ import annotations
 
+import os
 from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from .decode import Event, TraceDoc
+from .decode import Args, Event, TraceDoc
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel
@@ -27,15 +29,87 @@ _get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "
                                             "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS)}
 
 
+# Per-event columns, in the order both extractors produce them. Rows where a column does not apply are
+# masked by `ColumnBuilder.add` (correlation and External id: complete events; device and stream: GPU
+# activities; id: flow events; memory args: `[memory]` events), so extractors may leave anything there.
+_EXTRACTED = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "correlation", "external_id", "device", "stream", "id",
+              *(f"mem_{k}" for k in _MEMORY_ARGS))
+_EXTRACTED_DTYPES = (np.int8, *(np.int64,) * 4, np.float64, np.float64, *(np.int64,) * 5, *(np.float64,) * len(_MEMORY_ARGS))
+_PHASE_TABLE = bytes(_PHASES.get(chr(c), PH_OTHER) if c else PH_OTHER for c in range(256))
+ID_OTHER = np.iinfo(np.int64).min  # a flow id that is not an int below 2^62 in magnitude: interned by `add`
+_ID_LIMIT = 1 << 62
+
+
+def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy: bool) -> dict[str, np.ndarray]:
+    """The reference extractor: one C-level `map` pass per column (`_columns.c` does them all in one pass).
+
+    Args:
+        events: one chunk of decoded events.
+        tables: name, cat, pid and tid interning tables (value -> global row of its first occurrence).
+        off: the global row of `events[0]`.
+        legacy: the chunk's text holds the 2021 key "external id" (else that column is all absent).
+    """
+    n = len(events)
+    rows = range(off, off + n)
+    cols = {"ph": np.fromiter(map(_PHASES.get, map(_get["ph"], events), repeat(PH_OTHER)), np.int8, n)}
+    for table, key in zip(tables, ("name", "cat", "pid", "tid")):
+        cols[key] = np.fromiter(map(table.setdefault, map(_get[key], events), rows), np.int64, n)
+    cols.update((key, np.fromiter(map(_get[key], events), np.float64, n)) for key in ("ts", "dur"))
+    args = list(map(_get["args"], events))
+    cols.update((key, _int64s(key, args)) for key in ("correlation", "external_id", "device", "stream"))
+    if legacy:
+        cols["external_id"] = np.where(cols["external_id"] >= 0, cols["external_id"], _int64s("external_id_2021", args))
+    cols["id"] = np.full(n, ID_OTHER, np.int64)
+    flow = np.flatnonzero((cols["ph"] == PH_S) | (cols["ph"] == PH_F))
+    cols["id"][flow] = [v if isinstance(v, int) and -_ID_LIMIT < v < _ID_LIMIT else ID_OTHER for v in (events[i].id for i in flow.tolist())]
+    memory_row = tables[0].get(MEMORY_NAME, -1)
+    memory = np.flatnonzero(cols["name"] == memory_row)
+    picked = [args[i] for i in memory.tolist()]
+    for key in _MEMORY_ARGS:
+        cols[f"mem_{key}"] = np.full(n, np.nan)
+        cols[f"mem_{key}"][memory] = np.fromiter(map(_get[key], picked), np.float64, memory.size)
+    return cols
+
+
+def _int64s(key: str, args: list[Args]) -> np.ndarray:
+    """An int arg as an int64 column; values outside int64 count as absent (-1), as in the accelerator."""
+    try:
+        return np.fromiter(map(_get[key], args), np.int64, len(args))
+    except OverflowError:
+        return np.fromiter((v if -(1 << 63) <= v < (1 << 63) else -1 for v in map(_get[key], args)), np.int64, len(args))
+
+
+def _columns_accel(events: list[Event], tables: tuple[dict, ...], off: int, legacy: bool) -> dict[str, np.ndarray]:
+    """The same columns in one C pass over the structs (`_columns.c`); it merges both External id spellings always."""
+    cols = [np.empty(len(events), dtype) for dtype in _EXTRACTED_DTYPES]
+    _accel.extract(events, _PHASE_TABLE, *tables, off, tuple(cols))
+    return dict(zip(_EXTRACTED, cols))
+
+
+def _load_accelerator():
+    """The compiled extractor bound to the struct layouts, or None (pure Python) when absent or disabled."""
+    if os.environ.get("KINETOSCOPE_PURE_PYTHON"):
+        return None
+    try:
+        from . import _columns
+        _columns.layout(Event, ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"),
+                        Args, ("correlation", "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS))
+    except (ImportError, TypeError, AttributeError):
+        return None
+    return _columns
+
+
+_accel = _load_accelerator()
+ACCELERATED = _accel is not None
+_extract = _columns_accel if ACCELERATED else _columns_py
+
+
 class _Interner:
-    """Strings (or any hashables) -> ids in first-seen order, shared across chunks."""
+    """Strings (or any hashables) -> the global row of their first occurrence, shared across chunks;
+    `dense` turns those rows into ids in first-seen order."""
 
     def __init__(self) -> None:
         self.table: dict[Any, int] = {}
-
-    def first_rows(self, values, offset: int, n: int) -> np.ndarray:
-        """Per value, the global row of its first occurrence (dense ids come in `dense`)."""
-        return np.fromiter(map(self.table.setdefault, values, range(offset, offset + n)), np.int64, n)
 
     def dense(self, first: np.ndarray) -> tuple[list, np.ndarray]:
         """The table in first-seen order and each value's index into it."""
@@ -55,39 +129,26 @@ class ColumnBuilder:
     def add(self, events: list[Event], legacy_external_id: bool = False) -> None:
         """Extract one chunk's columns; the chunk's structs may be freed afterwards."""
         n, off = len(events), self.n
-        cols = {"ph": np.fromiter(map(_PHASES.get, map(_get["ph"], events), repeat(PH_OTHER)), np.int8, n),
-                "name": self._names.first_rows(map(_get["name"], events), off, n),
-                "cat": self._cats.first_rows(map(_get["cat"], events), off, n),
-                "ts": np.fromiter(map(_get["ts"], events), np.float64, n),
-                "dur": np.fromiter(map(_get["dur"], events), np.float64, n),
-                "pid": self._pids.first_rows(map(_get["pid"], events), off, n),
-                "tid": self._tids.first_rows(map(_get["tid"], events), off, n)}
-        args = list(map(_get["args"], events))
-        cols.update(self._link_args(cols, args, legacy_external_id))
-        cols.update(self._memory_args(cols["name"], args, off))
-        cols.update(self._flows(cols["ph"], events, off))
-        for i in np.flatnonzero(cols["ph"] == PH_M).tolist():
+        tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table)
+        cols = _extract(events, tables, off, legacy_external_id)
+        ph = cols["ph"]
+        x = ph == PH_X
+        for key in ("correlation", "external_id"):
+            cols[key][~x] = -1
+        gpu = x & self._gpu_cat(cols["cat"])
+        for key in ("device", "stream"):
+            cols[key][~gpu] = -1
+        memory = np.flatnonzero(cols["name"] == self._names.table.get(MEMORY_NAME, -1))
+        for key in _MEMORY_ARGS:
+            cols[f"mem_{key}"] = cols[f"mem_{key}"][memory]
+        cols["mem_row"] = memory + off
+        flow = np.flatnonzero((ph == PH_S) | (ph == PH_F))
+        cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
+        for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
         self._chunks.append(cols)
         self.n += n
-
-    def _link_args(self, cols: dict[str, np.ndarray], args: list, legacy: bool) -> dict[str, np.ndarray]:
-        """correlation / External id of complete events, device / stream of GPU ones (-1 elsewhere)."""
-        n = len(args)
-        out = {key: np.full(n, -1, np.int64) for key in ("correlation", "external_id", "device", "stream")}
-        x = np.flatnonzero(cols["ph"] == PH_X)
-        x_args = args if x.size == n else [args[i] for i in x.tolist()]
-        for key in ("correlation", "external_id"):
-            out[key][x] = np.fromiter(map(_get[key], x_args), np.int64, x.size)
-        if legacy:
-            older = np.fromiter(map(_get["external_id_2021"], x_args), np.int64, x.size)
-            out["external_id"][x] = np.where(out["external_id"][x] >= 0, out["external_id"][x], older)
-        gpu = x[self._gpu_cat(cols["cat"][x])]
-        gpu_args = [args[i] for i in gpu.tolist()]
-        for key in ("device", "stream"):
-            out[key][gpu] = np.fromiter(map(_get[key], gpu_args), np.int64, gpu.size)
-        return out
 
     def _gpu_cat(self, cat_first: np.ndarray) -> np.ndarray:
         """Whether each row's category (by first-seen row id) is a GPU kind; the table is tiny."""
@@ -95,24 +156,11 @@ class ColumnBuilder:
         on_gpu = np.array([kind_of_category(c) in GPU_KINDS for c in self._cats.table], bool)
         return on_gpu[np.searchsorted(firsts, cat_first)]
 
-    def _memory_args(self, name_first: np.ndarray, args: list, off: int) -> dict[str, np.ndarray]:
-        first = self._names.table.get(MEMORY_NAME)
-        rows = np.flatnonzero(name_first == first) if first is not None else np.zeros(0, np.int64)
-        picked = [args[i] for i in rows.tolist()]
-        cols = {f"mem_{k}": np.fromiter(map(_get[k], picked), np.float64, rows.size) for k in _MEMORY_ARGS}
-        cols["mem_row"] = rows + off
-        return cols
-
-    def _flows(self, ph: np.ndarray, events: list[Event], off: int) -> dict[str, np.ndarray]:
-        rows = np.flatnonzero((ph == PH_S) | (ph == PH_F))
-        ids = [events[i].id for i in rows.tolist()]
-        try:
-            flow_id = np.fromiter(ids, np.int64, len(ids))
-        except (TypeError, ValueError, OverflowError):  # string (or huge) ids from other writers: interned, negative
-            flow_id = np.array([v if isinstance(v, int) and abs(v) < (1 << 62)
-                                else -1 - self._flow_names.table.setdefault(v, len(self._flow_names.table)) for v in ids],
-                               np.int64).reshape(-1)
-        return {"flow_row": rows + off, "flow_id": flow_id}
+    def _flow_ids(self, ids: np.ndarray, events: list[Event], rows: np.ndarray) -> np.ndarray:
+        """Flow ids; string (or huge) ids from other writers are interned as negative numbers."""
+        for i in np.flatnonzero(ids == ID_OTHER).tolist():
+            ids[i] = -1 - self._flow_names.table.setdefault(events[rows[i]].id, len(self._flow_names.table))
+        return ids
 
     def finish(self, doc: TraceDoc, skipped: dict[str, int], warnings: list[str], source_bytes: int) -> TraceModel:
         """Build the model from every chunk added."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 3  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 4  # bump when the model's layout or its decoding semantics change (invalidates caches)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,118 @@
+"""The compiled column extractor (`trace/_columns.c`) against the pure-Python reference (`build._columns_py`).
+
+Both turn a chunk of decoded event structs into raw columns; every model built with one must equal the
+model built with the other, on real traces and on hostile hand-made ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import SAMPLES, kernel, launch, memory, op, shared_trace_files, trace_doc, write_trace
+from kinetoscope.trace import build, loader
+from kinetoscope.trace.decode import Args, Event
+from kinetoscope.trace.model import array_fields
+
+SAMPLE_TRACES = sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
+@pytest.mark.skipif(bool(os.environ.get("KINETOSCOPE_PURE_PYTHON")), reason="the pure-Python extractor was asked for")
+def test_the_accelerator_is_built():
+    # The package builds it with the machine's C compiler; CI has one. Without it everything still works
+    # (this test aside), about 2x slower to decode.
+    assert build.ACCELERATED, "kinetoscope.trace._columns is missing: `make install` compiles it (needs gcc and Python headers)"
+
+
+def _both(monkeypatch, load):
+    models = {}
+    for name, extractor in (("c", build._columns_accel), ("py", build._columns_py)):
+        monkeypatch.setattr(build, "_extract", extractor)
+        models[name] = load()
+    return models["c"], models["py"]
+
+
+def _assert_same(a, b):
+    for name in array_fields():
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    assert (a.names, a.cats, a.lane_label, a.meta, a.skipped, a.warnings) == (b.names, b.cats, b.lane_label, b.meta, b.skipped, b.warnings)
+
+
+@pytest.mark.parametrize("path", shared_trace_files() + SAMPLE_TRACES, ids=lambda p: f"{p.parent.name}/{p.name[:40]}")
+def test_real_traces_give_the_same_model(path, monkeypatch):
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 256 * 1024)  # several chunks: tables shared across chunks
+    c, py = _both(monkeypatch, lambda: loader.load_trace(str(path), cache_dir=None))
+    _assert_same(c, py)
+
+
+def _hostile_events() -> list[dict]:
+    events = [op("aten::mm", 10, 5), launch(11, 2, corr=1), kernel("k", 20, 3, corr=1),
+              memory(12, 64, total=64, reserved=128), memory(13, -64)]
+    events[0]["args"] = {"External id": 7, "correlation": 2**70, "device": 3}  # huge int: absent; CPU device: masked
+    events += [
+        {"ph": "X", "cat": "Operator", "name": "legacy", "pid": "Spans", "tid": "stream 7", "ts": 30, "dur": 1,
+         "args": {"external id": 9}},  # 2021 spelling, string pid/tid
+        {"ph": "X", "cat": "Kernel", "name": "k2021", "pid": 0, "tid": "stream 7", "ts": 31, "dur": 1,
+         "args": {"correlation": 3, "device": 0, "stream": 2**64}},  # stream beyond int64: absent
+        {"ph": "XX", "name": "two-char phase", "ts": 40, "pid": 1, "tid": 1},
+        {"ph": "é", "name": "non-ASCII phase", "ts": 41, "pid": 1, "tid": 1},
+        {"ph": "", "name": "empty phase", "ts": 42, "pid": 1, "tid": 1},
+        {"ph": "B", "name": "begin", "ts": 43, "pid": 1, "tid": 1},
+        {"name": "no phase, no ts"},
+        {"ph": "X", "cat": "cpu_op", "name": "名前 \u2028 <script>", "pid": -5, "tid": 2**40, "ts": 50.123456, "dur": 0.5},
+        {"ph": "s", "id": "flow-a", "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 1, "ts": 11},
+        {"ph": "f", "id": 2**62, "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": 20, "bp": "e"},
+        {"ph": "s", "id": 5, "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 1, "ts": 12},
+        {"ph": "t", "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": 21},  # no id
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
+        {"ph": "X", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 60, "dur": -1,
+         "args": {"Bytes": 32, "Device Type": 0, "Addr": 123}},
+    ]
+    return events
+
+
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_hostile_values_give_the_same_model(tmp_path, monkeypatch, chunk):
+    path = write_trace(tmp_path / "h.pt.trace.json", json.dumps(trace_doc(_hostile_events()), indent=1))
+    monkeypatch.setattr(loader, "CHUNK_BYTES", chunk)
+    c, py = _both(monkeypatch, lambda: loader.load_trace(str(path), cache_dir=None))
+    _assert_same(c, py)
+    assert c.correlation[c.names.index("aten::mm") == c.name_id].tolist() == [-1]
+    assert sorted(c.flow_id.tolist()) == [-3, -2, -1, 5]
+    assert c.skipped.get("unsupported phase (B/E/C/other)") == 5  # XX, é, empty, B, absent
+
+
+def test_flow_ids_outside_2_62_and_strings_are_interned_negative(tmp_path):
+    events = [{"ph": "s", "id": v, "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 1, "ts": 1 + i}
+              for i, v in enumerate(["a", 2**62, 2**62 - 1, "a", None, -3])]
+    model = loader.load_trace(str(write_trace(tmp_path / "f.pt.trace.json", trace_doc(events))), cache_dir=None)
+    assert model.flow_id.tolist() == [-1, -2, 2**62 - 1, -1, -3, -3]
+
+
+def test_extract_rejects_foreign_objects_and_wrong_buffers():
+    if not build.ACCELERATED:
+        pytest.skip("the accelerator is not built")
+    tables = ({}, {}, {}, {})
+    good = [Event(ph="X", name="a", cat="cpu_op", pid=1, tid=1, ts=1.0, dur=1.0)]
+    with pytest.raises(TypeError, match="event 0"):
+        build._columns_accel([{"ph": "X"}], tables, 0, False)
+    with pytest.raises(TypeError, match="args"):
+        build._columns_accel([Event(args=None)], tables, 0, False)
+    with pytest.raises(ValueError, match="output"):
+        build._accel.extract(good, build._PHASE_TABLE, *tables, 0, tuple(np.empty(0, d) for d in build._EXTRACTED_DTYPES))
+    with pytest.raises(ValueError, match="256-byte"):
+        build._accel.extract(good, b"x", *tables, 0, ())
+    assert build._columns_accel(good, tables, 0, False)["name"].tolist() == [0]
+
+
+def test_layout_refuses_fields_that_are_not_object_slots():
+    if not build.ACCELERATED:
+        pytest.skip("the accelerator is not built")
+    with pytest.raises(AttributeError):
+        build._accel.layout(Event, ("nope",) * 9, Args, ("correlation",) * 11)
+    with pytest.raises(TypeError, match="not an object slot"):
+        build._accel.layout(Event, ("ph",) * 8 + ("__doc__",), Args, ("correlation",) * 11)
+    # a refused layout leaves the bound one in place
+    assert build._columns_accel([Event(ph="X", name="a", ts=1.0)], ({}, {}, {}, {}), 0, False)["ts"].tolist() == [1.0]
