@@ -49,7 +49,20 @@ def test_nan_and_infinity_tokens_are_skipped_events_not_errors(tmp_path):
     text = GOOD_TEXT[:-2] + ', {"ph": "X", "name": "bad", "pid": 1, "tid": 1, "ts": NaN, "dur": 1}]}'
     model = _model(tmp_path, text)
     assert model.n_events == 3
-    assert model.skipped == {"missing or non-finite ts": 1}
+    assert model.skipped == {"missing, non-finite or out-of-range ts": 1}
+
+
+@pytest.mark.parametrize("exact_era", [False, True], ids=["float-times", "16-digit-fraction-times"])
+def test_absurd_times_and_bases_are_counted_not_overflowed(tmp_path, exact_era):
+    first = "1712195495519689.047" if exact_era else "1712195495519689"
+    events = ",".join(f'{{"ph": "X", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}' for n, ts, dur in [
+        ("ok", first, 1), ("huge-dur", first, "1e20"), ("inf-dur", first, "1e999999"), ("huge-ts", "1e99999999", 1),
+        ("ts-beyond-int64", "123456789012345678901234567890", 1)])
+    model = _model(tmp_path, f'{{"traceEvents": [{events}]}}')
+    assert [model.names[i] for i in model.name_id] == ["ok"] and model.ts_ns[0] // 1000 == 1712195495519689
+    assert model.skipped == {"missing, non-finite or out-of-range ts": 2, "complete event without a finite dur": 2}
+    model = _model(tmp_path, '{"baseTimeNanoseconds": 99999999999999999999, "traceEvents": [{"ph": "X", "ts": 5, "dur": 1}]}')
+    assert model.ts_ns.tolist() == [5000] and "out of range" in model.warnings[0]
 
 
 def test_ill_typed_field_skips_only_that_event(tmp_path):

@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import kernel, launch, memory, op, shared_trace_files, trace_doc, write_trace
+from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, shared_trace_files, trace_doc, write_trace
 from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
 from kinetoscope.trace.loader import load_trace
 
@@ -27,6 +27,38 @@ def test_relative_timestamps_add_base_time_with_ns_precision(tmp_path):
 def test_integer_epoch_microseconds_are_exact(tmp_path):
     model = _load(tmp_path, trace_doc([op("a", 1623142623460111, 7)]))
     assert model.ts_ns[0] == 1623142623460111000 and model.dur_ns[0] == 7000
+
+
+@pytest.mark.parametrize("padded", [True, False], ids=["padded-2024-04", "unpadded-2024-03"])
+def test_sixteen_digit_fractional_times_are_ns_exact(tmp_path, monkeypatch, padded):
+    # 2024-03/04 nightlies: absolute µs with `{us}.{ns}`; a double would round these to 0.25 µs. Before
+    # 2024-04-03 the ns were not zero-padded: `.5` is 5 ns there. The parent ends 1 ns after the child.
+    frac = (lambda ns: f"{ns:03d}") if padded else str
+    text = ('{"displayTimeUnit": "ns", "traceEvents": [\n'
+            f'{{"ph": "X", "cat": "cpu_op", "name": "parent", "pid": 1, "tid": 1, "ts": 1712195495519689.{frac(5)}, "dur": 10.{frac(47)}}},\n'
+            f'{{"ph": "X", "cat": "cpu_op", "name": "child", "pid": 1, "tid": 1, "ts": 1712195495519690.{frac(51)}, "dur": 9.0}},\n'
+            '{"ph": "X", "cat": "cpu_op", "name": "int", "pid": 1, "tid": 1, "ts": 1712195495519700, "dur": 1}]}')
+    from kinetoscope.trace import loader
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 64)  # the chunked reader hands such files to the exact whole decode
+    model = _load(tmp_path, text)
+    by_name = {model.names[n]: i for i, n in enumerate(model.name_id)}
+    parent, child, whole = by_name["parent"], by_name["child"], by_name["int"]
+    assert model.ts_ns[parent] == 1712195495519689005 and model.dur_ns[parent] == 10047
+    assert model.ts_ns[child] == 1712195495519690051 and model.dur_ns[child] == 9000
+    assert model.ts_ns[whole] == 1712195495519700000
+    assert model.ts_ns[child] + model.dur_ns[child] == model.ts_ns[parent] + model.dur_ns[parent] - 1
+    assert model.depth[child] == 1
+
+
+@requires_shared
+def test_sixteen_digit_real_trace_has_no_fake_overlaps():
+    from kinetoscope.analysis.selectors import parent_rows
+    model = load_trace(str(SHARED_TRACES / "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"), cache_dir=None)
+    parent = parent_rows(model)
+    child = np.flatnonzero(parent >= 0)
+    end = model.ts_ns + model.dur_ns
+    assert child.size > 10_000 and np.count_nonzero(end[child] > end[parent[child]]) == 0  # 536 with float parsing
+    assert np.count_nonzero(model.ts_ns % 250) > 0  # finer than the 0.25 µs a double holds
 
 
 @pytest.mark.parametrize("cat, kind", [

@@ -169,16 +169,19 @@ class ColumnBuilder:
         names, name_id = self._names.dense(raw["name"].astype(np.int64))
         cats, cat_id = self._cats.dense(raw["cat"].astype(np.int64))
         base_ns = doc.baseTimeNanoseconds or 0
+        if not -_NS_LIMIT < base_ns < _NS_LIMIT:
+            warnings.append(f"ignored baseTimeNanoseconds={base_ns} (out of range)")
+            base_ns = 0
         ph = raw["ph"].astype(np.int8)
         ts_ns, ts_ok = _to_ns(raw["ts"].astype(np.float64), base_ns)
         is_memory = np.zeros(ph.size, bool)
         is_memory[raw["mem_row"].astype(np.int64)] = True
         _count(skipped, "unsupported phase (B/E/C/other)", int(np.count_nonzero(ph == PH_OTHER)))
-        _count(skipped, "missing or non-finite ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
+        _count(skipped, "missing, non-finite or out-of-range ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
         x_rows = np.flatnonzero((ph == PH_X) & ~is_memory & ts_ok)
-        dur_us = raw["dur"][x_rows]
-        _count(skipped, "complete event without a finite dur", int(np.count_nonzero(~np.isfinite(dur_us))))
-        x_rows = x_rows[np.isfinite(dur_us)]
+        dur_ok = _in_range(raw["dur"][x_rows], 0)
+        _count(skipped, "complete event without a finite dur", int(np.count_nonzero(~dur_ok)))
+        x_rows = x_rows[dur_ok]
         dur_ns, negatives = _dur_to_ns(raw["dur"][x_rows])
         if negatives:
             warnings.append(f"{negatives} negative durations clamped to 0")
@@ -208,9 +211,21 @@ _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "
                 "mem_row", *(f"mem_{k}" for k in _MEMORY_ARGS), "flow_row", "flow_id")
 
 
+_NS_LIMIT = 2.0**62  # times and durations beyond this many ns (146 years) are unusable, not int64 overflows
+
+
+def _in_range(us: np.ndarray, base_ns: int) -> np.ndarray:
+    """Finite µs values whose ns (plus the base) stay within ±2^62."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.isfinite(us) & (np.abs(us * 1000.0 + float(base_ns)) < _NS_LIMIT)
+
+
 def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    """µs floats -> int64 ns, exact for integer µs (16-digit epoch values) and ns-precise fractions."""
-    ok = np.isfinite(ts_us)
+    """µs floats -> int64 ns, exact for integer µs (16-digit epoch values) and ns-precise fractions.
+
+    Returns the ns (0 + base where unusable) and whether each value was usable (`_in_range`).
+    """
+    ok = _in_range(ts_us, base_ns)
     clean = np.where(ok, ts_us, 0.0)
     whole = np.floor(clean)
     ns = whole.astype(np.int64) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64)

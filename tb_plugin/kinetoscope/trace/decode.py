@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Callable, Optional, Union
 
 import msgspec
@@ -67,6 +68,17 @@ class TraceDoc(msgspec.Struct, gc=False):
     traceName: Any = None
 
 
+class _ExactEvent(Event, gc=False):
+    """An event whose times keep their decimal text (ints, or Decimal via the decoder's float_hook)."""
+
+    ts: Any = NAN
+    dur: Any = NAN
+
+
+class _ExactDoc(TraceDoc, gc=False):
+    traceEvents: list[_ExactEvent]
+
+
 class DecodeError(Exception):
     """The bytes hold no usable trace; the message says why, for a person."""
 
@@ -82,6 +94,12 @@ class Decoded:
 
 
 _FAST = msgspec.json.Decoder(TraceDoc)
+_EXACT = msgspec.json.Decoder(_ExactDoc, float_hook=Decimal)
+# Nightlies of 2024-03/04 wrote absolute epoch µs with a fraction, `{us}.{ns}` (zero-padded only from
+# 2024-04-03, so `.5` may mean 5 ns): a double holds 16-digit values only to 0.25 µs, which fakes
+# overlaps. Files whose first MiB shows such a time are decoded exactly (`_exact_doc`), whole.
+_SIXTEEN_DIGIT_FRACTION = re.compile(rb'"(?:ts|dur)"\s*:\s*-?\d{16,}\.\d')
+EXACT_SNIFF_BYTES = 1 << 20
 _EVENTS = msgspec.json.Decoder(list[Event])
 _BARE_NA = re.compile(rb"(?<=[:\[,])\s*N/A\s*(?=[,\]}])")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -167,6 +185,8 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
     top: Optional[TraceDoc] = None
     for _ in _blocks_into(win, blocks, chunk_bytes):
         if top is None:
+            if needs_exact_times(win.buf, win.start, min(win.end, win.start + EXACT_SNIFF_BYTES)):
+                raise NotSplittable("16-digit fractional timestamps: decoded exactly, whole")
             top = _take_head(win, sink)
             if top is None:
                 if len(win) > HEAD_LIMIT:
@@ -270,13 +290,57 @@ def decode_trace(raw) -> Decoded:
         raw = bytes(raw)
     legacy = raw.find(b'"external id"') != -1
     try:
+        if needs_exact_times(raw, 0, EXACT_SNIFF_BYTES):
+            return Decoded(_exact_doc(_EXACT.decode(raw)), legacy)
         return Decoded(_FAST.decode(raw), legacy)
-    except msgspec.ValidationError:
-        return _decode_lenient(msgspec.json.decode(raw), [], legacy)
+    except msgspec.ValidationError as exc:
+        try:
+            obj = msgspec.json.decode(raw)
+        except (msgspec.ValidationError, msgspec.DecodeError):  # e.g. 1e999999: out of range for msgspec, inf for json
+            return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
+        return _decode_lenient(obj, [], legacy)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if "truncated" in str(exc):
             raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
         return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
+
+
+def needs_exact_times(raw, start: int, end: int) -> bool:
+    """Whether raw[start:end] holds a 16-digit time with a fraction (see `_SIXTEEN_DIGIT_FRACTION`)."""
+    return _SIXTEEN_DIGIT_FRACTION.search(raw, start, end) is not None
+
+
+def _kineto_ns(value: Any) -> Optional[int]:
+    """A time written by Kineto as `{us}.{ns}` in integer ns: a fraction of up to 3 digits is the ns count
+    (`.5` and `.005` are both 5 ns; the first is the unpadded writer of 2024-03). None if not a number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value * 1000
+    if not isinstance(value, Decimal) or not value.is_finite() or value.adjusted() > 30:  # no 1e999999 ints
+        return None
+    sign, digits, exponent = value.as_tuple()
+    if -3 <= exponent < 0:
+        whole = int("".join(map(str, digits[:exponent])) or "0")
+        ns = whole * 1000 + int("".join(map(str, digits[exponent:])))
+        return -ns if sign else ns
+    return int((value * 1000).to_integral_value())
+
+
+def _exact_doc(doc: _ExactDoc) -> TraceDoc:
+    """Exact 16-digit times -> plain events, rebased to a whole second so doubles hold them to the ns.
+
+    The rebase goes into `baseTimeNanoseconds` (which the model adds back), so absolute times are exact.
+    """
+    ts_ns = [_kineto_ns(e.ts) for e in doc.traceEvents]
+    known = [t for t in ts_ns if t is not None]
+    rebase = min(known) // 10**9 * 10**9 if known else 0
+    events = []
+    for e, t in zip(doc.traceEvents, ts_ns):
+        dur = _kineto_ns(e.dur)
+        events.append(Event(ph=e.ph, name=e.name, cat=e.cat, pid=e.pid, tid=e.tid, id=e.id, args=e.args,
+                            ts=NAN if t is None else (t - rebase) / 1000, dur=NAN if dur is None else dur / 1000))
+    top = {name: getattr(doc, name) for name in TraceDoc.__struct_fields__ if name != "traceEvents"}
+    top["baseTimeNanoseconds"] = (doc.baseTimeNanoseconds or 0) + rebase
+    return TraceDoc(traceEvents=events, **top)
 
 
 def _python_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
