@@ -65,6 +65,15 @@ def test_absurd_times_and_bases_are_counted_not_overflowed(tmp_path, exact_era):
     assert model.ts_ns.tolist() == [5000] and "out of range" in model.warnings[0]
 
 
+def test_lone_surrogate_escapes_become_replacement_characters(tmp_path):
+    # msgspec rejects `"\ud800"` (as "truncated" when it ends a string); json keeps it, and no encoder
+    # downstream (HTTP bodies, the report) would take it. A proper pair stays the character it encodes.
+    text = ('{"traceEvents": [{"ph": "X", "name": "a\\ud800", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
+            ' {"ph": "X", "name": "\\ud83d\\ude00", "pid": 1, "tid": 1, "ts": 2, "dur": 1}]}')
+    model = _model(tmp_path, text)
+    assert sorted(model.names) == sorted(["a\ufffd", "\U0001F600"]) and model.skipped == {}
+
+
 def test_ill_typed_field_skips_only_that_event(tmp_path):
     doc = trace_doc([op("ok", 1, 1), {"ph": "X", "name": "bad", "pid": 1, "tid": 1, "ts": 5, "dur": "long"}])
     model = _model(tmp_path, json.dumps(doc))

@@ -169,7 +169,7 @@ class ColumnBuilder:
         names, name_id = self._names.dense(raw["name"].astype(np.int64))
         cats, cat_id = self._cats.dense(raw["cat"].astype(np.int64))
         base_ns = doc.baseTimeNanoseconds or 0
-        if not -_NS_LIMIT < base_ns < _NS_LIMIT:
+        if not -_INT_LIMIT < base_ns < _INT_LIMIT:
             warnings.append(f"ignored baseTimeNanoseconds={base_ns} (out of range)")
             base_ns = 0
         ph = raw["ph"].astype(np.int8)
@@ -211,13 +211,13 @@ _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "
                 "mem_row", *(f"mem_{k}" for k in _MEMORY_ARGS), "flow_row", "flow_id")
 
 
-_NS_LIMIT = 2.0**62  # times and durations beyond this many ns (146 years) are unusable, not int64 overflows
+_INT_LIMIT = 2.0**62  # ns times and durations (146 years) or byte counts beyond this are unusable, not int64 overflows
 
 
 def _in_range(us: np.ndarray, base_ns: int) -> np.ndarray:
     """Finite µs values whose ns (plus the base) stay within ±2^62."""
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.isfinite(us) & (np.abs(us * 1000.0 + float(base_ns)) < _NS_LIMIT)
+        return np.isfinite(us) & (np.abs(us * 1000.0 + float(base_ns)) < _INT_LIMIT)
 
 
 def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -328,7 +328,9 @@ def _memory_columns(raw: dict, keep: np.ndarray, ts_ns: np.ndarray, lane: np.nda
 
     def col(key: str, default: int) -> np.ndarray:
         values = raw[f"mem_{key}"].astype(np.float64)[keep]
-        return np.where(np.isfinite(values), values, default).astype(np.int64)
+        with np.errstate(invalid="ignore"):
+            usable = np.isfinite(values) & (np.abs(values) < _INT_LIMIT)
+        return np.where(usable, values, default).astype(np.int64)
 
     order = np.argsort(ts_ns[rows], kind="stable")
     return {"mem_ts_ns": ts_ns[rows][order], "mem_lane": lane[order].astype(np.int32),

@@ -108,6 +108,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # string or object), which the typed decode rejects, and the file is then decoded whole.
 _CUT = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _LEGACY_KEY = b'"external id"'
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 HEAD_LIMIT = 64 << 20  # a `traceEvents` key not found in this many leading bytes: decode the file whole
 
 
@@ -181,7 +182,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
     Raises:
         NotSplittable: the stream does not fit the fast path; nothing useful was lost, decode it whole.
     """
-    win = _Window(2 * chunk_bytes + (1 << 20))
+    win = _Window(2 * chunk_bytes + min(chunk_bytes, 1 << 20))
     top: Optional[TraceDoc] = None
     for _ in _blocks_into(win, blocks, chunk_bytes):
         if top is None:
@@ -296,11 +297,11 @@ def decode_trace(raw) -> Decoded:
     except msgspec.ValidationError as exc:
         try:
             obj = msgspec.json.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError):  # e.g. 1e999999: out of range for msgspec, inf for json
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):  # e.g. 1e999999: out of range for msgspec, inf for json
             return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
         return _decode_lenient(obj, [], legacy)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        if "truncated" in str(exc):
+        if "truncated" in str(exc) and not bytes(raw[-64:]).rstrip().endswith(b"}"):  # not a `"\ud800"` at the end
             raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
         return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
 
@@ -352,17 +353,18 @@ def _python_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
         text = raw.decode("utf-8", errors="replace")
         warnings.append(f"invalid UTF-8 at byte {exc.start} replaced with U+FFFD")
     try:
-        return json.loads(text, strict=False), warnings
+        doc = json.loads(text, strict=False)
     except json.JSONDecodeError:
-        pass
-    patched = _BARE_NA.sub(b'"N/A"', text.encode("utf-8"))
-    try:
-        doc = json.loads(patched, strict=False)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(patched.rstrip()) - 1:
-            raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
-        raise DecodeError(f"invalid JSON: {first_error}") from None
-    warnings.append("bare N/A tokens read as strings")
+        patched = _BARE_NA.sub(b'"N/A"', text.encode("utf-8"))
+        try:
+            doc = json.loads(patched, strict=False)
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(patched.rstrip()) - 1:
+                raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
+            raise DecodeError(f"invalid JSON: {first_error}") from None
+        warnings.append("bare N/A tokens read as strings")
+    if _SURROGATE_ESCAPE.search(raw):  # json keeps a lone `\ud800` as is; no encoder downstream would accept it
+        doc = _scrub_surrogates(doc)
     return doc, warnings
 
 
@@ -404,6 +406,17 @@ def _convert_event(raw_event: Any, skipped: dict[str, int]) -> Optional[Event]:
             reason = f"ill-typed field: {exc}"
     skipped[reason] = skipped.get(reason, 0) + 1
     return None
+
+
+def _scrub_surrogates(value: Any) -> Any:
+    """The same JSON value with lone surrogates in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, dict):
+        return {_scrub_surrogates(k): _scrub_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_surrogates(v) for v in value]
+    return value
 
 
 def _clean_args(args: dict) -> dict:
