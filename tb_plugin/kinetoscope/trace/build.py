@@ -166,16 +166,16 @@ class ColumnBuilder:
         """Build the model from every chunk added."""
         skipped, warnings = dict(skipped), list(warnings)
         raw = {k: np.concatenate([c[k] for c in self._chunks]) if self._chunks else np.zeros(0) for k in _COLUMN_KEYS}
-        names, name_id = self._names.dense(raw["name"].astype(np.int64))
-        cats, cat_id = self._cats.dense(raw["cat"].astype(np.int64))
+        names, name_id = self._names.dense(raw["name"].astype(np.int64, copy=False))
+        cats, cat_id = self._cats.dense(raw["cat"].astype(np.int64, copy=False))
         base_ns = doc.baseTimeNanoseconds or 0
         if not -_INT_LIMIT < base_ns < _INT_LIMIT:
             warnings.append(f"ignored baseTimeNanoseconds={base_ns} (out of range)")
             base_ns = 0
-        ph = raw["ph"].astype(np.int8)
-        ts_ns, ts_ok = _to_ns(raw["ts"].astype(np.float64), base_ns)
+        ph = raw["ph"].astype(np.int8, copy=False)
+        ts_ns, ts_ok = _to_ns(raw["ts"].astype(np.float64, copy=False), base_ns)
         is_memory = np.zeros(ph.size, bool)
-        is_memory[raw["mem_row"].astype(np.int64)] = True
+        is_memory[raw["mem_row"].astype(np.int64, copy=False)] = True
         _count(skipped, "unsupported phase (B/E/C/other)", int(np.count_nonzero(ph == PH_OTHER)))
         _count(skipped, "missing, non-finite or out-of-range ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
         x_rows = np.flatnonzero((ph == PH_X) & ~is_memory & ts_ok)
@@ -187,19 +187,19 @@ class ColumnBuilder:
             warnings.append(f"{negatives} negative durations clamped to 0")
         kind_of_cat = np.array([kind_of_category(c) for c in cats], np.int8)
         kind = kind_of_cat[cat_id[x_rows]]
-        mem_keep = ts_ok[raw["mem_row"].astype(np.int64)]
-        flow_keep = ts_ok[raw["flow_row"].astype(np.int64)]
-        pid_raw, pid_rid = self._pids.dense(raw["pid"].astype(np.int64))
-        tid_raw, tid_rid = self._tids.dense(raw["tid"].astype(np.int64))
+        mem_keep = ts_ok[raw["mem_row"].astype(np.int64, copy=False)]
+        flow_keep = ts_ok[raw["flow_row"].astype(np.int64, copy=False)]
+        pid_raw, pid_rid = self._pids.dense(raw["pid"].astype(np.int64, copy=False))
+        tid_raw, tid_rid = self._tids.dense(raw["tid"].astype(np.int64, copy=False))
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows,
                              np.isin(kind, np.array(sorted(GPU_KINDS), np.int8)),
-                             raw["device"].astype(np.int64), raw["stream"].astype(np.int64),
-                             raw["mem_row"].astype(np.int64)[mem_keep], raw["flow_row"].astype(np.int64)[flow_keep],
+                             raw["device"].astype(np.int64, copy=False), raw["stream"].astype(np.int64, copy=False),
+                             raw["mem_row"].astype(np.int64, copy=False)[mem_keep], raw["flow_row"].astype(np.int64, copy=False)[flow_keep],
                              self._meta_events)
         ev = _event_columns(ts_ns[x_rows], dur_ns, kind, name_id[x_rows], cat_id[x_rows], lanes.x_lane, len(lanes.kind),
-                            raw["correlation"].astype(np.int64)[x_rows], raw["external_id"].astype(np.int64)[x_rows])
+                            raw["correlation"].astype(np.int64, copy=False)[x_rows], raw["external_id"].astype(np.int64, copy=False)[x_rows])
         mem = _memory_columns(raw, mem_keep, ts_ns, lanes.memory_lane)
-        flows = {"flow_id": raw["flow_id"].astype(np.int64)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
+        flows = {"flow_id": raw["flow_id"].astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
@@ -228,7 +228,7 @@ def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
     ok = _in_range(ts_us, base_ns)
     clean = np.where(ok, ts_us, 0.0)
     whole = np.floor(clean)
-    ns = whole.astype(np.int64) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64)
+    ns = whole.astype(np.int64, copy=False) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64, copy=False)
     return ns + np.int64(base_ns), ok
 
 
@@ -251,7 +251,7 @@ def _event_columns(ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes, correlat
     cols = {"ts_ns": ts_ns[order], "dur_ns": dur_ns[order], "kind": kind[order], "name_id": name_id[order],
             "cat_id": cat_id[order], "lane": lane[order].astype(np.int32), "correlation": correlation[order],
             "external_id": external_id[order]}
-    cols["lane_ptr"] = np.searchsorted(cols["lane"], np.arange(n_lanes + 1)).astype(np.int64)
+    cols["lane_ptr"] = np.searchsorted(cols["lane"], np.arange(n_lanes + 1)).astype(np.int64, copy=False)
     cols["depth"] = nesting_depth(cols["ts_ns"], cols["dur_ns"], cols["lane_ptr"])
     cols["launch_idx"] = link_launches(cols["kind"], cols["correlation"])
     return cols
@@ -267,7 +267,7 @@ def _lane_time_order(lane: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) ->
     rel = ts_ns - ts_ns.min()
     if rel.max() >= (1 << 44) or lane.max() >= (1 << 18):
         return np.lexsort((-dur_ns, ts_ns, lane))
-    key = (lane.astype(np.int64) << 44) | rel
+    key = (lane.astype(np.int64, copy=False) << 44) | rel
     order = np.argsort(key, kind="stable")
     sorted_key = key[order]
     tie = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
@@ -324,13 +324,13 @@ def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:
 
 def _memory_columns(raw: dict, keep: np.ndarray, ts_ns: np.ndarray, lane: np.ndarray) -> dict[str, np.ndarray]:
     """Columns of `[memory]` events sorted by time; absent totals are -1 (2021 files have none)."""
-    rows = raw["mem_row"].astype(np.int64)[keep]
+    rows = raw["mem_row"].astype(np.int64, copy=False)[keep]
 
     def col(key: str, default: int) -> np.ndarray:
         values = raw[f"mem_{key}"].astype(np.float64)[keep]
         with np.errstate(invalid="ignore"):
             usable = np.isfinite(values) & (np.abs(values) < _INT_LIMIT)
-        return np.where(usable, values, default).astype(np.int64)
+        return np.where(usable, values, default).astype(np.int64, copy=False)
 
     order = np.argsort(ts_ns[rows], kind="stable")
     return {"mem_ts_ns": ts_ns[rows][order], "mem_lane": lane[order].astype(np.int32),
