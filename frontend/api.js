@@ -162,37 +162,3 @@ export function sleep(ms, signal) {
     else signal?.addEventListener('abort', abort, { once: true });
   });
 }
-
-/**
- * GETs a span route; while the trace loads (409) waits on the `status` route, which does not answer
- * 409 itself (each refused request is a console error in the browser), then asks again.
- * @param {Api} api @param {string} route
- * @param {Record<string, string | number | boolean | null | undefined>} params must hold `span`
- * @param {AbortSignal} [signal]
- */
-export async function getWhenReady(api, route, params, signal) {
-  for (;;) {
-    try {
-      return await api.get(route, params, signal);
-    } catch (err) {
-      if (!(err instanceof ApiError) || !err.notReady) throw err;
-    }
-    await waitLoaded(api, String(params.span), signal);
-  }
-}
-
-/**
- * Polls `status?span=` with a growing delay (200 ms .. 1.5 s) until the trace is ready (or was
- * evicted: `unloaded`, the next data request queues it again); a failed load throws its message as
- * a 422, as the data routes would.
- * @param {Api} api @param {string} span @param {AbortSignal} [signal]
- */
-export async function waitLoaded(api, span, signal) {
-  for (let delayMs = 200; ; delayMs = Math.min(delayMs * 1.5, 1500)) {
-    await sleep(delayMs, signal);
-    const body = await api.get('status', { span }, signal);
-    const trace = Array.isArray(body?.traces) ? body.traces[0] : null;
-    if (!trace || trace.state === 'ready' || trace.state === 'unloaded') return;
-    if (trace.state === 'error') throw new ApiError(422, String(trace.error || 'the trace failed to load'));
-  }
-}

@@ -194,7 +194,8 @@ def test_cpu_only_trace_answers_without_gpu_or_memory(apps, ids):
 
 BAD = [
     ("summary", ""), ("summary", "?span="), ("summary", "?span=xyz"), ("summary", "?span=../../etc/passwd"),
-    ("summary", "?span=ABCDEF012345"), ("status", "?span=/etc/passwd"),
+    ("summary", "?span=ABCDEF012345"), ("status", "?span=/etc/passwd"), ("status", "?span={gpu}&load=2"),
+    ("status", "?span={gpu}&load=true"), ("status", "?span={gpu}&load=01"), ("status", "?load=1"),
     ("gaps", "?span={gpu}"), ("gaps", "?span={gpu}&device=a"), ("gaps", "?span={gpu}&device=-1"),
     ("gaps", "?span={gpu}&device=0&cause=foo"), ("gaps", "?span={gpu}&device=0&cause=host,"),
     ("gaps", "?span={gpu}&device=0&min_us=-1"), ("gaps", "?span={gpu}&device=0&min_us=nan"),
@@ -223,8 +224,8 @@ def test_bad_parameters_are_400(apps, ids, route, query):
 
 @pytest.mark.parametrize("route, query", [
     *((route, f"?span=0123456789ab{SHAPES[route][0]}") for route in DATA_ROUTES),
-    ("status", "?span=0123456789ab"), ("gaps", "?span={gpu}&device=7"), ("memory", "?span={gpu}&device=cuda:9"),
-    ("event", "?span={gpu}&row=1000000000"),
+    ("status", "?span=0123456789ab"), ("status", "?span=0123456789ab&load=1"), ("gaps", "?span={gpu}&device=7"),
+    ("memory", "?span={gpu}&device=cuda:9"), ("event", "?span={gpu}&row=1000000000"),
 ])
 def test_unknown_ids_are_404(apps, ids, route, query):
     response = get(apps, route, query.format(**ids))
@@ -273,6 +274,48 @@ def test_loading_trace_is_409_with_its_state(logdir, tmp_path):
     finally:
         gate.set()
         instance._service.close()
+
+
+def test_status_load_queues_and_reports_ready_without_409(logdir):
+    gate = threading.Event()
+
+    def slow_prepare(model):
+        gate.wait(10)
+        return api.prepare(model)
+
+    instance = KinetoscopePlugin(base_plugin.TBContext(logdir=str(logdir)))
+    instance._service = TraceService(str(logdir), cache_dir=None, decode_in_child=False, rescan_s=3600,
+                                     prepare=slow_prepare)
+    try:
+        apps = instance.get_plugin_apps()
+        spans = {r["name"]: s["id"] for r in body(get(apps, "runs"))["runs"] for w in r["workers"] for s in w["spans"]}
+        sid = spans["cpu"]
+        assert body(get(apps, "status", f"?span={sid}&load=0"))["traces"][0]["state"] == "unloaded"  # 0: only looks
+        response = get(apps, "status", f"?span={sid}&load=1")
+        assert response.status_code == 200 and response.mimetype == "application/json"
+        (trace,) = body(response)["traces"]
+        assert trace["id"] == sid and trace["state"] in ("queued", "loading")
+        gate.set()
+        deadline = time.monotonic() + 10
+        states = []
+        while time.monotonic() < deadline and (not states or states[-1] != "ready"):
+            response = get(apps, "status", f"?span={sid}&load=1")
+            assert response.status_code == 200
+            states.append(body(response)["traces"][0]["state"])
+        assert states[-1] == "ready" and get(apps, "summary", f"?span={sid}").status_code == 200
+        (broken,) = body(get(apps, "status", f"?span={spans['broken']}&load=1"))["traces"]
+        deadline = time.monotonic() + 10
+        while broken["state"] != "error" and time.monotonic() < deadline:
+            (broken,) = body(get(apps, "status", f"?span={spans['broken']}&load=1"))["traces"]
+        assert broken["state"] == "error" and broken["error"].startswith("broken/bad.3.pt.trace.json: ")
+    finally:
+        gate.set()
+        instance._service.close()
+
+
+def test_bad_load_parameter_names_it(apps, ids):
+    error = body(get(apps, "status", f"?span={ids['gpu']}&load=yes"))["error"]
+    assert error["code"] == 400 and "load" in error["message"] and "'yes'" in error["message"]
 
 
 def test_unexpected_exception_is_a_generic_500_logged_once(apps, ids, monkeypatch, caplog):

@@ -124,6 +124,27 @@ def test_loading_state_reports_phase_and_progress(tmp_path, service_factory):
     assert service.get(sid, wait_s=10).prepared is True
 
 
+def test_request_load_queues_without_refusing(tmp_path, service_factory):
+    write_run(tmp_path / "logs", "w.1.pt.trace.json")
+    write_trace(tmp_path / "logs" / "run" / "bad.2.pt.trace.json", "{not json")
+    gate = threading.Event()
+    service = service_factory(prepare=lambda model: gate.wait(10))
+    service.scan_now()
+    ids = {f.worker: sid for sid, f, _ in service.snapshot()}
+    good, bad = ids["w"], ids["bad"]
+    service.request_load(good, wait_s=0.05)  # still loading: no NotReady
+    assert service.snapshot(good)[0][2]["state"] in ("queued", "loading")
+    gate.set()
+    service.request_load(bad, wait_s=10)  # failed: no TraceFailed, the state says so
+    assert service.snapshot(bad)[0][2]["state"] == "error"
+    deadline = time.monotonic() + 10
+    while service.snapshot(good)[0][2]["state"] != "ready" and time.monotonic() < deadline:
+        service.request_load(good, wait_s=0.05)
+    assert service.snapshot(good)[0][2]["state"] == "ready"
+    with pytest.raises(NotFound):
+        service.request_load("0123456789ab")
+
+
 def test_broken_trace_is_an_error_state_with_its_message(tmp_path, service_factory):
     write_trace(tmp_path / "logs" / "run" / "bad.1.pt.trace.json", "{not json")
     service = service_factory()

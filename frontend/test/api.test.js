@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { Api, ApiError, LatestChannel, errorFromResponse, getWhenReady, routeUrl } from '../api.js';
+import { Api, ApiError, LatestChannel, errorFromResponse, routeUrl } from '../api.js';
 
 /** A minimal Response stand-in. */
 const reply = (status, body, type = 'application/json') => ({
@@ -71,30 +71,4 @@ test('LatestChannel aborts the previous request and cancel() drops everything', 
   const pending = channel.run(async () => 2);
   channel.cancel();
   assert.deepEqual(await pending, { stale: true });
-});
-
-test('getWhenReady waits on status after a 409, then asks again', async () => {
-  const urls = [];
-  const states = ['queued', 'loading', 'ready'];
-  let summaries = 0;
-  const api = new Api(async (url) => {
-    urls.push(url);
-    if (url.startsWith('status')) return reply(200, { traces: [{ id: 'a', state: states.shift() }] });
-    return ++summaries === 1 ? reply(409, { error: { message: 'loading' }, state: 'queued' }) : reply(200, { ok: 1 });
-  });
-  assert.deepEqual(await getWhenReady(api, 'summary', { span: 'a' }), { ok: 1 });
-  assert.deepEqual(urls, ['summary?span=a', 'status?span=a', 'status?span=a', 'status?span=a', 'summary?span=a']);
-});
-
-test('getWhenReady reports a failed load and passes other errors through', async () => {
-  let first = true;
-  const broken = new Api(async (url) => {
-    if (url.startsWith('status')) return reply(200, { traces: [{ id: 'a', state: 'error', error: 'run/x.json: truncated' }] });
-    first = false;
-    return reply(409, { error: { message: 'loading' }, state: 'loading' });
-  });
-  await assert.rejects(getWhenReady(broken, 'lanes', { span: 'a' }), (e) => e.status === 422 && /truncated/.test(e.message));
-  assert.equal(first, false);
-  const failing = new Api(async () => reply(422, { error: { message: 'bad trace' } }));
-  await assert.rejects(getWhenReady(failing, 'summary', { span: 'a' }), /bad trace/);
 });

@@ -4,7 +4,8 @@
  * loads the span's summary, and keeps the URL in sync. Sections load their own routes and report
  * their own errors, so one failing route leaves the rest working.
  */
-import { Api, ApiError, LatestChannel, getWhenReady } from '../api.js';
+import { Api, ApiError, LatestChannel } from '../api.js';
+import { forgetUnready, getWhenReady } from '../loading.js';
 import { clampWindow } from '../model/scale.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
 import { el, errorText, message } from './dom.js';
@@ -45,6 +46,7 @@ export async function start(body) {
 
   const poller = new StatusPoller(api, (traces) => {
     const byId = new Map(traces.map((t) => [t.id, t]));
+    forgetUnready(api, traces);
     header.updateStates(byId);
     const mine = store.state.span ? byId.get(store.state.span.id) : null;
     header.setStatus(mine ?? null);

@@ -4,7 +4,8 @@
  * into the launch call, queueing behind earlier work and launch latency, and links to the launch
  * call or the activities it owns.
  */
-import { LatestChannel, getWhenReady } from '../api.js';
+import { LatestChannel } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { el, errorText, message } from './dom.js';
 

@@ -4,7 +4,8 @@
  * start or duration header), filtered by cause and optionally to the visible window, paged; a click
  * on a row zooms the lanes to that gap.
  */
-import { LatestChannel, getWhenReady } from '../api.js';
+import { LatestChannel } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES, gapSolid } from '../model/colors.js';
 import { formatCount, formatDuration, formatTimestamp } from '../model/format.js';
 import { windowAround } from '../model/scale.js';

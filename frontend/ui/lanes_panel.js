@@ -3,7 +3,8 @@
  * The lanes section: the canvas, its gap-cause legend, the hover box (with details fetched from the
  * `event` route after a short pause) and selection handling.
  */
-import { LatestChannel, getWhenReady, sleep } from '../api.js';
+import { LatestChannel, sleep } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES } from '../model/colors.js';
 import { formatDuration } from '../model/format.js';
 import { windowAround } from '../model/scale.js';

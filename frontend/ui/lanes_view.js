@@ -4,7 +4,7 @@
  * (fetched per window through WindowedLoader), the vertical layout and the drawing; input handling
  * lives in lanes_input.js, hover text in tooltip.js.
  */
-import { getWhenReady } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
 import { GUTTER_W, HEADER_H, RIGHT_PAD, clampScroll, layoutLanes } from '../model/layout.js';

@@ -3,7 +3,8 @@
  * The launch section: the launch-offset histogram (offset, queued, latency), their percentiles, and
  * the kernels and ops with the largest offsets.
  */
-import { getWhenReady, LatestChannel } from '../api.js';
+import { LatestChannel } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { formatCount, formatDuration } from '../model/format.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { FONT } from '../render/frame.js';

@@ -3,7 +3,7 @@
  * The memory section: allocated and reserved bytes per device on the lanes' time axis (same gutter,
  * same scale), refetched per window like the lanes, with the peak named above the chart.
  */
-import { getWhenReady } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { formatBytes, formatTimestamp } from '../model/format.js';
 import { bisectRight } from '../model/hit.js';
 import { GUTTER_W, RIGHT_PAD } from '../model/layout.js';

@@ -3,7 +3,8 @@
  * The per-step table: duration, DataLoader wait and share, GPU idle while waiting, GPU busy, and the
  * stall flag (from the `stalls` route and the summary). Sorted in the browser; a click zooms to the step.
  */
-import { LatestChannel, getWhenReady } from '../api.js';
+import { LatestChannel } from '../api.js';
+import { getWhenReady } from '../loading.js';
 import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { windowAround } from '../model/scale.js';
 import { el, errorText, message } from './dom.js';

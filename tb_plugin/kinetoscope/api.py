@@ -26,7 +26,7 @@ from .views.lanes import lanes_view, window_ns
 from .views.series import log_histogram, memory_view
 from .views.tables import gaps_view, stalls_view
 
-LOAD_WAIT_S = 0.25  # a route waits this long for a load in flight before answering 409
+LOAD_WAIT_S = 0.25  # how long a data route (409 after it) or status?load=1 waits for a load in flight
 MAX_EXPORT_EVENTS = 250_000  # about 40 MB of JSON
 MAX_TOP = 1000  # the most launch-table rows a request may ask for
 
@@ -75,8 +75,16 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
                      for run, workers in runs.items()]}
 
 
-def status_impl(service: TraceService, sid: Optional[str] = None) -> dict[str, Any]:
-    """Load state of every trace, or of one (raises NotFound)."""
+def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool = False) -> dict[str, Any]:
+    """Load state of every trace, or of one (raises NotFound).
+
+    With `load`, first queues the load of span `sid` and waits for it as a data route would, but never
+    answers 409: a browser logs every refused request as a console error.
+    """
+    if load:
+        if sid is None:
+            raise BadRequest("load=1 needs a span: status?span=ID&load=1")
+        service.request_load(sid, wait_s=LOAD_WAIT_S)
     traces = [{"id": s, "run": f.run, "worker": f.worker, "span": _span(f), **state}
               for s, f, state in service.snapshot(sid)]
     return {"scan_complete": service.wait_scanned(0), "traces": traces}

@@ -117,6 +117,16 @@ def window_args(args) -> tuple[Optional[float], Optional[float]]:
     return start, end
 
 
+def flag_arg(args, name: str) -> bool:
+    """A `0`/`1` switch; absent is 0."""
+    value = _raw(args, name, False)
+    if value is None:
+        return False
+    if value not in ("0", "1"):
+        raise BadRequest(f"{name} must be 0 or 1, not {value!r}")
+    return value == "1"
+
+
 def choice_arg(args, name: str, choices: tuple[str, ...], default: str) -> str:
     value = _raw(args, name, False)
     if value is None:
@@ -233,7 +243,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     @_route
     def status_route(self, request):
-        return api.status_impl(self.service(), span_arg(request.args, required=False))
+        args = request.args
+        return api.status_impl(self.service(), span_arg(args, required=False), load=flag_arg(args, "load"))
 
     @_route
     def summary_route(self, request):

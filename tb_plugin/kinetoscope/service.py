@@ -255,12 +255,23 @@ class TraceService:
         Raises:
             NotFound: unknown id. NotReady: queued or loading. TraceFailed: the trace failed to load.
         """
+        self.request_load(sid, wait_s)
+        with self._lock:
+            return self._ready_or_raise(sid)
+
+    def request_load(self, sid: str, wait_s: float = 0.0) -> None:
+        """Queue the load of a span unless it is ready or failed, and wait up to `wait_s` for it.
+
+        Unlike `get` it answers nothing: the outcome is in `snapshot`, so a client can ask for a load
+        without being refused while it runs.
+
+        Raises:
+            NotFound: unknown id.
+        """
         self.start()
         future = self._ensure_loading(sid)
         if future is not None and wait_s > 0:
             wait_futures([future], timeout=wait_s)
-        with self._lock:
-            return self._ready_or_raise(sid)
 
     def _ensure_loading(self, sid: str) -> Optional[Future]:
         with self._lock:

@@ -59,7 +59,7 @@ async function saturated(frame, x0, y0, x1, y1) {
 }
 
 async function smoke(browser, run) {
-  const { page, frame, errors, dialogs } = await openPlugin(browser, base, ksSuffix({ run }));
+  const { page, frame, errors, dialogs, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
   const g = await geometry(frame);
   const sum = async (kind) => {
@@ -67,7 +67,7 @@ async function smoke(browser, run) {
     for (const lane of g.lanes.filter((l) => l.kind === kind)) n += await saturated(frame, g.gutter, lane.yCss, g.width - g.right, lane.yCss + lane.hCss);
     return n;
   };
-  const result = { errors, dialogs, imgs: await frame.$$eval('img', (els) => els.length), cpuPixels: await sum('cpu'), gpuPixels: await sum('gpu'), kinds: g.lanes.map((l) => l.kind),
+  const result = { errors, httpErrors, dialogs, imgs: await frame.$$eval('img', (els) => els.length), cpuPixels: await sum('cpu'), gpuPixels: await sum('gpu'), kinds: g.lanes.map((l) => l.kind),
     verdict: await frame.textContent('.ks-bound'), sections: await frame.$$eval('.ks-section h3', (hs) => hs.map((h) => h.textContent)) };
   await page.screenshot({ path: shot(`overview-${run.replace(/\W+/g, '_')}`) });
   await page.screenshot({ path: shot(`page-${run.replace(/\W+/g, '_')}`), fullPage: true });
@@ -75,7 +75,7 @@ async function smoke(browser, run) {
 }
 
 async function stalls(browser, run) {
-  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run }));
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
   const spans = await frame.evaluate(async (name) => {
     const body = await (await fetch('runs')).json();
@@ -100,11 +100,11 @@ async function stalls(browser, run) {
     out.push({ span: id, stalledRows: rows, stepBarRed: colors.map(([r, gg, b]) => r > 180 && gg < 90 && b < 90), apiStalled: steps.steps.map((s) => s[1]) });
   }
   await page.screenshot({ path: shot(`stalls-${run.replace(/\W+/g, '_')}`) });
-  return { errors, spans: out };
+  return { errors, httpErrors, spans: out };
 }
 
 async function interact(browser, run) {
-  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run }));
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
   const g = await geometry(frame);
   const duration = await frame.evaluate(async () => {
@@ -139,12 +139,12 @@ async function interact(browser, run) {
   const collapsedH = (await geometry(frame)).lanes[0].hCss;
   await page.mouse.click(...label);
   const expandedH = (await geometry(frame)).lanes[0].hCss;
-  return { errors, duration, afterWheel, afterW, afterA, afterDrag, afterReset, afterDbl,
+  return { errors, httpErrors, duration, afterWheel, afterW, afterA, afterDrag, afterReset, afterDbl,
     laneH: [g.lanes[0].hCss, collapsedH, expandedH], rowH: g.rowH, lanePad: g.lanePad };
 }
 
 async function gapRow(browser, run) {
-  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run }));
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
   await frame.waitForSelector('.ks-gaps tbody tr');
   const row = await frame.$('.ks-gaps tbody tr:nth-child(3)');
@@ -153,12 +153,12 @@ async function gapRow(browser, run) {
   const win = await waitWindow(page, (t) => t !== null);
   await page.waitForTimeout(800);
   await page.screenshot({ path: shot('gap-zoom') });
-  return { errors, gap, window: win, active: await frame.$$eval('.ks-gaps tr.ks-active', (trs) => trs.length) };
+  return { errors, httpErrors, gap, window: win, active: await frame.$$eval('.ks-gaps tr.ks-active', (trs) => trs.length) };
 }
 
 /** Clicks the first kernel drawn in the GPU lane of a zoomed window, then reopens the link. */
 async function selectAndShare(browser, run, t0, t1) {
-  const { page, frame, errors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }));
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }));
   await waitReady(frame);
   const g = await geometry(frame);
   const gpu = g.lanes.find((l) => l.kind === 'gpu');
@@ -167,7 +167,7 @@ async function selectAndShare(browser, run, t0, t1) {
   for (let x = g.gutter + 2; x < g.width - g.right; x += 3) xs.push([x, y]);
   const colors = await pixels(frame, '.ks-lanes-canvas', xs);
   const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
-  if (hitAt < 0) return { errors, clicked: false };
+  if (hitAt < 0) return { errors, httpErrors, clicked: false };
   await page.mouse.click(g.left + xs[hitAt][0] + 1, g.top + y);
   await frame.waitForSelector('.ks-details-name', { timeout: 15000 });
   await frame.waitForSelector('.ks-offset', { timeout: 5000 }).catch(() => null);
@@ -184,7 +184,7 @@ async function selectAndShare(browser, run, t0, t1) {
   await waitReady(frame2);
   await frame2.waitForSelector('.ks-details-name', { timeout: 15000 });
   await second.waitForTimeout(500);
-  return { errors, clicked: true, name, offset, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
+  return { errors, httpErrors, clicked: true, name, offset, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
 }
 
 /** Clicks both export buttons and reads what they download. */
@@ -203,7 +203,7 @@ async function exportBoth(page, frame) {
 }
 
 async function xss(browser) {
-  const { page, frame, errors, dialogs } = await openPlugin(browser, base, ksSuffix({ run: 'xss' }));
+  const { page, frame, errors, dialogs, httpErrors } = await openPlugin(browser, base, ksSuffix({ run: 'xss' }));
   await waitReady(frame);
   const g = await geometry(frame);
   const tooltips = [];
@@ -223,12 +223,12 @@ async function xss(browser) {
   const imgs = await frame.$$eval('img', (els) => els.length);
   const errorsBefore = [...errors];
   // A trace that failed to load is a message; the page keeps working and the next run loads. The
-  // browser logs the 422 answer itself as a console error: those are reported apart.
+  // failure arrives as a `status` state, not a 422 answer, so the console stays clean here too.
   await frame.selectOption('select[aria-label=run]', 'broken');
   const brokenMessage = await frame.waitForSelector('.ks-verdict .ks-error', { timeout: 30000 }).then((e) => e.textContent());
   await frame.selectOption('select[aria-label=run]', 'xss');
   await waitReady(frame);
-  return { errors: errorsBefore, brokenErrors: errors.slice(errorsBefore.length), dialogs, imgs, textHits: text.split(XSS).length - 1, optionHits: options.filter((o) => o.includes(XSS)).length,
+  return { errors: errorsBefore, brokenErrors: errors.slice(errorsBefore.length), httpErrors, dialogs, imgs, textHits: text.split(XSS).length - 1, optionHits: options.filter((o) => o.includes(XSS)).length,
     tooltipHasName: tooltip.includes(XSS), brokenMessage, recovered: await frame.textContent('.ks-bound') };
 }
 

@@ -12,16 +12,25 @@ export async function launch() {
 }
 
 /**
- * Opens `${base}/#kinetoscope<suffix>` and returns the page, the plugin frame and the console errors
- * seen so far (the array keeps filling).
+ * Opens `${base}/#kinetoscope<suffix>` and returns the page, the plugin frame, the console errors, the
+ * refused requests (`STATUS URL` of every answer >= 400, any frame) and the URLs of the plugin's
+ * requests seen so far (the arrays keep filling).
  */
 export async function openPlugin(browser, base, hashSuffix = '', viewport = { width: 1500, height: 1000 }, deviceScaleFactor = 1) {
   const page = await browser.newPage({ viewport, deviceScaleFactor });
   const errors = [];
+  const httpErrors = [];
+  const requests = [];
   page.on('console', (msg) => {
     if (msg.type() === 'error') errors.push(`${msg.text()} @ ${msg.location()?.url ?? ''}`);
   });
   page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
+  page.on('response', (response) => {
+    if (response.status() >= 400) httpErrors.push(`${response.status()} ${response.url()}`);
+  });
+  page.on('request', (request) => {
+    if (request.url().includes('/data/plugin/kinetoscope/')) requests.push(request.url().split('/data/plugin/kinetoscope/')[1]);
+  });
   const dialogs = [];
   page.on('dialog', async (d) => {
     dialogs.push(d.message());
@@ -29,7 +38,7 @@ export async function openPlugin(browser, base, hashSuffix = '', viewport = { wi
   });
   await page.goto(`${base}/#kinetoscope${hashSuffix}`);
   const frame = await pluginFrame(page);
-  return { page, frame, errors, dialogs };
+  return { page, frame, errors, dialogs, httpErrors, requests };
 }
 
 export async function pluginFrame(page, timeoutMs = 30000) {

@@ -34,12 +34,12 @@ def tensorboard_bin() -> Optional[Path]:
 class TensorBoard:
     """`tensorboard --logdir LOGDIR --host 127.0.0.1 --port 0 --load_fast false` as a child process."""
 
-    def __init__(self, logdir: Path, timeout_s: float = 60.0) -> None:
+    def __init__(self, logdir: Path, timeout_s: float = 60.0, env: Optional[dict[str, str]] = None) -> None:
         exe = tensorboard_bin()
         if exe is None:
             raise RuntimeError("tensorboard is not installed (expected .venv/bin/tensorboard)")
         self.log = tempfile.NamedTemporaryFile(prefix="kinetoscope-tb-", suffix=".log", delete=False)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         self.proc = subprocess.Popen(
             [str(exe), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0", "--load_fast", "false"],
             stdout=subprocess.DEVNULL, stderr=self.log, env=env, start_new_session=True)

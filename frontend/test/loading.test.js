@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { Api } from '../api.js';
+import { forgetUnready, getWhenReady } from '../loading.js';
+
+/** A minimal Response stand-in. */
+const reply = (status, body) => ({
+  ok: status >= 200 && status < 300,
+  status,
+  statusText: '',
+  headers: { get: (k) => (k.toLowerCase() === 'content-type' ? 'application/json' : null) },
+  text: async () => JSON.stringify(body),
+  json: async () => body,
+});
+
+/** An Api over a fake server: `status` answers the next of `states`, data routes `data(url)`. */
+function fakeServer(states, data = () => reply(200, { ok: 1 })) {
+  const urls = [];
+  const api = new Api(async (url) => {
+    urls.push(url);
+    if (url.startsWith('status')) {
+      const state = states.length > 1 ? states.shift() : states[0];
+      return reply(200, { traces: [{ id: 'a', state, error: state === 'error' ? 'run/x.json: truncated' : null }] });
+    }
+    return data(url);
+  });
+  return { api, urls };
+}
+
+test('the first request of a span polls status with load=1 until ready, then asks the route: no 409', async () => {
+  const { api, urls } = fakeServer(['queued', 'loading', 'ready']);
+  assert.deepEqual(await getWhenReady(api, 'summary', { span: 'a' }), { ok: 1 });
+  assert.deepEqual(urls, ['status?span=a&load=1', 'status?span=a&load=1', 'status?span=a&load=1', 'summary?span=a']);
+});
+
+test('a span seen ready is asked directly; a listing showing it not ready sends it back to waiting', async () => {
+  const { api, urls } = fakeServer(['ready']);
+  await getWhenReady(api, 'summary', { span: 'a' });
+  await getWhenReady(api, 'lanes', { span: 'a', width_px: 10 });
+  assert.deepEqual(urls, ['status?span=a&load=1', 'summary?span=a', 'lanes?span=a&width_px=10']);
+  forgetUnready(api, [{ id: 'b', state: 'loading' }, { id: 'a', state: 'ready' }]);
+  await getWhenReady(api, 'stalls', { span: 'a' });
+  assert.equal(urls.at(-1), 'stalls?span=a');
+  forgetUnready(api, [{ id: 'a', state: 'unloaded' }]);
+  await getWhenReady(api, 'stalls', { span: 'a' });
+  assert.deepEqual(urls.slice(-2), ['status?span=a&load=1', 'stalls?span=a']);
+});
+
+test('ready spans are remembered per Api', async () => {
+  const first = fakeServer(['ready']);
+  await getWhenReady(first.api, 'summary', { span: 'a' });
+  const second = fakeServer(['ready']);
+  await getWhenReady(second.api, 'summary', { span: 'a' });
+  assert.equal(second.urls[0], 'status?span=a&load=1');
+});
+
+test('a 409 after all (evicted meanwhile) waits on status again, then retries', async () => {
+  let summaries = 0;
+  const { api, urls } = fakeServer(['ready'], () => (++summaries === 2
+    ? reply(409, { error: { message: 'unloaded' }, state: 'unloaded' }) : reply(200, { ok: summaries })));
+  await getWhenReady(api, 'summary', { span: 'a' });
+  assert.deepEqual(await getWhenReady(api, 'summary', { span: 'a' }), { ok: 3 });
+  assert.deepEqual(urls, ['status?span=a&load=1', 'summary?span=a', 'summary?span=a', 'status?span=a&load=1', 'summary?span=a']);
+});
+
+test('a failed load is a 422 with the loader message, without asking the route', async () => {
+  const { api, urls } = fakeServer(['loading', 'error']);
+  await assert.rejects(getWhenReady(api, 'lanes', { span: 'a' }), (e) => e.status === 422 && /truncated/.test(e.message));
+  assert.ok(urls.every((u) => u.startsWith('status')));
+});
+
+test('route errors and status errors pass through; an abort stops the polling', async () => {
+  const failing = fakeServer(['ready'], () => reply(404, { error: { message: 'no row 7' } }));
+  await assert.rejects(getWhenReady(failing.api, 'event', { span: 'a', row: 7 }), (e) => e.status === 404 && e.message === 'no row 7');
+  const gone = new Api(async () => reply(404, { error: { message: "unknown span 'a'" } }));
+  await assert.rejects(getWhenReady(gone, 'summary', { span: 'a' }), (e) => e.status === 404);
+  const slow = fakeServer(['loading']);
+  const controller = new AbortController();
+  const pending = getWhenReady(slow.api, 'summary', { span: 'a' }, controller.signal);
+  setTimeout(() => controller.abort(), 50);
+  await assert.rejects(pending, (e) => e.name === 'AbortError');
+  assert.ok(slow.urls.every((u) => u.startsWith('status')));
+});
