@@ -3,8 +3,9 @@
 Three TensorBoard servers (module-scoped): the sample logdirs (`samples/logs`, cold: an empty cache
 and nothing loaded, so pages open on traces still loading), the shared real traces (`../shared/traces`,
 read in place) and a temporary logdir with a trace whose names are markup (`<img src=x
-onerror=alert(1)>`) and a trace that cannot load. Every check asserts a clean console and no refused
-request (no 4xx, not even while a trace loads). Each check is a subcommand of
+onerror=alert(1)>`) and a trace that cannot load; plus one per live test, on a logdir it changes while
+the page is open. Every check asserts a clean console and no refused request (no 4xx, not even while
+a trace loads). Each check is a subcommand of
 `tests/browser/checks.mjs` (Playwright's `playwright-core` driving Debian's /usr/bin/chromium) that
 prints JSON. Screenshots go to `test-artifacts/` (git-ignored). Skipped, with the reason, when node,
 npm, chromium or tensorboard is missing.
@@ -200,3 +201,38 @@ def test_markup_in_trace_names_is_text_and_broken_trace_is_a_message(xss_tb):
     assert r["brokenErrors"] == []  # the failure is a `status` state: no 422 answer in the console
     assert r["recovered"]
 
+
+@pytest.fixture
+def live_tb(tmp_path):
+    """A cold server on a logdir holding a copy of the sample run `synthetic/mixed` as `mixed`."""
+    source = SAMPLES / "synthetic" / "mixed"
+    if not source.is_dir():
+        pytest.skip(f"{source} is missing")
+    logdir = tmp_path / "logdir"
+    shutil.copytree(source, logdir / "mixed")
+    for server in _server(logdir, None, cache_dir=tmp_path / "cache"):
+        yield server, logdir, min(source.iterdir())
+
+
+def test_new_traces_appear_without_a_reload_and_a_deleted_one_stays_on_screen(live_tb):
+    server, logdir, sample = live_tb
+    r = run_node("checks.mjs", "live", server.base, str(ARTIFACTS), "mixed", str(logdir), str(sample), timeout_s=150)
+    assert r["errors"] == [] and r["httpErrors"] == []
+    before, added, gone = r["before"], r["afterAdd"], r["afterGone"]
+    assert before["state"]["t"] is not None and before["notice"] == ""
+    # New run and span: listed by the periodic refresh (15 s) without a reload, the view untouched.
+    assert r["listed"] and r["appeared"] and r["appearedMs"] < 17000, r["appearedMs"]
+    assert "fresh" in [v for v, _ in added["options"]["run"]]
+    assert len(added["options"]["span"]) == len(before["options"]["span"]) + 1
+    for key in ("state", "selects", "marker", "canvasMarker", "verdict", "gapRows"):
+        assert added[key] == before[key], key
+    assert added["marker"] == "no reload" and added["canvasMarker"] == "same canvas"
+    # The shown span's file deleted: no request while TensorBoard hides the tab, a refresh as soon as
+    # it shows it again, and the span stays selected and drawn, marked gone.
+    assert r["unlisted"] and r["hiddenRequests"] == []
+    assert r["gone"] and r["goneMs"] < 3000, r["goneMs"]
+    assert "no longer in the logdir" in gone["notice"]
+    for key in ("state", "selects", "marker", "canvasMarker", "verdict", "gapRows"):
+        assert gone[key] == before[key], key
+    span_text = dict(gone["options"]["span"])[before["state"]["span"]]
+    assert span_text.endswith("(gone)")

@@ -2,10 +2,12 @@
 /**
  * The page: builds every section, picks the run / worker / span (from the link, else the first),
  * loads the span's summary, and keeps the URL in sync. Sections load their own routes and report
- * their own errors, so one failing route leaves the rest working.
+ * their own errors, so one failing route leaves the rest working. The runs listing refreshes while
+ * the page is open: new traces join the selectors, and nothing on screen changes with it.
  */
 import { Api, ApiError, LatestChannel } from '../api.js';
 import { forgetUnready, getWhenReady } from '../loading.js';
+import { findSpan, linkedSpan, mergeRuns, resolvePick, runsOf, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
 import { el, errorText, message } from './dom.js';
@@ -14,6 +16,7 @@ import { Header } from './header.js';
 import { createLanesPanel } from './lanes_panel.js';
 import { LaunchPanel } from './launch_panel.js';
 import { MemoryPanel } from './memory_panel.js';
+import { REFRESH_MS, RunsRefresher } from './runs_refresh.js';
 import { createShareButtons } from './share.js';
 import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
@@ -28,8 +31,10 @@ export async function start(body) {
   const api = new Api();
   const store = new Store();
   const summaryChannel = new LatestChannel();
-  /** @type {any[]} */
-  let runs = [];
+  /** @type {import('../model/runs.js').RunInfo[]} the latest `runs` answer */
+  let latest = [];
+  /** @type {import('../model/runs.js').RunInfo[]} what the selectors list: `latest`, plus the span on screen if gone */
+  let shown = [];
   let restore = readInitialState();
 
   const header = new Header((run, worker, spanId) => pick(run, worker, spanId));
@@ -76,11 +81,36 @@ export async function start(body) {
 
   /** @param {string} run @param {string} worker @param {string | null} spanId */
   function pick(run, worker, spanId) {
-    const r = runs.find((x) => x.name === run) ?? runs[0];
-    const w = r?.workers.find((/** @type {any} */ x) => x.name === worker) ?? r?.workers[0];
-    const s = w?.spans.find((/** @type {any} */ x) => x.id === spanId) ?? w?.spans[0];
-    if (!r || !w || !s) return;
-    loadSpan({ id: s.id, run: r.name, worker: w.name, span: s.span, index: s.index });
+    const found = resolvePick(shown, run, worker, spanId);
+    if (found) loadSpan({ id: found.span.id, run: found.run, worker: found.worker, span: found.span.span, index: found.span.index });
+  }
+
+  /** Lists `latest` in the selectors around the span on screen (kept, marked gone, if it left the logdir). */
+  function syncHeader() {
+    const { span } = store.state;
+    if (!span) return;
+    shown = mergeRuns(shown, latest, span.id);
+    header.setRuns(shown, { run: span.run, worker: span.worker, id: span.id });
+    header.setListed(findSpan(shown, span.id)?.span ?? null);
+  }
+
+  /** A `runs` answer: refreshes the selectors, or opens the first span once there is one. @param {any} body */
+  function showRuns(body) {
+    latest = runsOf(body);
+    forgetUnready(api, spanList(latest).map((x) => x.span));
+    if (store.state.span) {
+      syncHeader();
+      return;
+    }
+    shown = latest;
+    const first = linkedSpan(shown, restore);
+    if (first) {
+      pick(first.run, first.worker, first.span.id);
+      return;
+    }
+    const text = body?.scan_complete === false ? 'Scanning the logdir\u2026'
+      : 'No torch.profiler traces (*.pt.trace.json[.gz]) under the logdir yet.';
+    header.verdict.replaceChildren(message('info', text, ` This page looks again every ${REFRESH_MS / 1000} s.`));
   }
 
   /** @param {import('./store.js').SpanRef} ref */
@@ -88,9 +118,9 @@ export async function start(body) {
     // A link's window and selection apply to its span, or to the default span of a link without one.
     const link = !restore.span || restore.span === ref.id ? restore : {};
     restore = {};
-    header.setRuns(runs, { run: ref.run, worker: ref.worker, id: ref.id });
-    header.setVerdict(null, null);
     store.set({ span: ref, summary: null, spanError: null, sel: null, selRow: link.sel ?? null });
+    syncHeader();
+    header.setVerdict(null, null);
     const result = summaryChannel.run((signal) => getWhenReady(api, 'summary', { span: ref.id }, signal));
     poller.start();
     try {
@@ -111,19 +141,13 @@ export async function start(body) {
   }
 
   startUrlSync(store);
-  try {
-    const body = await api.get('runs');
-    runs = Array.isArray(body.runs) ? body.runs : [];
-  } catch (err) {
-    header.verdict.replaceChildren(message('error', `Runs: ${errorText(err)}`));
-    return;
-  }
-  if (runs.length === 0) {
-    header.verdict.replaceChildren(message('info', 'No torch.profiler traces (*.pt.trace.json[.gz]) under the logdir yet.'));
-    return;
-  }
-  const byId = runs.flatMap((r) => r.workers.flatMap((/** @type {any} */ w) => w.spans.map((/** @type {any} */ s) => [r.name, w.name, s.id])));
-  const linked = byId.find(([, , id]) => id === restore.span) ?? byId.find(([r, w]) => r === restore.run && (!restore.worker || w === restore.worker));
-  const [run, worker, id] = linked ?? byId[0];
-  pick(run, worker, id);
+  const refresher = new RunsRefresher(api, showRuns, (err) => {
+    if (!store.state.span) header.verdict.replaceChildren(message('error', `Runs: ${errorText(err)}`));
+  });
+  // TensorBoard has no teardown hook for a plugin (its iframe is hidden, not removed); a page that
+  // is unloaded or put in the back-forward cache stops asking.
+  window.addEventListener('pagehide', () => refresher.stop());
+  window.addEventListener('pageshow', (event) => event.persisted && refresher.start());
+  await refresher.refresh();
+  refresher.start();
 }

@@ -1,19 +1,12 @@
 // @ts-check
 /**
- * The header: run / worker / span selectors, the load state of the selected trace (with progress
- * while it loads), and the verdict with its evidence and suggestion.
+ * The header: run / worker / span selectors (refilled in place as the listing refreshes), the load
+ * state of the selected trace (with progress while it loads), a notice when its file is gone, and
+ * the verdict with its evidence and suggestion.
  */
 import { formatDuration, formatShare } from '../model/format.js';
+import { GONE, spanLabel } from '../model/runs.js';
 import { append, el, message } from './dom.js';
-
-/**
- * @typedef {object} SpanInfo one span of the `runs` answer
- * @property {string} id
- * @property {number} index
- * @property {string | null} span
- * @property {string} file
- * @property {string} state
- */
 
 export class Header {
   /**
@@ -28,25 +21,40 @@ export class Header {
     this.spanSel = el('select', { 'aria-label': 'span', onchange: () => this.onPick(this.runSel.value, this.workerSel.value, this.spanSel.value) });
     this.status = el('span', { class: 'ks-status', 'aria-live': 'polite' });
     this.actions = el('span', { class: 'ks-actions' });
+    this.notice = el('div', { class: 'ks-notice' });
     this.verdict = el('div', { class: 'ks-verdict' });
     this.root = el('header', { class: 'ks-header' },
       el('div', { class: 'ks-pickers' }, el('b', { class: 'ks-title' }, 'Kinetoscope'),
         el('label', {}, 'Run ', this.runSel), el('label', {}, 'Worker ', this.workerSel), el('label', {}, 'Span ', this.spanSel),
         this.status, this.actions),
-      this.verdict);
+      this.notice, this.verdict);
   }
 
   /**
-   * Refills the selectors (the `runs` answer) and selects run/worker/span.
-   * @param {any[]} runs @param {{run: string, worker: string, id: string}} current
+   * Refills the selectors (a `runs` listing) and selects run/worker/span; options that did not
+   * change are left alone, so a refresh does not disturb a selector the user is using.
+   * @param {import('../model/runs.js').RunInfo[]} runs @param {{run: string, worker: string, id: string}} current
    */
   setRuns(runs, current) {
     this.runs = runs;
     const run = runs.find((r) => r.name === current.run);
-    const worker = run?.workers.find((/** @type {any} */ w) => w.name === current.worker);
+    const worker = run?.workers.find((w) => w.name === current.worker);
     fill(this.runSel, runs.map((r) => [r.name, r.name]), current.run);
-    fill(this.workerSel, (run?.workers ?? []).map((/** @type {any} */ w) => [w.name, w.name]), current.worker);
-    fill(this.spanSel, (worker?.spans ?? []).map((/** @type {SpanInfo} */ s) => [s.id, spanLabel(s)]), current.id);
+    fill(this.workerSel, (run?.workers ?? []).map((w) => [w.name, w.name]), current.worker);
+    fill(this.spanSel, (worker?.spans ?? []).map((s) => [s.id, spanLabel(s)]), current.id);
+  }
+
+  /**
+   * Says whether the span on screen is gone from the logdir (notice and state); `listed` is its
+   * entry in the listing shown.
+   * @param {import('../model/runs.js').SpanInfo | null} listed
+   */
+  setListed(listed) {
+    const gone = listed?.state === GONE;
+    if (gone === Boolean(this.notice.firstChild)) return;
+    this.notice.replaceChildren(...(gone ? [message('warn', 'The file of this span is no longer in the logdir: '
+      + 'what was loaded stays on screen, but new windows and details of it cannot load.')] : []));
+    this.setStatus(listed);
   }
 
   /**
@@ -104,17 +112,14 @@ export class Header {
   }
 }
 
-/** @param {SpanInfo} s */
-function spanLabel(s) {
-  return `${s.index}${s.span ? ` \u00b7 ${s.span}` : ` \u00b7 ${s.file}`}${s.state && s.state !== 'ready' ? ` (${s.state})` : ''}`;
-}
-
 /**
  * @param {HTMLSelectElement} select @param {[string, string][]} options value, text
  * @param {string} value
  */
 function fill(select, options, value) {
-  select.replaceChildren(...options.map(([v, text]) => el('option', { value: v, selected: v === value }, text)));
-  select.value = value;
+  const same = select.options.length === options.length
+    && options.every(([v, text], i) => select.options[i].value === v && select.options[i].textContent === text);
+  if (!same) select.replaceChildren(...options.map(([v, text]) => el('option', { value: v, selected: v === value }, text)));
+  if (select.value !== value) select.value = value;
   select.disabled = options.length < 2;
 }

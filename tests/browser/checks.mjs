@@ -1,6 +1,6 @@
 // Browser checks of the Kinetoscope tab in real TensorBoard, one per subcommand; each prints one JSON
 // line that tests/test_browser.py asserts on. Usage: node checks.mjs CHECK BASE_URL OUT_DIR [ARGS...]
-import { mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 
 import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
@@ -232,9 +232,101 @@ async function xss(browser) {
     tooltipHasName: tooltip.includes(XSS), brokenMessage, recovered: await frame.textContent('.ks-bound') };
 }
 
+/** The server's listing as `run/file` -> span id (asked from node, not the page: it also prompts a rescan). */
+async function listing() {
+  const body = await (await fetch(`${base}/data/plugin/kinetoscope/runs`)).json();
+  return new Map(body.runs.flatMap((r) => r.workers.flatMap((w) => w.spans.map((sp) => [`${r.name}/${sp.file}`, sp.id]))));
+}
+
+async function until(predicate, timeoutMs, stepMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  }
+  return true;
+}
+
+/** What must survive a listing refresh: the link state, the selectors, the drawn view, the page itself. */
+async function onScreen(page, frame) {
+  const view = await frame.evaluate(() => ({
+    marker: window.ksMarker ?? null, canvasMarker: document.querySelector('.ks-lanes-canvas')?.dataset.marker ?? null,
+    selects: [...document.querySelectorAll('select')].map((sel) => sel.value),
+    options: Object.fromEntries([...document.querySelectorAll('select')].map((sel) => [sel.getAttribute('aria-label'), [...sel.options].map((o) => [o.value, o.textContent])])),
+    verdict: document.querySelector('.ks-bound')?.textContent ?? null,
+    gapRows: document.querySelectorAll('.ks-gaps tbody tr').length,
+    notice: document.querySelector('.ks-notice')?.textContent ?? '',
+  }));
+  return { ...view, state: urlState(page) };
+}
+
+/** TensorBoard's own way of hiding and showing a plugin tab's iframe (plugins_component hidePlugin/showPlugin). */
+async function setPluginHidden(page, hidden) {
+  await page.evaluate((hide) => {
+    const frame = document.querySelector('iframe[src*="plugin_entry.html?name=kinetoscope"]');
+    Object.assign(frame.style, hide ? { maxHeight: 0, overflow: 'hidden', visibility: 'hidden', position: 'absolute' }
+      : { maxHeight: null, overflow: null, visibility: null, position: null });
+  }, hidden);
+}
+
+/**
+ * With the page open on `run` and zoomed: a new run and a new span of the shown worker are written
+ * to LOGDIR (copies of SRC) and appear in the selectors on the next periodic refresh; then the shown
+ * span's file is deleted, and showing the plugin tab again refreshes at once: the span stays on
+ * screen, marked gone. Nothing on screen is reset meanwhile.
+ */
+async function live(browser, run, logdir, src) {
+  const { page, frame, errors, httpErrors, requests } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const g = await geometry(frame);
+  await page.mouse.move(g.left + g.gutter + (g.width - g.gutter) * 0.4, g.top + g.lanes[0].yCss + 10);
+  for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -250);
+  await waitWindow(page, (t) => t !== null);
+  await page.waitForTimeout(800);
+  await frame.evaluate(() => {
+    window.ksMarker = 'no reload';
+    document.querySelector('.ks-lanes-canvas').dataset.marker = 'same canvas';
+  });
+  const before = await onScreen(page, frame);
+  const shownId = before.state.span;
+  const shownFile = [...(await listing())].find(([, id]) => id === shownId)[0];
+
+  const incoming = path.join(logdir, '..', 'incoming.tmp');
+  const add = (rel) => {
+    mkdirSync(path.dirname(path.join(logdir, rel)), { recursive: true });
+    copyFileSync(src, incoming);
+    renameSync(incoming, path.join(logdir, rel)); // atomic, as Kineto writes
+  };
+  const newSpan = `${run}/${path.basename(src).replace(/\.(\d+)\./, (_, n) => `.${BigInt(n) + 10n ** 12n}.`)}`; // last of its worker
+  add('fresh/worker0.1.pt.trace.json.gz');
+  add(newSpan);
+  const listed = await until(async () => { const l = await listing(); return l.has('fresh/worker0.1.pt.trace.json.gz') && l.has(newSpan); }, 30000);
+  const listedAt = Date.now();
+  const appeared = await frame.waitForFunction(() => [...document.querySelectorAll('select[aria-label=run] option')].some((o) => o.value === 'fresh'),
+    null, { timeout: 25000 }).then(() => true, () => false);
+  const appearedMs = Date.now() - listedAt;
+  await page.waitForTimeout(300);
+  const afterAdd = await onScreen(page, frame);
+  await page.screenshot({ path: shot('live-added') });
+
+  unlinkSync(path.join(logdir, shownFile));
+  const unlisted = await until(async () => !(await listing()).has(shownFile), 30000);
+  await setPluginHidden(page, true);
+  const hiddenFrom = requests.length;
+  await page.waitForTimeout(3500);
+  const hiddenRequests = requests.slice(hiddenFrom);
+  await setPluginHidden(page, false);
+  const shownAt = Date.now();
+  const gone = await frame.waitForSelector('.ks-notice .ks-warn', { timeout: 10000 }).then(() => true, () => false);
+  const goneMs = Date.now() - shownAt;
+  const afterGone = await onScreen(page, frame);
+  await page.screenshot({ path: shot('live-gone') });
+  return { errors, httpErrors, before, afterAdd, afterGone, listed, appeared, appearedMs, unlisted, hiddenRequests, gone, goneMs, newSpan };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

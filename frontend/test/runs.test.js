@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { GONE, findSpan, linkedSpan, mergeRuns, resolvePick, runsOf, spanLabel, spanList } from '../model/runs.js';
+
+const span = (id, index, state = 'unloaded') => ({ id, index, span: String(index), file: `w.${index}.pt.trace.json`, state });
+/** Two runs: a/w0 with spans 1 and 2, b/w0 and b/w1 with one span each. */
+const LISTING = [
+  { name: 'a', workers: [{ name: 'w0', spans: [span('a01', 1, 'ready'), span('a02', 2)] }] },
+  { name: 'b', workers: [{ name: 'w0', spans: [span('b01', 1)] }, { name: 'w1', spans: [span('b11', 1)] }] },
+];
+const frozen = JSON.stringify(LISTING);
+
+test('runsOf tolerates answers without runs; spanList flattens in listing order', () => {
+  assert.deepEqual(runsOf({}), []);
+  assert.deepEqual(runsOf(null), []);
+  assert.deepEqual(spanList(LISTING).map((x) => `${x.run}/${x.worker}/${x.span.id}`), ['a/w0/a01', 'a/w0/a02', 'b/w0/b01', 'b/w1/b11']);
+  assert.equal(findSpan(LISTING, 'b11').worker, 'w1');
+  assert.equal(findSpan(LISTING, 'zzz'), null);
+});
+
+test('resolvePick falls back to the first worker and span of a changed run', () => {
+  assert.equal(resolvePick(LISTING, 'b', 'w1', 'b11').span.id, 'b11');
+  assert.equal(resolvePick(LISTING, 'b', '', null).span.id, 'b01');
+  assert.equal(resolvePick(LISTING, 'b', 'w1', null).span.id, 'b11');
+  assert.equal(resolvePick(LISTING, 'nope', 'w9', 'x').span.id, 'a01');
+  assert.equal(resolvePick([], 'a', 'w0', 'a01'), null);
+});
+
+test('linkedSpan prefers the span id, then the run and worker, then the first span', () => {
+  assert.equal(linkedSpan(LISTING, { span: 'b11', run: 'a' }).span.id, 'b11');
+  assert.equal(linkedSpan(LISTING, { span: 'gone00000000', run: 'b', worker: 'w1' }).span.id, 'b11');
+  assert.equal(linkedSpan(LISTING, { run: 'b' }).span.id, 'b01');
+  assert.equal(linkedSpan(LISTING, {}).span.id, 'a01');
+  assert.equal(linkedSpan([], { run: 'a' }), null);
+});
+
+test('mergeRuns shows a fresh listing as it is while the span on screen is in it', () => {
+  const fresh = [...LISTING, { name: 'c', workers: [{ name: 'w0', spans: [span('c01', 1)] }] }];
+  assert.equal(mergeRuns(LISTING, fresh, 'a02'), fresh);
+  assert.equal(mergeRuns(LISTING, fresh, null), fresh);
+  assert.equal(mergeRuns([], fresh, 'zzz'), fresh, 'a span never listed adds nothing');
+});
+
+test('mergeRuns keeps a vanished span on screen, marked gone, in its worker', () => {
+  const fresh = [{ name: 'a', workers: [{ name: 'w0', spans: [span('a01', 1, 'ready'), span('a03', 2)] }] }, LISTING[1]];
+  const merged = mergeRuns(LISTING, fresh, 'a02');
+  assert.deepEqual(merged[0].workers[0].spans.map((s) => [s.id, s.state]), [['a01', 'ready'], ['a03', 'unloaded'], ['a02', GONE]]);
+  assert.equal(merged[1], fresh[1]);
+  assert.equal(JSON.stringify(LISTING), frozen, 'inputs are not modified');
+  assert.equal(fresh[0].workers[0].spans.length, 2);
+  // Refreshed again: the ghost comes from the shown listing and stays until the file is back.
+  const again = mergeRuns(merged, fresh, 'a02');
+  assert.deepEqual(again, merged);
+  const back = [{ name: 'a', workers: [{ name: 'w0', spans: [span('a01', 1), span('a02', 2, 'unloaded')] }] }];
+  assert.equal(mergeRuns(merged, back, 'a02'), back);
+});
+
+test('mergeRuns re-creates the run and worker of a vanished span when they are gone too', () => {
+  const fresh = [LISTING[0]];
+  const merged = mergeRuns(LISTING, fresh, 'b11');
+  assert.deepEqual(merged.map((r) => r.name), ['a', 'b']);
+  assert.deepEqual(merged[1].workers.map((w) => [w.name, w.spans.map((s) => `${s.id}:${s.state}`)]), [['w1', ['b11:gone']]]);
+  const noWorker = mergeRuns(LISTING, [LISTING[0], { name: 'b', workers: [LISTING[1].workers[0]] }], 'b11');
+  assert.deepEqual(noWorker[1].workers.map((w) => w.name), ['w0', 'w1']);
+  assert.deepEqual(noWorker[1].workers[1].spans.map((s) => s.state), [GONE]);
+});
+
+test('spanLabel shows the index, the span number or file, and any state but ready', () => {
+  assert.equal(spanLabel(span('x', 3, 'ready')), '3 \u00b7 3');
+  assert.equal(spanLabel({ ...span('x', 1, GONE), span: null }), '1 \u00b7 w.1.pt.trace.json (gone)');
+});
