@@ -10,6 +10,8 @@ import pytest
 from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, shared_trace_files, trace_doc, write_trace
 from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
 from kinetoscope.trace.loader import load_trace
+from kinetoscope.trace.model import PIECE_FIELDS, array_fields
+from kinetoscope.trace.source import event_args
 
 
 def _load(tmp_path, doc, name="t.pt.trace.json"):
@@ -161,13 +163,11 @@ def test_real_traces_decode_with_invariants(path):
 @pytest.mark.parametrize("path", [p for p in shared_trace_files() if p.stat().st_size > 20_000][:6], ids=lambda p: p.name[:40])
 def test_chunked_decode_equals_whole_decode(path, monkeypatch):
     from kinetoscope.trace import loader
-    from kinetoscope.trace.model import array_fields
     from kinetoscope.trace.storage import read_bytes
     whole = loader._build_whole(read_bytes(str(path)), str(path))
     monkeypatch.setattr(loader, "CHUNK_BYTES", 64 * 1024)  # many middle chunks
     chunked = loader.load_trace(str(path), cache_dir=None)
-    for name in array_fields():
-        assert np.array_equal(getattr(whole, name), getattr(chunked, name)), name
+    _assert_same_content(whole, chunked)
     assert (whole.names, whole.cats, whole.lane_label, whole.meta) == (chunked.names, chunked.cats, chunked.lane_label, chunked.meta)
 
 
@@ -182,7 +182,6 @@ def test_events_after_other_keys_and_keys_after_events(tmp_path):
 @pytest.mark.parametrize("case", ["compact-one-line", "boundary-lookalike-in-name", "pretty-nested-args"])
 def test_chunk_cuts_never_change_the_result(tmp_path, monkeypatch, case):
     from kinetoscope.trace import loader
-    from kinetoscope.trace.model import array_fields
     events = [kernel(f"k{i}", i * 10, 5, corr=i) for i in range(300)] + [launch(i * 10, 2, corr=i) for i in range(300)]
     if case == "boundary-lookalike-in-name":
         events[150]["name"] = 'evil"}, {"ph": "X", "name": "fake'
@@ -193,8 +192,19 @@ def test_chunk_cuts_never_change_the_result(tmp_path, monkeypatch, case):
     path = write_trace(tmp_path / "c.pt.trace.json", text)
     whole = loader._build_whole(text.encode(), str(path))
     monkeypatch.setattr(loader, "CHUNK_BYTES", 2048)
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 2048)
     chunked = loader.load_trace(str(path), cache_dir=None)
-    assert chunked.n_events == 600
+    assert chunked.n_events == 600 and chunked.piece_kind.size > 10
+    _assert_same_content(whole, chunked)
+    in_file = json.loads(text)["traceEvents"]
+    for row in range(chunked.n_events):  # every event's args re-read from its piece, as the file holds them
+        args = event_args(str(path), chunked, row)
+        assert args == event_args(str(path), whole, row) == in_file[chunked.source_row[row]]["args"]
+
+
+def _assert_same_content(a, b):
+    """Equal models but for how the text was cut into pieces."""
     for name in array_fields():
-        assert np.array_equal(getattr(whole, name), getattr(chunked, name)), name
-    assert whole.names == chunked.names
+        if name not in PIECE_FIELDS:
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert (a.names, a.cats, a.lane_label, a.meta) == (b.names, b.cats, b.lane_label, b.meta)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode import Args, Event, TraceDoc
+from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel
@@ -123,12 +123,22 @@ class ColumnBuilder:
     def __init__(self) -> None:
         self._names, self._cats, self._pids, self._tids, self._flow_names = (_Interner() for _ in range(5))
         self._chunks: list[dict[str, np.ndarray]] = []
+        self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
         self.n = 0
 
-    def add(self, events: list[Event], legacy_external_id: bool = False) -> None:
-        """Extract one chunk's columns; the chunk's structs may be freed afterwards."""
+    def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
+            source_index: Any = None) -> None:
+        """Extract one chunk's columns; the chunk's structs may be freed afterwards.
+
+        Args:
+            events: the chunk's events, in file order.
+            legacy_external_id: the chunk's text uses the 2021 key "external id".
+            piece: where the chunk lies in the text (`decode.Piece`), so `trace.source` can re-read an event.
+            source_index: each event's index in the piece's events when some were skipped (None: contiguous).
+        """
         n, off = len(events), self.n
+        self._pieces.append((piece.kind, piece.start, piece.end, off))
         tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table)
         cols = _extract(events, tables, off, legacy_external_id)
         ph = cols["ph"]
@@ -144,6 +154,7 @@ class ColumnBuilder:
         cols["mem_row"] = memory + off
         flow = np.flatnonzero((ph == PH_S) | (ph == PH_F))
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
+        cols["source_row"] = np.arange(off, off + n) if source_index is None else off + np.asarray(source_index, np.int64)
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
@@ -197,18 +208,21 @@ class ColumnBuilder:
                              raw["mem_row"].astype(np.int64, copy=False)[mem_keep], raw["flow_row"].astype(np.int64, copy=False)[flow_keep],
                              self._meta_events)
         ev = _event_columns(ts_ns[x_rows], dur_ns, kind, name_id[x_rows], cat_id[x_rows], lanes.x_lane, len(lanes.kind),
-                            raw["correlation"].astype(np.int64, copy=False)[x_rows], raw["external_id"].astype(np.int64, copy=False)[x_rows])
+                            raw["correlation"].astype(np.int64, copy=False)[x_rows], raw["external_id"].astype(np.int64, copy=False)[x_rows],
+                            raw["source_row"].astype(np.int64, copy=False)[x_rows])
+        pieces = np.array(self._pieces, np.int64).reshape(-1, 4)
         mem = _memory_columns(raw, mem_keep, ts_ns, lanes.memory_lane)
         flows = {"flow_id": raw["flow_id"].astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
-                          **mem, **flows, names=tuple(names), cats=tuple(cats), meta=_meta(doc, base_ns), skipped=skipped,
-                          warnings=tuple(warnings), source_bytes=source_bytes)
+                          **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
+                          piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
+                          meta=_meta(doc, base_ns), skipped=skipped, warnings=tuple(warnings), source_bytes=source_bytes)
 
 
 _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",
-                "mem_row", *(f"mem_{k}" for k in _MEMORY_ARGS), "flow_row", "flow_id")
+                "mem_row", *(f"mem_{k}" for k in _MEMORY_ARGS), "flow_row", "flow_id", "source_row")
 
 
 _INT_LIMIT = 2.0**62  # ns times and durations (146 years) or byte counts beyond this are unusable, not int64 overflows
@@ -245,12 +259,13 @@ def _count(skipped: dict[str, int], reason: str, count: int) -> None:
         skipped[reason] = skipped.get(reason, 0) + count
 
 
-def _event_columns(ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes, correlation, external_id) -> dict[str, np.ndarray]:
+def _event_columns(ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes, correlation, external_id,
+                   source_row) -> dict[str, np.ndarray]:
     """Columns of the complete events, sorted by (lane, ts, -dur), with depth and launch links."""
     order = _lane_time_order(lane, ts_ns, dur_ns)
     cols = {"ts_ns": ts_ns[order], "dur_ns": dur_ns[order], "kind": kind[order], "name_id": name_id[order],
             "cat_id": cat_id[order], "lane": lane[order].astype(np.int32), "correlation": correlation[order],
-            "external_id": external_id[order]}
+            "external_id": external_id[order], "source_row": source_row[order]}
     cols["lane_ptr"] = np.searchsorted(cols["lane"], np.arange(n_lanes + 1)).astype(np.int64, copy=False)
     cols["depth"] = nesting_depth(cols["ts_ns"], cols["dur_ns"], cols["lane_ptr"])
     cols["launch_idx"] = link_launches(cols["kind"], cols["correlation"])

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 import msgspec
 
@@ -91,6 +91,7 @@ class Decoded:
     legacy_external_id: bool = False  # the 2021 spelling "external id" occurs (else its column is skipped)
     skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    source_index: Optional[list[int]] = None  # each kept event's index in the file's traceEvents (None: all kept)
 
 
 _FAST = msgspec.json.Decoder(TraceDoc)
@@ -116,7 +117,23 @@ class NotSplittable(Exception):
     """The text cannot be decoded chunk by chunk (unusual layout or content): decode it whole."""
 
 
-EventSink = Callable[[list, bool], None]
+class Piece(NamedTuple):
+    """Where a decoded batch of events lies in the uncompressed text, so one event can be re-read later.
+
+    `start`/`end` are byte offsets. HEAD: the text [0, end) holds the top-level keys before
+    `traceEvents` and its first events (decode it + `]}`). MIDDLE: [start, end) is `,` then events
+    separated by commas (decode `[` + text[start+1:end] + `]`). TAIL: [start, end) is `,`, the last
+    events, `]` and the rest of the document. WHOLE: the whole file.
+    """
+
+    kind: int
+    start: int
+    end: int
+
+
+PIECE_HEAD, PIECE_MIDDLE, PIECE_TAIL, PIECE_WHOLE = range(4)
+WHOLE_FILE = Piece(PIECE_WHOLE, 0, -1)
+EventSink = Callable[[list, bool, Piece], None]
 
 
 class _Window:
@@ -129,6 +146,7 @@ class _Window:
     def __init__(self, capacity: int) -> None:
         self.buf = bytearray(capacity)
         self.start = self.end = 0
+        self.base = 0  # offset of buf[0] in the whole text
         self.searched = 0  # no event boundary lies in [start, searched): never scan that text twice
 
     def __len__(self) -> int:
@@ -140,6 +158,7 @@ class _Window:
             live = self.end - self.start
             self.buf[:live] = self.buf[self.start:self.end]
             self.searched = max(0, self.searched - self.start)
+            self.base += self.start
             self.start, self.end = 0, live
             if live + n > len(self.buf):
                 self.buf.extend(bytes(live + n - len(self.buf)))
@@ -173,7 +192,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
 
     Args:
         blocks: the uncompressed text, in order: bytes-like blocks, or a raw file object (read with readinto).
-        sink: called with (events, whether the chunk uses the 2021 "external id" spelling).
+        sink: called with (events, whether the chunk uses the 2021 "external id" spelling, its `Piece`).
         chunk_bytes: target chunk size.
 
     Returns:
@@ -199,7 +218,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
         raise NotSplittable("no event boundary found")
     rest = bytes(win.buf[win.start:win.end])
     tail = _typed(b'{"traceEvents":' + rest, _FAST)
-    sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1)
+    sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1, Piece(PIECE_TAIL, win.base + win.start, win.base + win.end))
     for name in TraceDoc.__struct_fields__:
         if name != "traceEvents" and getattr(top, name) is None:
             setattr(top, name, getattr(tail, name))
@@ -226,20 +245,53 @@ def _typed(piece, decoder):
         raise NotSplittable(str(exc)) from None
 
 
+class _FalseCut(Exception):
+    """A piece ended inside a string or a nested value: its cut was a look-alike, not a boundary."""
+
+
+def _typed_piece(piece, decoder):
+    """`_typed`, telling a look-alike cut apart from text the fast path cannot take.
+
+    A piece cut inside a string or a nested object always reads as truncated (the closing `]` we add
+    lands inside the open value); any other error is in the text itself.
+    """
+    try:
+        return decoder.decode(piece)
+    except msgspec.DecodeError as exc:
+        if "truncated" in str(exc):
+            raise _FalseCut() from None
+        raise NotSplittable(str(exc)) from None
+    except (msgspec.ValidationError, UnicodeDecodeError) as exc:
+        raise NotSplittable(str(exc)) from None
+
+
+MAX_FALSE_CUTS = 16  # look-alike cuts tried per piece before the file is decoded whole
+
+
 def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
     """Decode everything up to the end of the first event; None until that much has arrived."""
     buf = win.buf
     at = buf.find(b'"traceEvents"', win.start, win.end)
     key = _EVENTS_KEY.match(buf, at, win.end) if at >= 0 else None
-    cut = _CUT.search(buf, key.end(), win.end) if key else None
-    if cut is None:
-        return None
-    comma = cut.start(1)
-    head = _typed(bytes(buf[win.start:comma]) + b"]}", _FAST)
-    sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, comma) != -1)
-    head.traceEvents = []
-    win.consume_to(comma)
-    return head
+    cuts = _CUT.finditer(buf, key.end(), win.end) if key else iter(())
+    for cut, _ in zip(cuts, range(MAX_FALSE_CUTS)):
+        comma = cut.start(1)
+        try:
+            head = _typed_piece(bytes(buf[win.start:comma]) + b"]}", _FAST)
+        except _FalseCut:
+            continue
+        sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_HEAD, win.base + win.start, win.base + comma))
+        head.traceEvents = []
+        win.consume_to(comma)
+        return head
+    if key is not None and cut_count(buf, key.end(), win.end) >= MAX_FALSE_CUTS:
+        raise NotSplittable("no event boundary among the first cuts")
+    return None
+
+
+def cut_count(buf, lo: int, hi: int, at_most: int = MAX_FALSE_CUTS) -> int:
+    """How many boundary candidates [lo, hi) holds, counting no further than `at_most`."""
+    return sum(1 for _ in zip(_CUT.finditer(buf, lo, hi), range(at_most)))
 
 
 def _last_match(matches):
@@ -250,29 +302,45 @@ def _last_match(matches):
     return last
 
 
+def _last_cut(buf, floor: int, hi: int):
+    """The last boundary candidate in buf[floor:hi], searching backwards in widening windows."""
+    window = 1 << 16  # events are rarely larger
+    while True:
+        lo = max(floor, hi - window)
+        cut = _last_match(_CUT.finditer(buf, lo, hi))
+        if cut is not None or lo <= floor:
+            return cut
+        window *= 8
+
+
 def _take_middle(win: _Window, sink: EventSink) -> bool:
     """Decode the events up to the last boundary in the window and drop them from it.
 
-    The boundary's comma ends this piece as `]`, then starts the next one as `[`.
+    The boundary's comma ends this piece as `]`, then starts the next one as `[`. A cut that turns out
+    to lie inside a string or nested value is restored and the boundary before it is tried instead.
     """
-    buf, cut, window = win.buf, None, 1 << 16  # events are rarely larger; widened when no boundary is found
-    while cut is None:
-        lo = max(win.start + 1, win.searched, win.end - window)
-        cut = _last_match(_CUT.finditer(buf, lo, win.end))
-        if cut is not None or lo <= max(win.start + 1, win.searched):
-            break
-        window *= 8
+    buf = win.buf
+    cut = _last_cut(buf, max(win.start + 1, win.searched), win.end)
     if cut is None:
         win.searched = max(win.start, win.end - 64)  # a boundary may straddle the end: rescan its tail only
         return False
-    comma = cut.start(1)
-    buf[comma] = ord("]")
-    with memoryview(buf) as view:
-        events = _typed(view[win.start:comma + 1], _EVENTS)
-    sink(events, buf.find(_LEGACY_KEY, win.start, comma) != -1)
-    del events
-    win.consume_to(comma)
-    return True
+    for _ in range(MAX_FALSE_CUTS):
+        comma = cut.start(1)
+        buf[comma] = ord("]")
+        try:
+            with memoryview(buf) as view:
+                events = _typed_piece(view[win.start:comma + 1], _EVENTS)
+        except _FalseCut:
+            buf[comma] = ord(",")
+            cut = _last_cut(buf, win.start + 1, cut.start())
+            if cut is None:
+                break
+            continue
+        sink(events, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma))
+        del events
+        win.consume_to(comma)
+        return True
+    raise NotSplittable("no event boundary among the last cuts of a chunk")
 
 
 def decode_trace(raw) -> Decoded:
@@ -298,12 +366,12 @@ def decode_trace(raw) -> Decoded:
         try:
             obj = msgspec.json.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):  # e.g. 1e999999: out of range for msgspec, inf for json
-            return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
+            return _decode_lenient(*forgiving_json(bytes(raw), exc), legacy)
         return _decode_lenient(obj, [], legacy)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if "truncated" in str(exc) and not bytes(raw[-64:]).rstrip().endswith(b"}"):  # not a `"\ud800"` at the end
             raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
-        return _decode_lenient(*_python_json(bytes(raw), exc), legacy)
+        return _decode_lenient(*forgiving_json(bytes(raw), exc), legacy)
 
 
 def needs_exact_times(raw, start: int, end: int) -> bool:
@@ -344,7 +412,7 @@ def _exact_doc(doc: _ExactDoc) -> TraceDoc:
     return TraceDoc(traceEvents=events, **top)
 
 
-def _python_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
+def forgiving_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
     """Second chance for text msgspec rejects: NaN/Infinity, control characters, bad UTF-8, bare N/A."""
     warnings: list[str] = []
     try:
@@ -378,17 +446,19 @@ def _decode_lenient(obj: Any, warnings: list[str], legacy: bool) -> Decoded:
     if not isinstance(raw_events, list):
         raise DecodeError("no 'traceEvents' list: not a Chrome/Kineto trace")
     skipped: dict[str, int] = {}
-    events = []
-    for raw_event in raw_events:
+    events, source_index = [], []
+    for i, raw_event in enumerate(raw_events):
         event = _convert_event(raw_event, skipped)
         if event is not None:
             events.append(event)
+            source_index.append(i)
     top = {k: v for k, v in obj.items() if k != "traceEvents" and k in TraceDoc.__struct_fields__}
     base = top.get("baseTimeNanoseconds")
     if base is not None and not (isinstance(base, int) and not isinstance(base, bool)):
         warnings.append(f"ignored baseTimeNanoseconds={base!r} (not an integer)")
         top.pop("baseTimeNanoseconds")
-    return Decoded(TraceDoc(traceEvents=events, **top), legacy, skipped, warnings)
+    kept_all = len(events) == len(raw_events)
+    return Decoded(TraceDoc(traceEvents=events, **top), legacy, skipped, warnings, None if kept_all else source_index)
 
 
 def _convert_event(raw_event: Any, skipped: dict[str, int]) -> Optional[Event]:

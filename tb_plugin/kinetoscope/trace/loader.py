@@ -47,6 +47,7 @@ class TraceError(Exception):
 
 
 CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
+MIN_CHUNK_BYTES = 1 << 16  # small files still get chunks this large (the decode window is 2-3 chunks)
 
 
 def _build(blocks, path: str, source_bytes, size_hint: Optional[int] = None) -> TraceModel:
@@ -56,7 +57,7 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int] = None) -> 
     small files: zero-filling a window sized for 16 MB chunks would cost a small file 20 ms.
     """
     builder = ColumnBuilder()
-    chunk = CHUNK_BYTES if size_hint is None else max(1 << 16, min(CHUNK_BYTES, size_hint))
+    chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
     top = decode_chunks(blocks, builder.add, chunk)
     return builder.finish(top, {}, [], source_bytes())
 
@@ -70,7 +71,7 @@ def _build_whole(raw, path: str) -> TraceModel:
     except (RecursionError, MemoryError) as exc:
         raise TraceError(path, f"cannot decode: {type(exc).__name__}") from None
     builder = ColumnBuilder()
-    builder.add(decoded.doc.traceEvents, decoded.legacy_external_id)
+    builder.add(decoded.doc.traceEvents, decoded.legacy_external_id, source_index=decoded.source_index)
     decoded.doc.traceEvents = []
     return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, len(raw))
 

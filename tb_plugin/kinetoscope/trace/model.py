@@ -6,6 +6,8 @@ Tables (each column an array; units in the names):
 - lanes: one row per CPU thread (pid, tid), GPU stream (device, stream) or marker row.
 - memory: `[memory]` events (instant or `X` with a bogus dur), sorted by ts.
 - flows: `s`/`f` flow events, kept for rendering; linking uses `correlation`.
+- pieces: the byte ranges the decoder read its events from; with `source_row` they let one event be
+  re-read (its full `args`) without keeping every event's args in memory.
 Launch calls are linked to their GPU activities once: `launch_idx[i]` is the row of the runtime or
 driver call that launched GPU activity `i` (-1 when none); one launch may own many activities
 (CUDA graphs). Strings are interned: `names[name_id[i]]`.
@@ -20,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 4  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 5  # bump when the model's layout or its decoding semantics change (invalidates caches)
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class TraceModel:
     correlation: np.ndarray  # int64, -1 when absent
     external_id: np.ndarray  # int64, -1 when absent
     launch_idx: np.ndarray  # int64 row of the launch call of a GPU activity, -1 when none
+    source_row: np.ndarray  # int64 index of the event in the file's `traceEvents` (trace.source re-reads it)
     lane_ptr: np.ndarray  # int64 CSR offsets, len(lanes) + 1
     # lanes
     lane_kind: np.ndarray  # int8, LaneKind
@@ -59,6 +62,11 @@ class TraceModel:
     flow_phase: np.ndarray  # int8: 0 start (s), 1 finish (f)
     flow_ts_ns: np.ndarray  # int64
     flow_lane: np.ndarray  # int32
+    # where the decoded pieces of text lie in the file (decode.Piece), for re-reading one event's args
+    piece_kind: np.ndarray  # int8: decode.PIECE_HEAD / MIDDLE / TAIL / WHOLE
+    piece_start: np.ndarray  # int64 byte offset in the uncompressed text
+    piece_end: np.ndarray  # int64 byte offset (exclusive); -1 for WHOLE
+    piece_first: np.ndarray  # int64 `source_row` of the piece's first event
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
@@ -120,6 +128,9 @@ def freeze_arrays(obj) -> None:
         value = getattr(obj, f.name)
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
+
+
+PIECE_FIELDS = ("piece_kind", "piece_start", "piece_end", "piece_first")  # how the text was cut, not what it holds
 
 
 def array_fields() -> list[str]:

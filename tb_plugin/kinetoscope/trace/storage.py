@@ -112,6 +112,44 @@ def read_bytes(path: str, limit: Optional[int] = None) -> bytes:
         return _read(handle, -1)
 
 
+def read_range(path: str, start: int, end: int) -> bytes:
+    """Bytes [start, end) of the file's uncompressed content (end -1: to the end).
+
+    Plain files seek; gzip has no index, so its stream is inflated from the start and the bytes
+    before `start` are dropped as they come.
+
+    Raises:
+        StorageError: unreadable, or a truncated/corrupt gzip stream.
+    """
+    if start < 0 or (end != -1 and end < start):
+        raise StorageError(f"bad byte range [{start}, {end})")
+    with _open(path) as handle:
+        if not _is_gzip(handle):
+            try:
+                handle.seek(start)
+            except (OSError, ValueError) as exc:
+                raise StorageError(f"cannot read: {exc}") from None
+            if end == -1:
+                return _read(handle, -1)
+            parts, want = [], end - start
+            while want > 0:  # a raw handle may return short reads
+                part = _read(handle, want)
+                if not part:
+                    break
+                parts.append(part)
+                want -= len(part)
+            return b"".join(parts)
+        parts, pos = [], 0
+        for block in _gunzip_blocks(handle, b"", 16 << 20):
+            lo, hi = max(start - pos, 0), len(block) if end == -1 else min(end - pos, len(block))
+            if lo < hi:
+                parts.append(block[lo:hi])
+            pos += len(block)
+            if end != -1 and pos >= end:
+                break
+        return b"".join(parts)
+
+
 def open_plain(path: str):
     """A raw (unbuffered) handle on a local file that is not gzip, else None: the decoder reads it directly."""
     if "://" in path or "::" in path:
