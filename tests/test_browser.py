@@ -183,6 +183,7 @@ def test_select_kernel_export_and_shared_link_restores_the_view(traces_tb):
     assert r["errors"] == [] and r["httpErrors"] == []
     assert r["clicked"]
     assert r["offset"] and r["offset"].startswith("Launch offset")
+    assert {"correlation", "grid", "block"} <= set(r["args"])  # the kernel's args, re-read from the gzip file
     assert r["state"]["sel"] is not None and r["state"]["t"] == [100000, 100400]
     exported = r["exported"]
     assert exported["traceName"].startswith("kinetoscope-resnet50_num_workers_0") and exported["completeEvents"] > 10

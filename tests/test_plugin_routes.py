@@ -178,6 +178,16 @@ def test_route_contents(apps, ids):
     assert export.headers["Content-Disposition"] == 'attachment; filename="kinetoscope-gpu-1.json"'
 
 
+@pytest.mark.parametrize("which", ["gpu", "gz"])
+def test_event_carries_its_full_args_from_the_file(apps, ids, which):
+    rows = [body(get(apps, "event", f"?span={ids[which]}&row={row}&args=1")) for row in range(11)]
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["k1"]["args"] == {"device": 0, "stream": 7, "correlation": 1} and by_name["k1"]["args_error"] is None
+    assert by_name["ProfilerStep#1"]["args"] == {}
+    assert all(r["args_error"] is None for r in rows)
+    assert "args" not in body(get(apps, "event", f"?span={ids[which]}&row=0"))  # hover boxes do not pay for them
+
+
 @pytest.mark.parametrize("route", DATA_ROUTES)
 def test_empty_trace_answers_every_route(apps, ids, route):
     expected = 404 if route in ("gaps", "event") else 200  # no device 0, no row 0
@@ -209,7 +219,7 @@ BAD = [
     ("lanes", "?span={gpu}&width_px=1.5"), ("lanes", "?span={gpu}&start_us=abc"),
     ("lanes", "?span={gpu}&start_us=10&end_us=-10"), ("lanes", "?span={gpu}&start_us=1e300"),
     ("lanes", "?span={gpu}&end_us=-1e16"), ("memory", "?span={gpu}&end_us=1e20"),
-    ("event", "?span={gpu}"), ("event", "?span={gpu}&row=x"), ("event", "?span={gpu}&row=-1"),
+    ("event", "?span={gpu}"), ("event", "?span={gpu}&row=x"), ("event", "?span={gpu}&row=-1"), ("event", "?span={gpu}&row=0&args=yes"),
     ("export", "?span={gpu}&start_us=2&end_us=1"), ("export", "?span={gpu}&end_us=-inf"),
 ]
 

@@ -1,11 +1,12 @@
 // @ts-check
 /**
  * The selection panel: the selected event's details from the `event` route, its launch offset split
- * into the launch call, queueing behind earlier work and launch latency, and links to the launch
- * call or the activities it owns.
+ * into the launch call, queueing behind earlier work and launch latency, links to the launch
+ * call or the activities it owns, and the event's full `args` as the trace file holds them.
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
+import { argRows } from '../model/args.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { el, errorText, message } from './dom.js';
 
@@ -59,7 +60,7 @@ export class DetailsPanel {
       return;
     }
     try {
-      const result = await this.channel.run((signal) => getWhenReady(this.api, 'event', { span: span.id, row: sel.row }, signal));
+      const result = await this.channel.run((signal) => getWhenReady(this.api, 'event', { span: span.id, row: sel.row, args: 1 }, signal));
       if (result.stale) return;
       this.last = { span: span.id, ev: result.value };
       this.render(result.value);
@@ -76,7 +77,17 @@ export class DetailsPanel {
       el('dl', {}, rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]))];
     if (ev.launch) parts.push(this.launchBlock(ev));
     if (Array.isArray(ev.activities) && ev.activities.length) parts.push(this.activitiesBlock(ev));
+    parts.push(this.argsBlock(ev));
     this.root.replaceChildren(...parts);
+  }
+
+  /** @param {any} ev the answer of `event?args=1` */
+  argsBlock(ev) {
+    if (ev.args_error) return el('div', { class: 'ks-hint' }, `args: ${ev.args_error}`);
+    const rows = argRows(ev.args);
+    if (!rows.length) return el('div', { class: 'ks-hint' }, 'No args in the trace file for this event.');
+    return el('details', { class: 'ks-args', open: true }, el('summary', {}, `args (${rows.length})`),
+      el('dl', {}, rows.flatMap((r) => [el('dt', {}, r.key), el('dd', { class: r.multiline ? 'ks-args-multi' : undefined }, r.text)])));
   }
 
   /** @param {any} ev a GPU activity with its launch */

@@ -20,6 +20,8 @@ from .errors import BadRequest, NotFound
 from .service import Loaded, TraceService
 from .trace.discovery import TraceFile
 from .trace.model import TraceModel
+from .trace.source import args_or_reason
+from .trace.storage import FileIdentity
 from .views.export import chrome_trace, event_view, window_rows
 from .views.lane_index import LaneIndex, build_lane_index
 from .views.lanes import lanes_view, window_ns
@@ -153,12 +155,17 @@ def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = N
     return lanes_view(model, prepared.index, t0, t1, width_px, prepared.analysis.idle, prepared.analysis.steps)
 
 
-def event_impl(service: TraceService, sid: str, row: int) -> dict[str, Any]:
-    """Details of one event row."""
+def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = False) -> dict[str, Any]:
+    """Details of one event row; `with_args` adds its full `args` re-read from the file (`args_error`
+    says why not). Hover boxes skip them: re-reading a gzip file can take a few hundred ms."""
     loaded = _load(service, sid)
     if not 0 <= row < loaded.model.n_events:
         raise NotFound(f"span {sid} has no event row {row!r}")
-    return event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row)
+    out = event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row)
+    if with_args:
+        file = loaded.file
+        out["args"], out["args_error"] = args_or_reason(FileIdentity(file.path, file.size, file.mtime), loaded.model, row)
+    return out
 
 
 def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None,

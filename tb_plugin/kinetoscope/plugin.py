@@ -287,7 +287,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def event_route(self, request):
         args = request.args
-        return api.event_impl(self.service(), span_arg(args), int_arg(args, "row", None, 0, 1 << 62, required=True))
+        return api.event_impl(self.service(), span_arg(args), int_arg(args, "row", None, 0, 1 << 62, required=True),
+                              with_args=flag_arg(args, "args"))
 
     @_route
     def export_route(self, request):

@@ -173,6 +173,8 @@ async function selectAndShare(browser, run, t0, t1) {
   await frame.waitForSelector('.ks-offset', { timeout: 5000 }).catch(() => null);
   const name = await frame.textContent('.ks-details-name');
   const offset = await frame.$eval('.ks-offset', (e) => e.textContent).catch(() => null);
+  await frame.waitForSelector('.ks-args dt', { timeout: 15000 }).catch(() => null);
+  const args = await frame.$$eval('.ks-args dt', (dts) => dts.map((d) => d.textContent)).catch(() => []);
   await page.waitForTimeout(500);
   const state = urlState(page);
   await page.screenshot({ path: shot('selection') });
@@ -184,7 +186,7 @@ async function selectAndShare(browser, run, t0, t1) {
   await waitReady(frame2);
   await frame2.waitForSelector('.ks-details-name', { timeout: 15000 });
   await second.waitForTimeout(500);
-  return { errors, httpErrors, clicked: true, name, offset, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
+  return { errors, httpErrors, clicked: true, name, offset, args, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
 }
 
 /** Clicks both export buttons and reads what they download. */
