@@ -141,3 +141,17 @@ def test_real_traces_args_match_a_plain_json_read():
             assert event_args(str(path), model, row) == want, (path.name, row)
             checked += 1
     assert checked > 30
+
+
+def test_neighbouring_events_reuse_the_piece_read(tmp_path, monkeypatch):
+    from kinetoscope.trace import source
+    text = json.dumps(trace_doc(_events(50)), indent=1)
+    path = write_trace(tmp_path / "t.pt.trace.json.gz", text, gz=True)
+    model = loader.load_trace(str(path), cache_dir=None)
+    reads = []
+    monkeypatch.setattr(source, "read_range", lambda *a: reads.append(a) or read_range(*a))
+    source._cached_piece.cache_clear()
+    ident = identity(str(path))
+    for row in range(model.n_events):
+        assert source.event_args(ident, model, row) == _expected(text, model, row)
+    assert len(reads) == model.piece_kind.size  # one read per piece, not per event

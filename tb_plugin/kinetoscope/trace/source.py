@@ -9,7 +9,8 @@ one chunk (16 MB) for plain files; gzip has no index, so it inflates the stream 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from functools import lru_cache
+from typing import Any, Optional, Union
 
 import msgspec
 import numpy as np
@@ -21,6 +22,7 @@ from .storage import FileIdentity, StorageError, identity, read_range
 MAX_STRING_CHARS = 2000  # a call stack or a concrete-inputs list longer than this is cut (the UI shows a line)
 MAX_ITEMS = 200  # keys of one object, or items of one list, kept
 MAX_DEPTH = 6
+MAX_CACHED_PIECE = 32 << 20  # the last two pieces read stay in memory when no larger than this
 
 
 class SourceError(Exception):
@@ -35,11 +37,12 @@ _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _RAW_DOC = msgspec.json.Decoder(_RawDoc)
 
 
-def event_args(path: str, model: TraceModel, row: int) -> dict[str, Any]:
+def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) -> dict[str, Any]:
     """The `args` object of event `row` as the file holds it, bounded (see `bounded`).
 
     Args:
-        path: the trace file the model was decoded from (the caller checks it is unchanged).
+        source: the trace file the model was decoded from (the caller checks it is unchanged); given
+            as a `FileIdentity`, the last pieces read are kept, so neighbouring events cost no re-read.
         model: its model.
         row: an event row of the model.
 
@@ -52,7 +55,10 @@ def event_args(path: str, model: TraceModel, row: int) -> dict[str, Any]:
         raise SourceError("the model records no source for this event")
     kind, start, end = int(model.piece_kind[piece]), int(model.piece_start[piece]), int(model.piece_end[piece])
     try:
-        text = read_range(path, start, end)
+        if isinstance(source, FileIdentity) and end != -1 and end - start <= MAX_CACHED_PIECE:
+            text = _cached_piece(source, start, end)
+        else:
+            text = read_range(source.path if isinstance(source, FileIdentity) else source, start, end)
     except StorageError as exc:
         raise SourceError(str(exc)) from None
     event = _nth_event(text, kind, ordinal - int(model.piece_first[piece]))
@@ -60,6 +66,11 @@ def event_args(path: str, model: TraceModel, row: int) -> dict[str, Any]:
         raise SourceError(f"event {ordinal} of the file is not an object")
     args = event.get("args")
     return bounded(args) if isinstance(args, dict) else {}
+
+
+@lru_cache(maxsize=2)  # a changed file has another identity, so never a stale piece
+def _cached_piece(source: FileIdentity, start: int, end: int) -> bytes:
+    return read_range(source.path, start, end)
 
 
 def _nth_event(text: bytes, kind: int, index: int) -> Any:
@@ -126,6 +137,6 @@ def args_or_reason(loaded_from: FileIdentity, model: TraceModel, row: int) -> tu
     try:
         if identity(loaded_from.path) != loaded_from:
             return None, "the file changed since it was loaded; its args will show once it is reloaded"
-        return event_args(loaded_from.path, model, row), None
+        return event_args(loaded_from, model, row), None
     except (SourceError, StorageError) as exc:
         return None, str(exc)
