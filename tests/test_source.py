@@ -150,7 +150,7 @@ def test_neighbouring_events_reuse_the_piece_read(tmp_path, monkeypatch):
     model = loader.load_trace(str(path), cache_dir=None)
     reads = []
     monkeypatch.setattr(source, "read_range", lambda *a: reads.append(a) or read_range(*a))
-    source._cached_piece.cache_clear()
+    source._cached_events.cache_clear()
     ident = identity(str(path))
     for row in range(model.n_events):
         assert source.event_args(ident, model, row) == _expected(text, model, row)

@@ -22,7 +22,7 @@ from .storage import FileIdentity, StorageError, identity, read_range
 MAX_STRING_CHARS = 2000  # a call stack or a concrete-inputs list longer than this is cut (the UI shows a line)
 MAX_ITEMS = 200  # keys of one object, or items of one list, kept
 MAX_DEPTH = 6
-MAX_CACHED_PIECE = 32 << 20  # the last two pieces read stay in memory when no larger than this
+MAX_CACHED_PIECE = 32 << 20  # the last two pieces read stay in memory (about 1.5x their size) when no larger
 
 
 class SourceError(Exception):
@@ -42,7 +42,8 @@ def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) ->
 
     Args:
         source: the trace file the model was decoded from (the caller checks it is unchanged); given
-            as a `FileIdentity`, the last pieces read are kept, so neighbouring events cost no re-read.
+            as a `FileIdentity`, the last two pieces read are kept (split into undecoded events),
+            so the events near one already shown cost no re-read.
         model: its model.
         row: an event row of the model.
 
@@ -54,41 +55,47 @@ def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) ->
     if piece < 0:
         raise SourceError("the model records no source for this event")
     kind, start, end = int(model.piece_kind[piece]), int(model.piece_start[piece]), int(model.piece_end[piece])
+    index = ordinal - int(model.piece_first[piece])
+    path = source.path if isinstance(source, FileIdentity) else source
     try:
-        if isinstance(source, FileIdentity) and end != -1 and end - start <= MAX_CACHED_PIECE:
-            text = _cached_piece(source, start, end)
+        if kind == PIECE_WHOLE:
+            event = _nth_of_whole(read_range(path, start, end), index)
         else:
-            text = read_range(source.path if isinstance(source, FileIdentity) else source, start, end)
+            if isinstance(source, FileIdentity) and end - start <= MAX_CACHED_PIECE:
+                events = _cached_events(source, kind, start, end)
+            else:
+                events = _raw_events(read_range(path, start, end), kind)
+            event = msgspec.json.decode(events[index])
     except StorageError as exc:
         raise SourceError(str(exc)) from None
-    event = _nth_event(text, kind, ordinal - int(model.piece_first[piece]))
+    except (msgspec.DecodeError, IndexError):
+        raise SourceError(_CHANGED) from None
     if not isinstance(event, dict):
         raise SourceError(f"event {ordinal} of the file is not an object")
     args = event.get("args")
     return bounded(args) if isinstance(args, dict) else {}
 
 
+_CHANGED = "the file no longer matches its decoded model (changed since it was loaded?)"
+
+
 @lru_cache(maxsize=2)  # a changed file has another identity, so never a stale piece
-def _cached_piece(source: FileIdentity, start: int, end: int) -> bytes:
-    return read_range(source.path, start, end)
+def _cached_events(source: FileIdentity, kind: int, start: int, end: int) -> list[msgspec.Raw]:
+    return _raw_events(read_range(source.path, start, end), kind)
 
 
-def _nth_event(text: bytes, kind: int, index: int) -> Any:
-    """Event `index` of a piece of text, decoded generically (only that one event is parsed in full)."""
+def _raw_events(text: bytes, kind: int) -> list[msgspec.Raw]:
+    """The events of a piece of text, each left undecoded (msgspec.Raw views of the text) but one."""
     try:
         if kind == PIECE_MIDDLE:
-            events = _RAW_LIST.decode(b"[" + text[1:] + b"]")
-        elif kind == PIECE_HEAD:
-            events = _RAW_DOC.decode(text + b"]}").traceEvents
-        elif kind == PIECE_TAIL:
-            events = _RAW_DOC.decode(b'{"traceEvents":[' + text[1:]).traceEvents
-        elif kind == PIECE_WHOLE:
-            return _nth_of_whole(text, index)
-        else:
-            raise SourceError(f"unknown piece kind {kind}")
-        return msgspec.json.decode(events[index])
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, IndexError):
-        raise SourceError("the file no longer matches its decoded model (changed since it was loaded?)") from None
+            return _RAW_LIST.decode(b"[" + text[1:] + b"]")
+        if kind == PIECE_HEAD:
+            return _RAW_DOC.decode(text + b"]}").traceEvents
+        if kind == PIECE_TAIL:
+            return _RAW_DOC.decode(b'{"traceEvents":[' + text[1:]).traceEvents
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        raise SourceError(_CHANGED) from None
+    raise SourceError(f"unknown piece kind {kind}")
 
 
 def _nth_of_whole(text: bytes, index: int) -> Any:
