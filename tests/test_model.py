@@ -179,7 +179,8 @@ def test_events_after_other_keys_and_keys_after_events(tmp_path):
     assert model.ts_ns.tolist() == [1_001_000, 1_002_000] and model.meta["base_time_ns"] == 1_000_000
 
 
-@pytest.mark.parametrize("case", ["compact-one-line", "boundary-lookalike-in-name", "pretty-nested-args"])
+@pytest.mark.parametrize("case", ["compact-one-line", "boundary-lookalike-in-name", "pretty-nested-args",
+                                  "many-lookalikes-in-one-name"])
 def test_chunk_cuts_never_change_the_result(tmp_path, monkeypatch, case):
     from kinetoscope.trace import loader
     events = [kernel(f"k{i}", i * 10, 5, corr=i) for i in range(300)] + [launch(i * 10, 2, corr=i) for i in range(300)]
@@ -188,13 +189,16 @@ def test_chunk_cuts_never_change_the_result(tmp_path, monkeypatch, case):
         events[151]["name"] = "evil}, {"
     if case == "pretty-nested-args":
         events[42]["args"]["nested"] = [{"a": 1}, {"b": 2}]
+    if case == "many-lookalikes-in-one-name":  # more look-alikes than cuts tried: that file is decoded whole
+        for i in range(0, 600, 7):
+            events[i]["name"] = "x}, {" * 40
     text = json.dumps(trace_doc(events), separators=(",", ":")) if case == "compact-one-line" else json.dumps(trace_doc(events), indent=1)
     path = write_trace(tmp_path / "c.pt.trace.json", text)
     whole = loader._build_whole(text.encode(), str(path))
     monkeypatch.setattr(loader, "CHUNK_BYTES", 2048)
     monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 2048)
     chunked = loader.load_trace(str(path), cache_dir=None)
-    assert chunked.n_events == 600 and chunked.piece_kind.size > 10
+    assert chunked.n_events == 600 and (chunked.piece_kind.size > 10 or case == "many-lookalikes-in-one-name")
     _assert_same_content(whole, chunked)
     in_file = json.loads(text)["traceEvents"]
     for row in range(chunked.n_events):  # every event's args re-read from its piece, as the file holds them
