@@ -163,8 +163,7 @@ def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = F
         raise NotFound(f"span {sid} has no event row {row!r}")
     out = event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row)
     if with_args:
-        file = loaded.file
-        out["args"], out["args_error"] = args_or_reason(FileIdentity(file.path, file.size, file.mtime), loaded.model, row)
+        out["args"], out["args_error"] = args_or_reason(FileIdentity(*loaded.file.identity), loaded.model, row)
     return out
 
 

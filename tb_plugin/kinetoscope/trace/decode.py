@@ -8,6 +8,7 @@ decodes generically and validates event by event, so one bad event costs one ski
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -238,28 +239,21 @@ def _blocks_into(win: _Window, source, chunk_bytes: int) -> Iterable[int]:
         yield len(block)
 
 
-def _typed(piece, decoder):
-    try:
-        return decoder.decode(piece)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise NotSplittable(str(exc)) from None
-
-
-class _FalseCut(Exception):
+class _FalseCut(NotSplittable):
     """A piece ended inside a string or a nested value: its cut was a look-alike, not a boundary."""
 
 
-def _typed_piece(piece, decoder):
-    """`_typed`, telling a look-alike cut apart from text the fast path cannot take.
+def _typed(piece, decoder):
+    """Decode a piece of text; any error means the fast path cannot take it (`NotSplittable`).
 
     A piece cut inside a string or a nested object always reads as truncated (the closing `]` we add
-    lands inside the open value); any other error is in the text itself.
+    lands inside the open value): that error is a `_FalseCut`, so a caller may try another cut.
     """
     try:
         return decoder.decode(piece)
     except msgspec.DecodeError as exc:
         if "truncated" in str(exc):
-            raise _FalseCut() from None
+            raise _FalseCut(str(exc)) from None
         raise NotSplittable(str(exc)) from None
     except (msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise NotSplittable(str(exc)) from None
@@ -274,24 +268,21 @@ def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
     at = buf.find(b'"traceEvents"', win.start, win.end)
     key = _EVENTS_KEY.match(buf, at, win.end) if at >= 0 else None
     cuts = _CUT.finditer(buf, key.end(), win.end) if key else iter(())
-    for cut, _ in zip(cuts, range(MAX_FALSE_CUTS)):
+    tried = 0
+    for cut in itertools.islice(cuts, MAX_FALSE_CUTS):
+        tried += 1
         comma = cut.start(1)
         try:
-            head = _typed_piece(bytes(buf[win.start:comma]) + b"]}", _FAST)
+            head = _typed(bytes(buf[win.start:comma]) + b"]}", _FAST)
         except _FalseCut:
             continue
         sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_HEAD, win.base + win.start, win.base + comma))
         head.traceEvents = []
         win.consume_to(comma)
         return head
-    if key is not None and cut_count(buf, key.end(), win.end) >= MAX_FALSE_CUTS:
+    if tried == MAX_FALSE_CUTS:
         raise NotSplittable("no event boundary among the first cuts")
-    return None
-
-
-def cut_count(buf, lo: int, hi: int, at_most: int = MAX_FALSE_CUTS) -> int:
-    """How many boundary candidates [lo, hi) holds, counting no further than `at_most`."""
-    return sum(1 for _ in zip(_CUT.finditer(buf, lo, hi), range(at_most)))
+    return None  # all cuts so far were look-alikes: wait for more text
 
 
 def _last_match(matches):
@@ -329,7 +320,7 @@ def _take_middle(win: _Window, sink: EventSink) -> bool:
         buf[comma] = ord("]")
         try:
             with memoryview(buf) as view:
-                events = _typed_piece(view[win.start:comma + 1], _EVENTS)
+                events = _typed(view[win.start:comma + 1], _EVENTS)
         except _FalseCut:
             buf[comma] = ord(",")
             cut = _last_cut(buf, win.start + 1, cut.start())
