@@ -19,6 +19,8 @@ def test_free_before_alloc_running_sum_2021_style(tmp_path):
     _, (cuda,) = _series(tmp_path, events)
     assert cuda.device == "cuda:0" and cuda.allocated_bytes.tolist() == [-100, 200, 400, 150]
     assert (cuda.peak_allocated_bytes, cuda.peak_at_ns, cuda.peak_op) == (400, 3000, "outer")
+    # byte deltas only: relative to the start of the trace, and reserved memory is not recorded (not 0)
+    assert cuda.relative is True and cuda.peak_reserved_bytes is None
 
 
 def test_totals_win_when_present_and_cpu_comes_first(tmp_path):
@@ -27,6 +29,7 @@ def test_totals_win_when_present_and_cpu_comes_first(tmp_path):
     _, (cpu, cuda) = _series(tmp_path, events)
     assert cpu.device == "cpu" and cpu.peak_allocated_bytes == 8 and cpu.peak_op == "(no op)"
     assert cuda.allocated_bytes.tolist() == [1010, 1000] and cuda.peak_reserved_bytes == 4096
+    assert cuda.relative is False and cpu.peak_reserved_bytes is None
 
 
 def test_steady_growth_over_steps_is_a_leak_suspect(tmp_path):

@@ -40,10 +40,13 @@ def test_matches_reference(entries, ref):
         stalled = bool(ref["devices"]) and theirs["dataloader_us"] > 0 and \
             theirs["dataloader_us"] >= 0.05 * theirs["dur_us"] and idle_in_wait >= 0.5 * theirs["dataloader_us"]
         assert mine["stalled"] == stalled
-    if ref["launch"]:
-        assert entry["launch"]["pairs"] == ref["launch"]["pairs"]
+    if ref["launch"]:  # the reference pairs every linked activity; graph nodes are one launch in `offset_us`
+        per_activity = entry["launch"]["per_activity"]
+        assert per_activity["pairs"] == ref["launch"]["pairs"]
         for p in ("p50", "p90", "p99"):
-            assert entry["launch"]["offset_us"][p] == pytest.approx(ref["launch"][f"{p}_us"], rel=0.005)
+            assert per_activity["offset_us"][p] == pytest.approx(ref["launch"][f"{p}_us"], rel=0.005)
+        if entry["counts"] and entry["launch"]["pairs"] == per_activity["pairs"]:  # no graph replay: the same
+            assert entry["launch"]["offset_us"] == per_activity["offset_us"]
     peaks = {m["device"]: m["peak_allocated_bytes"] for m in entry["memory"]}
     for m in ref["memory"]:
         label = "cpu" if m["device_type"] == 0 else f"cuda:{m['device_id']}"
@@ -60,11 +63,27 @@ def test_resnet_dataloader_verdicts(entries, run, stalled):
 
 
 @requires_shared
+def test_graph_replays_are_one_launch_and_never_launch_gaps(entries):
+    entry = entries("hta/trace_diff/test/test.json.gz")  # 12 cudaGraphLaunch replaying 339/502 kernels each
+    assert entry["launch"]["pairs"] < entry["launch"]["per_activity"]["pairs"]
+    assert entry["devices"][0]["gaps"]["by_cause_us"]["graph"] > 0
+    assert "graph" not in entry["verdict"]["suggestion"].lower()
+
+
+@requires_shared
+def test_every_cause_sums_to_idle_on_every_trace(entries):
+    for ref in REFERENCE:
+        for d in entries(ref["trace"])["devices"]:
+            assert sum(d["gaps"]["by_cause_us"].values()) == pytest.approx(d["idle_us"], abs=1e-6)
+
+
+@requires_shared
 def test_cpu_only_traces_get_a_cpu_only_verdict(entries):
-    for trace in ("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
-                  "torch213_cpu/nw0/vm_13690.1795262577621679077.pt.trace.json"):
-        entry = entries(trace)
-        assert entry["verdict"]["bound"] == "cpu-only" and entry["devices"] == [] and entry["launch"]["pairs"] == 0
+    entry = entries("torch213_cpu/nw0/vm_13690.1795262577621679077.pt.trace.json")
+    assert entry["verdict"]["bound"] == "cpu-only" and entry["devices"] == [] and entry["launch"]["pairs"] == 0
+    assert "aten::mkldnn_convolution" in entry["verdict"]["evidence"]  # the CPU hot spots are named
+    fragment = entries("hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")  # 16 events of a sampled rank
+    assert fragment["verdict"]["bound"] == "not enough data" and fragment["devices"] == []
 
 
 @requires_shared
@@ -72,4 +91,7 @@ def test_report_is_plain_json(entries):
     entry = entries("resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")
     assert json.loads(json.dumps(entry, allow_nan=False)) == entry
     assert entry["devices"][0]["gaps"]["top_culprits"][0]["idle_us"] > 0
-    assert set(entry["launch"]) == {"pairs", "short_kernels", "offset_us", "queued_us", "latency_us"}
+    assert set(entry["launch"]) == {"pairs", "short_kernels", "offset_us", "queued_us", "latency_us", "per_activity"}
+    assert set(entry["verdict"]) >= {"bound", "confidence", "runner_up", "runner_up_share", "share", "evidence",
+                                     "suggestion", "shares", "reasons"}
+    assert sum(entry["verdict"]["shares"].values()) == pytest.approx(1.0)

@@ -35,7 +35,7 @@ def series(n: int = 10_000, device: str = "cuda:0") -> Series:
     alloc[1234 % n] = 10**9  # a one-sample spike
     reserved = np.maximum.accumulate(alloc) + 5
     return Series(device, np.arange(n, dtype=np.int64) * 1000, alloc, reserved, 10**9, int(reserved[-1]),
-                  1234 * 1000, "aten::empty", np.array([1, -1]), False)
+                  1234 * 1000, "aten::empty", np.array([1, -1]), False, False)
 
 
 @pytest.mark.parametrize("max_points", [16, 100, 2000])

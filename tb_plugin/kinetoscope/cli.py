@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from typing import Optional
 
 from . import __version__
-from .analysis.report import analyze, report_entry
-from .formats import RENDERERS
+from .analysis.report import analyze, report_entry, with_run_verdicts
+from .formats import RENDERERS, render_run
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
 from .trace.loader import TraceError, load_trace
@@ -81,12 +81,18 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             print(f"kinetoscope: no trace files under {path}", file=sys.stderr)
         traces.extend(found)
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
-    entries = [entry_for(t, cache_dir) for t in traces]
+    runs, entries = with_run_verdicts([entry_for(t, cache_dir) for t in traces])
     if args.format == "json":
-        json.dump({"traces": entries}, sys.stdout, indent=1, allow_nan=False)
+        json.dump({"runs": runs, "traces": entries}, sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
+        headed = set()
+        by_run = {r["run"]: r for r in runs}
         for entry in entries:
+            run = by_run.get(entry.get("run"))
+            if run is not None and run["run"] not in headed and run["spans"] > 1:
+                headed.add(run["run"])
+                sys.stdout.write(render_run(run, markdown=args.format == "markdown") + "\n")
             sys.stdout.write(RENDERERS[args.format](entry) + "\n")
     failed = [e for e in entries if e["error"]]
     for entry in failed:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-CAUSES = ("dataloader", "sync", "host", "launch", "unlinked")
+CAUSES = ("dataloader", "comm", "sync", "host", "launch", "graph", "unlinked")
 
 
 def human_us(us: float) -> str:
@@ -43,12 +43,28 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
                  + (f"; skipped: {entry['skipped']}" if entry.get("skipped") else ""))
     if "verdict" not in entry:
         return "\n".join(lines + [""])
-    verdict = entry["verdict"]
-    lines += ["", f"**Verdict: {verdict['bound']}**" if markdown else f"Verdict: {verdict['bound']}",
-              f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
+    lines += [""] + verdict_lines(entry["verdict"], markdown)
     for section in (_devices, _steps, _launch, _memory):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
+
+
+def verdict_lines(verdict: dict, markdown: bool, label: str = "Verdict") -> list[str]:
+    """The verdict, its confidence and runner-up, evidence and suggestion (and why, for not enough data)."""
+    share = f", {100 * verdict['share']:.0f}% of the judged time" if verdict.get("share") is not None else ""
+    head = f"{label}: {verdict['bound']} ({verdict['confidence']} confidence{share})"
+    lines = [f"**{head}**" if markdown else head]
+    if verdict.get("runner_up"):
+        runner = verdict["runner_up_share"]
+        lines.append(f"  Runner-up: {verdict['runner_up']}" + (f" ({100 * runner:.0f}%)" if runner is not None else ""))
+    return lines + [f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
+
+
+def render_run(run: dict, markdown: bool = False) -> str:
+    """The run-level verdict, shown above the run's spans."""
+    title = f"run {run['run']} ({run['spans']} spans)"
+    return "\n".join([f"# {title}" if markdown else f"#### {title} ####"]
+                      + verdict_lines(run["verdict"], markdown, label="Run verdict") + [""])
 
 
 def _devices(entry: dict, markdown: bool) -> list[str]:
@@ -58,21 +74,35 @@ def _devices(entry: dict, markdown: bool) -> list[str]:
         lines += ["", f"GPU {d['device']}: idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} "
                       f"({d['gaps']['count']} gaps)", "Idle time by cause:"]
         lines += _table(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
-                                                     for c in CAUSES if by[c] > 0], markdown)
-        if d["gaps"]["top_culprits"]:
-            lines += ["Top culprits (host gaps):"]
-            lines += _table(["cpu op", "idle caused"], [[c["name"], human_us(c["idle_us"])]
-                                                        for c in d["gaps"]["top_culprits"]], markdown)
+                                                     for c in CAUSES if by.get(c, 0) > 0], markdown)
+        for key, what in (("top_culprits", "host gaps"), ("top_sync_culprits", "sync gaps"), ("top_comm_culprits", "comm gaps")):
+            if d["gaps"].get(key):
+                lines += [f"Top culprits ({what}):"]
+                lines += _table(["cpu op", "in annotation", "idle caused"],
+                                [[c["name"], c["annotation"] or "", human_us(c["idle_us"])] for c in d["gaps"][key]], markdown)
+        lines += _comm(d["comm"], markdown)
     return lines
+
+
+def _comm(comm: dict, markdown: bool) -> list[str]:
+    if not comm["kernels"]:
+        return []
+    overlap = f"{comm['overlap_pct']:.1f}%" if comm["overlap_pct"] is not None else "-"
+    return ["Communication:"] + _table(
+        ["kernels", "comm", "exposed comm", "compute", "overlap"],
+        [[str(comm["kernels"]), human_us(comm["comm_us"]), human_us(comm["exposed_comm_us"]), human_us(comm["compute_us"]),
+          overlap]], markdown)
 
 
 def _steps(entry: dict, markdown: bool) -> list[str]:
     if not entry["steps"]:
         return []
     rows = [[s["name"], human_us(s["dur_us"]), human_us(s["gpu_busy_us"]), human_us(s["gpu_idle_us"]),
+             human_us(s["compute_us"]), human_us(s["comm_us"]), human_us(s["memcpy_us"]),
              human_us(s["dataloader_us"]), f"{100 * s['dataloader_share']:.1f}%", "STALLED" if s["stalled"] else ""]
             for s in entry["steps"]]
-    return ["", "Steps:"] + _table(["step", "duration", "gpu busy", "gpu idle", "dataloader", "dl share", ""], rows, markdown)
+    return ["", "Steps:"] + _table(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
+                                    "dl share", ""], rows, markdown)
 
 
 def _launch(entry: dict, markdown: bool) -> list[str]:
@@ -81,14 +111,16 @@ def _launch(entry: dict, markdown: bool) -> list[str]:
         return []
     rows = [[name, *(human_us(launch[key][p]) for p in ("p50", "p90", "p99", "max"))]
             for name, key in (("offset", "offset_us"), ("queued", "queued_us"), ("latency", "latency_us"))]
-    return (["", f"Launches: {launch['pairs']} linked GPU activities, {launch['short_kernels']} kernels shorter than their launch call"]
+    return (["", f"Launches: {launch['pairs']} launches with device work (a graph replay counts once), "
+                 f"{launch['short_kernels']} kernels shorter than their launch call"]
             + _table(["", "p50", "p90", "p99", "max"], rows, markdown))
 
 
 def _memory(entry: dict, markdown: bool) -> list[str]:
     if not entry["memory"]:
         return []
-    rows = [[m["device"], human_bytes(m["peak_allocated_bytes"]), human_bytes(m["peak_reserved_bytes"]),
+    rows = [[m["device"], human_bytes(m["peak_allocated_bytes"]) + (" (relative to the trace start)" if m.get("relative") else ""),
+             "not recorded" if m["peak_reserved_bytes"] is None else human_bytes(m["peak_reserved_bytes"]),
              human_us(m["peak_at_us"]), m["peak_op"], "possible leak" if m["leak_suspect"] else ""] for m in entry["memory"]]
     return ["", "Memory peaks:"] + _table(["device", "allocated", "reserved", "at", "op", ""], rows, markdown)
 

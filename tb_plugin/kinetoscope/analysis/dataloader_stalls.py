@@ -16,11 +16,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.kinds import NCCL_PREFIXES, Kind
+from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 from . import intervals
 from .gpu_idle import DeviceIdle
-from .selectors import activity_rows_by_device, dataloader_union, step_rows
+from .selectors import activity_rows_by_device, comm_mask, dataloader_union, step_rows
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Steps:
     gpu_idle_ns: np.ndarray
     compute_ns: np.ndarray  # union of non-communication kernels inside the step
     comm_ns: np.ndarray  # union of NCCL/RCCL kernels
+    exposed_comm_ns: np.ndarray  # the part of comm_ns no compute kernel covers
     memcpy_ns: np.ndarray
     memset_ns: np.ndarray
     stalled: np.ndarray  # bool
@@ -60,11 +61,9 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
     steps = step_rows(model)
     start, end = model.ts_ns[steps], model.end_ns[steps]
     dl_s, dl_e = dataloader_union(model)
-    dl_in_step = _clipped(dl_s, dl_e, start, end)
-    wait = np.array([intervals.total(s, e) for s, e in dl_in_step], np.int64).reshape(-1)
+    wait = intervals.covered(dl_s, dl_e, start, end)
     busy_u = (busiest.busy_starts_ns, busiest.busy_ends_ns) if busiest else (intervals.EMPTY, intervals.EMPTY)
-    wait_idle = np.array([int((e - s).sum() - intervals.covered(*busy_u, s, e).sum()) for s, e in dl_in_step],
-                         np.int64).reshape(-1)
+    wait_idle = intervals.covered(*intervals.subtract(dl_s, dl_e, *busy_u), start, end)
     busy = intervals.covered(*busy_u, start, end)
     if busiest is None:  # no GPU: nothing to be idle
         wait_idle = np.zeros_like(wait)
@@ -74,17 +73,9 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
         name_id=model.name_id[steps], start_ns=start, end_ns=end, dataloader_ns=wait, dataloader_gpu_idle_ns=wait_idle,
         gpu_busy_ns=busy, gpu_idle_ns=((end - start) - busy) * (busiest is not None),
         compute_ns=intervals.covered(*kinds["compute"], start, end), comm_ns=intervals.covered(*kinds["comm"], start, end),
+        exposed_comm_ns=intervals.covered(*intervals.subtract(*kinds["comm"], *kinds["compute"]), start, end),
         memcpy_ns=intervals.covered(*kinds["memcpy"], start, end), memset_ns=intervals.covered(*kinds["memset"], start, end),
         stalled=np.asarray(stalled, bool), dl_start_ns=dl_s, dl_end_ns=dl_e)
-
-
-def _clipped(u_s: np.ndarray, u_e: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per step, the union intervals clipped to it (steps are few: a loop over steps, not events)."""
-    out = []
-    for s, e in zip(start.tolist(), end.tolist()):
-        lo, hi = np.searchsorted(u_e, s, "right"), np.searchsorted(u_s, e, "left")
-        out.append((np.maximum(u_s[lo:hi], s), np.minimum(u_e[lo:hi], e)))
-    return out
 
 
 def _kind_unions(model: TraceModel, busiest: Optional[DeviceIdle]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -93,8 +84,7 @@ def _kind_unions(model: TraceModel, busiest: Optional[DeviceIdle]) -> dict[str, 
     if busiest is None:
         return {k: empty for k in ("compute", "comm", "memcpy", "memset")}
     rows = activity_rows_by_device(model)[busiest.device]
-    nccl = model.name_ids_where(lambda n: n.startswith(NCCL_PREFIXES))
-    kind, is_comm = model.kind[rows], np.isin(model.name_id[rows], nccl)
+    kind, is_comm = model.kind[rows], comm_mask(model, rows)
     masks = {"compute": (kind == Kind.KERNEL) & ~is_comm, "comm": (kind == Kind.KERNEL) & is_comm,
              "memcpy": kind == Kind.MEMCPY, "memset": kind == Kind.MEMSET}
     return {k: intervals.union(model.ts_ns[rows[m]], model.end_ns[rows[m]]) for k, m in masks.items()}

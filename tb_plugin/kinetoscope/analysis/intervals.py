@@ -68,3 +68,26 @@ def enclosing_top(starts: np.ndarray, ends: np.ndarray, depth: np.ndarray, t: np
     cand = top[np.maximum(k, 0)]
     hit = (k >= 0) & (ends[cand] > t)
     return np.where(hit, cand, -1)
+
+
+def subtract(a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union A minus the union B, as a union (both inputs sorted and disjoint).
+
+        A:  [--------)     [----)
+        B:     [--)  [--------)
+        out:[--)  [-)         [-)
+    """
+    if a_starts.size == 0 or b_starts.size == 0:
+        return a_starts, a_ends
+    cuts = np.unique(np.concatenate((a_starts, a_ends, b_starts, b_ends)))
+    lo, hi = cuts[:-1], cuts[1:]
+    in_a = _inside(a_starts, a_ends, lo)
+    in_b = _inside(b_starts, b_ends, lo)
+    keep = in_a & ~in_b
+    return union(lo[keep], hi[keep])
+
+
+def _inside(u_starts: np.ndarray, u_ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether each t lies in the union (start <= t < end)."""
+    k = np.searchsorted(u_starts, t, side="right") - 1
+    return (k >= 0) & (u_ends[np.maximum(k, 0)] > t)

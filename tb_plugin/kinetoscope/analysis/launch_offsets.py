@@ -7,6 +7,10 @@
                                             latency = k.start - max(L.end, prev_end)
 
 Latency keeps its sign: a kernel may start before its launch call returns (CUPTI timestamps).
+
+A launch is one unit of work sent to the device: a CUDA graph launch replays every node of the graph
+under one launch call, and only its first node says when the launch reached the device (the others
+start when the graph's dependencies allow). Offsets are measured per launch, at its first activity.
 """
 from __future__ import annotations
 
@@ -16,14 +20,14 @@ import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, Kind
 from ..trace.model import TraceModel
-from .selectors import enclosing_of_kind, parent_rows
+from .selectors import enclosing_of_kind, first_of_launch, parent_rows
 
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0))
 
 
 @dataclass(frozen=True)
 class LaunchOffsets:
-    """One row per GPU activity linked to a launch call (parallel arrays, sorted by GPU start)."""
+    """One row per launch call with device work: its first GPU activity (parallel arrays, sorted by GPU start)."""
 
     gpu_row: np.ndarray
     launch_row: np.ndarray
@@ -32,6 +36,7 @@ class LaunchOffsets:
     queued_ns: np.ndarray
     latency_ns: np.ndarray
     short: np.ndarray  # kernels that ran shorter than their launch call
+    activity_offset_ns: np.ndarray  # offset of every linked activity, graph nodes included (per-activity view)
 
     @property
     def pairs(self) -> int:
@@ -39,12 +44,14 @@ class LaunchOffsets:
 
 
 def launch_offsets(model: TraceModel) -> LaunchOffsets:
-    """Offsets, queueing and latency of every linked GPU activity."""
+    """Offsets, queueing and latency of every launch, at its first GPU activity."""
     acts = np.flatnonzero(np.isin(model.kind, np.array(ACTIVITY_KINDS, np.int8)))  # (lane, ts) order
     prev_end = np.full(acts.size, np.iinfo(np.int64).min // 2, np.int64)  # "none before": far past, no overflow
     same_lane = model.lane[acts[1:]] == model.lane[acts[:-1]]
     prev_end[1:] = np.where(same_lane, model.end_ns[acts[:-1]], prev_end[1:])
-    linked = model.launch_idx[acts] >= 0
+    every = model.launch_idx[acts] >= 0
+    linked = every & first_of_launch(model)[acts]
+    all_gpu = acts[every]
     gpu, prev_end = acts[linked], prev_end[linked]
     launch = model.launch_idx[gpu]
     launch_end = model.end_ns[launch]
@@ -56,6 +63,7 @@ def launch_offsets(model: TraceModel) -> LaunchOffsets:
         queued_ns=np.maximum(0, prev_end - launch_end),
         latency_ns=model.ts_ns[gpu] - np.maximum(launch_end, prev_end),
         short=(model.kind[gpu] == Kind.KERNEL) & (model.dur_ns[gpu] < model.dur_ns[launch]),
+        activity_offset_ns=model.ts_ns[all_gpu] - model.ts_ns[model.launch_idx[all_gpu]],
     )
 
 

@@ -1,8 +1,9 @@
 """Allocated and reserved memory per device over time, its peak, who made it, and step-to-step growth.
 
 `[memory]` events sit on the host thread that allocated, also for GPU memory. Files since ~1.10 carry
-`Total Allocated`/`Total Reserved`; 2021 files only carry `Bytes`, so the curve is their running sum
-(starting at 0: memory allocated before profiling started is unknown).
+`Total Allocated`/`Total Reserved`; 2021 files only carry `Bytes`, so the curve is their running sum,
+relative to the start of the trace (memory allocated before profiling started is unknown), and reserved
+memory is not recorded at all (None, never 0).
 """
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ class MemorySeries:
     allocated_bytes: np.ndarray
     reserved_bytes: np.ndarray
     peak_allocated_bytes: int
-    peak_reserved_bytes: int
+    peak_reserved_bytes: Optional[int]  # None: the trace does not record reserved memory
     peak_at_ns: int
     peak_op: str
     step_growth_bytes: np.ndarray  # allocated at step end minus at step start, per step
     leak_suspect: bool
+    relative: bool  # allocated is a running sum of byte deltas: relative to the start of the trace
 
 
 def device_label(device_type: int, device_id: int) -> str:
@@ -62,7 +64,9 @@ def memory_timeline(model: TraceModel, step_start_ns=None, step_end_ns=None, *,
 
 def _series(model, rows, ops, step_start_ns, step_end_ns, leak_min_steps) -> MemorySeries:
     totals = model.mem_total_allocated[rows]
-    allocated = totals if np.all(totals >= 0) else np.cumsum(model.mem_bytes[rows])
+    relative = not np.all(totals >= 0)
+    allocated = np.cumsum(model.mem_bytes[rows]) if relative else totals
+    recorded = model.mem_total_reserved[rows] >= 0
     reserved = np.maximum(model.mem_total_reserved[rows], 0)
     ts = model.mem_ts_ns[rows]
     peak = int(np.argmax(allocated))
@@ -72,8 +76,8 @@ def _series(model, rows, ops, step_start_ns, step_end_ns, leak_min_steps) -> Mem
     return MemorySeries(
         device=device_label(model.mem_device_type[rows[0]], model.mem_device_id[rows[0]]), ts_ns=ts,
         allocated_bytes=allocated, reserved_bytes=reserved, peak_allocated_bytes=int(allocated[peak]),
-        peak_reserved_bytes=int(reserved.max()), peak_at_ns=int(ts[peak]), peak_op=names_of(model, peak_op_row)[0],
-        step_growth_bytes=growth, leak_suspect=leak)
+        peak_reserved_bytes=int(reserved.max()) if recorded.any() else None, peak_at_ns=int(ts[peak]), peak_op=names_of(model, peak_op_row)[0],
+        step_growth_bytes=growth, leak_suspect=leak, relative=relative)
 
 
 def _step_growth(ts, allocated, step_start_ns, step_end_ns) -> np.ndarray:

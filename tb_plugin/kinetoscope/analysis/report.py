@@ -10,13 +10,21 @@ from typing import Optional
 
 import numpy as np
 
+from ..trace.kinds import GRAPH_LAUNCH_CALLS, LaneKind
 from ..trace.model import TraceModel
+from . import intervals
+from . import thresholds as T
+from .breakdown import Breakdown, breakdown
+from .comm import Communication, communication
+from .cpu_ops import hot_spots
 from .dataloader_stalls import Steps, step_breakdown
+from .explain import CpuFacts, Facts, cpu_verdict, explain
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .selectors import OpIndex, names_of
-from .verdict import Verdict, verdict
+from .selectors import NO_OP, OpIndex
+from .sufficiency import sufficiency
+from .verdict import Verdict, device_verdict, harmonized, not_enough, run_verdict
 
 TOP_CULPRITS = 10
 
@@ -29,6 +37,8 @@ class Analysis:
     launch: LaunchOffsets
     memory: tuple[MemorySeries, ...]
     steps: Steps
+    comm: Communication
+    breakdown: Optional[Breakdown]  # of the busiest device; None without device activity
     verdict: Verdict
 
 
@@ -36,41 +46,108 @@ def analyze(model: TraceModel) -> Analysis:
     """Run every analysis on a model (pure; the model is not modified)."""
     ops = OpIndex(model)
     idle = gpu_idle(model, ops=ops)
-    steps = step_breakdown(model, idle.busiest())
+    busiest = idle.busiest()
+    steps = step_breakdown(model, busiest)
     launch = launch_offsets(model)
     memory = memory_timeline(model, steps.start_ns, steps.end_ns, ops=ops)
+    comm = communication(model)
+    parts = breakdown(busiest, comm.of(busiest.device), steps.start_ns, steps.end_ns) if busiest else None
+    verdict = _verdict(model, ops, idle, steps, launch, comm, parts)
+    return Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
+
+
+def _verdict(model, ops, idle, steps, launch, comm, parts) -> Verdict:
     busiest = idle.busiest()
-    host = top_culprits(model, busiest, Cause.HOST, 1) if busiest else []
-    return Analysis(idle=idle, launch=launch, memory=memory, steps=steps,
-                    verdict=verdict(idle, steps, launch, sync_culprit=_sync_culprit(model, busiest, ops),
-                                    host_culprit=host[0]["name"] if host else None))
+    judged_ms = parts.judged_ns / 1e6 if parts else None
+    activities = busiest_activities(model, busiest) if busiest else 0
+    lacking = sufficiency(model, steps=steps.count, judged_ms=judged_ms, device_activities=activities)
+    if busiest is None:
+        judged = cpu_verdict(_cpu_facts(model, ops, steps, comm))
+    else:
+        judged = device_verdict(parts, launch_regime(launch), lambda b, s: explain(_facts(model, ops, busiest, steps, launch, comm, parts), b, s))
+    return not_enough(lacking.reasons, lacking.codes, judged) if lacking else judged
+
+
+def busiest_activities(model: TraceModel, device: DeviceIdle) -> int:
+    """Kernels, memcpys and memsets on one device."""
+    acts = model.activity_mask() & (model.device_of_row() == device.device)
+    return int(np.count_nonzero(acts & (model.lane_kind[model.lane] == LaneKind.GPU)))
+
+
+def launch_regime(launch: LaunchOffsets) -> bool:
+    """Launches are the cost: the device queue is empty at launch and most kernels are shorter than their call."""
+    if launch.pairs == 0:
+        return False
+    queued_p50_us = float(np.percentile(launch.queued_ns, 50)) / 1e3
+    return queued_p50_us <= T.QUEUE_EMPTY_US and np.count_nonzero(launch.short) >= T.SHORT_KERNEL_SHARE * launch.pairs
+
+
+def _facts(model, ops, busiest, steps, launch, comm, parts) -> Facts:
+    host = top_culprits(model, busiest, Cause.HOST, 1)
+    dev_comm = comm.of(busiest.device)
+    graph_ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
+    return Facts(device=busiest.device, judged_ms=parts.judged_ns / 1e6, steps=steps.count,
+                 stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host[0]["label"] if host else None,
+                 sync_culprit=_sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
+                 launches=launch.pairs, queued_p50_us=float(np.percentile(launch.queued_ns, 50)) / 1e3 if launch.pairs else None,
+                 uses_graphs=bool(np.isin(model.name_id, graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,
+                 exposed_comm_ms=dev_comm.exposed_ns / 1e6, overlap_pct=dev_comm.overlap_pct)
+
+
+def _cpu_facts(model: TraceModel, ops: OpIndex, steps: Steps, comm: Communication) -> CpuFacts:
+    if steps.count:
+        step_ns = float(np.sum(steps.end_ns - steps.start_ns))
+        coll = float(intervals.covered(comm.cpu_starts_ns, comm.cpu_ends_ns, steps.start_ns, steps.end_ns).sum())
+    else:
+        step_ns = float(model.stop_ns - model.start_ns)
+        coll = float(comm.cpu_collective_ns)
+    step_ns = max(step_ns, 1.0)
+    waits = steps.dataloader_ns >= T.CPU_WAIT_DOMINANT * (steps.end_ns - steps.start_ns)
+    return CpuFacts(steps=steps.count, step_ms=step_ns / 1e6, dataloader_share=float(np.sum(steps.dataloader_ns)) / step_ns,
+                    collective_share=coll / step_ns, stalled_steps=int(np.count_nonzero(waits & (steps.dataloader_ns > 0))),
+                    hot_spots=tuple(hot_spots(model, ops, T.HOT_SPOTS)))
+
+
+def culprit_names(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> list[tuple[str, Optional[str]]]:
+    """Per gap in `sel`, (what the CPU was doing, the user annotation around it or None):
+    `aten::copy_`, `after aten::mm` (no op ran; the one finished last), `cudaStreamSynchronize in aten::item`."""
+    names = model.names
+    out = []
+    for cause, row, ann, after, caller in zip(device.gap_cause[sel].tolist(), device.gap_culprit_row[sel].tolist(),
+                                              device.gap_annotation_row[sel].tolist(), device.gap_culprit_after[sel].tolist(),
+                                              device.gap_caller_row[sel].tolist()):
+        text = names[model.name_id[row]] if row >= 0 else NO_OP
+        if after:
+            text = f"after {text}"
+        if cause == Cause.SYNC and caller >= 0:
+            text = f"{text} in {names[model.name_id[caller]]}"
+        out.append((text, names[model.name_id[ann]] if ann >= 0 else None))
+    return out
 
 
 def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST, top: int = TOP_CULPRITS) -> list[dict]:
-    """CPU ops behind the most idle time of one cause, largest first."""
+    """What the CPU was doing during the most idle time of one cause, largest first.
+
+    Each row: `name` (see `culprit_names`), `annotation` (or None), `label` (both in one phrase) and `idle_us`.
+    """
     sel = np.flatnonzero(device.gap_cause == cause)
     if sel.size == 0:
         return []
-    rows = device.gap_culprit_row[sel]
-    ids = np.where(rows >= 0, model.name_id[np.maximum(rows, 0)], -1).astype(np.int64)
-    uniq, inverse = np.unique(ids, return_inverse=True)
+    pairs = culprit_names(model, device, sel)
+    labels = [f"{name} in {ann}" if ann else name for name, ann in pairs]
+    uniq, first, inverse = np.unique(np.array(labels, dtype=object), return_index=True, return_inverse=True)
     idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel])
     order = np.argsort(-idle, kind="stable")[:top]
-    return [{"name": model.names[uniq[i]] if uniq[i] >= 0 else "(no op)", "idle_us": float(idle[i]) / 1e3}
-            for i in order]
+    return [{"name": pairs[first[i]][0], "annotation": pairs[first[i]][1], "label": str(uniq[i]),
+             "idle_us": float(idle[i]) / 1e3} for i in order]
 
 
-def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle], ops: OpIndex) -> Optional[str]:
+def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[str]:
     """`cudaStreamSynchronize in aten::item`: the sync call (and its op) behind most sync idle time."""
     if device is None:
         return None
     top = top_culprits(model, device, Cause.SYNC, 1)
-    if not top:
-        return None
-    sel = np.flatnonzero((device.gap_cause == Cause.SYNC) & (device.gap_culprit_row >= 0))
-    row = device.gap_culprit_row[sel[np.argmax(device.gap_end_ns[sel] - device.gap_start_ns[sel])]]
-    op = names_of(model, ops.outermost_at(model.lane[[row]], model.ts_ns[[row]]))[0]
-    return f"{top[0]['name']} in {op}"
+    return top[0]["label"] if top else None
 
 
 def _us(ns, origin: int = 0) -> float:
@@ -78,32 +155,89 @@ def _us(ns, origin: int = 0) -> float:
 
 
 def report_entry(model: TraceModel, analysis: Analysis) -> dict:
-    """The JSON report of one trace (see the analyses issue for the field list)."""
+    """The JSON report of one trace (times in µs; field list in HTTP_API.md, `summary`)."""
     t0 = model.start_ns
+    launch = analysis.launch
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
-        "devices": [_device_entry(model, d) for d in analysis.idle.devices],
+        "devices": [_device_entry(model, d, analysis.comm) for d in analysis.idle.devices],
+        "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
         "steps": steps_entry(model, analysis.steps),
-        "launch": {"pairs": analysis.launch.pairs, "short_kernels": int(np.count_nonzero(analysis.launch.short)),
-                   "offset_us": percentiles_us(analysis.launch.offset_ns),
-                   "queued_us": percentiles_us(analysis.launch.queued_ns),
-                   "latency_us": percentiles_us(analysis.launch.latency_ns)},
-        "memory": [{"device": s.device, "peak_allocated_bytes": s.peak_allocated_bytes,
-                    "peak_reserved_bytes": s.peak_reserved_bytes, "peak_at_us": _us(s.peak_at_ns, t0),
-                    "peak_op": s.peak_op, "leak_suspect": s.leak_suspect} for s in analysis.memory],
-        "verdict": {"bound": analysis.verdict.bound, "evidence": analysis.verdict.evidence,
-                    "suggestion": analysis.verdict.suggestion},
+        "launch": {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
+                   "offset_us": percentiles_us(launch.offset_ns), "queued_us": percentiles_us(launch.queued_ns),
+                   "latency_us": percentiles_us(launch.latency_ns),
+                   "per_activity": {"pairs": int(launch.activity_offset_ns.size),
+                                    "offset_us": percentiles_us(launch.activity_offset_ns)}},
+        "memory": [memory_entry(s, t0) for s in analysis.memory],
+        "breakdown": breakdown_entry(analysis.breakdown),
+        "verdict": verdict_entry(analysis.verdict),
     }
 
 
-def _device_entry(model: TraceModel, d: DeviceIdle) -> dict:
+def verdict_entry(v: Verdict) -> dict:
+    """The verdict as JSON: bound, confidence, runner-up with its share, shares per bound, reasons."""
+    return {"bound": v.bound, "confidence": v.confidence, "evidence": v.evidence, "suggestion": v.suggestion,
+            "share": v.share, "runner_up": v.runner_up, "runner_up_share": v.runner_up_share,
+            "shares": dict(v.shares), "judged_us": _us(v.judged_ns), "step_agreement": v.step_agreement,
+            "reasons": list(v.reasons)}
+
+
+def verdict_from_entry(entry: dict) -> Verdict:
+    """The Verdict a `verdict_entry` dict was made from (µs back to ns)."""
+    return Verdict(bound=entry["bound"], evidence=entry["evidence"], suggestion=entry["suggestion"],
+                   confidence=entry["confidence"], runner_up=entry["runner_up"], runner_up_share=entry["runner_up_share"],
+                   share=entry["share"], shares=dict(entry["shares"]), judged_ns=int(round(entry["judged_us"] * 1e3)),
+                   step_agreement=entry["step_agreement"], reasons=tuple(entry["reasons"]))
+
+
+def with_run_verdicts(entries: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Run-level verdicts over the report entries of each run, and the entries made consistent with them.
+
+    Returns:
+        (runs, entries): one `{"run", "spans", "judged_spans", "verdict"}` per run in first-seen order, and
+        the entries with each span's verdict harmonized with its run's (see `verdict.harmonized`).
+    """
+    by_run: dict[str, list[int]] = {}
+    for i, entry in enumerate(entries):
+        if entry.get("verdict"):
+            by_run.setdefault(entry.get("run", ""), []).append(i)
+    runs, out = [], list(entries)
+    for run, members in by_run.items():
+        spans = [verdict_from_entry(entries[i]["verdict"]) for i in members]
+        combined = run_verdict(spans)
+        for i, span in zip(members, spans):
+            out[i] = {**entries[i], "verdict": verdict_entry(harmonized(span, combined))}
+        runs.append({"run": run, "spans": len(members), "verdict": verdict_entry(combined)})
+    return runs, out
+
+
+def memory_entry(s: MemorySeries, t0: int) -> dict:
+    return {"device": s.device, "peak_allocated_bytes": s.peak_allocated_bytes,
+            "peak_reserved_bytes": s.peak_reserved_bytes, "peak_at_us": _us(s.peak_at_ns, t0), "peak_op": s.peak_op,
+            "leak_suspect": s.leak_suspect, "relative": s.relative}
+
+
+def breakdown_entry(parts: Optional[Breakdown]) -> Optional[dict]:
+    """Judged time per category (µs), over every step, on the busiest device."""
+    if parts is None:
+        return None
+    return {"device": parts.device, "from_steps": parts.from_steps, "judged_us": _us(parts.judged_ns),
+            "by_category_us": {k: _us(v) for k, v in parts.total_ns().items()}}
+
+
+def _device_entry(model: TraceModel, d: DeviceIdle, comm: Communication) -> dict:
     length = d.gap_end_ns - d.gap_start_ns
+    c = comm.of(d.device)
     return {"device": d.device, "window_us": _us(d.window_ns), "busy_us": _us(d.busy_ns), "idle_us": _us(d.idle_ns),
             "idle_pct": d.idle_pct,
+            "comm": {"kernels": c.kernels, "comm_us": _us(c.comm_ns), "compute_us": _us(c.compute_ns),
+                     "exposed_comm_us": _us(c.exposed_ns), "overlap_pct": c.overlap_pct},
             "gaps": {"count": int(length.size), "count_ge_1us": int(np.count_nonzero(length >= 1000)),
                      "by_cause_us": {k: _us(v) for k, v in d.idle_by_cause_ns().items()},
-                     "top_culprits": top_culprits(model, d)}}
+                     "top_culprits": top_culprits(model, d),
+                     "top_sync_culprits": top_culprits(model, d, Cause.SYNC),
+                     "top_comm_culprits": top_culprits(model, d, Cause.COMM)}}
 
 
 def steps_entry(model: TraceModel, steps: Steps) -> list[dict]:
@@ -118,9 +252,10 @@ def steps_entry(model: TraceModel, steps: Steps) -> list[dict]:
                      "dataloader_share": float(steps.dataloader_ns[i]) / dur if dur else 0.0,
                      "gpu_idle_during_dataloader_us": _us(steps.dataloader_gpu_idle_ns[i]),
                      "compute_us": _us(steps.compute_ns[i]), "comm_us": _us(steps.comm_ns[i]),
+                     "exposed_comm_us": _us(steps.exposed_comm_ns[i]),
                      "memcpy_us": _us(steps.memcpy_ns[i]), "memset_us": _us(steps.memset_ns[i]),
                      "stalled": bool(steps.stalled[i])})
     return rows
 
 
-__all__ = ["Analysis", "analyze", "report_entry", "steps_entry", "top_culprits", "CAUSE_NAMES"]
+__all__ = ["Analysis", "analyze", "report_entry", "steps_entry", "top_culprits", "culprit_names", "with_run_verdicts", "CAUSE_NAMES"]

@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.build import nesting_depth
-from ..trace.kinds import CPU_OP_KINDS, STEP_RE, SYNC_CALLS, Kind, LaneKind, is_dataloader_name
+from ..trace.kinds import (ACTIVITY_KINDS, LEGACY_OP_CATEGORY, CPU_OP_KINDS, GRAPH_LAUNCH_CALLS, STEP_RE, SYNC_CALLS, Kind, LaneKind,
+                           is_annotation_name, is_collective_name, is_comm_kernel_name, is_dataloader_name)
 from ..trace.model import TraceModel
 from . import intervals
+from .nesting import NestedIndex
 
 NO_OP = "(no op)"
 
@@ -31,13 +33,15 @@ def cpu_rows(model: TraceModel) -> np.ndarray:
 
 
 def step_rows(model: TraceModel) -> np.ndarray:
-    """`ProfilerStep#N` rows on CPU lanes, sorted by start; one per step number (the first seen)."""
+    """`ProfilerStep#N` rows on CPU lanes, sorted by start.
+
+    Steps are occurrences, not names: a trace that repeats `ProfilerStep#3` (two profilers, a restarted
+    loop) has every occurrence as a step of its own.
+    """
     ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
     rows = cpu_rows(model)
     rows = rows[np.isin(model.name_id[rows], ids) & np.isin(model.kind[rows], np.array(CPU_OP_KINDS, np.int8))]
-    rows = rows[np.argsort(model.ts_ns[rows], kind="stable")]
-    _, first = np.unique(model.name_id[rows], return_index=True)
-    return rows[np.sort(first)]
+    return rows[np.argsort(model.ts_ns[rows], kind="stable")]
 
 
 def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
@@ -48,14 +52,54 @@ def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
 
 
+def collective_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """Union of the CPU-side collectives (`record_param_comms`, `nccl:*`, `gloo:*`, `c10d::*`) on CPU lanes."""
+    ids = model.name_ids_where(is_collective_name)
+    rows = cpu_rows(model)
+    rows = rows[np.isin(model.name_id[rows], ids) & np.isin(model.kind[rows], np.array(CPU_OP_KINDS, np.int8))]
+    return intervals.union(model.ts_ns[rows], model.end_ns[rows])
+
+
+def comm_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
+    """Which of `rows` are communication kernels (NCCL/RCCL, every naming era)."""
+    ids = model.name_ids_where(is_comm_kernel_name)
+    return (model.kind[rows] == Kind.KERNEL) & np.isin(model.name_id[rows], ids)
+
+
 def sync_rows(model: TraceModel) -> np.ndarray:
-    """Host-blocking synchronization calls (cudaDeviceSynchronize, synchronous cudaMemcpy, ...)."""
+    """Host-blocking synchronization calls (cudaDeviceSynchronize, synchronous cudaMemcpy, ...); never polls."""
     ids = model.name_ids_where(lambda n: n in SYNC_CALLS)
     return np.flatnonzero(np.isin(model.name_id, ids) & np.isin(model.kind, np.array((Kind.RUNTIME, Kind.DRIVER), np.int8)))
 
 
+def graph_launch_mask(model: TraceModel, launch: np.ndarray) -> np.ndarray:
+    """Which launch rows (-1 allowed: False) are graph launches (`cudaGraphLaunch` and its twins)."""
+    ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
+    return (launch >= 0) & np.isin(model.name_id[np.maximum(launch, 0)], ids)
+
+
+def first_of_launch(model: TraceModel) -> np.ndarray:
+    """Per row, True for the first GPU activity of its launch call (every activity without a launch too).
+
+    A graph launch owns all the nodes it replays; only its first node marks when the launch reached
+    the device. The others start when the graph's own dependencies let them.
+    """
+    first = np.ones(model.n_events, bool)
+    acts = np.flatnonzero(np.isin(model.kind, np.array(ACTIVITY_KINDS, np.int8)) & (model.launch_idx >= 0))
+    if acts.size:
+        order = acts[np.lexsort((model.ts_ns[acts], model.launch_idx[acts]))]
+        launch = model.launch_idx[order]
+        first[order[1:]] = launch[1:] != launch[:-1]
+    return first
+
+
 class OpIndex:
-    """Per CPU lane, the CPU ops (cpu_op / user_annotation, not ProfilerStep) for enclosing-op lookups."""
+    """Per CPU lane, its ops and annotations (not ProfilerStep) for enclosing-op lookups.
+
+    Ops are `cpu_op`s (aten::, c10d::, autograd ...); annotations are `user_annotation`s
+    (`record_function` labels such as `## forward ##`, `Optimizer.step#...`). 2021 files write both as
+    `Operator`; there the name tells them apart (operators are namespaced with `::`).
+    """
 
     def __init__(self, model: TraceModel) -> None:
         self._model = model
@@ -68,6 +112,16 @@ class OpIndex:
             rows = ops[lanes == lane]  # already sorted by (ts, -dur): the model's order
             depth = nesting_depth(model.ts_ns[rows], model.dur_ns[rows], np.array([0, rows.size]))
             self._by_lane[int(lane)] = (rows, depth)
+        annotation_ids = model.name_ids_where(lambda n: is_annotation_name(n) and not is_collective_name(n))
+        legacy = np.array([i for i, c in enumerate(model.cats) if c == LEGACY_OP_CATEGORY], np.int32)
+        self._annotation = (model.kind == Kind.USER_ANNOTATION) | (
+            np.isin(model.cat_id, legacy) & np.isin(model.name_id, annotation_ids))
+        self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
+
+    @property
+    def lanes(self) -> list[int]:
+        """CPU lanes with ops or annotations."""
+        return sorted(self._by_lane)
 
     def outermost_at(self, lane: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
         """Row of the outermost op running on `lane[i]` at `t_ns[i]`, or -1."""
@@ -83,6 +137,39 @@ class OpIndex:
             hit = intervals.enclosing_top(self._model.ts_ns[rows], self._model.end_ns[rows], depth, t_ns[sel])
             result[sel] = np.where(hit >= 0, rows[np.maximum(hit, 0)], -1)
         return result
+
+    def culprit_at(self, lane: np.ndarray, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What `lane[i]` was doing at `t_ns[i]`, for naming the CPU work behind a gap.
+
+        Returns:
+            (op, annotation, after): the innermost op running then (or, when none runs, the op that
+            ended last before; `after` is True there), and the innermost annotation around that
+            moment (-1 when none).
+        """
+        lane, t_ns = np.asarray(lane), np.asarray(t_ns, np.int64)
+        op, ann, after = (np.full(lane.size, -1, np.int64), np.full(lane.size, -1, np.int64), np.zeros(lane.size, bool))
+        for lane_id in np.unique(lane):
+            sel = np.flatnonzero(lane == lane_id)
+            rows, index = self.nested(int(lane_id), annotation=False)
+            if rows.size:
+                hit = index.innermost_at(t_ns[sel])
+                before = index.last_ended_before(t_ns[sel])
+                after[sel] = (hit < 0) & (before >= 0)
+                op[sel] = np.where(hit >= 0, rows[np.maximum(hit, 0)], np.where(before >= 0, rows[np.maximum(before, 0)], -1))
+            rows, index = self.nested(int(lane_id), annotation=True)
+            if rows.size:
+                hit = index.innermost_at(t_ns[sel])
+                ann[sel] = np.where(hit >= 0, rows[np.maximum(hit, 0)], -1)
+        return op, ann, after
+
+    def nested(self, lane: int, annotation: bool) -> tuple[np.ndarray, NestedIndex]:
+        """The ops (or annotations) of one lane as rows and their NestedIndex (built once, then cached)."""
+        key = (lane, annotation)
+        if key not in self._nested:
+            rows = self._by_lane.get(lane, (np.zeros(0, np.int64), None))[0]
+            rows = rows[self._annotation[rows] == annotation]
+            self._nested[key] = (rows, NestedIndex(self._model.ts_ns[rows], self._model.end_ns[rows]))
+        return self._nested[key]
 
 
 def parent_rows(model: TraceModel) -> np.ndarray:

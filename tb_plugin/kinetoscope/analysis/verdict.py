@@ -1,84 +1,212 @@
-"""The plain verdict: what bounds this trace, the figures that show it, and one thing to change."""
+"""The verdict: what bounds this trace, how sure we are, what comes second, and one thing to change.
+
+Every nanosecond of the judged time (steps clipped to the device window, see `breakdown`) goes to one
+group, so the groups' shares add up to 100%:
+
+    compute-bound          compute kernels, memcpy/memset, and bubbles inside replayed CUDA graphs
+    communication-bound    communication no compute hides (exposed), and idle waiting on collectives
+    dataloader-bound       idle while the DataLoader is fetched
+    sync-bound             idle after a blocking synchronization drained the device
+    host-bound             idle because the CPU had not launched the next work yet (or its launch is
+                           not in the trace)
+    launch-overhead-bound  idle although the work was requested in time; also the host gaps when the
+                           device queue is empty at launch and most kernels run shorter than their
+                           launch call (the launch calls themselves are the cost)
+
+The rule: when the host-side groups (dataloader, sync, host, launch-overhead) leave the device idle less
+than IDLE_BOUND of the time, the device is the limit: compute-bound or communication-bound, whichever is
+larger. Otherwise the largest group other than compute wins. With MIN_STEPS steps or more each step is
+judged by that rule and the steps vote; a verdict that fewer than STEP_AGREEMENT of the steps share
+loses one level of confidence.
+
+Before any of it, `sufficiency` can answer "not enough data"; without device activity the CPU itself is
+judged (`cpu_verdict`).
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 
-from .dataloader_stalls import Steps
-from .gpu_idle import CAUSE_NAMES, GpuIdle
-from .launch_offsets import LaunchOffsets
+from . import thresholds as T
+from .breakdown import CATEGORIES, Breakdown
 
-IDLE_BOUND_PCT = 20.0  # below this much idle time on the busiest device, the GPU is the bottleneck
-SHORT_KERNEL_SHARE = 0.5  # host-bound with mostly sub-launch-time kernels is launch overhead
-
-BOUND_OF_CAUSE = {"dataloader": "dataloader-bound", "sync": "sync-bound", "host": "host-bound",
-                  "launch": "launch-overhead-bound", "unlinked": "host-bound"}
+NOT_ENOUGH_DATA = "not enough data"
+GROUPS = {  # bound -> the breakdown categories it owns
+    "compute-bound": ("compute", "graph"),
+    "communication-bound": ("exposed_comm", "comm"),
+    "dataloader-bound": ("dataloader",),
+    "sync-bound": ("sync",),
+    "host-bound": ("host", "unlinked"),
+    "launch-overhead-bound": ("launch",),
+}
+HOST_SIDE = ("dataloader-bound", "sync-bound", "host-bound", "launch-overhead-bound")
+DEVICE_SIDE = ("compute-bound", "communication-bound")
+LEVELS = ("low", "medium", "high")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """`bound` is one of cpu-only, dataloader-bound, host-bound, launch-overhead-bound, sync-bound, compute-bound."""
+    """What bounds the run. `shares` are fractions of the judged time per bound (empty for CPU-only)."""
 
     bound: str
     evidence: str
     suggestion: str
+    confidence: str = "medium"
+    runner_up: Optional[str] = None
+    runner_up_share: Optional[float] = None
+    share: Optional[float] = None
+    shares: dict = field(default_factory=dict)
+    judged_ns: int = 0
+    step_agreement: Optional[float] = None  # share of the steps judged the same way (None: under MIN_STEPS)
+    reasons: tuple[str, ...] = ()  # not enough data: why
 
 
-def verdict(idle: GpuIdle, steps: Steps, launch: LaunchOffsets, sync_culprit: Optional[str] = None,
-            host_culprit: Optional[str] = None) -> Verdict:
-    """Decide what bounds the run, in the order the definitions give.
+def group_ns(categories_ns: np.ndarray, launch_regime: bool) -> dict[str, float]:
+    """Time per bound from one row of a Breakdown (host gaps move to launch overhead in the launch regime)."""
+    by_name = dict(zip(CATEGORIES, categories_ns.tolist()))
+    groups = {bound: float(sum(by_name[c] for c in cats)) for bound, cats in GROUPS.items()}
+    if launch_regime:
+        groups["launch-overhead-bound"] += groups.pop("host-bound")
+        groups["host-bound"] = 0.0
+    return groups
 
-    Args:
-        idle: per-device idle analysis.
-        steps: per-step breakdown.
-        launch: launch offsets.
-        sync_culprit: "call in op" of the synchronization behind most sync idle time, if any.
-        host_culprit: the CPU op behind most host idle time, if any.
+
+def decide(groups: dict[str, float]) -> str:
+    """The winning bound of one set of group times (the module docstring's rule)."""
+    total = sum(groups.values()) or 1.0
+    if sum(groups[g] for g in HOST_SIDE) / total < T.IDLE_BOUND:
+        return max(DEVICE_SIDE, key=lambda g: groups[g])
+    return max((g for g in groups if g != "compute-bound"), key=lambda g: groups[g])
+
+
+def runner_up(groups: dict[str, float], winner: str) -> Optional[str]:
+    """The largest other group; compute only comes second to a device-side winner, or when nothing else counts."""
+    total = sum(groups.values()) or 1.0
+    others = [g for g in groups if g != winner and (winner in DEVICE_SIDE or g != "compute-bound")
+              and groups[g] >= T.RUNNER_UP_MIN_SHARE * total]
+    runner = max(others, key=lambda g: groups[g], default=None)
+    return "compute-bound" if runner is None and winner != "compute-bound" else runner
+
+
+def confidence(groups: dict[str, float], winner: str, runner: Optional[str], agreement: Optional[float]) -> str:
+    """high / medium / low from the margin over the runner-up and how many steps agree.
+
+    A winner twice the runner-up is clear; 1.5 times is clear too when the steps agree (>= 80%).
+    A device-side winner is only sure when the host-side idle is small as well.
     """
-    device = idle.busiest()
-    if device is None:
-        return Verdict("cpu-only", "no GPU kernel, memcpy or memset in the trace",
-                       "nothing to do on the GPU side; profile with ProfilerActivity.CUDA to see GPU work")
-    stalled = int(np.count_nonzero(steps.stalled))
-    if steps.count and 2 * stalled >= steps.count:
-        return _dataloader(steps, stalled)
-    by_cause = device.idle_by_cause_ns()
-    head = f"GPU {device.device} idle {device.idle_pct:.1f}% of its {device.window_ns / 1e6:.1f} ms window"
-    if device.idle_pct < IDLE_BOUND_PCT:
-        return Verdict("compute-bound", f"{head}; the GPU is busy most of the time",
-                       "speed up the kernels themselves: mixed precision (torch.autocast), channels_last, "
-                       "torch.compile fusion, or a larger GPU")
-    cause = max(CAUSE_NAMES, key=lambda c: by_cause[c])
-    share = 100.0 * by_cause[cause] / max(device.idle_ns, 1)
-    evidence = f"{head}; {share:.0f}% of the idle time is '{cause}' gaps"
-    kernels = int(np.count_nonzero(launch.short))
-    if cause in ("host", "unlinked") and launch.pairs and kernels >= SHORT_KERNEL_SHARE * launch.pairs:
-        return _launch_overhead(f"{evidence}; {kernels} of {launch.pairs} kernels ran shorter than their launch call")
-    if cause == "launch":
-        return _launch_overhead(evidence)
-    if cause == "dataloader":
-        return _dataloader(steps, stalled, evidence)
-    if cause == "sync":
-        where = f" ({sync_culprit})" if sync_culprit else ""
-        return Verdict("sync-bound", evidence, f"remove the host synchronization{where}: avoid .item(), .cpu(), "
-                       "print of CUDA tensors and torch.cuda.synchronize() inside the step; use non_blocking copies")
-    where = f"; the top culprit is {host_culprit}" if host_culprit else ""
-    return Verdict(BOUND_OF_CAUSE[cause], evidence + where,
-                   "the CPU issues work too late: move CPU-side work (indexing, Python loops, data preparation) "
-                   "out of the step or overlap it with GPU work")
+    total = sum(groups.values()) or 1.0
+    top, second = groups[winner] / total, (groups[runner] / total if runner else 0.0)
+    steady = agreement is None or agreement >= 0.8
+    clear = top >= T.DOMINANCE_HIGH * second or (steady and agreement is not None and top >= 1.5 * second)
+    if winner in DEVICE_SIDE:
+        host_side = sum(groups[g] for g in HOST_SIDE) / total
+        level = "high" if clear and host_side < T.IDLE_HIGH_CONFIDENCE else "medium"
+    else:
+        level = "high" if clear else "medium" if top >= 1.25 * second else "low"
+    if agreement is not None and agreement < T.STEP_AGREEMENT:
+        level = lowered(level)
+    return level
 
 
-def _dataloader(steps: Steps, stalled: int, evidence: str = "") -> Verdict:
-    share = float(np.sum(steps.dataloader_ns)) / max(float(np.sum(steps.end_ns - steps.start_ns)), 1.0)
-    text = evidence or f"{stalled} of {steps.count} steps stalled waiting for the DataLoader"
-    return Verdict("dataloader-bound", f"{text}; DataLoader waits take {100 * share:.1f}% of step time",
-                   "feed the GPU faster: raise DataLoader num_workers, set pin_memory=True, prefetch_factor >= 2 "
-                   "and persistent_workers=True, and move heavy transforms off the main process")
+def step_votes(breakdown: Breakdown, launch_regime: bool) -> list[str]:
+    """Each step judged alone (none with fewer than MIN_STEPS steps: too few to vote)."""
+    rows = [r for r in breakdown.ns if breakdown.from_steps and r.sum() > 0]
+    return [decide(group_ns(r, launch_regime)) for r in rows] if len(rows) >= T.MIN_STEPS else []
 
 
-def _launch_overhead(evidence: str) -> Verdict:
-    return Verdict("launch-overhead-bound", evidence,
-                   "amortize kernel launches: capture the step with CUDA graphs (torch.cuda.graphs or "
-                   "torch.compile(mode='reduce-overhead')), fuse small ops, or use bigger batches")
+def lowered(level: str) -> str:
+    return LEVELS[max(LEVELS.index(level) - 1, 0)]
+
+
+def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdict:
+    """Judge a device trace from its breakdown; `explain(bound, shares)` writes (evidence, suggestion).
+
+    With MIN_STEPS steps or more, the steps vote: the bound most steps give wins (ties go to the larger
+    share), so a first-step stall or an untraced tail cannot outvote the steady state.
+    """
+    groups = group_ns(breakdown.ns.sum(axis=0), launch_regime)
+    total = sum(groups.values()) or 1.0
+    shares = {g: v / total for g, v in groups.items()}
+    votes = step_votes(breakdown, launch_regime)
+    if votes:
+        winner = max(set(votes), key=lambda g: (votes.count(g), groups[g]))
+        agreement: Optional[float] = votes.count(winner) / len(votes)
+    else:
+        winner, agreement = decide(groups), None
+    runner = runner_up(groups, winner)
+    evidence, suggestion = explain(winner, shares)
+    return Verdict(bound=winner, evidence=evidence, suggestion=suggestion,
+                   confidence=confidence(groups, winner, runner, agreement), runner_up=runner,
+                   runner_up_share=shares[runner] if runner else None, share=shares[winner], shares=shares,
+                   judged_ns=int(total), step_agreement=agreement)
+
+
+def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optional[Verdict]) -> Verdict:
+    """The `not enough data` verdict: why, how to record a better trace, and what the figures lean to."""
+    advice = {
+        "sampled": "record every event (no sampling, no event filters)",
+        "startup": "initialise CUDA and warm up (a few steps, the allocator too) before the profiler starts",
+        "too-small": "profile more steps of the real training loop",
+        "device-records-missing": "keep ProfilerActivity.CUDA in activities and shorten the active window if "
+                                  "the device buffers overflow",
+    }
+    steps = "; ".join(dict.fromkeys(advice[c] for c in codes if c in advice))
+    suggestion = (f"{steps}; then record with torch.profiler.schedule(wait=1, warmup=2, active=5)")
+    lean = (f"; the figures lean to {would_be.bound} ({100 * would_be.share:.0f}% of the judged time)"
+            if would_be is not None and would_be.share is not None else "")
+    return Verdict(bound=NOT_ENOUGH_DATA, evidence="; ".join(reasons) + lean, suggestion=suggestion, confidence="high",
+                   runner_up=would_be.bound if would_be else None,
+                   runner_up_share=would_be.share if would_be else None, shares=would_be.shares if would_be else {},
+                   judged_ns=would_be.judged_ns if would_be else 0, reasons=reasons)
+
+
+def run_verdict(spans: list[Verdict]) -> Verdict:
+    """One verdict over the spans of a run: their judged time pooled per bound, then the same rule.
+
+    Spans that cannot be judged stay out (all of them out: the run cannot be judged either). Each span
+    then votes like a step does; the run's confidence drops a level when fewer than STEP_AGREEMENT of
+    the judged spans agree.
+    """
+    judged = [v for v in spans if v.bound != NOT_ENOUGH_DATA]
+    if not judged:
+        reasons = tuple(dict.fromkeys(r for v in spans for r in v.reasons))
+        return Verdict(bound=NOT_ENOUGH_DATA, evidence=f"none of the {len(spans)} spans can be judged: " + "; ".join(reasons),
+                       suggestion=spans[0].suggestion if spans else "", confidence="high", reasons=reasons)
+    pooled: dict[str, float] = {}
+    for v in judged:
+        for bound, share in v.shares.items():
+            pooled[bound] = pooled.get(bound, 0.0) + share * max(v.judged_ns, 1)
+    votes = [v.bound for v in judged]
+    winner = max(set(votes), key=lambda b: (votes.count(b), pooled.get(b, 0.0)))
+    agreement = votes.count(winner) / len(votes)
+    total = sum(pooled.values()) or 1.0
+    device = all(b in GROUPS for b in pooled) and bool(pooled)
+    runner = runner_up(pooled, winner) if device and winner in GROUPS else _next_vote(judged, winner)
+    level = (confidence(pooled, winner, runner, agreement if len(judged) > 1 else None) if device and winner in GROUPS
+             else min((v.confidence for v in judged if v.bound == winner), key=LEVELS.index))
+    share = pooled.get(winner, 0.0) / total if device else None
+    example = next(v for v in judged if v.bound == winner)
+    evidence = (f"{votes.count(winner)} of {len(judged)} judged spans are {winner}"
+                + (f" ({100 * share:.1f}% of their pooled time)" if share is not None else "")
+                + (f"; {len(spans) - len(judged)} cannot be judged" if len(judged) < len(spans) else ""))
+    return Verdict(bound=winner, evidence=evidence, suggestion=example.suggestion, confidence=level, runner_up=runner,
+                   runner_up_share=pooled.get(runner, 0.0) / total if device and runner else None, share=share,
+                   shares={b: v / total for b, v in pooled.items()} if device else {}, judged_ns=int(total),
+                   step_agreement=agreement)
+
+
+def _next_vote(judged: list[Verdict], winner: str) -> Optional[str]:
+    others = [v.bound for v in judged if v.bound != winner] + [v.runner_up for v in judged if v.runner_up and v.runner_up != winner]
+    return max(set(others), key=others.count) if others else None
+
+
+def harmonized(span: Verdict, run: Verdict) -> Verdict:
+    """A span's verdict made consistent with its run's: when the span is not sure of its own bound and the
+    run's bound is its runner-up, its figures support the run's bound too, so it says that."""
+    if span.bound == run.bound or span.confidence == "high" or span.runner_up != run.bound or span.bound == NOT_ENOUGH_DATA:
+        return span
+    return replace(span, bound=run.bound, runner_up=span.bound, share=span.runner_up_share, runner_up_share=span.share,
+                   evidence=f"{span.evidence} (on its own a close call for {span.bound}; {run.bound} as the other "
+                            f"spans of the run)", suggestion=run.suggestion, confidence="low")

@@ -49,6 +49,9 @@ CATEGORY_ALIASES: dict[str, Kind] = {
     "xpu_driver": Kind.DRIVER,
     "privateuse1_driver": Kind.DRIVER,
     "kernel": Kind.KERNEL,
+    "mtia_ccp_events": Kind.KERNEL,  # MTIA's on-device work (Kineto aliases MTIA_CCP_EVENTS to CONCURRENT_KERNEL)
+    "hpu_op": Kind.RUNTIME,  # Kineto aliases HPU_OP to RUNTIME (host side)
+    "glow_runtime": Kind.RUNTIME,
     "memcpy": Kind.MEMCPY,
     "gpu_memcpy": Kind.MEMCPY,
     "memset": Kind.MEMSET,
@@ -63,19 +66,41 @@ GPU_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNO
 # GPU activities count as busy time; gpu_user_annotation is shifted on purpose by Kineto and cuda_sync is a wait.
 ACTIVITY_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 LAUNCH_KINDS = (Kind.RUNTIME, Kind.DRIVER)
+# 2021 files (Kineto <= 2021-06) write ops and user annotations alike under this category.
+LEGACY_OP_CATEGORY = "Operator"
 # What the analyses call "a CPU op": the outermost of these names the culprit of a host gap.
 CPU_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
 
+_AUTOGRAD_NODE = re.compile(r"Backward\d*$")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 DATALOADER_PREFIXES = ("enumerate(DataLoader)#", "enumerate(DataPipe)#")
-# Host-blocking synchronizations (cudaStreamWaitEvent is a GPU-side wait and does not block the host).
+# Calls that block the host until device work finishes. Polls (cudaEventQuery, cudaStreamQuery and their
+# cu*/hip* twins) return at once whatever the device state, so they are never syncs, however often they
+# run; cudaStreamWaitEvent is a device-side wait and does not block the host either.
 SYNC_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D",
-    "cudaMemcpy3D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemset", "cudaEventQuery",
-    "cudaStreamQuery", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",
-    "cuMemcpyHtoD_v2", "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
+    "cudaMemcpy3D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemset", "cudaThreadSynchronize",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH", "cuMemcpyHtoD", "cuMemcpy", "cuMemcpy_v2",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy", "hipMemcpyDtoH",
+    "hipMemcpyHtoD", "hipMemset", "hipCtxSynchronize",
 })
-NCCL_PREFIXES = ("nccl", "ncclKernel", "ncclDevKernel", "rccl")
+# Calls that send work to a device (trace-format.md §7): each should own device activity in the trace.
+LAUNCH_CALLS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchCooperativeKernel",
+    "cudaLaunchCooperativeKernelMultiDevice", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync",
+    "hipMemcpyWithStream", "hipMemsetAsync", "hipGraphLaunch", "runFunction - job_prep_and_submit_for_execution",
+})
+POLL_CALLS = frozenset({"cudaEventQuery", "cudaStreamQuery", "cuEventQuery", "cuStreamQuery", "hipEventQuery",
+                        "hipStreamQuery"})
+# A graph launch replays every node of a captured graph under one correlation id (one launch, many activities).
+GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "cuGraphLaunch", "hipGraphLaunch",
+                                "cudaGraphLaunch_ptsz", "cuGraphLaunch_ptsz"})
+# Communication kernels: every NCCL/RCCL naming era (ncclKernel_*, ncclDevKernel_*, rccl*) contains one of these.
+COMM_KERNEL_MARKERS = ("nccl", "rccl")
+# CPU-side collectives: record_param_comms ops, `nccl:*`/`gloo:*` annotations and `c10d::*` ops.
+COLLECTIVE_PREFIXES = ("nccl:", "gloo:", "c10d::", "record_param_comms")
 
 
 def kind_of_category(cat: str) -> Kind:
@@ -87,3 +112,24 @@ def is_dataloader_name(name: str) -> bool:
     """True for the main-process DataLoader wait annotations (`enumerate(DataLoader)#...__next__`)."""
     return name.startswith(DATALOADER_PREFIXES) and "__next__" in name
 
+
+
+def is_comm_kernel_name(name: str) -> bool:
+    """True for NCCL/RCCL kernels, whatever the naming era (case-insensitive `nccl` / `rccl`)."""
+    lowered = name.lower()
+    return any(marker in lowered for marker in COMM_KERNEL_MARKERS)
+
+
+def is_collective_name(name: str) -> bool:
+    """True for CPU-side collective ops and annotations (`record_param_comms`, `nccl:*`, `gloo:*`, `c10d::*`)."""
+    return name.startswith(COLLECTIVE_PREFIXES)
+
+
+def is_annotation_name(name: str) -> bool:
+    """True for names that label a region rather than an operator: `## forward ##`, `Optimizer.step#SGD.step`.
+
+    Operators are namespaced (`aten::`, `c10d::`, `autograd::engine::...`) or are autograd nodes
+    (`AddmmBackward`, `MseLossBackward0`); 2021 files write user annotations under the same `Operator`
+    category as operators, so there the name is what tells them apart.
+    """
+    return "::" not in name and _AUTOGRAD_NODE.search(name) is None

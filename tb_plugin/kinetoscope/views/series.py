@@ -51,14 +51,18 @@ def _series_entry(s: Any, base: int, max_points: int, t0_ns: Optional[int], t1_n
     lo = 0 if t0_ns is None else max(int(np.searchsorted(s.ts_ns, t0_ns, side="right")) - 1, 0)
     hi = s.ts_ns.size if t1_ns is None else int(np.searchsorted(s.ts_ns, t1_ns, side="left"))
     ts, alloc, reserved = s.ts_ns[lo:hi], s.allocated_bytes[lo:hi], s.reserved_bytes[lo:hi]
+    recorded = s.peak_reserved_bytes is not None
     if ts.size <= max_points:
         keep = np.arange(ts.size)
+    elif not recorded:
+        keep = downsample_minmax(ts, alloc, max_points)
     else:  # half the budget per curve: the extremes of both survive
         keep = np.union1d(downsample_minmax(ts, alloc, max_points // 2),
                           downsample_minmax(ts, reserved, max_points // 2))
     return {"device": s.device, "downsampled": bool(keep.size < ts.size), "points": int(keep.size),
             "source_points": int(ts.size), "ts_us": np.round((ts[keep] - base) / 1e3, 3).tolist(),
-            "allocated_bytes": alloc[keep].tolist(), "reserved_bytes": reserved[keep].tolist(),
+            "allocated_bytes": alloc[keep].tolist(), "reserved_bytes": reserved[keep].tolist() if recorded else None,
+            "relative": bool(s.relative),
             "peak_allocated_bytes": s.peak_allocated_bytes, "peak_reserved_bytes": s.peak_reserved_bytes,
             "peak_at_us": round((s.peak_at_ns - base) / 1e3, 3), "peak_op": s.peak_op,
             "leak_suspect": bool(s.leak_suspect), "step_growth_bytes": s.step_growth_bytes.tolist()}

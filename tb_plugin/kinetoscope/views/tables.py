@@ -45,22 +45,41 @@ def gaps_view(model: TraceModel, device: Any, *, causes: Optional[Sequence[int]]
             **_gap_columns(model, device, page)}
 
 
+def _name_index(model: TraceModel, rows: np.ndarray, ids: list[int]) -> list[int]:
+    """Index of each row's name in the page's shared `names` table (appended to `ids`), -1 for no row."""
+    table = {name_id: k for k, name_id in enumerate(ids)}
+    out = []
+    for row in rows.tolist():
+        if row < 0:
+            out.append(-1)
+            continue
+        name_id = int(model.name_id[row])
+        if name_id not in table:
+            table[name_id] = len(ids)
+            ids.append(name_id)
+        out.append(table[name_id])
+    return out
+
+
 def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, Any]:
     base = model.start_ns
     culprit = device.gap_culprit_row[page]
-    culprit_name = np.where(culprit >= 0, model.name_id[np.maximum(culprit, 0)], -1)
-    ids, inverse = np.unique(culprit_name[culprit_name >= 0], return_inverse=True)
-    culprit_ix = np.full(page.size, -1, np.int64)
-    culprit_ix[culprit_name >= 0] = inverse
+    ids: list[int] = []
+    culprit_ix = _name_index(model, culprit, ids)
+    annotation_ix = _name_index(model, device.gap_annotation_row[page], ids)
+    caller_ix = _name_index(model, device.gap_caller_row[page], ids)
     launch = device.gap_launch_row[page]
     launch_us = np.round((model.ts_ns[np.maximum(launch, 0)] - base) / 1e3, 3).tolist()
     start, end = device.gap_start_ns[page], device.gap_end_ns[page]
-    return {"names": [model.names[i] for i in ids.tolist()],
+    return {"names": [model.names[i] for i in ids],
             "gaps": {"start_us": np.round((start - base) / 1e3, 3).tolist(),
                      "dur_us": np.round((end - start) / 1e3, 3).tolist(),
                      "cause": [CAUSE_NAMES[c] for c in device.gap_cause[page].tolist()],
-                     "culprit": culprit_ix.tolist(),
+                     "culprit": culprit_ix,
                      "culprit_row": culprit.tolist(),
+                     "culprit_after": device.gap_culprit_after[page].tolist(),
+                     "caller": caller_ix,
+                     "annotation": annotation_ix,
                      "next_kernel": [model.names[i] for i in model.name_id[device.gap_next_row[page]].tolist()],
                      "next_row": device.gap_next_row[page].tolist(),
                      "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())]}}

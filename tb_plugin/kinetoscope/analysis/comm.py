@@ -1,0 +1,80 @@
+"""Communication per device: how long collectives ran, and how much of that no compute hid.
+
+Communication kernels are NCCL/RCCL kernels (every naming era: `ncclKernel_*`, `ncclDevKernel_*`,
+`rccl*`); compute is every other kernel (`../docs/distributed.md`). Per device:
+
+    compute   [=====)   [======)        [==)
+    comm         [=========)  [====)
+    exposed            [-)    [-)          comm with no compute under it
+
+    comm      = length of the union of communication kernels
+    exposed   = the part of that union no compute kernel covers
+    overlap % = 100 * (comm - exposed) / comm
+
+Per step the same figures are clipped to the step. CPU-side collectives (`record_param_comms`,
+`nccl:*`, `gloo:*`, `c10d::*`) are measured apart: on CPU-only (gloo) jobs they are all there is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..trace.kinds import Kind
+from ..trace.model import TraceModel
+from . import intervals
+from .selectors import activity_rows_by_device, collective_union, comm_mask
+
+
+@dataclass(frozen=True)
+class DeviceComm:
+    """One device's communication figures, with the unions they come from (for per-step clipping)."""
+
+    device: int
+    kernels: int  # communication kernels
+    comm_ns: int
+    compute_ns: int
+    exposed_ns: int
+    comm_starts_ns: np.ndarray = field(repr=False)
+    comm_ends_ns: np.ndarray = field(repr=False)
+    exposed_starts_ns: np.ndarray = field(repr=False)
+    exposed_ends_ns: np.ndarray = field(repr=False)
+
+    @property
+    def overlap_pct(self) -> Optional[float]:
+        """Share of communication hidden under compute (None without communication)."""
+        return 100.0 * (self.comm_ns - self.exposed_ns) / self.comm_ns if self.comm_ns else None
+
+
+@dataclass(frozen=True)
+class Communication:
+    """Per-device figures, and the CPU-side collectives' union."""
+
+    devices: tuple[DeviceComm, ...]
+    cpu_starts_ns: np.ndarray = field(repr=False)
+    cpu_ends_ns: np.ndarray = field(repr=False)
+
+    @property
+    def cpu_collective_ns(self) -> int:
+        return intervals.total(self.cpu_starts_ns, self.cpu_ends_ns)
+
+    def of(self, device: int) -> Optional[DeviceComm]:
+        return next((d for d in self.devices if d.device == device), None)
+
+
+def communication(model: TraceModel) -> Communication:
+    """Communication, compute and exposed communication of every device with activity."""
+    devices = []
+    for dev, rows in sorted(activity_rows_by_device(model).items()):
+        kernels = rows[model.kind[rows] == Kind.KERNEL]
+        is_comm = comm_mask(model, kernels)
+        comm = intervals.union(model.ts_ns[kernels[is_comm]], model.end_ns[kernels[is_comm]])
+        compute = intervals.union(model.ts_ns[kernels[~is_comm]], model.end_ns[kernels[~is_comm]])
+        exposed = intervals.subtract(*comm, *compute)
+        devices.append(DeviceComm(device=dev, kernels=int(np.count_nonzero(is_comm)), comm_ns=intervals.total(*comm),
+                                  compute_ns=intervals.total(*compute), exposed_ns=intervals.total(*exposed),
+                                  comm_starts_ns=comm[0], comm_ends_ns=comm[1],
+                                  exposed_starts_ns=exposed[0], exposed_ends_ns=exposed[1]))
+    cpu = collective_union(model)
+    return Communication(devices=tuple(devices), cpu_starts_ns=cpu[0], cpu_ends_ns=cpu[1])

@@ -1,0 +1,61 @@
+"""Point queries on one lane's nested intervals: what was running at time t, innermost first.
+
+The intervals of one CPU thread nest (a `cpu_op` inside a `user_annotation` inside `ProfilerStep#N`).
+Sorted by (start, -length), the innermost interval containing t is found by taking the last one that
+started at or before t and climbing to its enclosing parents until one still runs at t:
+
+    t:                         |
+    [## forward ##.............|..........)      <- parent of the parent: contains t
+       [aten::linear)          |                 <- last started before t: ended, climb
+          [aten::addmm)        |                 <- (a child that ended too)
+                       [aten::relu ...)          <- starts after t: not a candidate
+
+Every query costs one searchsorted plus one vectorized step per nesting level.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace.build import nesting_depth
+
+
+class NestedIndex:
+    """Innermost-at and last-ended-before queries over intervals sorted by (start, -length)."""
+
+    def __init__(self, starts_ns: np.ndarray, ends_ns: np.ndarray) -> None:
+        self.starts_ns = np.asarray(starts_ns, np.int64)
+        self.ends_ns = np.asarray(ends_ns, np.int64)
+        depth = nesting_depth(self.starts_ns, self.ends_ns - self.starts_ns, np.array([0, self.starts_ns.size]))
+        self.parent = _parents(depth.astype(np.int64))
+        self.max_depth = int(depth.max(initial=0))
+        by_end = np.argsort(self.ends_ns, kind="stable")
+        self._by_end, self._sorted_ends = by_end, self.ends_ns[by_end]
+
+    def innermost_at(self, t_ns: np.ndarray) -> np.ndarray:
+        """Index of the innermost interval with start <= t < end, or -1, for each t."""
+        t_ns = np.asarray(t_ns, np.int64)
+        cand = np.searchsorted(self.starts_ns, t_ns, side="right") - 1
+        for _ in range(self.max_depth + 1):
+            ended = (cand >= 0) & (self.ends_ns[np.maximum(cand, 0)] <= t_ns)
+            if not ended.any():
+                break
+            cand = np.where(ended, self.parent[np.maximum(cand, 0)], cand)
+        return np.where((cand >= 0) & (self.ends_ns[np.maximum(cand, 0)] > t_ns), cand, -1)
+
+    def last_ended_before(self, t_ns: np.ndarray) -> np.ndarray:
+        """Index of the interval that ended last at or before t (ties: the outermost), or -1."""
+        k = np.searchsorted(self._sorted_ends, np.asarray(t_ns, np.int64), side="right") - 1
+        return np.where(k >= 0, self._by_end[np.maximum(k, 0)], -1)
+
+
+def _parents(depth: np.ndarray) -> np.ndarray:
+    """Per interval, the last earlier interval one level up (its parent), or -1; one pass per level."""
+    parent = np.full(depth.size, -1, np.int64)
+    index = np.arange(depth.size)
+    for level in range(1, int(depth.max(initial=0)) + 1):
+        here = index[depth == level]
+        above = index[depth == level - 1]
+        if here.size and above.size:
+            k = np.searchsorted(above, here) - 1
+            parent[here[k >= 0]] = above[k[k >= 0]]
+    return parent

@@ -1,0 +1,58 @@
+"""Every threshold the verdict uses, in one place, each with the reason for its value.
+
+Shares are fractions of the judged time: the profiler steps clipped to the device's window (the whole
+device window when the trace has no steps), so start-up before the first step and the tail after the
+last one do not vote.
+"""
+from __future__ import annotations
+
+# --- what bounds a device -----------------------------------------------------------------------------
+# Below this idle share the device is the bottleneck (compute- or communication-bound). Steady training
+# steps keep a few percent of bubbles between kernels even when the GPU limits (10-20% idle on a
+# well-fed ResNet), so 20% separates "the GPU waits" from "the GPU works" with margin on both sides.
+IDLE_BOUND = 0.20
+# Within an idle share under this, compute-bound is said with high confidence: nothing else is big
+# enough to change the step time by more than a tenth.
+IDLE_HIGH_CONFIDENCE = 0.10
+# A winner this many times larger than the runner-up (in share) is a high-confidence verdict.
+DOMINANCE_HIGH = 2.0
+# Launch overhead needs an empty device queue: a launch that waited behind earlier work (queued) had
+# the GPU busy, so its cost was hidden. 10 µs is about two kernel launches on current GPUs.
+QUEUE_EMPTY_US = 10.0
+# ... and kernels that mostly run shorter than the call that launched them.
+SHORT_KERNEL_SHARE = 0.5
+# A bound must hold in this share of the steps to keep its confidence (steps of one run vote).
+STEP_AGREEMENT = 2.0 / 3.0
+# A lost-time category smaller than this share is not named as runner-up (noise).
+RUNNER_UP_MIN_SHARE = 0.01
+
+# --- CPU-only runs --------------------------------------------------------------------------------------
+# On a CPU-only run every step is CPU time; the DataLoader (or collectives) bound it when their waits
+# take at least half of the step time, more than the model's own ops.
+CPU_WAIT_DOMINANT = 0.5
+# A DataLoader share of the steps above this is worth naming as the runner-up.
+CPU_WAIT_RUNNER_UP = 0.10
+# CPU hot spots named in a cpu-only verdict.
+HOT_SPOTS = 3
+
+# --- not enough data ------------------------------------------------------------------------------------
+# Fewer than this many steps make step-to-step noise impossible to judge; with a short window too,
+# the trace cannot support a verdict (a one-step micro-test, a 9 ms toy).
+MIN_STEPS = 3
+MIN_WINDOW_MS = 50.0
+# Fewer device activities than this is a micro-test, not a workload.
+MIN_DEVICE_ACTIVITIES = 20
+# Fewer CPU ops than this is a fragment of a trace (a CPU-only rank kept 16 events).
+MIN_CPU_OPS = 50
+# Kineto numbers every CPU event (`Ev Idx`); when fewer than this share of the numbers in their range
+# are present, events were sampled or dropped (a 1% sample keeps 2,402 of 238,287). Only ranges of at
+# least EV_IDX_MIN_RANGE numbers are judged.
+EV_IDX_MIN_COVERAGE = 0.5
+EV_IDX_MIN_RANGE = 100
+# One non-synchronizing runtime call taking this share of the trace is start-up (CUDA context creation,
+# module loading, a first-time launch), not the workload.
+STARTUP_CALL_SHARE = 0.25
+# Launch calls whose device work is missing: above this share (with at least MIN_LAUNCHES calls),
+# device records were dropped and idle time cannot be trusted.
+MISSING_DEVICE_SHARE = 0.5
+MIN_LAUNCHES = 20

@@ -1,0 +1,82 @@
+"""The verdict on every shared real trace against an expert's reading of the raw events (../shared/oracle/verdicts.md).
+
+High confidence: the verdict must match. Medium: the verdict must be the expert's verdict or runner-up.
+Spans of one run with similar figures get the same verdict.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import SHARED, SHARED_TRACES, requires_shared
+from kinetoscope.analysis.report import analyze, report_entry, with_run_verdicts
+from kinetoscope.trace.loader import load_trace
+
+VERDICTS = SHARED / "oracle" / "verdicts.md"
+ROW = re.compile(r"^\| `([^`]+)` \| ([a-z -]+) \| (high|medium|low) \| ([a-z -]+) \|$")
+
+
+def expert_rows() -> list[tuple[str, str, str, str]]:
+    """(trace, verdict, confidence, runner-up) from the summary table."""
+    if not VERDICTS.is_file():
+        return []
+    return [m.groups() for m in map(ROW.match, VERDICTS.read_text().splitlines()) if m]
+
+
+EXPERT = expert_rows()
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    cache = {}
+
+    def get(trace: str) -> dict:
+        if trace not in cache:
+            model = load_trace(str(SHARED_TRACES / trace), cache_dir=None)
+            cache[trace] = report_entry(model, analyze(model))["verdict"]
+        return cache[trace]
+    return get
+
+
+def test_the_table_was_read():
+    if VERDICTS.is_file():
+        assert len(EXPERT) >= 16
+
+
+@requires_shared
+@pytest.mark.parametrize("trace, bound, confidence, runner", EXPERT, ids=[r[0].split("/")[-1][:36] for r in EXPERT])
+def test_matches_the_expert(verdicts, trace, bound, confidence, runner):
+    mine = verdicts(trace)
+    if confidence == "high":
+        assert mine["bound"] == bound, mine["evidence"]
+    else:
+        assert mine["bound"] in (bound, runner), mine["evidence"]
+    assert mine["runner_up"] != mine["bound"]
+    assert mine["confidence"] in ("low", "medium", "high")
+
+
+@requires_shared
+@pytest.mark.parametrize("trace", ["hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+                                   "hta/triton_example/triton_example.json.gz"])
+def test_fragments_are_not_judged(verdicts, trace):
+    assert verdicts(trace)["bound"] in ("not enough data", "cpu-only")
+
+
+@requires_shared
+def test_spans_of_one_run_agree(verdicts):
+    runs: dict[str, set[str]] = {}
+    for trace, *_ in EXPERT:
+        runs.setdefault(trace.rsplit("/", 1)[0], set()).add(verdicts(trace)["bound"])
+    for run, bounds in runs.items():
+        assert len(bounds) == 1, (run, bounds)
+
+
+@requires_shared
+def test_run_verdicts_sit_above_the_spans(verdicts):
+    entries = [{"run": trace.rsplit("/", 1)[0], "verdict": verdicts(trace)} for trace, *_ in EXPERT]
+    runs, harmonized = with_run_verdicts(entries)
+    by_run = {r["run"]: r["verdict"]["bound"] for r in runs}
+    assert by_run["resnet50_num_workers_0"] == "dataloader-bound"
+    assert by_run["resnet50_num_workers_4"] == "compute-bound"
+    assert by_run["hta/trace_filter"] == "not enough data"
+    assert all(e["verdict"]["bound"] == by_run[e["run"]] for e in harmonized if e["run"].startswith("resnet"))
