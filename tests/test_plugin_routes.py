@@ -38,7 +38,8 @@ def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("logs")
     write_trace(root / "gpu" / "worker0.1.pt.trace.json", gpu_doc())
     write_trace(root / "gpu" / "worker0.2.pt.trace.json.gz", gpu_doc(), gz=True)
-    write_trace(root / "cpu" / "host.7.pt.trace.json", trace_doc([op("ProfilerStep#1", 0, 100), op("aten::add", 1, 5)]))
+    write_trace(root / "cpu" / "host.7.pt.trace.json",
+                trace_doc([op("ProfilerStep#1", 0, 1000)] + [op("aten::add", 1 + 10 * i, 5) for i in range(60)]))
     write_trace(root / "broken" / "bad.3.pt.trace.json", '{"traceEvents": [{"ph": "X"')
     write_trace(root / "empty" / "none.4.pt.trace.json", trace_doc([]))
     return root
@@ -91,7 +92,7 @@ def test_plugin_metadata_and_literal_route_table(logdir):
         assert instance.service().wait_scanned(5)  # get_plugin_apps starts the background scan
     finally:
         instance.service().close()
-    assert routes == {"/index.js", "/static/*", "/runs", "/status", *(f"/{r}" for r in DATA_ROUTES)}
+    assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", *(f"/{r}" for r in DATA_ROUTES)}
 
 
 @pytest.mark.parametrize("make_logdir, active", [
@@ -178,6 +179,24 @@ def test_route_contents(apps, ids):
     assert export.headers["Content-Disposition"] == 'attachment; filename="kinetoscope-gpu-1.json"'
 
 
+def test_run_verdict(apps, ids):
+    deadline = time.monotonic() + 30
+    run = body(get(apps, "verdict", "?run=gpu"))
+    while run["pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+        run = body(get(apps, "verdict", "?run=gpu"))
+    assert run["run"] == "gpu" and run["pending"] == 0 and run["failed"] == 0 and len(run["spans"]) == 2
+    assert run["verdict"]["bound"] == "not enough data"  # two tiny spans: nothing to judge
+    assert {s["id"] for s in run["spans"]} == {ids["gpu"], ids["gz"]}
+    assert all(s["verdict"]["bound"] == "not enough data" for s in run["spans"])
+    broken = body(get(apps, "verdict", "?run=broken"))
+    assert broken["failed"] == 1 and broken["verdict"] is None
+    assert get(apps, "verdict", "?run=nope").status_code == 404
+    assert get(apps, "verdict", "").status_code == 400
+    huge = get(apps, "verdict", "?run=" + "x" * 100_000)
+    assert huge.status_code == 400 and len(huge.get_data()) < 1000
+
+
 @pytest.mark.parametrize("which", ["gpu", "gz"])
 def test_event_carries_its_full_args_from_the_file(apps, ids, which):
     rows = [body(get(apps, "event", f"?span={ids[which]}&row={row}&args=1")) for row in range(11)]
@@ -198,7 +217,8 @@ def test_cpu_only_trace_answers_without_gpu_or_memory(apps, ids):
     sid = ids["cpu"]
     assert body(get(apps, "memory", f"?span={sid}")) == {"devices": []}
     assert body(get(apps, "launches", f"?span={sid}"))["pairs"] == 0
-    assert body(get(apps, "summary", f"?span={sid}"))["verdict"]["bound"] == "cpu-only"
+    verdict = body(get(apps, "summary", f"?span={sid}"))["verdict"]
+    assert verdict["bound"] == "cpu-only" and "aten::add" in verdict["evidence"]
     assert get(apps, "gaps", f"?span={sid}&device=0").status_code == 404
 
 

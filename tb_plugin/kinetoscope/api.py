@@ -15,8 +15,9 @@ from typing import Any, Optional
 import numpy as np
 
 from .analysis.launch_offsets import launch_table, percentiles_us
-from .analysis.report import Analysis, analyze, report_entry
-from .errors import BadRequest, NotFound
+from .analysis.report import Analysis, analyze, report_entry, verdict_entry
+from .analysis.verdict import harmonized, run_verdict
+from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import Loaded, TraceService
 from .trace.discovery import TraceFile
 from .trace.model import TraceModel
@@ -97,6 +98,33 @@ def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
     loaded = _load(service, sid)
     f = loaded.file
     return {"id": sid, "run": f.run, "worker": f.worker, "span": _span(f), **loaded.prepared.report}
+
+
+def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
+    """The run-level verdict over every span of a run that has loaded, and each span's verdict made
+    consistent with it. Spans not loaded yet are queued and counted in `pending`; ask again until 0."""
+    members = [(sid, f) for sid, f, _ in service.snapshot() if f.run == run]
+    if not members:
+        raise NotFound(f"unknown run {run!r}")
+    ready, rows, pending, failed = [], [], 0, 0
+    for sid, f in members:
+        try:
+            loaded = service.get(sid, wait_s=0.0)
+        except NotReady:
+            pending += 1
+            rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "loading", "verdict": None})
+            continue
+        except TraceFailed:
+            failed += 1
+            rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "error", "verdict": None})
+            continue
+        ready.append((len(rows), loaded.prepared.analysis.verdict))
+        rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "ready", "verdict": None})
+    combined = run_verdict([v for _, v in ready]) if ready else None
+    for i, v in ready:
+        rows[i]["verdict"] = verdict_entry(harmonized(v, combined))
+    return {"run": run, "spans": rows, "pending": pending, "failed": failed,
+            "verdict": verdict_entry(combined) if combined else None}
 
 
 def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[Sequence[int]] = None,

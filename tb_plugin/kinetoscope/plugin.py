@@ -77,6 +77,16 @@ def _raw(args, name: str, required: bool) -> Optional[str]:
     return value
 
 
+MAX_RUN_NAME = 4096  # a run is a folder path relative to the logdir
+
+
+def run_arg(args) -> str:
+    value = _raw(args, "run", required=True)
+    if len(value) > MAX_RUN_NAME:
+        raise BadRequest(f"run must be a run name from `runs` (at most {MAX_RUN_NAME} characters), not {value[:64]!r}...")
+    return value
+
+
 def span_arg(args, name: str = "span", required: bool = True) -> Optional[str]:
     value = _raw(args, name, required)
     if value is not None and not SPAN_RE.match(value):
@@ -218,6 +228,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/runs": self.runs_route,
             "/status": self.status_route,
             "/summary": self.summary_route,
+            "/verdict": self.verdict_route,
             "/gaps": self.gaps_route,
             "/launches": self.launches_route,
             "/memory": self.memory_route,
@@ -249,6 +260,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def summary_route(self, request):
         return api.summary_impl(self.service(), span_arg(request.args))
+
+    @_route
+    def verdict_route(self, request):
+        return api.run_verdict_impl(self.service(), run_arg(request.args))
 
     @_route
     def gaps_route(self, request):
