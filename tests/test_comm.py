@@ -52,3 +52,21 @@ def test_subtract():
     b = (np.array([10, 30]), np.array([20, 55]))
     s, e = intervals.subtract(*a, *b)
     assert list(zip(s.tolist(), e.tolist())) == [(0, 10), (20, 30), (55, 60)]
+
+
+def test_subtract_matches_a_pointwise_check():
+    rng = np.random.default_rng(1)
+
+    def rand_union(n):
+        s = np.sort(rng.integers(0, 200, n))
+        return intervals.union(s, s + rng.integers(0, 20, n))
+
+    def inside(u, t):
+        return intervals.covered(*u, t, t + 1) > 0
+
+    grid = np.arange(0, 260)
+    for _ in range(300):
+        a, b = rand_union(rng.integers(0, 15)), rand_union(rng.integers(0, 15))
+        got = intervals.subtract(*a, *b)
+        assert (inside(got, grid) == (inside(a, grid) & ~inside(b, grid))).all()
+        assert np.all(got[0][1:] > got[1][:-1])  # disjoint and not touching: a proper union

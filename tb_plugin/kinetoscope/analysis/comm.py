@@ -63,10 +63,15 @@ class Communication:
         return next((d for d in self.devices if d.device == device), None)
 
 
-def communication(model: TraceModel) -> Communication:
-    """Communication, compute and exposed communication of every device with activity."""
+def communication(model: TraceModel, acts: Optional[dict[int, np.ndarray]] = None) -> Communication:
+    """Communication, compute and exposed communication of every device with activity.
+
+    Args:
+        model: the trace.
+        acts: the model's `activity_rows_by_device` (computed here when not given).
+    """
     devices = []
-    for dev, rows in sorted(activity_rows_by_device(model).items()):
+    for dev, rows in sorted((acts or activity_rows_by_device(model)).items()):
         kernels = rows[model.kind[rows] == Kind.KERNEL]
         is_comm = comm_mask(model, kernels)
         comm = intervals.union(model.ts_ns[kernels[is_comm]], model.end_ns[kernels[is_comm]])

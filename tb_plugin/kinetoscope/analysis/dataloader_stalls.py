@@ -49,7 +49,7 @@ class Steps:
 
 
 def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_share: float = 0.05,
-                   idle_share: float = 0.5) -> Steps:
+                   idle_share: float = 0.5, acts: Optional[dict[int, np.ndarray]] = None) -> Steps:
     """Per step: DataLoader wait, GPU busy/idle (busiest device), time by activity kind, stall flag.
 
     Args:
@@ -57,6 +57,7 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
         busiest: the device whose idleness decides stalls (None: no GPU, nothing stalls).
         min_share: smallest DataLoader share of the step that can make a stall.
         idle_share: fraction of the wait the GPU must be idle for.
+        acts: the model's `activity_rows_by_device` (computed here when not given).
     """
     steps = step_rows(model)
     start, end = model.ts_ns[steps], model.end_ns[steps]
@@ -67,7 +68,7 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
     busy = intervals.covered(*busy_u, start, end)
     if busiest is None:  # no GPU: nothing to be idle
         wait_idle = np.zeros_like(wait)
-    kinds = _kind_unions(model, busiest)
+    kinds = _kind_unions(model, busiest, acts)
     stalled = (busiest is not None) & (wait > 0) & (wait >= min_share * (end - start)) & (wait_idle >= idle_share * wait)
     return Steps(
         name_id=model.name_id[steps], start_ns=start, end_ns=end, dataloader_ns=wait, dataloader_gpu_idle_ns=wait_idle,
@@ -78,12 +79,12 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
         stalled=np.asarray(stalled, bool), dl_start_ns=dl_s, dl_end_ns=dl_e)
 
 
-def _kind_unions(model: TraceModel, busiest: Optional[DeviceIdle]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _kind_unions(model: TraceModel, busiest: Optional[DeviceIdle], acts) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Unions of the busiest device's activities by kind: compute kernels, NCCL kernels, memcpy, memset."""
     empty = (intervals.EMPTY, intervals.EMPTY)
     if busiest is None:
         return {k: empty for k in ("compute", "comm", "memcpy", "memset")}
-    rows = activity_rows_by_device(model)[busiest.device]
+    rows = (acts or activity_rows_by_device(model))[busiest.device]
     kind, is_comm = model.kind[rows], comm_mask(model, rows)
     masks = {"compute": (kind == Kind.KERNEL) & ~is_comm, "comm": (kind == Kind.KERNEL) & is_comm,
              "memcpy": kind == Kind.MEMCPY, "memset": kind == Kind.MEMSET}

@@ -101,7 +101,7 @@ class GpuIdle:
 
 
 def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5, comm_share: float = 0.5,
-             ops: Optional[OpIndex] = None) -> GpuIdle:
+             ops: Optional[OpIndex] = None, acts: Optional[dict[int, np.ndarray]] = None) -> GpuIdle:
     """Find and classify the idle gaps of every device.
 
     Args:
@@ -109,6 +109,7 @@ def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5, comm_share: fl
         dataloader_share: fraction of a gap DataLoader waits must cover for the `dataloader` cause.
         comm_share: fraction of a gap CPU-side collectives must cover for the `comm` cause.
         ops: a prebuilt OpIndex of the model (built here when not given).
+        acts: the model's `activity_rows_by_device` (computed here when not given).
 
     Returns:
         One DeviceIdle per device, sorted by device index.
@@ -116,7 +117,7 @@ def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5, comm_share: fl
     ops = ops or OpIndex(model)
     context = _Context(dl=dataloader_union(model), comm=collective_union(model), syncs=sync_rows(model),
                        first=first_of_launch(model), dataloader_share=dataloader_share, comm_share=comm_share)
-    devices = [_device_idle(model, dev, rows, context, ops) for dev, rows in sorted(activity_rows_by_device(model).items())]
+    devices = [_device_idle(model, dev, rows, context, ops) for dev, rows in sorted((acts or activity_rows_by_device(model)).items())]
     return GpuIdle(tuple(devices))
 
 

@@ -76,18 +76,16 @@ def subtract(a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_e
         A:  [--------)     [----)
         B:     [--)  [--------)
         out:[--)  [-)         [-)
+
+    One sweep: A's edges count +1/-1, B's -1/+1, so a stretch is in A and not in B where the running
+    count is 1. The four edge arrays are sorted runs, which a stable (merge) sort joins in linear time.
     """
     if a_starts.size == 0 or b_starts.size == 0:
         return a_starts, a_ends
-    cuts = np.unique(np.concatenate((a_starts, a_ends, b_starts, b_ends)))
-    lo, hi = cuts[:-1], cuts[1:]
-    in_a = _inside(a_starts, a_ends, lo)
-    in_b = _inside(b_starts, b_ends, lo)
-    keep = in_a & ~in_b
-    return union(lo[keep], hi[keep])
-
-
-def _inside(u_starts: np.ndarray, u_ends: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Whether each t lies in the union (start <= t < end)."""
-    k = np.searchsorted(u_starts, t, side="right") - 1
-    return (k >= 0) & (u_ends[np.maximum(k, 0)] > t)
+    t = np.concatenate((a_starts, a_ends, b_starts, b_ends))
+    na, nb = a_starts.size, b_starts.size
+    step = np.concatenate((np.ones(na, np.int8), np.full(na, -1, np.int8), np.full(nb, -1, np.int8), np.ones(nb, np.int8)))
+    order = np.argsort(t, kind="stable")
+    t, count = t[order], np.cumsum(step[order], dtype=np.int64)
+    keep = np.flatnonzero((count[:-1] == 1) & (t[1:] > t[:-1]))
+    return union(t[keep], t[keep + 1])

@@ -14,6 +14,8 @@ Every query costs one searchsorted plus one vectorized step per nesting level.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..trace.build import nesting_depth
@@ -28,8 +30,7 @@ class NestedIndex:
         depth = nesting_depth(self.starts_ns, self.ends_ns - self.starts_ns, np.array([0, self.starts_ns.size]))
         self.parent = _parents(depth.astype(np.int64))
         self.max_depth = int(depth.max(initial=0))
-        by_end = np.argsort(self.ends_ns, kind="stable")
-        self._by_end, self._sorted_ends = by_end, self.ends_ns[by_end]
+        self._by_end: Optional[np.ndarray] = None  # sorted on the first last_ended_before
 
     def innermost_at(self, t_ns: np.ndarray) -> np.ndarray:
         """Index of the innermost interval with start <= t < end, or -1, for each t."""
@@ -44,17 +45,19 @@ class NestedIndex:
 
     def last_ended_before(self, t_ns: np.ndarray) -> np.ndarray:
         """Index of the interval that ended last at or before t (ties: the outermost), or -1."""
-        k = np.searchsorted(self._sorted_ends, np.asarray(t_ns, np.int64), side="right") - 1
+        if self._by_end is None:
+            self._by_end = np.argsort(self.ends_ns, kind="stable")
+        k = np.searchsorted(self.ends_ns[self._by_end], np.asarray(t_ns, np.int64), side="right") - 1
         return np.where(k >= 0, self._by_end[np.maximum(k, 0)], -1)
 
 
 def _parents(depth: np.ndarray) -> np.ndarray:
     """Per interval, the last earlier interval one level up (its parent), or -1; one pass per level."""
     parent = np.full(depth.size, -1, np.int64)
-    index = np.arange(depth.size)
-    for level in range(1, int(depth.max(initial=0)) + 1):
-        here = index[depth == level]
-        above = index[depth == level - 1]
+    by_level = np.argsort(depth, kind="stable")  # within a level, still in start order
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
+    for level in range(1, bounds.size - 1):
+        above, here = by_level[bounds[level - 1]:bounds[level]], by_level[bounds[level]:bounds[level + 1]]
         if here.size and above.size:
             k = np.searchsorted(above, here) - 1
             parent[here[k >= 0]] = above[k[k >= 0]]

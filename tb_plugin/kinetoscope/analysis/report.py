@@ -22,7 +22,7 @@ from .explain import CpuFacts, Facts, cpu_verdict, explain
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .selectors import NO_OP, OpIndex
+from .selectors import NO_OP, OpIndex, activity_rows_by_device
 from .sufficiency import sufficiency
 from .verdict import Verdict, device_verdict, harmonized, not_enough, run_verdict
 
@@ -44,13 +44,13 @@ class Analysis:
 
 def analyze(model: TraceModel) -> Analysis:
     """Run every analysis on a model (pure; the model is not modified)."""
-    ops = OpIndex(model)
-    idle = gpu_idle(model, ops=ops)
+    ops, acts = OpIndex(model), activity_rows_by_device(model)
+    idle = gpu_idle(model, ops=ops, acts=acts)
     busiest = idle.busiest()
-    steps = step_breakdown(model, busiest)
+    steps = step_breakdown(model, busiest, acts=acts)
     launch = launch_offsets(model)
     memory = memory_timeline(model, steps.start_ns, steps.end_ns, ops=ops)
-    comm = communication(model)
+    comm = communication(model, acts)
     parts = breakdown(busiest, comm.of(busiest.device), steps.start_ns, steps.end_ns) if busiest else None
     verdict = _verdict(model, ops, idle, steps, launch, comm, parts)
     return Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
@@ -111,18 +111,36 @@ def _cpu_facts(model: TraceModel, ops: OpIndex, steps: Steps, comm: Communicatio
 def culprit_names(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> list[tuple[str, Optional[str]]]:
     """Per gap in `sel`, (what the CPU was doing, the user annotation around it or None):
     `aten::copy_`, `after aten::mm` (no op ran; the one finished last), `cudaStreamSynchronize in aten::item`."""
-    names = model.names
-    out = []
-    for cause, row, ann, after, caller in zip(device.gap_cause[sel].tolist(), device.gap_culprit_row[sel].tolist(),
-                                              device.gap_annotation_row[sel].tolist(), device.gap_culprit_after[sel].tolist(),
-                                              device.gap_caller_row[sel].tolist()):
-        text = names[model.name_id[row]] if row >= 0 else NO_OP
-        if after:
-            text = f"after {text}"
-        if cause == Cause.SYNC and caller >= 0:
-            text = f"{text} in {names[model.name_id[caller]]}"
-        out.append((text, names[model.name_id[ann]] if ann >= 0 else None))
-    return out
+    keys, inverse = _culprit_keys(model, device, sel)
+    names = [_culprit_name(model, key) for key in keys]
+    return [names[k] for k in inverse.tolist()]
+
+
+def _culprit_keys(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> tuple[list[tuple], np.ndarray]:
+    """Distinct (culprit name, after, caller name, annotation name) ids over the gaps, and each gap's key index."""
+    def name_ids(rows: np.ndarray) -> np.ndarray:  # name id + 1, 0 for no row
+        return np.where(rows >= 0, model.name_id[np.maximum(rows, 0)].astype(np.int64) + 1, 0)
+    sync = device.gap_cause[sel] == Cause.SYNC
+    base = len(model.names) + 1
+    culprit, caller = name_ids(device.gap_culprit_row[sel]), np.where(sync, name_ids(device.gap_caller_row[sel]), 0)
+    annotation, after = name_ids(device.gap_annotation_row[sel]), device.gap_culprit_after[sel].astype(np.int64)
+    if base < (1 << 20):  # one int64 key: ((culprit * base + caller) * base + annotation) * 2 + after < 2^62
+        packed, inverse = np.unique(((culprit * base + caller) * base + annotation) * 2 + after, return_inverse=True)
+        after_k, rest = packed % 2, packed // 2
+        table = np.stack([rest // (base * base), after_k, (rest // base) % base, rest % base], axis=1)
+    else:
+        table, inverse = np.unique(np.stack([culprit, after, caller, annotation], axis=1), axis=0, return_inverse=True)
+    return [(c - 1, a, k - 1, n - 1) for c, a, k, n in table.tolist()], inverse.reshape(-1)
+
+
+def _culprit_name(model: TraceModel, key: tuple) -> tuple[str, Optional[str]]:
+    culprit, after, caller, annotation = key
+    text = model.names[culprit] if culprit >= 0 else NO_OP
+    if after:
+        text = f"after {text}"
+    if caller >= 0:
+        text = f"{text} in {model.names[caller]}"
+    return text, (model.names[annotation] if annotation >= 0 else None)
 
 
 def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST, top: int = TOP_CULPRITS) -> list[dict]:
@@ -133,13 +151,14 @@ def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOS
     sel = np.flatnonzero(device.gap_cause == cause)
     if sel.size == 0:
         return []
-    pairs = culprit_names(model, device, sel)
-    labels = [f"{name} in {ann}" if ann else name for name, ann in pairs]
-    uniq, first, inverse = np.unique(np.array(labels, dtype=object), return_index=True, return_inverse=True)
-    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel])
-    order = np.argsort(-idle, kind="stable")[:top]
-    return [{"name": pairs[first[i]][0], "annotation": pairs[first[i]][1], "label": str(uniq[i]),
-             "idle_us": float(idle[i]) / 1e3} for i in order]
+    keys, inverse = _culprit_keys(model, device, sel)
+    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
+    rows = []
+    for i in np.argsort(-idle, kind="stable")[:top].tolist():
+        name, annotation = _culprit_name(model, keys[i])
+        rows.append({"name": name, "annotation": annotation, "label": f"{name} in {annotation}" if annotation else name,
+                     "idle_us": float(idle[i]) / 1e3})
+    return rows
 
 
 def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[str]:

@@ -106,35 +106,34 @@ class OpIndex:
         step_ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
         ops = cpu_rows(model)
         ops = ops[np.isin(model.kind[ops], np.array(CPU_OP_KINDS, np.int8)) & ~np.isin(model.name_id[ops], step_ids)]
-        self._by_lane: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        lanes = model.lane[ops]
-        for lane in np.unique(lanes):
-            rows = ops[lanes == lane]  # already sorted by (ts, -dur): the model's order
-            depth = nesting_depth(model.ts_ns[rows], model.dur_ns[rows], np.array([0, rows.size]))
-            self._by_lane[int(lane)] = (rows, depth)
+        lanes = model.lane[ops]  # rows are in the model's (lane, ts, -dur) order: each lane is one slice
+        cuts = np.flatnonzero(np.diff(lanes)) + 1
+        self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
+        self._depth: dict[int, np.ndarray] = {}
         annotation_ids = model.name_ids_where(lambda n: is_annotation_name(n) and not is_collective_name(n))
         legacy = np.array([i for i, c in enumerate(model.cats) if c == LEGACY_OP_CATEGORY], np.int32)
-        self._annotation = (model.kind == Kind.USER_ANNOTATION) | (
-            np.isin(model.cat_id, legacy) & np.isin(model.name_id, annotation_ids))
+        self._annotation_rows = ops[(model.kind[ops] == Kind.USER_ANNOTATION) | (
+            np.isin(model.cat_id[ops], legacy) & np.isin(model.name_id[ops], annotation_ids))]
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property
     def lanes(self) -> list[int]:
         """CPU lanes with ops or annotations."""
-        return sorted(self._by_lane)
+        return sorted(self._rows)
 
     def outermost_at(self, lane: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
         """Row of the outermost op running on `lane[i]` at `t_ns[i]`, or -1."""
         lane = np.asarray(lane)
         t_ns = np.asarray(t_ns, np.int64)
         result = np.full(lane.size, -1, np.int64)
-        for lane_id in np.unique(lane):
-            entry = self._by_lane.get(int(lane_id))
-            if entry is None:
+        for lane_id in np.unique(lane).tolist():
+            rows = self._rows.get(lane_id)
+            if rows is None:
                 continue
-            rows, depth = entry
+            if lane_id not in self._depth:
+                self._depth[lane_id] = nesting_depth(self._model.ts_ns[rows], self._model.dur_ns[rows], np.array([0, rows.size]))
             sel = np.flatnonzero(lane == lane_id)
-            hit = intervals.enclosing_top(self._model.ts_ns[rows], self._model.end_ns[rows], depth, t_ns[sel])
+            hit = intervals.enclosing_top(self._model.ts_ns[rows], self._model.end_ns[rows], self._depth[lane_id], t_ns[sel])
             result[sel] = np.where(hit >= 0, rows[np.maximum(hit, 0)], -1)
         return result
 
@@ -166,8 +165,8 @@ class OpIndex:
         """The ops (or annotations) of one lane as rows and their NestedIndex (built once, then cached)."""
         key = (lane, annotation)
         if key not in self._nested:
-            rows = self._by_lane.get(lane, (np.zeros(0, np.int64), None))[0]
-            rows = rows[self._annotation[rows] == annotation]
+            rows = self._rows.get(lane, np.zeros(0, np.int64))
+            rows = rows[np.isin(rows, self._annotation_rows, assume_unique=True) == annotation]
             self._nested[key] = (rows, NestedIndex(self._model.ts_ns[rows], self._model.end_ns[rows]))
         return self._nested[key]
 

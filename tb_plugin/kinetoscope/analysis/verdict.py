@@ -131,7 +131,7 @@ def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdic
     shares = {g: v / total for g, v in groups.items()}
     votes = step_votes(breakdown, launch_regime)
     if votes:
-        winner = max(set(votes), key=lambda g: (votes.count(g), groups[g]))
+        winner = max(dict.fromkeys(votes), key=lambda g: (votes.count(g), groups[g]))
         agreement: Optional[float] = votes.count(winner) / len(votes)
     else:
         winner, agreement = decide(groups), None
@@ -179,10 +179,10 @@ def run_verdict(spans: list[Verdict]) -> Verdict:
         for bound, share in v.shares.items():
             pooled[bound] = pooled.get(bound, 0.0) + share * max(v.judged_ns, 1)
     votes = [v.bound for v in judged]
-    winner = max(set(votes), key=lambda b: (votes.count(b), pooled.get(b, 0.0)))
+    winner = max(dict.fromkeys(votes), key=lambda b: (votes.count(b), pooled.get(b, 0.0)))
     agreement = votes.count(winner) / len(votes)
     total = sum(pooled.values()) or 1.0
-    device = all(b in GROUPS for b in pooled) and bool(pooled)
+    device = "compute-bound" in pooled  # device verdicts share every device group; CPU-only ones only their waits
     runner = runner_up(pooled, winner) if device and winner in GROUPS else _next_vote(judged, winner)
     level = (confidence(pooled, winner, runner, agreement if len(judged) > 1 else None) if device and winner in GROUPS
              else min((v.confidence for v in judged if v.bound == winner), key=LEVELS.index))
@@ -199,7 +199,7 @@ def run_verdict(spans: list[Verdict]) -> Verdict:
 
 def _next_vote(judged: list[Verdict], winner: str) -> Optional[str]:
     others = [v.bound for v in judged if v.bound != winner] + [v.runner_up for v in judged if v.runner_up and v.runner_up != winner]
-    return max(set(others), key=others.count) if others else None
+    return max(dict.fromkeys(others), key=others.count) if others else None
 
 
 def harmonized(span: Verdict, run: Verdict) -> Verdict:
