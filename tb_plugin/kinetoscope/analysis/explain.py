@@ -29,6 +29,7 @@ class Facts:
     comm_ms: float
     exposed_comm_ms: float
     overlap_pct: Optional[float]
+    categories: dict  # breakdown category -> share of the judged time
 
 
 def pct(share: float) -> str:
@@ -39,13 +40,17 @@ def explain(facts: Facts, bound: str, shares: dict) -> tuple[str, str]:
     """(evidence, suggestion) for a device verdict."""
     scope = f"{facts.steps} steps" if facts.steps else "the device window"
     head = f"device {facts.device}, {facts.judged_ms:.1f} ms judged ({scope})"
-    idle = sum(shares[g] for g in ("dataloader-bound", "sync-bound", "host-bound", "launch-overhead-bound"))
+    cat = facts.categories
+    busy = cat.get("compute", 0.0) + cat.get("exposed_comm", 0.0)
+    graph = f"; {pct(cat['graph'])} are bubbles inside CUDA-graph replays" if cat.get("graph", 0.0) >= 0.01 else ""
+    waits = f", and the host waits on collectives {pct(cat['comm'])} more" if cat.get("comm", 0.0) >= 0.001 else ""
     text = {
-        "compute-bound": f"busy {pct(1 - idle)} of the time ({pct(shares['compute-bound'])} compute, "
-                         f"{pct(shares['communication-bound'])} communication not hidden by compute); idle only {pct(idle)}",
-        "communication-bound": f"communication not hidden by compute takes {pct(shares['communication-bound'])} of the time "
-                               f"(collectives {facts.comm_ms:.1f} ms, {_overlap(facts)} overlapped with compute), "
-                               f"more than compute ({pct(shares['compute-bound'])})",
+        "compute-bound": f"busy {pct(busy)} of the time"
+                         + (f" ({pct(cat.get('compute', 0.0))} compute, {pct(cat.get('exposed_comm', 0.0))} communication "
+                            "not hidden by compute)" if facts.comm_ms else "") + f"; idle {pct(1 - busy)}{graph}",
+        "communication-bound": f"communication not hidden by compute takes {pct(cat.get('exposed_comm', 0.0))} of the time"
+                               f"{waits} (collectives {facts.comm_ms:.1f} ms, {_overlap(facts)} overlapped with compute), "
+                               f"against {pct(shares['compute-bound'])} compute",
         "dataloader-bound": f"idle {pct(shares['dataloader-bound'])} of the time while the DataLoader is fetched; "
                             f"{facts.stalled} of {facts.steps} steps stalled",
         "sync-bound": f"idle {pct(shares['sync-bound'])} of the time after blocking synchronizations drained the device"
@@ -59,8 +64,21 @@ def explain(facts: Facts, bound: str, shares: dict) -> tuple[str, str]:
     return f"{head}: {text}", _suggestion(bound, facts)
 
 
+def with_next_step(suggestion: str, runner_up: Optional[str], runner_share: Optional[float], facts: Facts) -> str:
+    """The suggestion, followed by the runner-up's when it holds a tenth of the time or more."""
+    if runner_up not in _SUGGESTS or runner_share is None or runner_share < NEXT_STEP_SHARE:
+        return suggestion
+    return f"{suggestion}. Next, {runner_up} ({pct(runner_share)}): {_suggestion(runner_up, facts)}"
+
+
+NEXT_STEP_SHARE = 0.10  # a runner-up this large is worth its own advice
+
+
 def _overlap(facts: Facts) -> str:
     return f"{facts.overlap_pct:.0f}%" if facts.overlap_pct is not None else "none"
+
+
+_SUGGESTS = ("compute-bound", "communication-bound", "dataloader-bound", "sync-bound", "host-bound", "launch-overhead-bound")
 
 
 def _suggestion(bound: str, facts: Facts) -> str:
@@ -135,4 +153,5 @@ def _cpu_runner_up(facts: CpuFacts) -> tuple[Optional[str], Optional[float]]:
 
 
 _NO_FACTS = Facts(device=-1, judged_ms=0.0, steps=0, stalled=0, host_culprit=None, sync_culprit=None, short_kernels=0,
-                  launches=0, queued_p50_us=None, uses_graphs=False, comm_ms=0.0, exposed_comm_ms=0.0, overlap_pct=None)
+                  launches=0, queued_p50_us=None, uses_graphs=False, comm_ms=0.0, exposed_comm_ms=0.0, overlap_pct=None,
+                  categories={})

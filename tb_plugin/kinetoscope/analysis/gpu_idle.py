@@ -34,8 +34,7 @@ import numpy as np
 
 from ..trace.model import TraceModel
 from . import intervals
-from .selectors import (OpIndex, activity_rows_by_device, collective_union, dataloader_union, first_of_launch,
-                        graph_launch_mask, sync_rows)
+from .selectors import OpIndex, activity_rows_by_device, collective_union, dataloader_union, first_of_launch, graph_launch_mask, sync_rows
 
 
 class Cause(enum.IntEnum):

@@ -18,7 +18,7 @@ from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
 from .cpu_ops import hot_spots
 from .dataloader_stalls import Steps, step_breakdown
-from .explain import CpuFacts, Facts, cpu_verdict, explain
+from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
@@ -64,8 +64,14 @@ def _verdict(model, ops, idle, steps, launch, comm, parts) -> Verdict:
     if busiest is None:
         judged = cpu_verdict(_cpu_facts(model, ops, steps, comm))
     else:
-        judged = device_verdict(parts, launch_regime(launch), lambda b, s: explain(_facts(model, ops, busiest, steps, launch, comm, parts), b, s))
+        facts = _facts(model, busiest, steps, launch, comm, parts)
+        judged = device_verdict(parts, launch_regime(launch), lambda bound, shares, runner: _explained(facts, bound, shares, runner))
     return not_enough(lacking.reasons, lacking.codes, judged) if lacking else judged
+
+
+def _explained(facts: Facts, bound: str, shares: dict, runner: Optional[str]) -> tuple[str, str]:
+    evidence, suggestion = explain(facts, bound, shares)
+    return evidence, with_next_step(suggestion, runner, shares.get(runner) if runner else None, facts)
 
 
 def busiest_activities(model: TraceModel, device: DeviceIdle) -> int:
@@ -82,7 +88,7 @@ def launch_regime(launch: LaunchOffsets) -> bool:
     return queued_p50_us <= T.QUEUE_EMPTY_US and np.count_nonzero(launch.short) >= T.SHORT_KERNEL_SHARE * launch.pairs
 
 
-def _facts(model, ops, busiest, steps, launch, comm, parts) -> Facts:
+def _facts(model, busiest, steps, launch, comm, parts) -> Facts:
     host = top_culprits(model, busiest, Cause.HOST, 1)
     dev_comm = comm.of(busiest.device)
     graph_ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
@@ -91,7 +97,8 @@ def _facts(model, ops, busiest, steps, launch, comm, parts) -> Facts:
                  sync_culprit=_sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
                  launches=launch.pairs, queued_p50_us=float(np.percentile(launch.queued_ns, 50)) / 1e3 if launch.pairs else None,
                  uses_graphs=bool(np.isin(model.name_id, graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,
-                 exposed_comm_ms=dev_comm.exposed_ns / 1e6, overlap_pct=dev_comm.overlap_pct)
+                 exposed_comm_ms=dev_comm.exposed_ns / 1e6, overlap_pct=dev_comm.overlap_pct,
+                 categories={k: v / max(parts.judged_ns, 1) for k, v in parts.total_ns().items()})
 
 
 def _cpu_facts(model: TraceModel, ops: OpIndex, steps: Steps, comm: Communication) -> CpuFacts:

@@ -7,8 +7,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace.build import nesting_depth
-from ..trace.kinds import (ACTIVITY_KINDS, LEGACY_OP_CATEGORY, CPU_OP_KINDS, GRAPH_LAUNCH_CALLS, STEP_RE, SYNC_CALLS, Kind, LaneKind,
-                           is_annotation_name, is_collective_name, is_comm_kernel_name, is_dataloader_name)
+from ..trace.kinds import (
+    ACTIVITY_KINDS,
+    CPU_OP_KINDS,
+    GRAPH_LAUNCH_CALLS,
+    LEGACY_OP_CATEGORY,
+    STEP_RE,
+    SYNC_CALLS,
+    Kind,
+    LaneKind,
+    is_annotation_name,
+    is_collective_name,
+    is_comm_kernel_name,
+    is_dataloader_name,
+)
 from ..trace.model import TraceModel
 from . import intervals
 from .nesting import NestedIndex

@@ -50,7 +50,8 @@ def sufficiency(model: TraceModel, *, steps: int, judged_ms: Optional[float], de
         if cpu_ops < T.MIN_CPU_OPS:
             found.append(("too-small", f"only {cpu_ops} CPU ops in the trace"))
     elif device_activities < T.MIN_DEVICE_ACTIVITIES:
-        found.append(("too-small", f"only {device_activities} device activities in the trace"))
+        found.append(("too-small", f"only {device_activities} device activit{'y' if device_activities == 1 else 'ies'} "
+                                   "in the trace"))
     elif steps < T.MIN_STEPS and judged_ms < T.MIN_WINDOW_MS:
         found.append(("too-small", f"{steps} step{'s' * (steps != 1)} in a {judged_ms:.1f} ms window"))
     return Insufficient(tuple(c for c, _ in found), tuple(r for _, r in found))

@@ -121,7 +121,7 @@ def lowered(level: str) -> str:
 
 
 def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdict:
-    """Judge a device trace from its breakdown; `explain(bound, shares)` writes (evidence, suggestion).
+    """Judge a device trace from its breakdown; `explain(bound, shares, runner_up)` writes (evidence, suggestion).
 
     With MIN_STEPS steps or more, the steps vote: the bound most steps give wins (ties go to the larger
     share), so a first-step stall or an untraced tail cannot outvote the steady state.
@@ -136,7 +136,9 @@ def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdic
     else:
         winner, agreement = decide(groups), None
     runner = runner_up(groups, winner)
-    evidence, suggestion = explain(winner, shares)
+    evidence, suggestion = explain(winner, shares, runner)
+    if votes:
+        evidence += f"; judged alone, {votes.count(winner)} of {len(votes)} steps are {winner}"
     return Verdict(bound=winner, evidence=evidence, suggestion=suggestion,
                    confidence=confidence(groups, winner, runner, agreement), runner_up=runner,
                    runner_up_share=shares[runner] if runner else None, share=shares[winner], shares=shares,
