@@ -21,13 +21,17 @@ def test_json_document(logdir, capsys):
     assert [(t["run"], t["worker"], t["span"], t["error"]) for t in doc["traces"]] == [("run", "w", "1", None), ("run", "w", "2", None)]
     first = doc["traces"][0]
     assert first["events"] == 3 and first["duration_us"] == 5.0 and first["devices"][0]["busy_us"] == 2.0
-    assert {"steps", "launch", "memory", "verdict"} <= set(first)
+    assert {"steps", "launch", "memory", "verdict", "breakdown"} <= set(first)
+    (run,) = doc["runs"]
+    assert run["run"] == "run" and run["spans"] == 2 and run["verdict"]["bound"] == "not enough data"
 
 
 @pytest.mark.parametrize("fmt, marker", [("text", "Verdict: "), ("markdown", "**Verdict: ")])
 def test_readable_formats(logdir, capsys, fmt, marker):
     assert main(["report", str(logdir), "--format", fmt, "--no-cache"]) == 0
-    assert capsys.readouterr().out.count(marker) == 2
+    out = capsys.readouterr().out
+    assert out.count(marker) == 2 and out.count("Run verdict: not enough data") == 1  # above the run's two spans
+    assert out.index("Run verdict") < out.index(marker)
 
 
 def test_failed_trace_exit_1_and_others_still_reported(logdir, capsys):
