@@ -203,6 +203,30 @@ def test_markup_in_trace_names_is_text_and_broken_trace_is_a_message(xss_tb):
     assert r["recovered"]
 
 
+def test_run_verdict_with_confidence_shows_above_the_span_verdict_of_a_multi_span_run(samples_tb):
+    # synthetic/mixed: 2 spans, communication kernels; synthetic/mixed_2021: byte-delta memory (2021 Kineto).
+    r = _check("runverdict", samples_tb, "synthetic/mixed", "synthetic/mixed_2021")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["shown"] and r["runAboveSpan"]
+    run, span = r["run"], r["span"]
+    assert run["label"] == "Run verdict:" and run["bound"] == "compute-bound" and run["confidence"] == "medium confidence"
+    assert run["spans"] == "2 of 2 spans" and run["pending"] == "0"
+    assert run["runnerUp"].startswith("runner-up: ")
+    assert "judged spans" in run["evidence"]
+    assert span["label"] == "Span verdict:" and span["bound"] == "compute-bound"
+    assert span["confidence"] in {"high confidence", "medium confidence", "low confidence"}
+    assert span["share"].endswith("% of the judged time") and span["runnerUp"].startswith("runner-up: ")
+    assert span["asRun"] is None  # the span says compute-bound on its own too
+    assert r["comm"] and all("comm:" in c and "exposed" in c and "overlapped" in c for c in r["comm"])
+    assert {"comm", "graph"} <= set(r["legend"]) and {"comm", "graph"} <= set(r["filters"])
+    assert {"compute", "comm", "exposed comm", "memcpy"} <= set(r["stepHeads"])
+    assert r["culpritCells"] and "top_culprits" in r["culpritLists"]
+    # Another run: its own run verdict, asked for once its summary is in; the 2021 trace's memory caveats.
+    assert r["shown2"] and r["run2"]["bound"] == "compute-bound" and r["run2"]["spans"] == "2 of 2 spans"
+    assert set(r["runsAsked"]) == {"synthetic/mixed", "synthetic/mixed_2021"}
+    assert any("relative to the start of the trace" in n and "reserved: not recorded" in n for n in r["memoryNotes"])
+
+
 @pytest.fixture
 def live_tb(tmp_path):
     """A cold server on a logdir holding a copy of the sample run `synthetic/mixed` as `mixed`."""

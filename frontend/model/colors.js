@@ -63,14 +63,21 @@ export const GAP_CAUSES = /** @type {const} */ ([
   { cause: 'host', color: 'rgba(21, 101, 192, 0.22)', solid: '#1565c0', text: 'CPU had not launched the work yet' },
   { cause: 'launch', color: 'rgba(249, 168, 37, 0.35)', solid: '#f9a825', text: 'launched in time, reached the GPU late' },
   { cause: 'unlinked', color: 'rgba(97, 97, 97, 0.22)', solid: '#616161', text: 'no launch call in the trace' },
+  { cause: 'comm', color: 'rgba(0, 131, 143, 0.28)', solid: '#00838f', text: 'host waiting on a collective (communication)' },
+  { cause: 'graph', color: 'rgba(109, 76, 65, 0.28)', solid: '#6d4c41', text: 'a bubble inside a replayed CUDA graph' },
 ]);
+
+/** @param {string} cause */
+function causeOf(cause) {
+  return GAP_CAUSES.find((c) => c.cause === cause) ?? GAP_CAUSES.find((c) => c.cause === 'unlinked') ?? GAP_CAUSES[0];
+}
 
 /**
  * Translucent fill of a gap cause (unknown causes are grey).
  * @param {string} cause
  */
 export function gapColor(cause) {
-  return (GAP_CAUSES.find((c) => c.cause === cause) ?? GAP_CAUSES[4]).color;
+  return causeOf(cause).color;
 }
 
 /**
@@ -78,5 +85,13 @@ export function gapColor(cause) {
  * @param {string} cause
  */
 export function gapSolid(cause) {
-  return (GAP_CAUSES.find((c) => c.cause === cause) ?? GAP_CAUSES[4]).solid;
+  return causeOf(cause).solid;
+}
+
+/**
+ * What a gap cause means, for tooltips ('' for an unknown cause).
+ * @param {string} cause
+ */
+export function gapText(cause) {
+  return GAP_CAUSES.find((c) => c.cause === cause)?.text ?? '';
 }

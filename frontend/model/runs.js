@@ -48,6 +48,14 @@ export function findSpan(runs, id) {
 }
 
 /**
+ * How many spans run `run` lists, over all its workers (0 when it is not listed).
+ * @param {RunInfo[]} runs @param {string} run
+ */
+export function runSpanCount(runs, run) {
+  return runs.filter((r) => r.name === run).reduce((n, r) => n + r.workers.reduce((m, w) => m + w.spans.length, 0), 0);
+}
+
+/**
  * The span a selector change asks for: the named run, worker and span, each falling back to the
  * first of its parent when it is not listed (a run change resets the worker and the span).
  * @param {RunInfo[]} runs @param {string} run @param {string} worker @param {string | null} id

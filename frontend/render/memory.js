@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * The memory chart: per device, allocated bytes as a filled step area and reserved bytes as a line,
- * on the lanes' time axis, with the peak marked and its op named.
+ * The memory chart: per device, allocated bytes as a filled step area and reserved bytes as a line
+ * (none when the trace did not record them: the legend says so), on the lanes' time axis, with the
+ * peak marked and its op named.
  */
 import { formatBytes } from '../model/format.js';
 import { bisectLeft, bisectRight } from '../model/hit.js';
@@ -23,6 +24,8 @@ const PAD_TOP = 14;
  * @property {number} peakReserved
  * @property {number} peakAtUs
  * @property {string} peakOp
+ * @property {ReturnType<typeof import('../model/memory.js').memoryLabels>} labels legend texts (relative, reserved not recorded)
+ * @property {string} note what the curves cannot claim, '' when nothing
  */
 
 /**
@@ -128,9 +131,9 @@ function drawBandLabels(ctx, s, top, widthCss, maxBytes, widths) {
   ctx.fillStyle = COLORS.axisText;
   ctx.fillText(`scale ${formatBytes(maxBytes)}`, 6, top + 20);
   ctx.fillStyle = 'rgba(30, 136, 229, 0.8)';
-  ctx.fillText('\u25a0 allocated', 6, top + 38);
-  ctx.fillStyle = '#6a1b9a';
-  ctx.fillText('\u2014 reserved', 6, top + 54);
+  ctx.fillText(fitLabel(`\u25a0 ${s.labels.allocatedShort}`, GUTTER_W - 12, widths), 6, top + 38);
+  ctx.fillStyle = s.labels.recorded ? '#6a1b9a' : COLORS.axisText;
+  ctx.fillText(fitLabel(s.labels.recorded ? '\u2014 reserved' : s.labels.reservedShort, GUTTER_W - 12, widths), 6, top + 54);
   ctx.strokeStyle = COLORS.gutterLine;
   ctx.beginPath();
   ctx.moveTo(0, top + BAND_H - 0.5);

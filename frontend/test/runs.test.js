@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { GONE, findSpan, linkedSpan, mergeRuns, resolvePick, runsOf, spanLabel, spanList } from '../model/runs.js';
+import { GONE, findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanLabel, spanList } from '../model/runs.js';
 
 const span = (id, index, state = 'unloaded') => ({ id, index, span: String(index), file: `w.${index}.pt.trace.json`, state });
 /** Two runs: a/w0 with spans 1 and 2, b/w0 and b/w1 with one span each. */
@@ -17,6 +17,12 @@ test('runsOf tolerates answers without runs; spanList flattens in listing order'
   assert.deepEqual(spanList(LISTING).map((x) => `${x.run}/${x.worker}/${x.span.id}`), ['a/w0/a01', 'a/w0/a02', 'b/w0/b01', 'b/w1/b11']);
   assert.equal(findSpan(LISTING, 'b11').worker, 'w1');
   assert.equal(findSpan(LISTING, 'zzz'), null);
+});
+
+test('runSpanCount counts a run\'s spans over its workers', () => {
+  assert.equal(runSpanCount(LISTING, 'a'), 2);
+  assert.equal(runSpanCount(LISTING, 'b'), 2, 'one span in each of two workers');
+  assert.equal(runSpanCount(LISTING, 'gone'), 0);
 });
 
 test('resolvePick falls back to the first worker and span of a changed run', () => {

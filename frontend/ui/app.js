@@ -1,13 +1,14 @@
 // @ts-check
 /**
  * The page: builds every section, picks the run / worker / span (from the link, else the first),
- * loads the span's summary, and keeps the URL in sync. Sections load their own routes and report
- * their own errors, so one failing route leaves the rest working. The runs listing refreshes while
- * the page is open: new traces join the selectors, and nothing on screen changes with it.
+ * loads the span's summary and its run's verdict, and keeps the URL in sync. Sections load their
+ * own routes and report their own errors, so one failing route leaves the rest working. The runs
+ * listing refreshes while the page is open: new traces join the selectors, and nothing on screen
+ * changes with it.
  */
 import { Api, ApiError, LatestChannel } from '../api.js';
 import { forgetUnready, getWhenReady } from '../loading.js';
-import { findSpan, linkedSpan, mergeRuns, resolvePick, runsOf, spanList } from '../model/runs.js';
+import { findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
 import { el, errorText, message } from './dom.js';
@@ -17,6 +18,7 @@ import { createLanesPanel } from './lanes_panel.js';
 import { LaunchPanel } from './launch_panel.js';
 import { MemoryPanel } from './memory_panel.js';
 import { REFRESH_MS, RunsRefresher } from './runs_refresh.js';
+import { RunVerdictPoller } from './run_verdict.js';
 import { createShareButtons } from './share.js';
 import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
@@ -48,6 +50,27 @@ export async function start(body) {
   header.actions.append(...createShareButtons(store));
   body.classList.add('ks-body');
   body.replaceChildren(header.root, el('main', { class: 'ks-main' }, sections));
+
+  const runVerdict = new RunVerdictPoller(api, (answer) => {
+    if (answer?.run !== store.state.span?.run) return;
+    store.set({ runVerdict: answer });
+    header.setRunVerdict(answer);
+  }, (err) => console.warn('kinetoscope: run verdict', errorText(err)));
+
+  /**
+   * Asks for the run verdict of the span on screen when its run lists more than one span (a
+   * one-span run's verdict is the span's own), or drops the one shown.
+   */
+  function pollRunVerdict() {
+    const run = store.state.span?.run;
+    if (run !== undefined && runSpanCount(latest, run) > 1) {
+      runVerdict.start(run);
+      return;
+    }
+    runVerdict.stop();
+    store.set({ runVerdict: null });
+    header.setRunVerdict(null);
+  }
 
   const poller = new StatusPoller(api, (traces) => {
     const byId = new Map(traces.map((t) => [t.id, t]));
@@ -100,6 +123,9 @@ export async function start(body) {
     forgetUnready(api, spanList(latest).map((x) => x.span));
     if (store.state.span) {
       syncHeader();
+      // A span of the run on screen came or went: the run verdict pools a different set.
+      const { span, summary } = store.state;
+      if (summary && runSpanCount(latest, span.run) !== (runVerdict.latest?.spans?.length ?? 1)) pollRunVerdict();
       return;
     }
     shown = latest;
@@ -118,7 +144,12 @@ export async function start(body) {
     // A link's window and selection apply to its span, or to the default span of a link without one.
     const link = !restore.span || restore.span === ref.id ? restore : {};
     restore = {};
-    store.set({ span: ref, summary: null, spanError: null, sel: null, selRow: link.sel ?? null });
+    if (store.state.span?.run !== ref.run) {
+      runVerdict.stop();
+      header.setRunVerdict(null);
+    }
+    store.set({ span: ref, summary: null, spanError: null, sel: null, selRow: link.sel ?? null,
+      runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null });
     syncHeader();
     header.setVerdict(null, null);
     const result = summaryChannel.run((signal) => getWhenReady(api, 'summary', { span: ref.id }, signal));
@@ -132,6 +163,7 @@ export async function start(body) {
         ? clampWindow({ t0Us: link.t0Us, t1Us: link.t1Us }, bounds) : bounds;
       store.set({ summary, bounds, win });
       header.setVerdict(summary, null);
+      pollRunVerdict();
       if (store.state.selRow !== null) selectRow(store.state.selRow, false);
     } catch (err) {
       const text = err instanceof ApiError && err.status === 422 ? `This trace failed to load: ${err.message}` : `Summary: ${errorText(err)}`;

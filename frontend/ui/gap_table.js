@@ -2,13 +2,16 @@
 /**
  * The gap table: one device's idle gaps from the `gaps` route, sorted on the server (click the
  * start or duration header), filtered by cause and optionally to the visible window, paged; a click
- * on a row zooms the lanes to that gap.
+ * on a row zooms the lanes to that gap. Each gap names its CPU culprit with the annotation around
+ * it; the device's top culprits (from the summary) fold above the table.
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES, gapSolid } from '../model/colors.js';
 import { formatCount, formatDuration, formatTimestamp } from '../model/format.js';
+import { causeParam, gapCulprit } from '../model/gaps.js';
 import { windowAround } from '../model/scale.js';
+import { culpritLists } from './culprits.js';
 import { el, errorText, message } from './dom.js';
 
 const PAGE = 50;
@@ -27,7 +30,9 @@ export class GapTable {
     this.offset = 0;
     this.inView = false;
     this.causes = new Set(GAP_CAUSES.map((c) => c.cause));
-    this.deviceSel = el('select', { 'aria-label': 'device', onchange: () => this.refresh(true) });
+    /** @type {any[]} */
+    this.devices = [];
+    this.deviceSel = el('select', { 'aria-label': 'device', onchange: () => this.pickDevice() });
     this.filters = el('span', { class: 'ks-filters' }, GAP_CAUSES.map((c) => el('label', { class: 'ks-cause', title: c.text },
       el('input', { type: 'checkbox', checked: true, dataset: { cause: c.cause }, onchange: (/** @type {Event} */ e) => {
         const box = /** @type {HTMLInputElement} */ (e.target);
@@ -41,8 +46,9 @@ export class GapTable {
     } }), 'in view only');
     this.pager = el('span', { class: 'ks-pager' });
     this.table = el('div', { class: 'ks-table-wrap' });
+    this.culprits = el('div', {});
     this.root = el('section', { class: 'ks-section ks-gaps' }, el('h3', {}, 'GPU idle gaps'),
-      el('div', { class: 'ks-toolbar' }, el('label', {}, 'Device ', this.deviceSel), this.filters, inView, this.pager), this.table);
+      el('div', { class: 'ks-toolbar' }, el('label', {}, 'Device ', this.deviceSel), this.filters, inView, this.pager), this.culprits, this.table);
     /** @type {number} */
     this.viewTimer = 0;
     store.subscribe((changed) => {
@@ -58,17 +64,28 @@ export class GapTable {
 
   reset() {
     this.channel.cancel();
+    this.devices = [];
     this.deviceSel.replaceChildren();
+    this.culprits.replaceChildren();
     this.table.replaceChildren(message('info', 'Loading gaps\u2026'));
     this.pager.replaceChildren();
   }
 
   /** @param {any[]} devices */
   setDevices(devices) {
+    this.devices = devices;
     this.deviceSel.replaceChildren(...devices.map((d) => el('option', { value: String(d.device) }, `GPU ${d.device}`)));
     this.deviceSel.disabled = devices.length < 2;
     if (devices.length === 0) this.table.replaceChildren(message('info', 'No GPU activity in this trace: nothing can idle.'));
-    else this.refresh(true);
+    else this.pickDevice();
+  }
+
+  /** Shows the selected device's top culprits and its first page of gaps. */
+  pickDevice() {
+    const device = this.devices.find((d) => String(d.device) === this.deviceSel.value);
+    const lists = device ? culpritLists(device) : null;
+    this.culprits.replaceChildren(...(lists ? [lists] : []));
+    this.refresh(true);
   }
 
   /** @param {boolean} [first] back to the first page */
@@ -82,7 +99,7 @@ export class GapTable {
       return;
     }
     const params = { span: span.id, device: this.deviceSel.value, sort: this.sort, offset: this.offset, limit: PAGE,
-      cause: this.causes.size === GAP_CAUSES.length ? null : [...this.causes].join(','),
+      cause: causeParam(this.causes),
       start_us: this.inView ? win.t0Us : null, end_us: this.inView ? win.t1Us : null };
     try {
       const r = await this.channel.run((signal) => getWhenReady(this.api, 'gaps', params, signal));
@@ -108,12 +125,13 @@ export class GapTable {
     for (let i = 0; i < n; i++) {
       const start = g.start_us[i];
       const dur = g.dur_us[i];
-      const culprit = g.culprit?.[i] >= 0 ? names[g.culprit[i]] : '';
+      const culprit = gapCulprit(names, g, i);
       rows.push(el('tr', { class: 'ks-clickable', dataset: { startUs: String(start), durUs: String(dur), cause: String(g.cause[i]) },
         onclick: (/** @type {Event} */ e) => this.zoom(/** @type {HTMLElement} */ (e.currentTarget), start, dur) },
         el('td', {}, formatTimestamp(start)), el('td', {}, formatDuration(dur)),
         el('td', {}, el('i', { class: 'ks-swatch', style: { background: gapSolid(g.cause[i]) } }), String(g.cause[i])),
-        el('td', { class: 'ks-name', title: String(culprit ?? '') }, String(culprit ?? '')),
+        el('td', { class: 'ks-name ks-culprit', title: culprit.label }, culprit.text,
+          culprit.annotation ? el('span', { class: 'ks-annotation' }, ` in ${culprit.annotation}`) : null),
         el('td', { class: 'ks-name', title: String(g.next_kernel?.[i] ?? '') }, String(g.next_kernel?.[i] ?? '')),
         el('td', {}, g.launch_us?.[i] === null || g.launch_us?.[i] === undefined ? '\u2013' : formatTimestamp(g.launch_us[i]))));
     }

@@ -2,11 +2,12 @@
 /**
  * The header: run / worker / span selectors (refilled in place as the listing refreshes), the load
  * state of the selected trace (with progress while it loads), a notice when its file is gone, and
- * the verdict with its evidence and suggestion.
+ * the verdicts (ui/verdict_view.js): the run's above the span's.
  */
-import { formatDuration, formatShare } from '../model/format.js';
+import { formatShare } from '../model/format.js';
 import { GONE, spanLabel } from '../model/runs.js';
-import { append, el, message } from './dom.js';
+import { el, message } from './dom.js';
+import { verdictNodes } from './verdict_view.js';
 
 export class Header {
   /**
@@ -23,6 +24,10 @@ export class Header {
     this.actions = el('span', { class: 'ks-actions' });
     this.notice = el('div', { class: 'ks-notice' });
     this.verdict = el('div', { class: 'ks-verdict' });
+    /** @type {any} the summary whose verdict is shown */
+    this.summary = null;
+    /** @type {any} the `verdict?run=` answer of its run */
+    this.runAnswer = null;
     this.root = el('header', { class: 'ks-header' },
       el('div', { class: 'ks-pickers' }, el('b', { class: 'ks-title' }, 'Kinetoscope'),
         el('label', {}, 'Run ', this.runSel), el('label', {}, 'Worker ', this.workerSel), el('label', {}, 'Span ', this.spanSel),
@@ -75,30 +80,25 @@ export class Header {
     this.status.title = st.error ?? '';
   }
 
-  /** Shows the verdict of a summary (null: nothing yet), or an error message. @param {any} summary @param {string | null} error */
+  /**
+   * Shows the verdict of a summary (null: nothing yet), or an error message.
+   * @param {any} summary @param {string | null} error
+   */
   setVerdict(summary, error) {
-    if (error) {
-      this.verdict.replaceChildren(message('error', error));
-      return;
-    }
-    if (!summary) {
-      this.verdict.replaceChildren(message('info', 'Loading the trace\u2026'));
-      return;
-    }
-    const v = summary.verdict ?? {};
-    this.verdict.replaceChildren();
-    const devices = (summary.devices ?? []).map((/** @type {any} */ d) => el('span', { class: 'ks-chip' },
-      `GPU ${d.device}: idle ${Number(d.idle_pct).toFixed(1)}% of ${formatDuration(d.window_us)}`));
-    const warnings = (summary.warnings ?? []).length
-      ? el('details', { class: 'ks-warnings' }, el('summary', {}, `${summary.warnings.length} loader warning(s)`),
-        el('ul', {}, summary.warnings.map((/** @type {any} */ w) => el('li', {}, typeof w === 'string' ? w : JSON.stringify(w)))))
-      : null;
-    append(this.verdict,
-      el('div', { class: 'ks-verdict-line' }, el('span', { class: 'ks-bound', dataset: { bound: String(v.bound ?? '') } }, String(v.bound ?? 'no verdict')),
-        el('span', { class: 'ks-evidence' }, String(v.evidence ?? ''))),
-      v.suggestion ? el('div', { class: 'ks-suggestion' }, el('b', {}, 'Suggestion: '), String(v.suggestion)) : null,
-      el('div', { class: 'ks-chips' }, el('span', { class: 'ks-chip' }, `${formatDuration(summary.duration_us)} \u00b7 ${summary.events} events`), devices),
-      warnings);
+    this.summary = error ? null : summary;
+    if (error) this.verdict.replaceChildren(message('error', error));
+    else if (!summary) this.verdict.replaceChildren(message('info', 'Loading the trace\u2026'));
+    else this.verdict.replaceChildren(...verdictNodes(summary, this.runAnswer));
+  }
+
+  /**
+   * Shows the run-level verdict (a `verdict?run=` answer, null: none) above the span's, and the
+   * span's verdict as the run makes it.
+   * @param {any} answer
+   */
+  setRunVerdict(answer) {
+    this.runAnswer = answer;
+    if (this.summary) this.verdict.replaceChildren(...verdictNodes(this.summary, answer));
   }
 
   /** Refreshes the span labels (their states) without touching the selection. @param {Map<string, any>} byId */

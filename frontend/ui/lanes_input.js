@@ -4,7 +4,7 @@
  * lanes vertically), click to select or collapse, double-click to zoom to a gap, step or event,
  * W/S zoom and A/D pan, 0 for the whole trace, Escape to clear the selection.
  */
-import { gapSolid } from '../model/colors.js';
+import { gapSolid, gapText } from '../model/colors.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { GUTTER_W } from '../model/layout.js';
@@ -160,7 +160,7 @@ export function describeHit(view, hit) {
     const g = data.gaps;
     return { key: `gap${hit.gap}`, title: `GPU idle: ${g.cause[hit.gap]}`, row: -1, color: gapSolid(g.cause[hit.gap]),
       rows: [['duration', formatDuration(g.endUs[hit.gap] - g.startUs[hit.gap])], ['start', formatTimestamp(g.startUs[hit.gap])],
-        ['', 'double-click to zoom']] };
+        ['why', gapText(g.cause[hit.gap]) || '\u2013'], ['', 'double-click to zoom']] };
   }
   return null;
 }

@@ -1,11 +1,13 @@
 // @ts-check
 /**
  * The memory section: allocated and reserved bytes per device on the lanes' time axis (same gutter,
- * same scale), refetched per window like the lanes, with the peak named above the chart.
+ * same scale), refetched per window like the lanes, with the peak named above the chart, and a note
+ * when the curve is relative to the trace start or reserved bytes were not recorded.
  */
 import { getWhenReady } from '../loading.js';
 import { formatBytes, formatTimestamp } from '../model/format.js';
 import { bisectRight } from '../model/hit.js';
+import { memoryLabels, memoryNote } from '../model/memory.js';
 import { GUTTER_W, RIGHT_PAD } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale, windowAround } from '../model/scale.js';
@@ -16,11 +18,17 @@ import { el, errorText, message } from './dom.js';
 import { Tooltip } from './tooltip.js';
 import { WindowedLoader } from './windowed.js';
 
-/** @param {any} d one device of the `memory` answer @returns {import('../render/memory.js').MemorySeries} */
+/**
+ * One device of the `memory` answer; reserved bytes that were not recorded (`null`) stay empty, so
+ * no line is drawn at 0.
+ * @param {any} d @returns {import('../render/memory.js').MemorySeries}
+ */
 function toSeries(d) {
+  const labels = memoryLabels(d);
   return { device: String(d.device), tsUs: Float64Array.from(d.ts_us ?? []), allocated: Float64Array.from(d.allocated_bytes ?? []),
-    reserved: Float64Array.from(d.reserved_bytes ?? []), peakAllocated: Number(d.peak_allocated_bytes) || 0,
-    peakReserved: Number(d.peak_reserved_bytes) || 0, peakAtUs: Number(d.peak_at_us), peakOp: String(d.peak_op ?? '') };
+    reserved: Float64Array.from(labels.recorded ? d.reserved_bytes ?? [] : []), peakAllocated: Number(d.peak_allocated_bytes) || 0,
+    peakReserved: Number(d.peak_reserved_bytes) || 0, peakAtUs: Number(d.peak_at_us), peakOp: String(d.peak_op ?? ''),
+    labels, note: memoryNote(d) };
 }
 
 export class MemoryPanel {
@@ -34,9 +42,10 @@ export class MemoryPanel {
     this.data = null;
     this.canvas = el('canvas', { class: 'ks-memory-canvas', 'aria-label': 'memory timeline' });
     this.peaks = el('div', { class: 'ks-peaks' });
+    this.notes = el('div', { class: 'ks-hint ks-memory-notes' });
     this.status = el('div', {});
     const wrap = el('div', { class: 'ks-canvas-wrap' }, this.canvas);
-    this.root = el('section', { class: 'ks-section' }, el('h3', {}, 'Memory'), this.peaks, this.status, wrap);
+    this.root = el('section', { class: 'ks-section' }, el('h3', {}, 'Memory'), this.peaks, this.notes, this.status, wrap);
     this.tooltip = new Tooltip(wrap);
     const measure = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
     measure.font = FONT;
@@ -60,6 +69,7 @@ export class MemoryPanel {
     this.data = null;
     this.canvas.hidden = false;
     this.peaks.replaceChildren();
+    this.notes.replaceChildren();
     this.status.replaceChildren(message('info', 'Loading memory\u2026'));
     this.view.requestRedraw();
   }
@@ -96,9 +106,10 @@ export class MemoryPanel {
     this.canvas.hidden = p.series.length === 0;
     this.view.setHeight(Math.max(1, p.series.length) * BAND_H);
     this.peaks.replaceChildren(...p.series.map((s) => el('span', { class: 'ks-chip' },
-      `${s.device}: peak ${formatBytes(s.peakAllocated)} allocated at ${formatTimestamp(s.peakAtUs)}`,
+      `${s.device}: peak ${formatBytes(s.peakAllocated)} ${s.labels.allocatedShort} at ${formatTimestamp(s.peakAtUs)}`,
       s.peakOp ? [' by ', el('code', {}, s.peakOp)] : null, ' ',
       el('button', { class: 'ks-link', type: 'button', onclick: () => this.store.set({ win: windowAround(s.peakAtUs - 50, s.peakAtUs + 50, 0.5, this.store.state.bounds) }) }, 'zoom'))));
+    this.notes.replaceChildren(...p.series.filter((s) => s.note).map((s) => el('div', { dataset: { device: s.device } }, s.note)));
     this.view.requestRedraw();
   }
 
@@ -125,6 +136,6 @@ export class MemoryPanel {
     const tUs = this.scaleOf().xToT(xCss);
     const i = Math.max(0, bisectRight(s.tsUs, tUs) - 1);
     this.tooltip.show(xCss, yCss, `${s.device} at ${formatTimestamp(tUs)}`,
-      [['allocated', formatBytes(s.allocated[i])], ['reserved', formatBytes(s.reserved[i])]]);
+      [[s.labels.allocatedShort, formatBytes(s.allocated[i])], ['reserved', s.labels.recorded ? formatBytes(s.reserved[i]) : 'not recorded']]);
   }
 }

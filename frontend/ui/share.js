@@ -69,7 +69,7 @@ export function createShareButtons(store) {
   const exportMd = el('button', { type: 'button', title: 'Download the summary as Markdown', onclick: () => {
     const { summary, span } = store.state;
     if (!summary || !span) return;
-    download(new Blob([summaryToMarkdown(summary)], { type: 'text/markdown' }), `kinetoscope-${span.run}-${span.span ?? span.id}.md`.replace(/[^\w.-]+/g, '_'));
+    download(new Blob([summaryToMarkdown(summary, store.state.runVerdict)], { type: 'text/markdown' }), `kinetoscope-${span.run}-${span.span ?? span.id}.md`.replace(/[^\w.-]+/g, '_'));
     say('Summary exported.');
   } }, 'Export summary (.md)');
 

@@ -1,25 +1,15 @@
 // @ts-check
 /**
- * The per-step table: duration, DataLoader wait and share, GPU idle while waiting, GPU busy, and the
+ * The per-step table: duration, DataLoader wait and share, GPU idle while waiting, GPU busy, the
+ * device time split into compute, communication (and the part of it exposed) and memcpy, and the
  * stall flag (from the `stalls` route and the summary). Sorted in the browser; a click zooms to the step.
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { windowAround } from '../model/scale.js';
+import { sortSteps, stepColumns } from '../model/steps.js';
 import { el, errorText, message } from './dom.js';
-
-/** @type {[string, string, (s: any) => number | string][]} key, header, value */
-const COLUMNS = [
-  ['name', 'step', (s) => s.name],
-  ['start_us', 'start', (s) => s.start_us],
-  ['dur_us', 'duration', (s) => s.dur_us],
-  ['dataloader_us', 'DataLoader wait', (s) => s.dataloader_us],
-  ['dataloader_share', 'DataLoader share', (s) => s.dataloader_share],
-  ['gpu_idle_during_dataloader_us', 'GPU idle while waiting', (s) => s.gpu_idle_during_dataloader_us],
-  ['gpu_busy_us', 'GPU busy', (s) => s.gpu_busy_us],
-  ['stalled', 'stalled', (s) => (s.stalled ? 1 : 0)],
-];
 
 export class StepTable {
   /** @param {import('./store.js').Store} store @param {import('../api.js').Api} api @param {() => void} reveal */
@@ -71,23 +61,30 @@ export class StepTable {
       this.table.replaceChildren(message('info', 'No ProfilerStep#N annotations in this trace (profile with a schedule and call prof.step()).'));
       return;
     }
-    const column = COLUMNS.find((c) => c[0] === this.sortKey) ?? COLUMNS[1];
-    const sorted = [...this.steps].sort((a, b) => {
-      const va = column[2](a);
-      const vb = column[2](b);
-      const cmp = typeof va === 'string' ? String(va).localeCompare(String(vb), undefined, { numeric: true }) : Number(va) - Number(vb);
-      return this.desc ? -cmp : cmp;
-    });
-    const head = COLUMNS.map(([key, text]) => el('th', { class: 'ks-sortable', 'aria-sort': key === this.sortKey ? (this.desc ? 'descending' : 'ascending') : 'none',
-      onclick: () => { this.desc = key === this.sortKey ? !this.desc : key !== 'name' && key !== 'start_us'; this.sortKey = key; this.render(); } },
-    text + (key === this.sortKey ? (this.desc ? ' \u25bc' : ' \u25b2') : '')));
-    const rows = sorted.map((s) => el('tr', { class: `ks-clickable${s.stalled ? ' ks-stalled' : ''}`, dataset: { stalled: String(Boolean(s.stalled)), step: String(s.name) },
+    const communicates = (this.store.state.summary?.devices ?? []).some((/** @type {any} */ d) => Number(d.comm?.kernels) > 0);
+    const columns = stepColumns(this.steps, communicates);
+    const column = columns.find((c) => c.key === this.sortKey) ?? columns[1];
+    const head = columns.map((c) => el('th', { class: 'ks-sortable', title: c.title, 'aria-sort': c.key === this.sortKey ? (this.desc ? 'descending' : 'ascending') : 'none',
+      onclick: () => { this.desc = c.key === this.sortKey ? !this.desc : c.kind !== 'text' && c.kind !== 'time'; this.sortKey = c.key; this.render(); } },
+    c.head + (c.key === this.sortKey ? (this.desc ? ' \u25bc' : ' \u25b2') : '')));
+    const rows = sortSteps(this.steps, column, this.desc).map((s) => el('tr', { class: `ks-clickable${s.stalled ? ' ks-stalled' : ''}`, dataset: { stalled: String(Boolean(s.stalled)), step: String(s.name) },
       onclick: () => { this.store.set({ win: windowAround(s.start_us, s.start_us + s.dur_us, 0.02, this.store.state.bounds) }); this.reveal(); } },
-    el('td', {}, String(s.name)), el('td', {}, formatTimestamp(s.start_us)), el('td', {}, formatDuration(s.dur_us)),
-    el('td', {}, formatDuration(s.dataloader_us)),
-    el('td', {}, el('span', { class: 'ks-bar' }, el('span', { style: { width: `${Math.min(100, 100 * (Number(s.dataloader_share) || 0))}%` } })), formatShare(s.dataloader_share)),
-    el('td', {}, formatDuration(s.gpu_idle_during_dataloader_us)), el('td', {}, formatDuration(s.gpu_busy_us)),
-    el('td', {}, s.stalled ? el('span', { class: 'ks-flag' }, '\u26a0 stalled') : '')));
+    columns.map((c) => el('td', { dataset: { col: c.key } }, cell(c, s[c.key])))));
     this.table.replaceChildren(el('table', { class: 'ks-table' }, el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));
+  }
+}
+
+/**
+ * The content of one cell.
+ * @param {import('../model/steps.js').StepColumn} column @param {any} value
+ * @returns {import('./dom.js').Child | import('./dom.js').Child[]}
+ */
+function cell(column, value) {
+  switch (column.kind) {
+    case 'time': return formatTimestamp(value);
+    case 'dur': return formatDuration(value);
+    case 'share': return [el('span', { class: 'ks-bar' }, el('span', { style: { width: `${Math.min(100, 100 * (Number(value) || 0))}%` } })), formatShare(value)];
+    case 'flag': return value ? el('span', { class: 'ks-flag' }, '\u26a0 stalled') : '';
+    default: return String(value ?? '');
   }
 }

@@ -23,13 +23,14 @@
  * @property {(import('../model/flows.js').Selection & {depth: number, name: string}) | null} sel
  * @property {number | null} selRow a selection restored from a link, before its details arrive
  * @property {string | null} spanError why the span cannot be shown (its trace failed to load)
+ * @property {any} runVerdict the `verdict?run=` answer of the span's run (null: none, or a one-span run)
  */
 
 export class Store {
   constructor() {
     /** @type {State} */
     this.state = { span: null, summary: null, bounds: { t0Us: 0, t1Us: 1 }, win: { t0Us: 0, t1Us: 1 }, sel: null, selRow: null,
-      spanError: null };
+      spanError: null, runVerdict: null };
     /** @type {Set<(changed: Set<string>) => void>} */
     this.listeners = new Set();
   }

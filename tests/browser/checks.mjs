@@ -6,6 +6,10 @@ import path from 'node:path';
 import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
 
 const XSS = '<img src=x onerror=alert(1)>';
+/** The span's verdict (the run's, when shown, sits above it in `.ks-run-verdict`). */
+const SPAN_BOUND = '.ks-span-verdict .ks-bound';
+/** The rows of the gap table (not those of the top-culprit lists folded above it). */
+const GAP_ROWS = '.ks-gaps tr[data-start-us]';
 const [check, base, outDir, ...args] = process.argv.slice(2);
 mkdirSync(outDir, { recursive: true });
 const shot = (name) => path.join(outDir, `${name}.png`);
@@ -68,7 +72,7 @@ async function smoke(browser, run) {
     return n;
   };
   const result = { errors, httpErrors, dialogs, imgs: await frame.$$eval('img', (els) => els.length), cpuPixels: await sum('cpu'), gpuPixels: await sum('gpu'), kinds: g.lanes.map((l) => l.kind),
-    verdict: await frame.textContent('.ks-bound'), sections: await frame.$$eval('.ks-section h3', (hs) => hs.map((h) => h.textContent)) };
+    verdict: await frame.textContent(SPAN_BOUND), sections: await frame.$$eval('.ks-section h3', (hs) => hs.map((h) => h.textContent)) };
   await page.screenshot({ path: shot(`overview-${run.replace(/\W+/g, '_')}`) });
   await page.screenshot({ path: shot(`page-${run.replace(/\W+/g, '_')}`), fullPage: true });
   return result;
@@ -146,8 +150,8 @@ async function interact(browser, run) {
 async function gapRow(browser, run) {
   const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
-  await frame.waitForSelector('.ks-gaps tbody tr');
-  const row = await frame.$('.ks-gaps tbody tr:nth-child(3)');
+  await frame.waitForSelector(GAP_ROWS);
+  const row = await frame.$(`${GAP_ROWS}:nth-child(3)`);
   const gap = await row.evaluate((tr) => [Number(tr.dataset.startUs), Number(tr.dataset.durUs), tr.dataset.cause]);
   await row.click();
   const win = await waitWindow(page, (t) => t !== null);
@@ -217,7 +221,7 @@ async function xss(browser) {
     }
   }
   const tooltip = tooltips.join('\n');
-  await frame.waitForSelector('.ks-gaps tbody tr', { timeout: 10000 }).catch(() => null);
+  await frame.waitForSelector(GAP_ROWS, { timeout: 10000 }).catch(() => null);
   await frame.waitForSelector('.ks-peaks .ks-chip', { timeout: 10000 }).catch(() => null);
   const text = await frame.evaluate(() => document.body.textContent);
   const options = await frame.$$eval('select option', (os) => os.map((o) => o.textContent));
@@ -231,7 +235,58 @@ async function xss(browser) {
   await frame.selectOption('select[aria-label=run]', 'xss');
   await waitReady(frame);
   return { errors: errorsBefore, brokenErrors: errors.slice(errorsBefore.length), httpErrors, dialogs, imgs, textHits: text.split(XSS).length - 1, optionHits: options.filter((o) => o.includes(XSS)).length,
-    tooltipHasName: tooltip.includes(XSS), brokenMessage, recovered: await frame.textContent('.ks-bound') };
+    tooltipHasName: tooltip.includes(XSS), brokenMessage, recovered: await frame.textContent(SPAN_BOUND) };
+}
+
+/** The parts of a verdict block (`.ks-run-verdict` or `.ks-span-verdict`) as text. */
+async function verdictParts(frame, selector) {
+  return frame.$eval(selector, (block) => {
+    const text = (sel) => block.querySelector(sel)?.textContent ?? null;
+    return { bound: text('.ks-bound'), confidence: text('.ks-confidence'), share: text('.ks-share'), runnerUp: text('.ks-runner-up'),
+      spans: text('.ks-run-spans'), label: text('.ks-verdict-label'), evidence: text('.ks-evidence'), asRun: text('.ks-as-run'),
+      pending: block.dataset.pending ?? null, line: block.querySelector('.ks-verdict-line')?.textContent ?? null };
+  }).catch(() => null);
+}
+
+/**
+ * A run of several spans, opened cold: the run verdict shows above the span's once every span of
+ * the run has loaded (pending 0), with confidence, runner-up and the span count; the new figures
+ * (communication chip, gap causes, step columns, culprits) show too. Then RUN2 is picked: its run
+ * verdict replaces the first, and its memory notes say what a byte-delta trace cannot claim.
+ */
+async function runVerdict(browser, run, run2) {
+  const { page, frame, errors, httpErrors, requests } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const settled = (name) => frame.waitForFunction((r) => {
+    const block = document.querySelector('.ks-run-verdict');
+    return block && block.dataset.pending === '0' && document.querySelector('select[aria-label=run]').value === r;
+  }, name, { timeout: 60000 }).then(() => true, () => false);
+  const shown = await settled(run);
+  const order = await frame.evaluate(() => {
+    const a = document.querySelector('.ks-run-verdict');
+    const b = document.querySelector('.ks-span-verdict');
+    return Boolean(a && b && (a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING));
+  });
+  await frame.waitForSelector('.ks-steps th', { timeout: 20000 }).catch(() => null);
+  await frame.waitForSelector(GAP_ROWS, { timeout: 20000 }).catch(() => null);
+  const figures = await frame.evaluate(() => ({
+    comm: [...document.querySelectorAll('.ks-chip.ks-comm')].map((c) => c.textContent),
+    legend: [...document.querySelectorAll('.ks-legend-item[data-cause]')].map((e) => e.dataset.cause),
+    filters: [...document.querySelectorAll('.ks-filters input[data-cause]')].map((e) => e.dataset.cause),
+    stepHeads: [...document.querySelectorAll('.ks-steps th')].map((th) => th.textContent.replace(/ [\u25b2\u25bc]$/, '')),
+    culpritCells: [...document.querySelectorAll('.ks-gaps td.ks-culprit')].map((td) => td.textContent).filter(Boolean),
+    culpritLists: [...document.querySelectorAll('.ks-culprit-group')].map((g) => g.dataset.list),
+  }));
+  const result = { run: await verdictParts(frame, '.ks-run-verdict'), span: await verdictParts(frame, '.ks-span-verdict'), shown, runAboveSpan: order, ...figures };
+  await page.screenshot({ path: shot(`run-verdict-${run.replace(/\W+/g, '_')}`) });
+  await frame.selectOption('select[aria-label=run]', run2);
+  await waitReady(frame);
+  const shown2 = await settled(run2);
+  await frame.waitForSelector('.ks-memory-notes div', { timeout: 20000 }).catch(() => null);
+  const memoryNotes = await frame.$$eval('.ks-memory-notes div', (ds) => ds.map((d) => d.textContent));
+  await page.screenshot({ path: shot(`run-verdict-${run2.replace(/\W+/g, '_')}`), fullPage: true });
+  return { errors, httpErrors, ...result, shown2, run2: await verdictParts(frame, '.ks-run-verdict'),
+    runsAsked: requests.filter((u) => u.startsWith('verdict?')).map((u) => decodeURIComponent(u.slice('verdict?run='.length))), memoryNotes };
 }
 
 /** The server's listing as `run/file` -> span id (asked from node, not the page: it also prompts a rescan). */
@@ -255,8 +310,8 @@ async function onScreen(page, frame) {
     marker: window.ksMarker ?? null, canvasMarker: document.querySelector('.ks-lanes-canvas')?.dataset.marker ?? null,
     selects: [...document.querySelectorAll('select')].map((sel) => sel.value),
     options: Object.fromEntries([...document.querySelectorAll('select')].map((sel) => [sel.getAttribute('aria-label'), [...sel.options].map((o) => [o.value, o.textContent])])),
-    verdict: document.querySelector('.ks-bound')?.textContent ?? null,
-    gapRows: document.querySelectorAll('.ks-gaps tbody tr').length,
+    verdict: document.querySelector('.ks-span-verdict .ks-bound')?.textContent ?? null,
+    gapRows: document.querySelectorAll('.ks-gaps tr[data-start-us]').length,
     notice: document.querySelector('.ks-notice')?.textContent ?? '',
   }));
   return { ...view, state: urlState(page) };
@@ -328,7 +383,7 @@ async function live(browser, run, logdir, src) {
 
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

@@ -1,0 +1,68 @@
+// @ts-check
+/**
+ * The step table's columns and order. A step row is a `stalls` step merged with the summary's
+ * (`gpu_busy_us`, and the device time split into `compute_us`, `comm_us`, `exposed_comm_us`,
+ * `memcpy_us`). Pure.
+ */
+
+/**
+ * @typedef {object} StepColumn
+ * @property {string} key the step field
+ * @property {string} head header text
+ * @property {'text' | 'time' | 'dur' | 'share' | 'flag'} kind how a cell is written
+ * @property {string} [title] header tooltip
+ * @property {boolean} [comm] shown only when the span communicates
+ */
+
+/** @type {StepColumn[]} */
+export const STEP_COLUMNS = [
+  { key: 'name', head: 'step', kind: 'text' },
+  { key: 'start_us', head: 'start', kind: 'time' },
+  { key: 'dur_us', head: 'duration', kind: 'dur' },
+  { key: 'dataloader_us', head: 'DataLoader wait', kind: 'dur' },
+  { key: 'dataloader_share', head: 'DataLoader share', kind: 'share' },
+  { key: 'gpu_idle_during_dataloader_us', head: 'GPU idle while waiting', kind: 'dur' },
+  { key: 'gpu_busy_us', head: 'GPU busy', kind: 'dur' },
+  { key: 'compute_us', head: 'compute', kind: 'dur', title: 'compute kernels (union) in the step' },
+  { key: 'comm_us', head: 'comm', kind: 'dur', comm: true, title: 'communication kernels (NCCL/RCCL, union) in the step' },
+  { key: 'exposed_comm_us', head: 'exposed comm', kind: 'dur', comm: true, title: 'communication no compute kernel hides' },
+  { key: 'memcpy_us', head: 'memcpy', kind: 'dur', title: 'memory copies in the step' },
+  { key: 'stalled', head: 'stalled', kind: 'flag' },
+];
+
+/**
+ * The columns to show: the communication ones only when the span has communication (a step with
+ * comm time, or `communicates` from the summary's devices).
+ * @param {any[]} steps @param {boolean} [communicates]
+ */
+export function stepColumns(steps, communicates = false) {
+  const comm = communicates || steps.some((s) => Number(s?.comm_us) > 0);
+  return STEP_COLUMNS.filter((c) => comm || !c.comm);
+}
+
+/**
+ * The sort value of a step's field: names as strings, flags as 0/1, missing numbers last-ish (-Infinity).
+ * @param {any} step @param {StepColumn} column
+ * @returns {number | string}
+ */
+export function stepValue(step, column) {
+  const v = step?.[column.key];
+  if (column.kind === 'text') return String(v ?? '');
+  if (column.kind === 'flag') return v ? 1 : 0;
+  return typeof v === 'number' && Number.isFinite(v) ? v : -Infinity;
+}
+
+/**
+ * A sorted copy of `steps` by `column` (names in natural order: "ProfilerStep#10" after "#9").
+ * @param {any[]} steps @param {StepColumn} column @param {boolean} desc
+ */
+export function sortSteps(steps, column, desc) {
+  return [...steps].sort((a, b) => {
+    const va = stepValue(a, column);
+    const vb = stepValue(b, column);
+    const cmp = typeof va === 'string' || typeof vb === 'string'
+      ? String(va).localeCompare(String(vb), undefined, { numeric: true })
+      : va === vb ? 0 : va < vb ? -1 : 1;
+    return desc ? -cmp : cmp;
+  });
+}

@@ -1,0 +1,87 @@
+// @ts-check
+/**
+ * The verdict block of the header: the run's verdict (when its run has more than one span) above
+ * the span's, each with its bound, confidence, share, runner-up and evidence; the reasons when a
+ * span is `not enough data`; the suggestion; the trace and device figures (idle, communication);
+ * the loader's warnings. Every trace string goes in as text.
+ */
+import { commText, deviceIdleText } from '../model/devices.js';
+import { formatDuration } from '../model/format.js';
+import { confidenceText, reasonsOf, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
+import { el } from './dom.js';
+
+/** @param {import('../model/verdict.js').Verdict} v @param {string} [fallback] */
+function boundChip(v, fallback = 'no verdict') {
+  return el('span', { class: 'ks-bound', dataset: { bound: String(v.bound ?? '') } }, String(v.bound ?? fallback));
+}
+
+/**
+ * Bound, confidence, share and runner-up of one verdict, as the parts of one line.
+ * @param {import('../model/verdict.js').Verdict} v
+ */
+function headParts(v) {
+  const confidence = confidenceText(v);
+  const share = shareText(v);
+  const runnerUp = runnerUpText(v);
+  return [boundChip(v),
+    confidence ? el('span', { class: 'ks-confidence', dataset: { confidence: String(v.confidence) } }, confidence) : null,
+    share ? el('span', { class: 'ks-share' }, share) : null,
+    runnerUp ? el('span', { class: 'ks-runner-up' }, runnerUp) : null];
+}
+
+/**
+ * The run's verdict line: "Run verdict: compute-bound · medium confidence · 2 of 2 spans", its evidence below.
+ * @param {any} runAnswer
+ */
+function runBlock(runAnswer) {
+  const v = runAnswer.verdict;
+  return el('div', { class: 'ks-run-verdict', dataset: { scope: 'run', pending: String(runAnswer.pending ?? 0) } },
+    el('div', { class: 'ks-verdict-line' }, el('span', { class: 'ks-verdict-label' }, 'Run verdict:'), ...headParts(v),
+      el('span', { class: 'ks-run-spans' }, runSpansText(runAnswer))),
+    v.evidence ? el('div', { class: 'ks-evidence' }, String(v.evidence)) : null);
+}
+
+/**
+ * The span's verdict: the run's harmonized one when the run route has it, marked "(as the run)"
+ * where it differs from the span's own.
+ * @param {any} summary @param {any} runAnswer @param {boolean} withRun the run line is shown above
+ */
+function spanBlock(summary, runAnswer, withRun) {
+  const { verdict: v, asRun } = spanVerdict(summary, runAnswer);
+  const reasons = reasonsOf(v);
+  return el('div', { class: 'ks-span-verdict', dataset: { scope: 'span' } },
+    el('div', { class: 'ks-verdict-line' }, withRun ? el('span', { class: 'ks-verdict-label' }, 'Span verdict:') : null, ...headParts(v),
+      asRun ? el('span', { class: 'ks-as-run', title: `on its own this span says ${summary.verdict?.bound}` }, '(as the run)') : null),
+    v.evidence ? el('div', { class: 'ks-evidence' }, String(v.evidence)) : null,
+    reasons.length ? el('div', { class: 'ks-reasons' }, 'Why there is not enough data:', el('ul', {}, reasons.map((r) => el('li', {}, r)))) : null,
+    v.suggestion ? el('div', { class: 'ks-suggestion' }, el('b', {}, 'Suggestion: '), String(v.suggestion)) : null);
+}
+
+/**
+ * The figures under the verdict: trace length and events, each device's idle share and communication.
+ * @param {any} summary
+ */
+function chips(summary) {
+  const devices = Array.isArray(summary.devices) ? summary.devices : [];
+  return el('div', { class: 'ks-chips' }, el('span', { class: 'ks-chip' }, `${formatDuration(summary.duration_us)} \u00b7 ${summary.events} events`),
+    devices.map((/** @type {any} */ d) => el('span', { class: 'ks-chip' }, deviceIdleText(d))),
+    devices.map((/** @type {any} */ d) => {
+      const text = commText(d.device, d.comm);
+      return text ? el('span', { class: 'ks-chip ks-comm', dataset: { device: String(d.device) },
+        title: `communication kernels (NCCL/RCCL): their time, the part no compute kernel covers, the overlap; compute ${formatDuration(d.comm.compute_us)}` }, text) : null;
+    }));
+}
+
+/**
+ * Everything the header's verdict area shows for a loaded summary.
+ * @param {any} summary the `summary` answer @param {any} runAnswer the `verdict?run=` answer of its run, or null
+ * @returns {HTMLElement[]}
+ */
+export function verdictNodes(summary, runAnswer) {
+  const withRun = showsRunVerdict(runAnswer, summary.run);
+  const warnings = Array.isArray(summary.warnings) ? summary.warnings : [];
+  return [withRun ? runBlock(runAnswer) : null, spanBlock(summary, runAnswer, withRun), chips(summary),
+    warnings.length ? el('details', { class: 'ks-warnings' }, el('summary', {}, `${warnings.length} loader warning(s)`),
+      el('ul', {}, warnings.map((/** @type {any} */ w) => el('li', {}, typeof w === 'string' ? w : JSON.stringify(w))))) : null]
+    .filter((x) => x !== null);
+}
