@@ -8,10 +8,10 @@ PY=${PYTHON:-.venv/bin/python}
 
 rm -rf samples/logs samples/truth
 for scenario in dataloader launch sync host compute mixed cpu_only xss; do
-  "$PY" samples/synth.py "samples/logs/synthetic/$scenario" --scenario "$scenario" --spans 2 --gzip \
+  "$PY" samples/synth "samples/logs/synthetic/$scenario" --scenario "$scenario" --spans 2 --gzip \
     --truth "samples/truth/$scenario.json"
 done
-"$PY" samples/synth.py samples/logs/synthetic/mixed_2021 --scenario mixed --era 2021 --spans 2 --gzip \
+"$PY" samples/synth samples/logs/synthetic/mixed_2021 --scenario mixed --era 2021 --spans 2 --gzip \
   --truth samples/truth/mixed_2021.json
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/stall --num-workers 0 --item-delay-ms 25 --gzip --device cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/workers2 --num-workers 2 --item-delay-ms 25 --gzip --device cpu

@@ -385,8 +385,8 @@ def test_bad_arguments() -> None:
 
 
 def run_synth(*args: str) -> subprocess.CompletedProcess[str]:
-    """Runs ``samples/synth.py`` in a subprocess."""
-    return subprocess.run([sys.executable, str(SAMPLES / "synth.py"), *args], capture_output=True, text=True, check=False)
+    """Runs the ``samples/synth`` package directory in a subprocess."""
+    return subprocess.run([sys.executable, str(SAMPLES / "synth"), *args], capture_output=True, text=True, check=False)
 
 
 def test_cli_writes_spans(tmp_path: Path) -> None:
