@@ -44,7 +44,7 @@ class NestedIndex:
         return np.where((cand >= 0) & (self.ends_ns[np.maximum(cand, 0)] > t_ns), cand, -1)
 
     def last_ended_before(self, t_ns: np.ndarray) -> np.ndarray:
-        """Index of the interval that ended last at or before t (ties: the outermost), or -1."""
+        """Index of the interval that ended last at or before t (ties: the one that started last), or -1."""
         if self._by_end is None:
             self._by_end = np.argsort(self.ends_ns, kind="stable")
         k = np.searchsorted(self.ends_ns[self._by_end], np.asarray(t_ns, np.int64), side="right") - 1
