@@ -16,9 +16,10 @@
 
 enum { F_PH, F_NAME, F_CAT, F_PID, F_TID, F_TS, F_DUR, F_ID, F_ARGS, N_EVENT_FIELDS };
 enum { A_CORRELATION, A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_DEVICE, A_STREAM,
-       A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR, N_ARG_FIELDS };
+       A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR, A_EV_IDX, A_EV_IDX_LEGACY,
+       N_ARG_FIELDS };
 enum { O_PH, O_NAME, O_CAT, O_PID, O_TID, O_TS, O_DUR, O_CORRELATION, O_EXTERNAL_ID, O_DEVICE, O_STREAM, O_ID,
-       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, N_OUT };
+       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, N_OUT };
 #define N_MEMORY_ARGS 6
 #define ID_OTHER INT64_MIN         /* a flow id that is not a plain int: interned by the caller */
 #define ID_LIMIT (1LL << 62)
@@ -142,6 +143,7 @@ static PyObject *extract(PyObject *self, PyObject *args) {
     double *ts = views[O_TS].buf, *dur = views[O_DUR].buf;
     long long *corr = views[O_CORRELATION].buf, *ext = views[O_EXTERNAL_ID].buf;
     long long *device = views[O_DEVICE].buf, *stream = views[O_STREAM].buf, *id = views[O_ID].buf;
+    long long *ev_idx = views[O_EV_IDX].buf;
     double *memory[N_MEMORY_ARGS];
     for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k] = views[O_DEVICE_TYPE + k].buf;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -182,6 +184,8 @@ static PyObject *extract(PyObject *self, PyObject *args) {
         device[i] = int_or_absent(SLOT(a, arg_offset[A_DEVICE]));
         stream[i] = int_or_absent(SLOT(a, arg_offset[A_STREAM]));
         for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k][i] = float_or_nan(SLOT(a, arg_offset[A_DEVICE_TYPE + k]));
+        ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX]));
+        if (ev_idx[i] < 0) ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX_LEGACY]));
     }
     Py_INCREF(Py_None);
     result = Py_None;
@@ -195,7 +199,7 @@ static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
     {"extract", extract, METH_VARARGS,
-     "extract(events, phase_table, names, cats, pids, tids, offset, out): fill 18 columns in one pass."},
+     "extract(events, phase_table, names, cats, pids, tids, offset, out): fill 19 columns in one pass."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,15 +26,18 @@ _PHASES = {"X": PH_X, "i": PH_I, "I": PH_I, "s": PH_S, "f": PH_F, "t": PH_F, "M"
 MEMORY_NAME = "[memory]"
 _MEMORY_ARGS = ("device_type", "device_id", "bytes", "total_allocated", "total_reserved", "addr")
 _get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "ts", "dur", "args", "id", "correlation",
-                                            "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS)}
+                                            "external_id", "external_id_2021", "device", "stream", "ev_idx", "ev_idx_legacy",
+                                            *_MEMORY_ARGS)}
 
 
 # Per-event columns, in the order both extractors produce them. Rows where a column does not apply are
 # masked by `ColumnBuilder.add` (correlation and External id: complete events; device and stream: GPU
-# activities; id: flow events; memory args: `[memory]` events), so extractors may leave anything there.
+# activities; id: flow events; memory args: `[memory]` events; ev_idx: complete events), so extractors may
+# leave anything there.
 _EXTRACTED = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "correlation", "external_id", "device", "stream", "id",
-              *(f"mem_{k}" for k in _MEMORY_ARGS))
-_EXTRACTED_DTYPES = (np.int8, *(np.int64,) * 4, np.float64, np.float64, *(np.int64,) * 5, *(np.float64,) * len(_MEMORY_ARGS))
+              *(f"mem_{k}" for k in _MEMORY_ARGS), "ev_idx")
+_EXTRACTED_DTYPES = (np.int8, *(np.int64,) * 4, np.float64, np.float64, *(np.int64,) * 5, *(np.float64,) * len(_MEMORY_ARGS),
+                     np.int64)
 _PHASE_TABLE = bytes(_PHASES.get(chr(c), PH_OTHER) if c else PH_OTHER for c in range(256))
 ID_OTHER = np.iinfo(np.int64).min  # a flow id that is not an int below 2^62 in magnitude: interned by `add`
 _ID_LIMIT = 1 << 62
@@ -59,6 +62,8 @@ def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy:
     cols.update((key, _int64s(key, args)) for key in ("correlation", "external_id", "device", "stream"))
     if legacy:
         cols["external_id"] = np.where(cols["external_id"] >= 0, cols["external_id"], _int64s("external_id_2021", args))
+    ev_idx = _int64s("ev_idx", args)
+    cols["ev_idx"] = np.where(ev_idx >= 0, ev_idx, _int64s("ev_idx_legacy", args))
     cols["id"] = np.full(n, ID_OTHER, np.int64)
     flow = np.flatnonzero((cols["ph"] == PH_S) | (cols["ph"] == PH_F))
     cols["id"][flow] = [v if isinstance(v, int) and -_ID_LIMIT < v < _ID_LIMIT else ID_OTHER for v in (events[i].id for i in flow.tolist())]
@@ -93,7 +98,8 @@ def _load_accelerator():
     try:
         from . import _columns
         _columns.layout(Event, ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"),
-                        Args, ("correlation", "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS))
+                        Args, ("correlation", "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS,
+                               "ev_idx", "ev_idx_legacy"))
     except (ImportError, TypeError, AttributeError):
         return None
     return _columns
@@ -117,6 +123,29 @@ class _Interner:
         return list(self.table), np.searchsorted(first_rows, first).astype(np.int32)
 
 
+class EventIndex:
+    """How many complete events carry Kineto's event number (`Ev Idx`) and the range of those numbers.
+
+    A trace whose numbers cover only a small part of their range was sampled or lost events (the
+    verdict refuses to judge it). Only the summary is kept: a column would cost 8 bytes per event.
+    """
+
+    def __init__(self) -> None:
+        self.count, self.low, self.high = 0, None, None
+
+    def add(self, values: np.ndarray) -> None:
+        values = values[values >= 0]
+        if values.size:
+            self.count += int(values.size)
+            low, high = int(values.min()), int(values.max())
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)
+
+    def meta(self) -> dict[str, Any]:
+        """`{"event_index": {"count", "min", "max"}}`, or nothing when no event is numbered."""
+        return {"event_index": {"count": self.count, "min": self.low, "max": self.high}} if self.count else {}
+
+
 class ColumnBuilder:
     """Accumulates chunks of decoded events; `finish` builds the model."""
 
@@ -125,6 +154,7 @@ class ColumnBuilder:
         self._chunks: list[dict[str, np.ndarray]] = []
         self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
+        self._event_index = EventIndex()
         self.n = 0
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
@@ -145,6 +175,7 @@ class ColumnBuilder:
         x = ph == PH_X
         for key in ("correlation", "external_id"):
             cols[key][~x] = -1
+        self._event_index.add(cols.pop("ev_idx")[x])
         gpu = x & self._gpu_cat(cols["cat"])
         for key in ("device", "stream"):
             cols[key][~gpu] = -1
@@ -218,7 +249,7 @@ class ColumnBuilder:
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
                           **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
-                          meta=_meta(doc, base_ns), skipped=skipped, warnings=tuple(warnings), source_bytes=source_bytes)
+                          meta={**_meta(doc, base_ns), **self._event_index.meta()}, skipped=skipped, warnings=tuple(warnings), source_bytes=source_bytes)
 
 
 _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",

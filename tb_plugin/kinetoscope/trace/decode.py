@@ -36,6 +36,8 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     total_allocated: float = msgspec.field(default=NAN, name="Total Allocated")
     total_reserved: float = msgspec.field(default=NAN, name="Total Reserved")
     addr: float = msgspec.field(default=NAN, name="Addr")
+    ev_idx: int = msgspec.field(default=-1, name="Ev Idx")  # Kineto's per-file event number (>= 2.0)
+    ev_idx_legacy: int = msgspec.field(default=-1, name="Profiler Event Index")  # its 1.12-1.13 spelling
     name: Optional[str] = None  # process_name / thread_name metadata
     labels: Optional[str] = None  # process_labels metadata
 

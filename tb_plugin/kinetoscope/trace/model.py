@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 5  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 6  # bump when the model's layout or its decoding semantics change (invalidates caches)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class TraceModel:
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict)  # deviceProperties, distributedInfo, base time, ...
+    meta: dict[str, Any] = field(default_factory=dict)  # deviceProperties, distributedInfo, base time, event_index, ...
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count of events not in the model
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0  # uncompressed size of the file it came from
