@@ -249,7 +249,8 @@ class ColumnBuilder:
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
                           **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
-                          meta={**_meta(doc, base_ns), **self._event_index.meta()}, skipped=skipped, warnings=tuple(warnings), source_bytes=source_bytes)
+                          meta={**_meta(doc, base_ns), **self._event_index.meta()}, skipped=skipped, warnings=tuple(warnings),
+                          source_bytes=source_bytes)
 
 
 _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",
