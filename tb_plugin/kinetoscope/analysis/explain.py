@@ -42,7 +42,7 @@ def explain(facts: Facts, bound: str, shares: dict) -> tuple[str, str]:
     head = f"device {facts.device}, {facts.judged_ms:.1f} ms judged ({scope})"
     cat = facts.categories
     busy = cat.get("compute", 0.0) + cat.get("exposed_comm", 0.0)
-    graph = f"; {pct(cat['graph'])} are bubbles inside CUDA-graph replays" if cat.get("graph", 0.0) >= 0.01 else ""
+    graph = f" ({pct(cat['graph'])} of the time in bubbles inside CUDA-graph replays)" if cat.get("graph", 0.0) >= 0.01 else ""
     waits = f", and the host waits on collectives {pct(cat['comm'])} more" if cat.get("comm", 0.0) >= 0.001 else ""
     text = {
         "compute-bound": f"busy {pct(busy)} of the time"

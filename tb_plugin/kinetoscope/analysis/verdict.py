@@ -63,22 +63,41 @@ class Verdict:
     reasons: tuple[str, ...] = ()  # not enough data: why
 
 
-def group_ns(categories_ns: np.ndarray, launch_regime: bool) -> dict[str, float]:
-    """Time per bound from one row of a Breakdown (host gaps move to launch overhead in the launch regime)."""
-    by_name = dict(zip(CATEGORIES, categories_ns.tolist()))
-    groups = {bound: float(sum(by_name[c] for c in cats)) for bound, cats in GROUPS.items()}
+BOUNDS = tuple(GROUPS)
+# categories x bounds: which bound owns each breakdown category
+_OWNER = np.array([[c in GROUPS[b] for b in BOUNDS] for c in CATEGORIES], np.float64)
+_HOST, _LAUNCH = BOUNDS.index("host-bound"), BOUNDS.index("launch-overhead-bound")
+_HOST_SIDE = np.array([b in HOST_SIDE for b in BOUNDS])
+_DEVICE_SIDE = np.array([b in DEVICE_SIDE for b in BOUNDS])
+
+
+def group_matrix(categories_ns: np.ndarray, launch_regime: bool) -> np.ndarray:
+    """Time per bound (columns in BOUNDS order) of each row of a Breakdown; in the launch regime host gaps
+    belong to launch overhead."""
+    groups = np.atleast_2d(categories_ns).astype(np.float64) @ _OWNER
     if launch_regime:
-        groups["launch-overhead-bound"] += groups.pop("host-bound")
-        groups["host-bound"] = 0.0
+        groups[:, _LAUNCH] += groups[:, _HOST]
+        groups[:, _HOST] = 0.0
     return groups
 
 
+def group_ns(categories_ns: np.ndarray, launch_regime: bool) -> dict[str, float]:
+    """Time per bound of one breakdown row (or of the sum of rows given as one)."""
+    return dict(zip(BOUNDS, group_matrix(categories_ns, launch_regime)[0].tolist()))
+
+
+def decide_rows(groups: np.ndarray) -> np.ndarray:
+    """The winning bound (index into BOUNDS) of each row of group times (the module docstring's rule)."""
+    total = np.maximum(groups.sum(axis=1), 1e-12)
+    device_limits = groups[:, _HOST_SIDE].sum(axis=1) / total < T.IDLE_BOUND
+    on_device = np.where(_DEVICE_SIDE, groups, -np.inf).argmax(axis=1)  # first maximum, as max() picks
+    elsewhere = np.where(np.arange(len(BOUNDS)) != 0, groups, -np.inf).argmax(axis=1)  # anything but compute
+    return np.where(device_limits, on_device, elsewhere)
+
+
 def decide(groups: dict[str, float]) -> str:
-    """The winning bound of one set of group times (the module docstring's rule)."""
-    total = sum(groups.values()) or 1.0
-    if sum(groups[g] for g in HOST_SIDE) / total < T.IDLE_BOUND:
-        return max(DEVICE_SIDE, key=lambda g: groups[g])
-    return max((g for g in groups if g != "compute-bound"), key=lambda g: groups[g])
+    """The winning bound of one set of group times."""
+    return BOUNDS[int(decide_rows(np.array([[groups.get(b, 0.0) for b in BOUNDS]]))[0])]
 
 
 def runner_up(groups: dict[str, float], winner: str) -> Optional[str]:
@@ -110,10 +129,16 @@ def confidence(groups: dict[str, float], winner: str, runner: Optional[str], agr
     return level
 
 
-def step_votes(breakdown: Breakdown, launch_regime: bool) -> list[str]:
-    """Each step judged alone (none with fewer than MIN_STEPS steps: too few to vote)."""
-    rows = [r for r in breakdown.ns if breakdown.from_steps and r.sum() > 0]
-    return [decide(group_ns(r, launch_regime)) for r in rows] if len(rows) >= T.MIN_STEPS else []
+def step_votes(breakdown: Breakdown, launch_regime: bool) -> dict[str, int]:
+    """How many steps, each judged alone, give each bound (empty with fewer than MIN_STEPS steps: too few to vote)."""
+    if not breakdown.from_steps:
+        return {}
+    groups = group_matrix(breakdown.ns, launch_regime)
+    groups = groups[groups.sum(axis=1) > 0]
+    if groups.shape[0] < T.MIN_STEPS:
+        return {}
+    counts = np.bincount(decide_rows(groups), minlength=len(BOUNDS))
+    return {b: n for b, n in zip(BOUNDS, counts.tolist()) if n}
 
 
 def lowered(level: str) -> str:
@@ -131,14 +156,14 @@ def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdic
     shares = {g: v / total for g, v in groups.items()}
     votes = step_votes(breakdown, launch_regime)
     if votes:
-        winner = max(dict.fromkeys(votes), key=lambda g: (votes.count(g), groups[g]))
-        agreement: Optional[float] = votes.count(winner) / len(votes)
+        winner = max(votes, key=lambda g: (votes[g], groups[g]))
+        agreement: Optional[float] = votes[winner] / sum(votes.values())
     else:
         winner, agreement = decide(groups), None
     runner = runner_up(groups, winner)
     evidence, suggestion = explain(winner, shares, runner)
     if votes:
-        evidence += f"; judged alone, {votes.count(winner)} of {len(votes)} steps are {winner}"
+        evidence += f"; judged alone, {votes[winner]} of {sum(votes.values())} steps are {winner}"
     return Verdict(bound=winner, evidence=evidence, suggestion=suggestion,
                    confidence=confidence(groups, winner, runner, agreement), runner_up=runner,
                    runner_up_share=shares[runner] if runner else None, share=shares[winner], shares=shares,
