@@ -71,7 +71,7 @@ def _devices(entry: dict, markdown: bool) -> list[str]:
     lines = []
     for d in entry["devices"]:
         by = d["gaps"]["by_cause_us"]
-        lines += ["", f"GPU {d['device']}: idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} "
+        lines += ["", f"Device {d['device']}: idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} "
                       f"({d['gaps']['count']} gaps)", "Idle time by cause:"]
         lines += _table(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
                                                      for c in CAUSES if by.get(c, 0) > 0], markdown)
