@@ -116,3 +116,56 @@ def test_layout_refuses_fields_that_are_not_object_slots():
         build._accel.layout(Event, ("ph",) * 8 + ("__doc__",), Args, ("correlation",) * 11)
     # a refused layout leaves the bound one in place
     assert build._columns_accel([Event(ph="X", name="a", ts=1.0)], ({}, {}, {}, {}), 0, False)["ts"].tolist() == [1.0]
+
+
+# Kineto's event number, `Ev Idx` (torch >= 2.0) or `Profiler Event Index` (1.12-1.13): only its summary
+# over complete events is kept (`meta["event_index"]`); both extractors and every decode path must agree.
+_ODD_INDEX = {"float": 7.5, "integral float": 7.0, "bool": True, "numeric string": "7", "string": "x", "null": None,
+              "object": {"a": 1}, "negative": -3, "2^63": 2**63, "2^64": 2**64, "-2^70": -2**70, "1e999": "RAW:1e999"}
+
+
+def _numbered(odd) -> str:
+    events = [op(f"n{i}", i * 10, 5, **{"Ev Idx": 40 + i}) for i in range(10)]
+    events += [op("legacy", 200, 5, **{"Profiler Event Index": 12}),
+               op("both spellings: Ev Idx wins", 210, 5, **{"Ev Idx": 60, "Profiler Event Index": 1}),
+               op("odd", 220, 5, **{"Ev Idx": odd}),
+               op("odd, legacy fallback", 230, 5, **{"Ev Idx": odd, "Profiler Event Index": 3}),
+               op("no index", 240, 5),
+               op("k", 250, 5, cat="kernel", tid=7, pid=0, **{"Ev Idx": 2**62}),  # a complete GPU event counts too
+               {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "instant", "pid": 100, "tid": 1, "ts": 260,
+                "args": {"Ev Idx": 0}},  # not a complete event: not counted
+               {"ph": "s", "id": 1, "cat": "ac2g", "name": "ac2g", "pid": 100, "tid": 1, "ts": 261, "args": {"Ev Idx": 10**6}}]
+    return json.dumps(trace_doc(events), indent=1).replace('"RAW:1e999"', "1e999")
+
+
+@pytest.mark.parametrize("odd", list(_ODD_INDEX.values()), ids=list(_ODD_INDEX))
+def test_event_index_summary_on_every_path(tmp_path, monkeypatch, odd):
+    if not build.ACCELERATED:
+        pytest.skip("the accelerator is not built")
+    text = _numbered(odd)
+    path = write_trace(tmp_path / "n.pt.trace.json", text)
+    # a numeric string is read as its int by the forgiving decode, as for every int arg; other odd values are absent
+    expected = {"count": 15, "min": 7, "max": 2**62} if odd == "7" else {"count": 14, "min": 3, "max": 2**62}
+    for chunk in (64, 1 << 20):
+        monkeypatch.setattr(loader, "CHUNK_BYTES", chunk)
+        monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", chunk)
+        c, py = _both(monkeypatch, lambda: loader.load_trace(str(path), cache_dir=None))
+        _assert_same(c, py)
+        assert c.meta["event_index"] == expected
+    whole = _both(monkeypatch, lambda: loader._build_whole(text.encode(), str(path)))
+    _assert_same(*whole)
+    assert whole[0].meta["event_index"] == expected
+
+
+def test_event_index_survives_the_lenient_and_exact_decodes(tmp_path, monkeypatch):
+    if not build.ACCELERATED:
+        pytest.skip("the accelerator is not built")
+    lenient = '{"traceEvents": [' + ", ".join(
+        f'{{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": {ts}, "dur": 1, "args": {{"Ev Idx": {i}}}}}'
+        for i, ts in ((5, "NaN"), (6, "2"), (7, "3"))) + "]}"  # NaN: the forgiving decode, event 5 skipped later
+    exact = ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519689.5, '
+             '"dur": 1, "args": {"Profiler Event Index": 9}}]}')  # 16-digit fractional times: the exact decode
+    for text, expected in ((lenient, {"count": 3, "min": 5, "max": 7}), (exact, {"count": 1, "min": 9, "max": 9})):
+        c, py = _both(monkeypatch, lambda text=text: loader.decode_bytes(text.encode()))
+        _assert_same(c, py)
+        assert c.meta["event_index"] == expected

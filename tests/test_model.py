@@ -212,3 +212,19 @@ def _assert_same_content(a, b):
         if name not in PIECE_FIELDS:
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert (a.names, a.cats, a.lane_label, a.meta) == (b.names, b.cats, b.lane_label, b.meta)
+
+
+@requires_shared
+@pytest.mark.parametrize("path", sorted((SHARED_TRACES / "resnet50_num_workers_0").glob("*.json.gz")), ids=lambda p: p.name[:40])
+def test_2021_traces_carry_no_event_index(path):
+    assert "event_index" not in load_trace(str(path), cache_dir=None).meta
+
+
+def test_event_index_is_kept_by_the_cache(tmp_path, monkeypatch):
+    from kinetoscope.trace import loader
+    events = [op("a", 0, 1, **{"Ev Idx": 1000}), op("b", 2, 1, **{"Profiler Event Index": 10}), op("c", 4, 1)]
+    path = str(write_trace(tmp_path / "t.pt.trace.json", trace_doc(events)))
+    fresh = load_trace(path, cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(loader, "_load_uncached", lambda *a: (_ for _ in ()).throw(AssertionError("decoded")))
+    cached = load_trace(path, cache_dir=tmp_path / "cache")
+    assert cached.meta["event_index"] == fresh.meta["event_index"] == {"count": 2, "min": 10, "max": 1000}
