@@ -2,16 +2,22 @@
 # Regenerates samples/logs/ and samples/truth/. Run from anywhere; PYTHON overrides the interpreter.
 # The synthetic runs are deterministic (byte-identical on every run); the torch213_cpu
 # recordings are real profiles and differ in every run (timings, pid, file names).
+# --synthetic-only keeps the committed torch213_cpu recordings (no torch needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 
-rm -rf samples/logs samples/truth
-for scenario in dataloader launch sync host compute mixed cpu_only xss; do
+rm -rf samples/logs/synthetic samples/truth
+for scenario in dataloader launch sync host compute mixed cpu_only xss \
+    graph_replay polls repeated_steps cpu_dataloader nccl_exposed; do
   "$PY" samples/synth "samples/logs/synthetic/$scenario" --scenario "$scenario" --spans 2 --gzip \
     --truth "samples/truth/$scenario.json"
 done
 "$PY" samples/synth samples/logs/synthetic/mixed_2021 --scenario mixed --era 2021 --spans 2 --gzip \
   --truth samples/truth/mixed_2021.json
+if [[ "${1:-}" == "--synthetic-only" ]]; then
+  exit 0
+fi
+rm -rf samples/logs/torch213_cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/stall --num-workers 0 --item-delay-ms 25 --gzip --device cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/workers2 --num-workers 2 --item-delay-ms 25 --gzip --device cpu

@@ -43,5 +43,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.truth.parent.mkdir(parents=True, exist_ok=True)
         args.truth.write_text(dumps_truth(run))
     for span in run["spans"]:
-        print(args.outdir / span["file"], span["verdict"])
+        print(args.outdir / span["file"], span["verdict"]["bound"])
     return 0

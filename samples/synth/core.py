@@ -191,6 +191,33 @@ class Timeline:
         self.stream_free[stream] = at
         return acts
 
+    def graph_launch(self, nodes: Sequence[tuple[str, float, float]], *, stream: int = MAIN_STREAM,
+                     call: float = 14.0, lat: float = 9.0) -> list[GpuAct]:
+        """Replays a CUDA graph with one ``cudaGraphLaunch``: ``(kernel, µs, wait µs)`` per node.
+
+        Each node waits ``wait`` µs after the previous one (the graph's own dependencies), so the
+        device idles inside the replay; the first node's wait is ignored.
+        """
+        start = self.t
+        self.t += self.jit(call, 0.03)
+        corr, ext = self.next_corr(), self.current_ext
+        self.runtime.append(Runtime("cudaGraphLaunch", start, self.t, self.pid, corr, ext))
+        at = max(start + self.jit(lat, 0.03), self.stream_free.get(stream, 0))
+        acts: list[GpuAct] = []
+        for name, dur, wait in nodes:
+            if acts:
+                at += self.jit(wait)
+            acts.append(GpuAct("kernel", name, at, at + self.jit(dur), stream, corr, ext))
+            at = acts[-1].end
+        self.gpu.extend(acts)
+        self.stream_free[stream] = at
+        return acts
+
+    def wait_stream(self, waiter: int, producer: int) -> None:
+        """``cudaStreamWaitEvent``: later work on ``waiter`` starts after the work queued on ``producer``."""
+        self.call("cudaStreamWaitEvent", 2.0)
+        self.stream_free[waiter] = max(self.stream_free.get(waiter, 0), self.stream_free.get(producer, 0))
+
     def kernel(self, name: str, dur: float, **kwargs: Any) -> GpuAct:
         """Launches one kernel with ``cudaLaunchKernel``."""
         return self.launch("cudaLaunchKernel", [(name, dur)], **kwargs)[0]

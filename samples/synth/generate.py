@@ -83,7 +83,7 @@ def make_spans(
         tl.work(150.0)
         SCENARIO_BUILDERS[scenario](tl, loop)
         end = max([tl.t] + [g.end for g in tl.gpu]) + tl.ns(80.0)
-        result.append((render_trace(tl, era, tl.begin, end), span_truth(tl, scenario, era, tl.begin, loop)))
+        result.append((render_trace(tl, era, tl.begin, end), span_truth(tl, scenario, era, tl.begin, end, loop)))
         carry = _next_carry(tl, steps, end)
     return result
 

@@ -30,6 +30,7 @@ K_RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::clamp_mi
 K_POOL = "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>"
 K_GEMM = "ampere_sgemm_128x64_tn"
 K_REDUCE = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float> > >"
+K_NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 K_FOREACH = (
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)"
     "::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0> >"

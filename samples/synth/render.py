@@ -24,6 +24,9 @@ CBID = {
     "cudaDeviceSynchronize": 165,
     "cudaEventRecord": 135,
     "cudaGraphLaunch": 311,
+    "cudaStreamQuery": 132,
+    "cudaEventQuery": 138,
+    "cudaStreamWaitEvent": 147,
 }
 CATEGORIES = {
     "2024": {

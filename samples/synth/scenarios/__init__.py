@@ -24,6 +24,11 @@ SCENARIOS = (
     "mixed",
     "cpu_only",
     "xss",
+    "graph_replay",
+    "polls",
+    "repeated_steps",
+    "cpu_dataloader",
+    "nccl_exposed",
 )
 
 SCENARIO_BUILDERS: dict[str, Builder] = {name: import_module(f"{__name__}.{name}").build for name in SCENARIOS}

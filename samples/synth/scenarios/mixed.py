@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..core import MAIN_STREAM, SIDE_STREAM, Timeline
-from ..ops import K_ELEMENTWISE, K_GEMM, K_RELU, Loop
-
-K_NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+from ..ops import K_ELEMENTWISE, K_GEMM, K_NCCL, K_RELU, Loop
 
 
 def _metrics_burst(tl: Timeline) -> None:

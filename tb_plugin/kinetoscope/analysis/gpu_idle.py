@@ -148,7 +148,8 @@ def _device_idle(model, device, rows, context: _Context, ops: OpIndex) -> Device
     synced = np.flatnonzero(cause == Cause.SYNC)
     if synced.size:
         sync = sync_row[synced]
-        caller[synced], annotation[synced], _ = ops.culprit_at(model.lane[sync], model.ts_ns[sync])
+        caller[synced], annotation[synced], none_running = ops.culprit_at(model.lane[sync], model.ts_ns[sync])
+        caller[synced[none_running]] = -1  # a bare call: no op made it, and the one before did not either
     window_s, window_e = int(busy_s[0]), int(busy_e[-1])
     busy = intervals.total(busy_s, busy_e)
     return DeviceIdle(device=device, window_start_ns=window_s, window_end_ns=window_e, busy_ns=busy,

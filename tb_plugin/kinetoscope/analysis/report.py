@@ -60,7 +60,7 @@ def _verdict(model, ops, idle, steps, launch, comm, parts) -> Verdict:
     busiest = idle.busiest()
     judged_ms = parts.judged_ns / 1e6 if parts else None
     activities = busiest_activities(model, busiest) if busiest else 0
-    lacking = sufficiency(model, steps=steps.count, judged_ms=judged_ms, device_activities=activities)
+    lacking = sufficiency(model, steps=steps.count, judged_ms=judged_ms, device_activities=activities, cpu_ops=ops.op_count)
     if busiest is None:
         judged = cpu_verdict(_cpu_facts(model, ops, steps, comm))
     else:

@@ -129,6 +129,11 @@ class OpIndex:
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property
+    def op_count(self) -> int:
+        """CPU ops (not annotations, not ProfilerStep) on every lane."""
+        return sum(int(rows.size) for rows in self._rows.values()) - int(self._annotation_rows.size)
+
+    @property
     def lanes(self) -> list[int]:
         """CPU lanes with ops or annotations."""
         return sorted(self._rows)

@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.kinds import LAUNCH_CALLS, LAUNCH_KINDS, POLL_CALLS, SYNC_CALLS, Kind
+from ..trace.kinds import LAUNCH_CALLS, LAUNCH_KINDS, POLL_CALLS, SYNC_CALLS
 from ..trace.model import TraceModel
 from . import thresholds as T
 
@@ -35,7 +35,8 @@ class Insufficient:
         return bool(self.codes)
 
 
-def sufficiency(model: TraceModel, *, steps: int, judged_ms: Optional[float], device_activities: int) -> Insufficient:
+def sufficiency(model: TraceModel, *, steps: int, judged_ms: Optional[float], device_activities: int,
+                cpu_ops: int) -> Insufficient:
     """The reasons this trace cannot support a verdict (empty when it can).
 
     Args:
@@ -43,10 +44,10 @@ def sufficiency(model: TraceModel, *, steps: int, judged_ms: Optional[float], de
         steps: number of profiler steps.
         judged_ms: the judged time (steps clipped to the device window), None without device work.
         device_activities: kernels, memcpys and memsets on the judged device.
+        cpu_ops: CPU operators (not annotations, not ProfilerStep).
     """
     found = [r for r in (_sampled(model), _startup(model), _missing_device(model)) if r]
     if judged_ms is None:
-        cpu_ops = int(np.count_nonzero(model.kind == Kind.CPU_OP))
         if cpu_ops < T.MIN_CPU_OPS:
             found.append(("too-small", f"only {cpu_ops} CPU ops in the trace"))
     elif device_activities < T.MIN_DEVICE_ACTIVITIES:
