@@ -19,6 +19,7 @@ import numpy as np
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 from . import intervals
+from . import thresholds as T
 from .gpu_idle import DeviceIdle
 from .selectors import activity_rows_by_device, comm_mask, dataloader_union, step_rows
 
@@ -48,8 +49,8 @@ class Steps:
         return int(self.start_ns.size)
 
 
-def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_share: float = 0.05,
-                   idle_share: float = 0.5, acts: Optional[dict[int, np.ndarray]] = None) -> Steps:
+def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_share: float = T.STALL_MIN_SHARE,
+                   idle_share: float = T.STALL_IDLE_SHARE, acts: Optional[dict[int, np.ndarray]] = None) -> Steps:
     """Per step: DataLoader wait, GPU busy/idle (busiest device), time by activity kind, stall flag.
 
     Args:

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..trace.model import TraceModel
 from . import intervals
+from . import thresholds as T
 from .selectors import OpIndex, activity_rows_by_device, collective_union, dataloader_union, first_of_launch, graph_launch_mask, sync_rows
 
 
@@ -99,7 +100,7 @@ class GpuIdle:
         return max(self.devices, key=lambda d: d.busy_ns, default=None)
 
 
-def gpu_idle(model: TraceModel, *, dataloader_share: float = 0.5, comm_share: float = 0.5,
+def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, comm_share: float = T.GAP_COVER_SHARE,
              ops: Optional[OpIndex] = None, acts: Optional[dict[int, np.ndarray]] = None) -> GpuIdle:
     """Find and classify the idle gaps of every device.
 

@@ -6,6 +6,15 @@ last one do not vote.
 """
 from __future__ import annotations
 
+# --- gap causes and stalls (gpu_idle, dataloader_stalls) ---------------------------------------------------
+# A gap is blamed on the DataLoader (or on a collective) when those waits cover at least half of it: the
+# majority of the hole, so a wait that merely touches a gap does not take it over.
+GAP_COVER_SHARE = 0.5
+# A step stalls on the DataLoader when the wait is at least 5% of the step (torch-tb-profiler's overview
+# flags input pipelines above a few percent) and the device idles through at least half of the wait.
+STALL_MIN_SHARE = 0.05
+STALL_IDLE_SHARE = 0.5
+
 # --- what bounds a device -----------------------------------------------------------------------------
 # Below this idle share the device is the bottleneck (compute- or communication-bound). Steady training
 # steps keep a few percent of bubbles between kernels even when the GPU limits (10-20% idle on a
