@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.kinds import ACTIVITY_KINDS, Kind
+from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 from .selectors import enclosing_of_kind, first_of_launch, parent_rows
 
@@ -45,7 +45,7 @@ class LaunchOffsets:
 
 def launch_offsets(model: TraceModel) -> LaunchOffsets:
     """Offsets, queueing and latency of every launch, at its first GPU activity."""
-    acts = np.flatnonzero(np.isin(model.kind, np.array(ACTIVITY_KINDS, np.int8)))  # (lane, ts) order
+    acts = np.flatnonzero(model.activity_mask())  # (lane, ts) order
     prev_end = np.full(acts.size, np.iinfo(np.int64).min // 2, np.int64)  # "none before": far past, no overflow
     same_lane = model.lane[acts[1:]] == model.lane[acts[:-1]]
     prev_end[1:] = np.where(same_lane, model.end_ns[acts[:-1]], prev_end[1:])

@@ -17,16 +17,15 @@ from . import thresholds as T
 from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
 from .cpu_ops import hot_spots
+from .culprits import sync_culprit, top_culprits
 from .dataloader_stalls import Steps, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .selectors import NO_OP, OpIndex, activity_rows_by_device
+from .selectors import OpIndex, activity_rows_by_device
 from .sufficiency import sufficiency
 from .verdict import Verdict, device_verdict, harmonized, not_enough, run_verdict
-
-TOP_CULPRITS = 10
 
 
 @dataclass(frozen=True)
@@ -94,9 +93,9 @@ def _facts(model, busiest, steps, launch, comm, parts) -> Facts:
     graph_ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
     return Facts(device=busiest.device, judged_ms=parts.judged_ns / 1e6, steps=steps.count,
                  stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host[0]["label"] if host else None,
-                 sync_culprit=_sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
+                 sync_culprit=sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
                  launches=launch.pairs, queued_p50_us=float(np.percentile(launch.queued_ns, 50)) / 1e3 if launch.pairs else None,
-                 uses_graphs=bool(np.isin(model.name_id, graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,
+                 uses_graphs=bool(model.name_in(graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,
                  exposed_comm_ms=dev_comm.exposed_ns / 1e6, overlap_pct=dev_comm.overlap_pct,
                  categories={k: v / max(parts.judged_ns, 1) for k, v in parts.total_ns().items()})
 
@@ -113,67 +112,6 @@ def _cpu_facts(model: TraceModel, ops: OpIndex, steps: Steps, comm: Communicatio
     return CpuFacts(steps=steps.count, step_ms=step_ns / 1e6, dataloader_share=float(np.sum(steps.dataloader_ns)) / step_ns,
                     collective_share=coll / step_ns, stalled_steps=int(np.count_nonzero(waits & (steps.dataloader_ns > 0))),
                     hot_spots=tuple(hot_spots(model, ops, T.HOT_SPOTS)))
-
-
-def culprit_names(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> list[tuple[str, Optional[str]]]:
-    """Per gap in `sel`, (what the CPU was doing, the user annotation around it or None):
-    `aten::copy_`, `after aten::mm` (no op ran; the one finished last), `cudaStreamSynchronize in aten::item`."""
-    keys, inverse = _culprit_keys(model, device, sel)
-    names = [_culprit_name(model, key) for key in keys]
-    return [names[k] for k in inverse.tolist()]
-
-
-def _culprit_keys(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> tuple[list[tuple], np.ndarray]:
-    """Distinct (culprit name, after, caller name, annotation name) ids over the gaps, and each gap's key index."""
-    def name_ids(rows: np.ndarray) -> np.ndarray:  # name id + 1, 0 for no row
-        return np.where(rows >= 0, model.name_id[np.maximum(rows, 0)].astype(np.int64) + 1, 0)
-    sync = device.gap_cause[sel] == Cause.SYNC
-    base = len(model.names) + 1
-    culprit, caller = name_ids(device.gap_culprit_row[sel]), np.where(sync, name_ids(device.gap_caller_row[sel]), 0)
-    annotation, after = name_ids(device.gap_annotation_row[sel]), device.gap_culprit_after[sel].astype(np.int64)
-    if base < (1 << 20):  # one int64 key: ((culprit * base + caller) * base + annotation) * 2 + after < 2^62
-        packed, inverse = np.unique(((culprit * base + caller) * base + annotation) * 2 + after, return_inverse=True)
-        after_k, rest = packed % 2, packed // 2
-        table = np.stack([rest // (base * base), after_k, (rest // base) % base, rest % base], axis=1)
-    else:
-        table, inverse = np.unique(np.stack([culprit, after, caller, annotation], axis=1), axis=0, return_inverse=True)
-    return [(c - 1, a, k - 1, n - 1) for c, a, k, n in table.tolist()], inverse.reshape(-1)
-
-
-def _culprit_name(model: TraceModel, key: tuple) -> tuple[str, Optional[str]]:
-    culprit, after, caller, annotation = key
-    text = model.names[culprit] if culprit >= 0 else NO_OP
-    if after:
-        text = f"after {text}"
-    if caller >= 0:
-        text = f"{text} in {model.names[caller]}"
-    return text, (model.names[annotation] if annotation >= 0 else None)
-
-
-def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST, top: int = TOP_CULPRITS) -> list[dict]:
-    """What the CPU was doing during the most idle time of one cause, largest first.
-
-    Each row: `name` (see `culprit_names`), `annotation` (or None), `label` (both in one phrase) and `idle_us`.
-    """
-    sel = np.flatnonzero(device.gap_cause == cause)
-    if sel.size == 0:
-        return []
-    keys, inverse = _culprit_keys(model, device, sel)
-    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
-    rows = []
-    for i in np.argsort(-idle, kind="stable")[:top].tolist():
-        name, annotation = _culprit_name(model, keys[i])
-        rows.append({"name": name, "annotation": annotation, "label": f"{name} in {annotation}" if annotation else name,
-                     "idle_us": float(idle[i]) / 1e3})
-    return rows
-
-
-def _sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[str]:
-    """`cudaStreamSynchronize in aten::item`: the sync call (and its op) behind most sync idle time."""
-    if device is None:
-        return None
-    top = top_culprits(model, device, Cause.SYNC, 1)
-    return top[0]["label"] if top else None
 
 
 def _us(ns, origin: int = 0) -> float:
@@ -284,4 +222,4 @@ def steps_entry(model: TraceModel, steps: Steps) -> list[dict]:
     return rows
 
 
-__all__ = ["Analysis", "analyze", "report_entry", "steps_entry", "top_culprits", "culprit_names", "with_run_verdicts", "CAUSE_NAMES"]
+__all__ = ["Analysis", "analyze", "report_entry", "steps_entry", "top_culprits", "with_run_verdicts", "CAUSE_NAMES"]

@@ -8,7 +8,6 @@ import numpy as np
 
 from ..trace.build import nesting_depth
 from ..trace.kinds import (
-    ACTIVITY_KINDS,
     CPU_OP_KINDS,
     GRAPH_LAUNCH_CALLS,
     LEGACY_OP_CATEGORY,
@@ -52,7 +51,7 @@ def step_rows(model: TraceModel) -> np.ndarray:
     """
     ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
     rows = cpu_rows(model)
-    rows = rows[np.isin(model.name_id[rows], ids) & np.isin(model.kind[rows], np.array(CPU_OP_KINDS, np.int8))]
+    rows = rows[model.name_in(ids, rows) & model.kind_in(CPU_OP_KINDS, rows)]
     return rows[np.argsort(model.ts_ns[rows], kind="stable")]
 
 
@@ -60,7 +59,7 @@ def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """Union of the DataLoader wait intervals (`enumerate(DataLoader)#...__next__` on CPU lanes)."""
     ids = model.name_ids_where(is_dataloader_name)
     rows = cpu_rows(model)
-    rows = rows[np.isin(model.name_id[rows], ids)]
+    rows = rows[model.name_in(ids, rows)]
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
 
 
@@ -68,26 +67,26 @@ def collective_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """Union of the CPU-side collectives (`record_param_comms`, `nccl:*`, `gloo:*`, `c10d::*`) on CPU lanes."""
     ids = model.name_ids_where(is_collective_name)
     rows = cpu_rows(model)
-    rows = rows[np.isin(model.name_id[rows], ids) & np.isin(model.kind[rows], np.array(CPU_OP_KINDS, np.int8))]
+    rows = rows[model.name_in(ids, rows) & model.kind_in(CPU_OP_KINDS, rows)]
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
 
 
 def comm_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
     """Which of `rows` are communication kernels (NCCL/RCCL, every naming era)."""
     ids = model.name_ids_where(is_comm_kernel_name)
-    return (model.kind[rows] == Kind.KERNEL) & np.isin(model.name_id[rows], ids)
+    return (model.kind[rows] == Kind.KERNEL) & model.name_in(ids, rows)
 
 
 def sync_rows(model: TraceModel) -> np.ndarray:
     """Host-blocking synchronization calls (cudaDeviceSynchronize, synchronous cudaMemcpy, ...); never polls."""
     ids = model.name_ids_where(lambda n: n in SYNC_CALLS)
-    return np.flatnonzero(np.isin(model.name_id, ids) & np.isin(model.kind, np.array((Kind.RUNTIME, Kind.DRIVER), np.int8)))
+    return np.flatnonzero(model.name_in(ids) & model.kind_in((Kind.RUNTIME, Kind.DRIVER)))
 
 
 def graph_launch_mask(model: TraceModel, launch: np.ndarray) -> np.ndarray:
     """Which launch rows (-1 allowed: False) are graph launches (`cudaGraphLaunch` and its twins)."""
     ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
-    return (launch >= 0) & np.isin(model.name_id[np.maximum(launch, 0)], ids)
+    return (launch >= 0) & model.name_in(ids, np.maximum(launch, 0))
 
 
 def first_of_launch(model: TraceModel) -> np.ndarray:
@@ -97,12 +96,23 @@ def first_of_launch(model: TraceModel) -> np.ndarray:
     the device. The others start when the graph's own dependencies let them.
     """
     first = np.ones(model.n_events, bool)
-    acts = np.flatnonzero(np.isin(model.kind, np.array(ACTIVITY_KINDS, np.int8)) & (model.launch_idx >= 0))
+    acts = np.flatnonzero(model.activity_mask() & (model.launch_idx >= 0))
     if acts.size:
         order = acts[np.lexsort((model.ts_ns[acts], model.launch_idx[acts]))]
         launch = model.launch_idx[order]
         first[order[1:]] = launch[1:] != launch[:-1]
     return first
+
+
+def _member(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
+    """Whether each of `rows` is in `sorted_rows` (ascending), by binary search."""
+    if sorted_rows.size == 0:
+        return np.zeros(rows.size, bool)
+    pos = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
+    return sorted_rows[pos] == rows
+
+
+FEW_QUERIES = 16  # up to this many outermost-op queries on a lane scan it instead of indexing its nesting
 
 
 class OpIndex:
@@ -117,15 +127,15 @@ class OpIndex:
         self._model = model
         step_ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
         ops = cpu_rows(model)
-        ops = ops[np.isin(model.kind[ops], np.array(CPU_OP_KINDS, np.int8)) & ~np.isin(model.name_id[ops], step_ids)]
+        ops = ops[model.kind_in(CPU_OP_KINDS, ops) & ~model.name_in(step_ids, ops)]
         lanes = model.lane[ops]  # rows are in the model's (lane, ts, -dur) order: each lane is one slice
         cuts = np.flatnonzero(np.diff(lanes)) + 1
         self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
         self._depth: dict[int, np.ndarray] = {}
         annotation_ids = model.name_ids_where(lambda n: is_annotation_name(n) and not is_collective_name(n))
-        legacy = np.array([i for i, c in enumerate(model.cats) if c == LEGACY_OP_CATEGORY], np.int32)
+        legacy = np.array([c == LEGACY_OP_CATEGORY for c in model.cats], bool)
         self._annotation_rows = ops[(model.kind[ops] == Kind.USER_ANNOTATION) | (
-            np.isin(model.cat_id[ops], legacy) & np.isin(model.name_id[ops], annotation_ids))]
+            legacy[model.cat_id[ops]] & model.name_in(annotation_ids, ops))]
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property
@@ -147,12 +157,21 @@ class OpIndex:
             rows = self._rows.get(lane_id)
             if rows is None:
                 continue
+            sel = np.flatnonzero(lane == lane_id)
+            if lane_id not in self._depth and sel.size <= FEW_QUERIES:  # a scan beats indexing the whole lane
+                result[sel] = [self._outermost_scan(rows, t) for t in t_ns[sel].tolist()]
+                continue
             if lane_id not in self._depth:
                 self._depth[lane_id] = nesting_depth(self._model.ts_ns[rows], self._model.dur_ns[rows], np.array([0, rows.size]))
-            sel = np.flatnonzero(lane == lane_id)
             hit = intervals.enclosing_top(self._model.ts_ns[rows], self._model.end_ns[rows], self._depth[lane_id], t_ns[sel])
             result[sel] = np.where(hit >= 0, rows[np.maximum(hit, 0)], -1)
         return result
+
+    def _outermost_scan(self, rows: np.ndarray, t_ns: int) -> int:
+        """The first op in (start, -length) order that contains t: the outermost (one query, O(ops))."""
+        started = rows[:np.searchsorted(self._model.ts_ns[rows], t_ns, side="right")]
+        running = np.flatnonzero(self._model.end_ns[started] > t_ns)
+        return int(started[running[0]]) if running.size else -1
 
     def culprit_at(self, lane: np.ndarray, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What `lane[i]` was doing at `t_ns[i]`, for naming the CPU work behind a gap.
@@ -183,7 +202,7 @@ class OpIndex:
         key = (lane, annotation)
         if key not in self._nested:
             rows = self._rows.get(lane, np.zeros(0, np.int64))
-            rows = rows[np.isin(rows, self._annotation_rows, assume_unique=True) == annotation]
+            rows = rows[_member(rows, self._annotation_rows) == annotation]
             self._nested[key] = (rows, NestedIndex(self._model.ts_ns[rows], self._model.end_ns[rows]))
         return self._nested[key]
 
@@ -211,7 +230,7 @@ def parent_rows(model: TraceModel) -> np.ndarray:
 
 def enclosing_of_kind(model: TraceModel, rows: np.ndarray, kinds: tuple, parent: np.ndarray) -> np.ndarray:
     """For each row, the innermost ancestor whose kind is in `kinds` (-1 when none)."""
-    wanted = np.isin(model.kind, np.array(kinds, np.int8))
+    wanted = model.kind_in(kinds)
     current = parent[rows]
     result = np.full(rows.size, -1, np.int64)
     pending = np.arange(rows.size)

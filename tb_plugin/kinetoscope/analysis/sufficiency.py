@@ -70,7 +70,7 @@ def _sampled(model: TraceModel) -> Optional[tuple[str, str]]:
 
 def _startup(model: TraceModel) -> Optional[tuple[str, str]]:
     ids = model.name_ids_where(lambda n: n in SYNC_CALLS or n in POLL_CALLS)
-    rows = np.flatnonzero(np.isin(model.kind, np.array(LAUNCH_KINDS, np.int8)) & ~np.isin(model.name_id, ids))
+    rows = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & ~model.name_in(ids))
     span = model.stop_ns - model.start_ns
     if rows.size == 0 or span <= 0:
         return None
@@ -84,10 +84,12 @@ def _startup(model: TraceModel) -> Optional[tuple[str, str]]:
 
 def _missing_device(model: TraceModel) -> Optional[tuple[str, str]]:
     ids = model.name_ids_where(lambda n: n in LAUNCH_CALLS)
-    launches = np.flatnonzero(np.isin(model.name_id, ids) & np.isin(model.kind, np.array(LAUNCH_KINDS, np.int8)))
+    launches = np.flatnonzero(model.name_in(ids) & model.kind_in(LAUNCH_KINDS))
     if launches.size < T.MIN_LAUNCHES:
         return None
-    missing = launches.size - int(np.count_nonzero(np.isin(launches, model.launch_idx)))
+    owns_work = np.zeros(model.n_events, bool)
+    owns_work[model.launch_idx[model.launch_idx >= 0]] = True
+    missing = launches.size - int(np.count_nonzero(owns_work[launches]))
     if missing <= T.MISSING_DEVICE_SHARE * launches.size:
         return None
     return ("device-records-missing", f"{missing:,} of {launches.size:,} launch calls have no device activity in the "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -102,7 +102,19 @@ class TraceModel:
 
     def activity_mask(self) -> np.ndarray:
         """Rows that are GPU activities (kernel, memcpy, memset): what counts as GPU busy time."""
-        return np.isin(self.kind, np.array(ACTIVITY_KINDS, dtype=np.int8))
+        return self.kind_in(ACTIVITY_KINDS)
+
+    def kind_in(self, kinds, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        """Whether each event's (or each of `rows`') kind is one of `kinds` (a lookup table: no sort, unlike np.isin)."""
+        table = np.zeros(len(Kind), bool)
+        table[np.asarray(list(kinds), np.int64)] = True
+        return table[self.kind if rows is None else self.kind[rows]]
+
+    def name_in(self, name_ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        """Whether each event's (or each of `rows`') name id is among `name_ids` (a lookup table)."""
+        table = np.zeros(len(self.names), bool)
+        table[np.asarray(name_ids, np.int64)] = True
+        return table[self.name_id if rows is None else self.name_id[rows]]
 
     def device_of_row(self) -> np.ndarray:
         """Device index of every row's lane (meaningful on GPU lanes only)."""

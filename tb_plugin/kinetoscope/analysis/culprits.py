@@ -1,0 +1,71 @@
+"""What the CPU was doing during the idle gaps of one cause, grouped by what it was doing.
+
+A gap's culprit (see `gpu_idle`) is an op row, a flag saying that no op ran and the row is the op
+finished last, the op that made a sync call, and the user annotation around it. Gaps are grouped by
+the names of those rows (one packed int64 key per gap, so no per-gap Python), and each group is named
+once: `aten::copy_ in ## forward ##`, `after aten::mm`, `cudaStreamSynchronize in aten::item`.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..trace.model import TraceModel
+from .gpu_idle import Cause, DeviceIdle
+from .selectors import NO_OP
+
+TOP_CULPRITS = 10
+
+
+def _culprit_keys(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> tuple[list[tuple], np.ndarray]:
+    """Distinct (culprit name, after, caller name, annotation name) ids over the gaps, and each gap's key index."""
+    def name_ids(rows: np.ndarray) -> np.ndarray:  # name id + 1, 0 for no row
+        return np.where(rows >= 0, model.name_id[np.maximum(rows, 0)].astype(np.int64) + 1, 0)
+    sync = device.gap_cause[sel] == Cause.SYNC
+    base = len(model.names) + 1
+    culprit, caller = name_ids(device.gap_culprit_row[sel]), np.where(sync, name_ids(device.gap_caller_row[sel]), 0)
+    annotation, after = name_ids(device.gap_annotation_row[sel]), device.gap_culprit_after[sel].astype(np.int64)
+    if base < (1 << 20):  # one int64 key: ((culprit * base + caller) * base + annotation) * 2 + after < 2^62
+        packed, inverse = np.unique(((culprit * base + caller) * base + annotation) * 2 + after, return_inverse=True)
+        after_k, rest = packed % 2, packed // 2
+        table = np.stack([rest // (base * base), after_k, (rest // base) % base, rest % base], axis=1)
+    else:
+        table, inverse = np.unique(np.stack([culprit, after, caller, annotation], axis=1), axis=0, return_inverse=True)
+    return [(c - 1, a, k - 1, n - 1) for c, a, k, n in table.tolist()], inverse.reshape(-1)
+
+
+def _culprit_name(model: TraceModel, key: tuple) -> tuple[str, Optional[str]]:
+    culprit, after, caller, annotation = key
+    text = model.names[culprit] if culprit >= 0 else NO_OP
+    if after:
+        text = f"after {text}"
+    if caller >= 0:
+        text = f"{text} in {model.names[caller]}"
+    return text, (model.names[annotation] if annotation >= 0 else None)
+
+
+def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST, top: int = TOP_CULPRITS) -> list[dict]:
+    """What the CPU was doing during the most idle time of one cause, largest first.
+
+    Each row: `name` (see `culprit_names`), `annotation` (or None), `label` (both in one phrase) and `idle_us`.
+    """
+    sel = np.flatnonzero(device.gap_cause == cause)
+    if sel.size == 0:
+        return []
+    keys, inverse = _culprit_keys(model, device, sel)
+    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
+    rows = []
+    for i in np.argsort(-idle, kind="stable")[:top].tolist():
+        name, annotation = _culprit_name(model, keys[i])
+        rows.append({"name": name, "annotation": annotation, "label": f"{name} in {annotation}" if annotation else name,
+                     "idle_us": float(idle[i]) / 1e3})
+    return rows
+
+
+def sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[str]:
+    """`cudaStreamSynchronize in aten::item`: the sync call (and its op) behind most sync idle time."""
+    if device is None:
+        return None
+    top = top_culprits(model, device, Cause.SYNC, 1)
+    return top[0]["label"] if top else None
