@@ -191,3 +191,12 @@ def run_steps(tl: Timeline, loop: Loop, body: Callable[[int], None]) -> None:
         with tl.op(f"ProfilerStep#{loop.first_step + index}", annotation=True, pre=3.0, post=2.0):
             body(index)
         tl.work(1.0)
+
+
+def cpu_step(tl: Timeline, loop: Loop, i: int, *, dataloader_us: float, model_us: float, optimizer_us: float) -> None:
+    """One training step of the model on the CPU (no GPU activity): fetch, forward, backward, optimizer."""
+    batch = dataloader(tl, dataloader_us, i == loop.peak)
+    acts = forward(tl, model_us, spike=i == loop.peak, gpu=False)
+    backward(tl, model_us, acts, gpu=False)
+    optimizer(tl, optimizer_us, gpu=False)
+    tl.free(batch)

@@ -13,11 +13,4 @@ from ..ops import Loop
 
 def build(tl: Timeline, loop: Loop) -> None:
     """A 9 ms DataLoader wait and ~1 ms of CPU model per step."""
-    def body(i: int) -> None:
-        batch = ops.dataloader(tl, 9000.0, i == loop.peak)
-        acts = ops.forward(tl, 150.0, spike=i == loop.peak, gpu=False)
-        ops.backward(tl, 150.0, acts, gpu=False)
-        ops.optimizer(tl, 40.0, gpu=False)
-        tl.free(batch)
-
-    ops.run_steps(tl, loop, body)
+    ops.run_steps(tl, loop, lambda i: ops.cpu_step(tl, loop, i, dataloader_us=9000.0, model_us=150.0, optimizer_us=40.0))
