@@ -24,6 +24,13 @@ def expert_rows() -> list[tuple[str, str, str, str]]:
 
 
 EXPERT = expert_rows()
+# Where our runner-up differs from the expert's, with the evidence (see the closing note of issue 12):
+RUNNER_UP_DISAGREES = {
+    # the queue is empty at every launch (queued p50 0 µs) and 8 of 16 kernels run shorter than their launch
+    # call, so by our definition the host gaps are launch overhead; the expert reads the 6.5 ms first
+    # hipLaunchKernel as host work
+    "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz": "launch-overhead-bound",
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +59,8 @@ def test_matches_the_expert(verdicts, trace, bound, confidence, runner):
     else:
         assert mine["bound"] in (bound, runner), mine["evidence"]
     assert mine["runner_up"] != mine["bound"]
-    assert mine["confidence"] in ("low", "medium", "high")
+    assert mine["confidence"] == confidence
+    assert mine["runner_up"] == RUNNER_UP_DISAGREES.get(trace, runner)
 
 
 @requires_shared

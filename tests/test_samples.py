@@ -320,7 +320,12 @@ def brute_units(device: dict[str, Any], busy: Spans, exposed: Spans, steps: list
 def bound_times(unit: dict[str, int], regime: bool) -> dict[str, int]:
     times = dict.fromkeys(BOUNDS, 0)
     for cause, ns in unit.items():
-        times["launch-overhead-bound" if regime and BOUND_OF[cause] == "host-bound" else BOUND_OF[cause]] += ns
+        bound = BOUND_OF[cause]
+        if regime and bound == "host-bound":
+            bound = "launch-overhead-bound"
+        elif not regime and bound == "launch-overhead-bound":  # no empty queue: a device-side bubble
+            bound = "compute-bound"
+        times[bound] += ns
     return times
 
 
@@ -343,7 +348,7 @@ def brute_device_verdict(units: list[dict[str, int]], from_steps: bool, launch: 
     bound = max(tally, key=lambda b: (tally[b], times[b])) if votes else rule(times)
     agreement = tally[bound] / len(votes) if votes else None
     device_side = bound in BOUNDS[:2]
-    others = [b for b in BOUNDS if b != bound and (device_side or b != "compute-bound") and 100 * times[b] >= whole]
+    others = [b for b in BOUNDS if b != bound and (device_side or b != "compute-bound") and times[b] > 0]
     runner = max(others, key=lambda b: times[b]) if others else (None if bound == "compute-bound" else "compute-bound")
     top, second = times[bound] / whole, (times[runner] / whole if runner else 0.0)
     clear = top >= 2 * second or (agreement is not None and agreement >= 0.8 and top >= 1.5 * second)

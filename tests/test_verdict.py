@@ -67,9 +67,16 @@ def test_a_fragment_is_not_enough_data(tmp_path):
 
 
 def test_compute_bound(tmp_path):
-    verdict = _verdict(tmp_path, _loop(lambda i, t: [launch(t, 5, corr=i + 1)], kernel_us=1950))
-    assert (verdict.bound, verdict.confidence) == ("compute-bound", "high")
-    assert verdict.share == pytest.approx(1950 / 2000, abs=0.02)
+    verdict = _verdict(tmp_path, _loop(lambda i, t: [launch(t + 10, 5, corr=i + 1)], kernel_us=1950))
+    assert (verdict.bound, verdict.confidence, verdict.runner_up) == ("compute-bound", "high", "host-bound")
+    assert verdict.share == pytest.approx(1950 / 2000, abs=0.002)
+
+
+def test_launch_gaps_behind_a_queue_are_device_bubbles(tmp_path):
+    """Requested in time, started late, with work queued: not launch overhead (that needs an empty queue)."""
+    verdict = _verdict(tmp_path, _loop(lambda i, t: [launch(t - 500, 5, corr=i + 1)], kernel_us=1500))
+    assert verdict.bound == "compute-bound" and verdict.shares["launch-overhead-bound"] == 0.0
+    assert verdict.share == pytest.approx(1.0)
 
 
 def test_host_bound_names_the_innermost_op_and_its_annotation(tmp_path):
@@ -131,10 +138,10 @@ def test_dataloader_bound(tmp_path):
 
 def test_communication_bound(tmp_path):
     def gap(i, t):
-        return [launch(t, 3, corr=10_000 + i), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 10, 980, corr=10_000 + i,
+        return [launch(t, 3, corr=10_000 + i), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 10, 1100, corr=10_000 + i,
                                                        stream=20),
                 launch(t + 5, 3, corr=i + 1)]
-    verdict = _verdict(tmp_path, _loop(gap, kernel_us=900))
+    verdict = _verdict(tmp_path, _loop(gap, kernel_us=850))
     assert verdict.bound == "communication-bound" and verdict.runner_up == "compute-bound"
     assert "overlapped" in verdict.evidence
 
@@ -175,6 +182,8 @@ def test_sampled_events_are_not_enough_data(tmp_path):
         e["args"]["Ev Idx"] = k * 100  # 1 in 100 kept
     verdict = _verdict(tmp_path, events)
     assert verdict.bound == NOT_ENOUGH_DATA and "sampled" in verdict.evidence and "no sampling" in verdict.suggestion
+    # host gaps rest on the dropped CPU events: only the device's records lean (here: compute, 50%)
+    assert verdict.runner_up == "compute-bound" and "device's own figures" in verdict.evidence
 
 
 def test_repeated_step_names_are_every_step(tmp_path):

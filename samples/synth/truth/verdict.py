@@ -4,8 +4,9 @@
 - Judged time: the steps clipped to device 0's window (the window itself without steps). Each unit
   splits into compute (busy minus exposed NCCL), exposed communication and idle per gap cause.
 - Groups: compute-bound (compute, graph), communication-bound (exposed, comm), dataloader-bound,
-  sync-bound, host-bound (host, unlinked), launch-overhead-bound (launch; also host when the launch
-  regime holds: queued p50 <= 10 µs and at least half the launch units are short kernels).
+  sync-bound, host-bound (host, unlinked), launch-overhead-bound (launch and host, only when the launch
+  regime holds: queued p50 <= 10 µs and at least half the launch units are short kernels; outside it
+  launch gaps count with compute).
 - Rule: host-side groups under 20% of the unit: compute- or communication-bound, the larger; else the
   largest group other than compute. With 3 or more units with time, each votes; most votes win (ties:
   the larger group over all units).
@@ -62,7 +63,7 @@ class Thresholds:
     dominance: float = 2.0
     steady_dominance: float = 1.5
     medium: float = 1.25
-    runner_min: float = 0.01
+    runner_min: float = 0.0
     queue_empty_ns: float = 10_000.0
     short_share: float = 0.5
     min_window_ns: float = 50e6
@@ -144,11 +145,15 @@ def _pick(candidates: Sequence[str], values: dict[str, float], what: str) -> str
 
 
 def groups_of(row: dict[str, int], regime: bool) -> dict[str, int]:
-    """Time per bound of one unit (or the sum of units); host gaps count as launch overhead in the regime."""
+    """Time per bound of one unit (or the sum of units): host gaps count as launch overhead in the regime,
+    and outside it launch gaps are the device's own bubbles (compute)."""
     groups = {bound: sum(row[c] for c in cats) for bound, cats in GROUPS.items()}
     if regime:
         groups["launch-overhead-bound"] += groups["host-bound"]
         groups["host-bound"] = 0
+    else:
+        groups["compute-bound"] += groups["launch-overhead-bound"]
+        groups["launch-overhead-bound"] = 0
     return groups
 
 
@@ -161,10 +166,10 @@ def decide(groups: dict[str, int], th: Thresholds) -> str:
 
 
 def runner_up(groups: dict[str, int], winner: str, th: Thresholds) -> Optional[str]:
-    """The largest other group of at least ``runner_min``; compute only in the cases the definition allows."""
+    """The largest other group above ``runner_min`` (any time at all); compute only where the definition allows."""
     whole = sum(groups.values()) or 1
     others = [g for g in groups if g != winner and (winner in DEVICE_SIDE or g != "compute-bound")
-              and groups[g] >= th.runner_min * whole]
+              and groups[g] > th.runner_min * whole]
     runner = _pick(others, groups, "runner-up") if others else None
     return "compute-bound" if runner is None and winner != "compute-bound" else runner
 

@@ -65,7 +65,17 @@ def _verdict(model, ops, idle, steps, launch, comm, parts) -> Verdict:
     else:
         facts = _facts(model, busiest, steps, launch, comm, parts)
         judged = device_verdict(parts, launch_regime(launch), lambda bound, shares, runner: _explained(facts, bound, shares, runner))
-    return not_enough(lacking.reasons, lacking.codes, judged) if lacking else judged
+    return not_enough(lacking.reasons, lacking.codes, judged, device_lean(parts)) if lacking else judged
+
+
+def device_lean(parts: Optional[Breakdown]) -> Optional[tuple[str, float]]:
+    """Compute against exposed communication, from the device's records alone (None without device work)."""
+    if parts is None:
+        return None
+    cats, judged = parts.total_ns(), max(parts.judged_ns, 1)
+    if cats["exposed_comm"] > cats["compute"]:
+        return "communication-bound", cats["exposed_comm"] / judged
+    return "compute-bound", cats["compute"] / judged
 
 
 def _explained(facts: Facts, bound: str, shares: dict, runner: Optional[str]) -> tuple[str, str]:

@@ -32,8 +32,6 @@ QUEUE_EMPTY_US = 10.0
 SHORT_KERNEL_SHARE = 0.5
 # A bound must hold in this share of the steps to keep its confidence (steps of one run vote).
 STEP_AGREEMENT = 2.0 / 3.0
-# A lost-time category smaller than this share is not named as runner-up (noise).
-RUNNER_UP_MIN_SHARE = 0.01
 
 # --- CPU-only runs --------------------------------------------------------------------------------------
 # On a CPU-only run every step is CPU time; the DataLoader (or collectives) bound it when their waits

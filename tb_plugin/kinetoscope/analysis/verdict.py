@@ -3,15 +3,17 @@
 Every nanosecond of the judged time (steps clipped to the device window, see `breakdown`) goes to one
 group, so the groups' shares add up to 100%:
 
-    compute-bound          compute kernels, memcpy/memset, and bubbles inside replayed CUDA graphs
+    compute-bound          compute kernels, memcpy/memset, bubbles inside replayed CUDA graphs, and
+                           (outside the launch regime) `launch` gaps: work queued in time that the
+                           device started late
     communication-bound    communication no compute hides (exposed), and idle waiting on collectives
     dataloader-bound       idle while the DataLoader is fetched
     sync-bound             idle after a blocking synchronization drained the device
     host-bound             idle because the CPU had not launched the next work yet (or its launch is
                            not in the trace)
-    launch-overhead-bound  idle although the work was requested in time; also the host gaps when the
-                           device queue is empty at launch and most kernels run shorter than their
-                           launch call (the launch calls themselves are the cost)
+    launch-overhead-bound  only in the launch regime (the device queue is empty at launch and most
+                           kernels run shorter than their launch call, so the launch calls themselves
+                           are the cost): the `launch` gaps and the host gaps
 
 The rule: when the host-side groups (dataloader, sync, host, launch-overhead) leave the device idle less
 than IDLE_BOUND of the time, the device is the limit: compute-bound or communication-bound, whichever is
@@ -66,18 +68,25 @@ class Verdict:
 BOUNDS = tuple(GROUPS)
 # categories x bounds: which bound owns each breakdown category
 _OWNER = np.array([[c in GROUPS[b] for b in BOUNDS] for c in CATEGORIES], np.float64)
-_HOST, _LAUNCH = BOUNDS.index("host-bound"), BOUNDS.index("launch-overhead-bound")
+_COMPUTE, _HOST, _LAUNCH = BOUNDS.index("compute-bound"), BOUNDS.index("host-bound"), BOUNDS.index("launch-overhead-bound")
 _HOST_SIDE = np.array([b in HOST_SIDE for b in BOUNDS])
 _DEVICE_SIDE = np.array([b in DEVICE_SIDE for b in BOUNDS])
 
 
 def group_matrix(categories_ns: np.ndarray, launch_regime: bool) -> np.ndarray:
-    """Time per bound (columns in BOUNDS order) of each row of a Breakdown; in the launch regime host gaps
-    belong to launch overhead."""
+    """Time per bound (columns in BOUNDS order) of each row of a Breakdown.
+
+    In the launch regime (empty queue, short kernels) host gaps belong to launch overhead too. Outside it
+    nothing does: launch overhead needs an empty queue, so a `launch` gap (requested in time, started
+    late) behind a queue of work is the device's own scheduling bubble, counted with compute.
+    """
     groups = np.atleast_2d(categories_ns).astype(np.float64) @ _OWNER
     if launch_regime:
         groups[:, _LAUNCH] += groups[:, _HOST]
         groups[:, _HOST] = 0.0
+    else:
+        groups[:, _COMPUTE] += groups[:, _LAUNCH]
+        groups[:, _LAUNCH] = 0.0
     return groups
 
 
@@ -101,10 +110,9 @@ def decide(groups: dict[str, float]) -> str:
 
 
 def runner_up(groups: dict[str, float], winner: str) -> Optional[str]:
-    """The largest other group; compute only comes second to a device-side winner, or when nothing else counts."""
-    total = sum(groups.values()) or 1.0
-    others = [g for g in groups if g != winner and (winner in DEVICE_SIDE or g != "compute-bound")
-              and groups[g] >= T.RUNNER_UP_MIN_SHARE * total]
+    """The largest other group with any time; compute only comes second to a device-side winner, or when
+    nothing else has any (every verdict names a runner-up unless the winner holds all the time)."""
+    others = [g for g in groups if g != winner and (winner in DEVICE_SIDE or g != "compute-bound") and groups[g] > 0]
     runner = max(others, key=lambda g: groups[g], default=None)
     return "compute-bound" if runner is None and winner != "compute-bound" else runner
 
@@ -170,8 +178,13 @@ def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdic
                    judged_ns=int(total), step_agreement=agreement)
 
 
-def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optional[Verdict]) -> Verdict:
-    """The `not enough data` verdict: why, how to record a better trace, and what the figures lean to."""
+def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optional[Verdict],
+               device_lean: Optional[tuple[str, float]] = None) -> Verdict:
+    """The `not enough data` verdict: why, how to record a better trace, and what the figures lean to.
+
+    `device_lean` (bound, share) replaces the lean when CPU events were sampled: every host-side cause
+    rests on CPU events, so only the device's own records (compute against exposed communication) lean.
+    """
     advice = {
         "sampled": "record every event (no sampling, no event filters)",
         "startup": "initialise CUDA and warm up (a few steps, the allocator too) before the profiler starts",
@@ -181,7 +194,10 @@ def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optio
     }
     steps = "; ".join(dict.fromkeys(advice[c] for c in codes if c in advice))
     suggestion = (f"{steps}; then record with torch.profiler.schedule(wait=1, warmup=2, active=5)")
-    lean = (f"; the figures lean to {would_be.bound} ({100 * would_be.share:.0f}% of the judged time)"
+    which = "figures"
+    if "sampled" in codes and would_be is not None and device_lean is not None:
+        would_be, which = replace(would_be, bound=device_lean[0], share=device_lean[1]), "device's own figures"
+    lean = (f"; the {which} lean to {would_be.bound} ({100 * would_be.share:.0f}% of the judged time)"
             if would_be is not None and would_be.share is not None else "")
     return Verdict(bound=NOT_ENOUGH_DATA, evidence="; ".join(reasons) + lean, suggestion=suggestion, confidence="high",
                    runner_up=would_be.bound if would_be else None,
