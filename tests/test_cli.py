@@ -55,3 +55,42 @@ def test_single_file_and_empty_logdir(logdir, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["traces"][0]["span"] == "1"
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 1
+
+
+@pytest.mark.parametrize("nesting", ["args", "top"])
+def test_deep_nesting_is_a_named_error_and_the_good_files_are_reported(logdir, capsys, nesting):
+    deep = "[" * 100_000 + "]" * 100_000
+    text = ('{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1, "args": {"x": %s}}]}' % deep
+            if nesting == "args" else '{"traceEvents": [], "x": %s}' % deep)
+    write_trace(logdir / "run" / "w.3.pt.trace.json", text)
+    assert main(["report", str(logdir), "--format", "json", "--no-cache"]) == 1
+    captured = capsys.readouterr()
+    traces = json.loads(captured.out)["traces"]
+    assert [t["error"] is None for t in traces] == [True, True, False]
+    assert "w.3.pt.trace.json" in traces[2]["error"]["message"] and "nested too deeply" in traces[2]["error"]["message"]
+    assert "Traceback" not in captured.err
+
+
+def test_non_regular_files_are_refused_at_once(tmp_path, capsys):
+    import os
+    fifo = tmp_path / "pipe.pt.trace.json"
+    os.mkfifo(fifo)
+    assert main(["report", str(fifo), "--no-cache"]) == 1  # a FIFO would block the reader forever
+    assert "not a regular file (a FIFO)" in capsys.readouterr().err
+    if os.path.exists("/dev/zero"):
+        assert main(["report", "/dev/zero", "--no-cache"]) == 1  # a device would never end
+        assert "not a regular file (a device)" in capsys.readouterr().err
+
+
+def test_a_failing_analysis_names_the_file_and_spares_the_others(logdir, capsys, monkeypatch):
+    from kinetoscope import cli
+
+    def broken(model):
+        if model.n_events == 1:  # only the second file
+            raise ValueError("boom")
+        return real(model)
+    real = cli.analyze
+    monkeypatch.setattr(cli, "analyze", broken)
+    assert main(["report", str(logdir), "--format", "json", "--no-cache"]) == 1
+    traces = json.loads(capsys.readouterr().out)["traces"]
+    assert traces[0]["error"] is None and "internal error while analysing (ValueError: boom)" in traces[1]["error"]["message"]

@@ -100,3 +100,10 @@ def test_symlinked_traces_are_found_with_their_targets_identity(tmp_path):
     (found,) = scan_logdir(str(tmp_path / "logs"))
     assert (found.run, found.worker, found.span, found.size) == ("run", "w", 7, target.stat().st_size)
     assert found.mtime == target.stat().st_mtime
+
+
+def test_a_fifo_in_the_logdir_never_blocks_the_scan(tmp_path):
+    write_trace(tmp_path / "run" / "w.1.pt.trace.json", trace_doc([op("a", 0, 1)]))
+    os.mkfifo(tmp_path / "run" / "odd.json")  # a name that needs sniffing: reading it would block forever
+    names = [os.path.basename(t.path) for t in scan_logdir(str(tmp_path))]
+    assert names == ["w.1.pt.trace.json"]

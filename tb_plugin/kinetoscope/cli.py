@@ -17,7 +17,7 @@ from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_run
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
-from .trace.loader import TraceError, load_trace
+from .trace.loader import TraceError, load_trace, resource_message
 from .trace.storage import StorageError, identity, split_url
 
 
@@ -62,9 +62,14 @@ def entry_for(trace: TraceFile, cache_dir) -> dict:
             "span": None if trace.span is None else str(trace.span), "error": None}
     try:
         model = load_trace(trace.path, cache_dir=cache_dir)
+        return {**base, **report_entry(model, analyze(model))}
     except TraceError as exc:
         return {**base, "error": {"message": str(exc)}}
-    return {**base, **report_entry(model, analyze(model))}
+    except (RecursionError, MemoryError) as exc:
+        return {**base, "error": {"message": f"{trace.path}: {resource_message(exc)}"}}
+    except Exception as exc:  # noqa: BLE001 - one bad file never stops the report of the others
+        return {**base, "error": {"message": f"{trace.path}: internal error while analysing ({type(exc).__name__}: "
+                                             f"{str(exc)[:200]}); please report it with the file"}}
 
 
 def main(argv: Optional[Iterable[str]] = None) -> int:

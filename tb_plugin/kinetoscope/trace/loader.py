@@ -46,6 +46,13 @@ class TraceError(Exception):
         self.message = message
 
 
+def resource_message(exc: BaseException) -> str:
+    """The named error for a decode that ran out of stack or memory."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply: JSON nesting goes beyond what the decoder follows (a hostile or corrupt file?)"
+    return "out of memory while decoding"
+
+
 CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
 MIN_CHUNK_BYTES = 1 << 16  # small files still get chunks this large (the decode window is 2-3 chunks)
 
@@ -69,7 +76,7 @@ def _build_whole(raw, path: str) -> TraceModel:
     except DecodeError as exc:
         raise TraceError(path, str(exc)) from None
     except (RecursionError, MemoryError) as exc:
-        raise TraceError(path, f"cannot decode: {type(exc).__name__}") from None
+        raise TraceError(path, resource_message(exc)) from None
     builder = ColumnBuilder()
     builder.add(decoded.doc.traceEvents, decoded.legacy_external_id, source_index=decoded.source_index)
     decoded.doc.traceEvents = []
@@ -134,6 +141,8 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) 
         model = _load_uncached(path)
     except StorageError as exc:
         raise TraceError(path, str(exc)) from None
+    except (RecursionError, MemoryError) as exc:
+        raise TraceError(path, resource_message(exc)) from None
     if ident is not None:
         store(Path(cache_dir), ident, model)
     return model

@@ -5,6 +5,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
 
 try:  # ISA-L inflates about 3x faster than zlib; same API
@@ -60,10 +61,7 @@ def modified_time(info: dict) -> float:
 def identity(path: str) -> FileIdentity:
     """Size and modification time of a file (raises StorageError when it cannot be stat'ed)."""
     if "://" not in path and "::" not in path:
-        try:
-            stat = os.stat(os.path.expanduser(path))
-        except OSError as exc:
-            raise StorageError(f"cannot stat: {exc}") from None
+        stat = _regular_stat(path)
         return FileIdentity(path, stat.st_size, stat.st_mtime)
     try:
         fs, inner = split_url(path)
@@ -73,12 +71,27 @@ def identity(path: str) -> FileIdentity:
     return FileIdentity(path, int(info.get("size") or 0), modified_time(info))
 
 
+def _regular_stat(path: str) -> os.stat_result:
+    """The stat of a local path that must be a regular file: a FIFO would block the reader forever on open,
+    and a device such as /dev/zero never ends, so both are refused before any read."""
+    try:
+        stat = os.stat(os.path.expanduser(path))
+    except OSError as exc:
+        raise StorageError(f"cannot stat: {exc}") from None
+    if not S_ISREG(stat.st_mode):
+        kind = "a directory" if S_ISDIR(stat.st_mode) else "a FIFO" if S_ISFIFO(stat.st_mode) else \
+            "a device" if S_ISCHR(stat.st_mode) or S_ISBLK(stat.st_mode) else "not a regular file"
+        raise StorageError(f"not a regular file ({kind}); only trace files are read")
+    return stat
+
+
 def _open(path: str):
     """A binary handle on a local path (raw, unbuffered: reads go straight into the caller's buffer) or URL."""
     try:
         if "://" in path or "::" in path:
             fs, inner = split_url(path)
             return fs.open(inner, "rb")
+        _regular_stat(path)
         return open(os.path.expanduser(path), "rb", buffering=0)
     except (OSError, ValueError, ImportError) as exc:
         raise StorageError(f"cannot read: {exc}") from None
