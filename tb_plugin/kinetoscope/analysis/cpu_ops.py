@@ -36,4 +36,4 @@ def hot_spots(model: TraceModel, ops: OpIndex, top: int) -> list[tuple[str, int]
     ids, inverse = np.unique(model.name_id[rows], return_inverse=True)
     total = np.bincount(inverse, weights=self_ns)
     order = np.argsort(-total, kind="stable")[:top]
-    return [(model.names[ids[i]], int(total[i])) for i in order if total[i] > 0]
+    return [(model.shown_names[ids[i]], int(total[i])) for i in order if total[i] > 0]

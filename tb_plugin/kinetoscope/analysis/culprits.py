@@ -37,12 +37,12 @@ def _culprit_keys(model: TraceModel, device: DeviceIdle, sel: np.ndarray) -> tup
 
 def _culprit_name(model: TraceModel, key: tuple) -> tuple[str, Optional[str]]:
     culprit, after, caller, annotation = key
-    text = model.names[culprit] if culprit >= 0 else NO_OP
+    text = model.shown_names[culprit] if culprit >= 0 else NO_OP
     if after:
         text = f"after {text}"
     if caller >= 0:
-        text = f"{text} in {model.names[caller]}"
-    return text, (model.names[annotation] if annotation >= 0 else None)
+        text = f"{text} in {model.shown_names[caller]}"
+    return text, (model.shown_names[annotation] if annotation >= 0 else None)
 
 
 def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST, top: int = TOP_CULPRITS) -> list[dict]:

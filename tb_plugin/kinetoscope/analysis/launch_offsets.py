@@ -144,7 +144,7 @@ def launch_table(model: TraceModel, launch: LaunchOffsets, by: str = "kernel", t
         ("queued_p50_us", launch.queued_ns, 50), ("latency_p50_us", launch.latency_ns, 50))}
     rows = []
     for i in np.argsort(-total, kind="stable")[:top]:
-        row = {"name": model.names[ids[i]] if ids[i] >= 0 else "(no op)", "count": int(counts[i]),
+        row = {"name": model.shown_names[ids[i]] if ids[i] >= 0 else "(no op)", "count": int(counts[i]),
                "total_offset_us": float(total[i]) / 1e3}
         row.update({key: float(col[i]) / 1e3 for key, col in stats.items()})
         row["short"] = int(short[i])

@@ -220,7 +220,7 @@ def steps_entry(model: TraceModel, steps: Steps) -> list[dict]:
     rows = []
     for i in range(steps.count):
         dur = int(steps.end_ns[i] - steps.start_ns[i])
-        rows.append({"name": model.names[steps.name_id[i]], "start_us": _us(steps.start_ns[i], t0), "dur_us": _us(dur),
+        rows.append({"name": model.shown_names[steps.name_id[i]], "start_us": _us(steps.start_ns[i], t0), "dur_us": _us(dur),
                      "gpu_busy_us": _us(steps.gpu_busy_ns[i]), "gpu_idle_us": _us(steps.gpu_idle_ns[i]),
                      "dataloader_us": _us(steps.dataloader_ns[i]),
                      "dataloader_share": float(steps.dataloader_ns[i]) / dur if dur else 0.0,

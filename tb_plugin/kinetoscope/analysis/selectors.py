@@ -247,4 +247,4 @@ def enclosing_of_kind(model: TraceModel, rows: np.ndarray, kinds: tuple, parent:
 
 def names_of(model: TraceModel, rows: np.ndarray) -> list[str]:
     """Event names of rows, with `(no op)` for -1."""
-    return [model.names[model.name_id[r]] if r >= 0 else NO_OP for r in rows.tolist()]
+    return [model.shown_names[model.name_id[r]] if r >= 0 else NO_OP for r in rows.tolist()]

@@ -78,7 +78,7 @@ def _startup(model: TraceModel) -> Optional[tuple[str, str]]:
     share = float(model.dur_ns[longest]) / span
     if share < T.STARTUP_CALL_SHARE:
         return None
-    return ("startup", f"one {model.names[model.name_id[longest]]} call takes {model.dur_ns[longest] / 1e6:.1f} ms, "
+    return ("startup", f"one {model.shown_names[model.name_id[longest]]} call takes {model.dur_ns[longest] / 1e6:.1f} ms, "
                        f"{100 * share:.0f}% of the trace: start-up work (context creation, module loading, first launch)")
 
 

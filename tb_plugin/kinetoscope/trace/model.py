@@ -23,6 +23,15 @@ import numpy as np
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
 FORMAT_VERSION = 6  # bump when the model's layout or its decoding semantics change (invalidates caches)
+MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
+
+
+def shown(text: str) -> str:
+    """A trace string as routes and reports show it: at most MAX_SHOWN_CHARS characters, cut with an ellipsis.
+
+    A writer may put a 50 MB kernel or thread name in a trace; no answer may grow with it.
+    """
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 1] + "\u2026"
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class TraceModel:
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict)  # deviceProperties, distributedInfo, base time, event_index, ...
+    meta: dict[str, Any] = field(default_factory=dict)  # deviceProperties, distributedInfo, base time, event_index
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count of events not in the model
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0  # uncompressed size of the file it came from
@@ -89,6 +98,11 @@ class TraceModel:
         end = self.ts_ns + self.dur_ns
         end.flags.writeable = False
         return end
+
+    @cached_property
+    def shown_names(self) -> tuple[str, ...]:
+        """`names` as routes and reports show them (see `shown`); matching always uses `names`."""
+        return tuple(map(shown, self.names))
 
     @property
     def start_ns(self) -> int:

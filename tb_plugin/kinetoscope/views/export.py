@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, LaneKind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, shown
 from .lane_index import LaneIndex, owned_activities, window_positions
 from .lanes import KIND_NAMES
 
@@ -39,7 +39,7 @@ def chrome_trace(model: TraceModel, rows: np.ndarray, source: str) -> dict[str, 
     lane = model.lane[rows]
     ts = np.round((model.ts_ns[rows] - base) / 1e3, 3).tolist()
     dur = np.round(model.dur_ns[rows] / 1e3, 3).tolist()
-    events = [{"ph": "X", "name": model.names[n], "cat": model.cats[c], "pid": p, "tid": t, "ts": s, "dur": d,
+    events = [{"ph": "X", "name": model.shown_names[n], "cat": shown(model.cats[c]), "pid": p, "tid": t, "ts": s, "dur": d,
                "args": _args(corr, ext)}
               for n, c, p, t, s, d, corr, ext in zip(
                   model.name_id[rows].tolist(), model.cat_id[rows].tolist(), pid[lane].tolist(), tid[lane].tolist(),
@@ -61,7 +61,7 @@ def _args(correlation: int, external_id: int) -> dict[str, int]:
 def _lane_metadata(model: TraceModel, lanes: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> list[dict[str, Any]]:
     out, named = [], set()
     for k in lanes.tolist():
-        p, t, label = int(pid[k]), int(tid[k]), model.lane_label[k]
+        p, t, label = int(pid[k]), int(tid[k]), shown(model.lane_label[k])
         kind = model.lane_kind[k]
         if p not in named:
             named.add(p)
@@ -94,8 +94,8 @@ def event_view(model: TraceModel, index: LaneIndex, launch: Any, row: int) -> di
     base = model.start_ns
     lane = int(model.lane[row])
     out: dict[str, Any] = {
-        "row": row, "name": model.names[model.name_id[row]], "cat": model.cats[model.cat_id[row]],
-        "kind": KIND_NAMES[model.kind[row]], "lane": lane, "lane_label": model.lane_label[lane],
+        "row": row, "name": model.shown_names[model.name_id[row]], "cat": shown(model.cats[model.cat_id[row]]),
+        "kind": KIND_NAMES[model.kind[row]], "lane": lane, "lane_label": shown(model.lane_label[lane]),
         "depth": int(model.depth[row]), "start_us": round((int(model.ts_ns[row]) - base) / 1e3, 3),
         "dur_us": int(model.dur_ns[row]) / 1e3, "correlation": _opt(model.correlation[row]),
         "external_id": _opt(model.external_id[row]), "launch": None, "activities": None}
@@ -113,7 +113,7 @@ def _opt(value: Any) -> Any:
 
 
 def _brief(model: TraceModel, row: int) -> dict[str, Any]:
-    return {"row": row, "name": model.names[model.name_id[row]], "lane": int(model.lane[row]),
+    return {"row": row, "name": model.shown_names[model.name_id[row]], "lane": int(model.lane[row]),
             "start_us": round((int(model.ts_ns[row]) - model.start_ns) / 1e3, 3), "dur_us": int(model.dur_ns[row]) / 1e3}
 
 

@@ -146,7 +146,7 @@ def _lane_payload(model, index, rects, name_ix, base) -> list[dict[str, Any]]:
 
 def _lane_entry(model: TraceModel, index: LaneIndex, lane: int, events: dict) -> dict[str, Any]:
     kind = LaneKind(int(model.lane_kind[lane]))
-    entry: dict[str, Any] = {"id": lane, "kind": LANE_KIND_NAMES[kind], "label": model.lane_label[lane]}
+    entry: dict[str, Any] = {"id": lane, "kind": LANE_KIND_NAMES[kind], "label": _short(model.lane_label[lane])}
     a, b = int(model.lane_pid[lane]), int(model.lane_tid[lane])
     entry.update({"device": a, "stream": b} if kind == LaneKind.GPU else {"pid": a, "tid": b})
     entry["max_depth"] = int(index.lane_max_depth[lane])

@@ -62,7 +62,7 @@ def steps_overlay(model: TraceModel, steps: Any, t0_ns: int, t1_ns: int, ns_per_
     sel = np.flatnonzero((steps.start_ns < t1_ns) & (steps.end_ns > t0_ns))[:MAX_STEPS]
     waits = _visible(steps.dl_start_ns, steps.dl_end_ns,
                      in_window(steps.dl_start_ns, steps.dl_end_ns, t0_ns, t1_ns), ns_per_px, MAX_WAITS)
-    return {"name": [model.names[i] for i in steps.name_id[sel].tolist()],
+    return {"name": [model.shown_names[i] for i in steps.name_id[sel].tolist()],
             "start_us": _us(steps.start_ns[sel], base), "end_us": _us(steps.end_ns[sel], base),
             "stalled": steps.stalled[sel].tolist(),
             "dataloader": {"start_us": _us(steps.dl_start_ns[waits], base), "end_us": _us(steps.dl_end_ns[waits], base)}}

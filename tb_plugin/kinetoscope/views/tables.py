@@ -71,7 +71,7 @@ def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, 
     launch = device.gap_launch_row[page]
     launch_us = np.round((model.ts_ns[np.maximum(launch, 0)] - base) / 1e3, 3).tolist()
     start, end = device.gap_start_ns[page], device.gap_end_ns[page]
-    return {"names": [model.names[i] for i in ids],
+    return {"names": [model.shown_names[i] for i in ids],
             "gaps": {"start_us": np.round((start - base) / 1e3, 3).tolist(),
                      "dur_us": np.round((end - start) / 1e3, 3).tolist(),
                      "cause": [CAUSE_NAMES[c] for c in device.gap_cause[page].tolist()],
@@ -80,7 +80,7 @@ def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, 
                      "culprit_after": device.gap_culprit_after[page].tolist(),
                      "caller": caller_ix,
                      "annotation": annotation_ix,
-                     "next_kernel": [model.names[i] for i in model.name_id[device.gap_next_row[page]].tolist()],
+                     "next_kernel": [model.shown_names[i] for i in model.name_id[device.gap_next_row[page]].tolist()],
                      "next_row": device.gap_next_row[page].tolist(),
                      "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())]}}
 
@@ -91,7 +91,7 @@ def stalls_view(model: TraceModel, steps: Any, verdict: Any) -> dict[str, Any]:
     dur = steps.end_ns - steps.start_ns
     share = np.divide(steps.dataloader_ns, dur, out=np.zeros(dur.size), where=dur > 0)
     stalled = int(np.count_nonzero(steps.stalled))
-    rows = [{"name": model.names[n], "start_us": round((s - base) / 1e3, 3), "dur_us": d / 1e3,
+    rows = [{"name": model.shown_names[n], "start_us": round((s - base) / 1e3, 3), "dur_us": d / 1e3,
              "dataloader_us": w / 1e3, "dataloader_share": round(float(f), 4), "gpu_idle_during_dataloader_us": i / 1e3,
              "stalled": bool(x)}
             for n, s, d, w, f, i, x in zip(steps.name_id.tolist(), steps.start_ns.tolist(), dur.tolist(),

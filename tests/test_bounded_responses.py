@@ -1,0 +1,72 @@
+"""No answer grows with a trace's strings: a multi-MB kernel, op, thread or category name is cut wherever it is
+shown (every route and the CLI report), and the event route still reaches the full text through `args=1`."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope import api
+from kinetoscope.cli import main
+from kinetoscope.plugin import KinetoscopePlugin
+from kinetoscope.service import TraceService
+from kinetoscope.trace.model import MAX_SHOWN_CHARS
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+
+PREFIX = "/data/plugin/kinetoscope"
+HUGE = 2_000_000  # characters
+BOUND = 200_000  # bytes: a route answer on this small trace, whatever its strings
+
+
+def huge_doc() -> dict:
+    big_kernel, big_op = "k" * HUGE, "aten::" + "o" * HUGE
+    events = [op("ProfilerStep#" + "9" * 10, 0, 400, cat="user_annotation")]
+    for i in range(30):
+        t = 10 + i * 12
+        events += [op(big_op, t, 8), launch(t + 1, 2, corr=i + 1), kernel(big_kernel, t + 9, 2, corr=i + 1)]
+    events += [{"ph": "M", "name": "thread_name", "pid": 100, "tid": 1, "args": {"name": "t" * HUGE}},
+               {"ph": "X", "cat": "c" * HUGE, "name": "odd category", "pid": 100, "tid": 1, "ts": 390, "dur": 1}]
+    return trace_doc(events)
+
+
+@pytest.fixture(scope="module")
+def apps_and_id(tmp_path_factory):
+    root = tmp_path_factory.mktemp("huge")
+    write_trace(root / "run" / "w.1.pt.trace.json", huge_doc())
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
+    plugin._service = TraceService(str(root), cache_dir=tmp_path_factory.mktemp("cache"), rescan_s=3600,
+                                   decode_in_child=False, prepare=api.prepare)
+    apps = plugin.get_plugin_apps()
+    runs = json.loads(Client(apps["/runs"]).get(f"{PREFIX}/runs").get_data())["runs"]
+    sid = runs[0]["workers"][0]["spans"][0]["id"]
+    deadline = time.monotonic() + 30
+    while Client(apps["/summary"]).get(f"{PREFIX}/summary?span={sid}").status_code == 409 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield apps, sid
+    plugin._service.close()
+
+
+@pytest.mark.parametrize("route, query", [
+    ("summary", ""), ("gaps", "&device=0"), ("launches", ""), ("stalls", ""), ("lanes", "&width_px=800"),
+    ("event", "&row=1"), ("export", ""), ("memory", ""),
+])
+def test_every_route_is_bounded(apps_and_id, route, query):
+    apps, sid = apps_and_id
+    response = Client(apps[f"/{route}"]).get(f"{PREFIX}/{route}?span={sid}{query}")
+    assert response.status_code == 200, response.get_data()[:300]
+    assert len(response.get_data()) < BOUND, (route, len(response.get_data()))
+
+
+def test_the_full_text_stays_reachable(apps_and_id):
+    apps, sid = apps_and_id
+    rows = [json.loads(Client(apps["/event"]).get(f"{PREFIX}/event?span={sid}&row={r}").get_data()) for r in range(5)]
+    assert any(r["name"].endswith("\u2026") and len(r["name"]) == MAX_SHOWN_CHARS for r in rows)
+
+
+def test_the_cli_report_is_bounded(tmp_path, capsys):
+    path = write_trace(tmp_path / "w.1.pt.trace.json", huge_doc())
+    for fmt in ("json", "text", "markdown"):
+        assert main(["report", str(path), "--format", fmt, "--no-cache"]) == 0
+        assert len(capsys.readouterr().out) < BOUND
