@@ -70,3 +70,36 @@ def test_the_cli_report_is_bounded(tmp_path, capsys):
     for fmt in ("json", "text", "markdown"):
         assert main(["report", str(path), "--format", fmt, "--no-cache"]) == 0
         assert len(capsys.readouterr().out) < BOUND
+
+
+def many_steps_doc(n: int) -> dict:
+    events = []
+    for i in range(n):
+        events += [op(f"ProfilerStep#{i % 7}", i * 10, 9, cat="user_annotation"), op("aten::add", i * 10 + 1, 5)]
+    return trace_doc(events)
+
+
+def test_many_steps_are_summarised_and_paged(tmp_path, capsys):
+    root = tmp_path / "logs"
+    write_trace(root / "run" / "w.1.pt.trace.json", many_steps_doc(20_000))
+    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    try:
+        service.scan_now()
+        (sid, _, _), = service.snapshot()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                summary = api.summary_impl(service, sid)
+                break
+            except Exception:  # noqa: BLE001 - NotReady while it loads
+                time.sleep(0.05)
+        assert summary["steps_total"] == 20_000 and len(summary["steps"]) == 1000
+        assert len(json.dumps(summary)) < 2 * BOUND
+        page = api.stalls_impl(service, sid, offset=19_990, limit=50)
+        assert (page["total"], page["offset"], len(page["steps"])) == (20_000, 19_990, 10)
+        assert page["steps"][0]["name"] == f"ProfilerStep#{19_990 % 7}"  # repeated names: every occurrence
+    finally:
+        service.close()
+    assert main(["report", str(root), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "... and 19,970 more steps" in out and len(out) < BOUND

@@ -45,10 +45,12 @@ export class StepTable {
     try {
       const r = await this.channel.run((signal) => getWhenReady(this.api, 'stalls', { span: span.id }, signal));
       if (r.stale) return;
-      // Step names are unique in a span; start times may be rounded differently by the two routes.
-      const busy = new Map((summary?.steps ?? []).map((/** @type {any} */ s) => [s.name, s]));
-      this.steps = (r.value.steps ?? []).map((/** @type {any} */ s) => ({ ...busy.get(s.name), ...s }));
-      this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${this.steps.length} steps stalled on the DataLoader.`,
+      // Both routes list the steps in time order from the first (names may repeat): merge by position.
+      const busy = summary?.steps ?? [];
+      this.steps = (r.value.steps ?? []).map((/** @type {any} */ s, /** @type {number} */ i) => ({ ...busy[i], ...s }));
+      const total = Number(r.value.total ?? this.steps.length);
+      const shown = total > this.steps.length ? ` The first ${this.steps.length.toLocaleString()} are listed.` : '';
+      this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${total.toLocaleString()} steps stalled on the DataLoader.${shown}`,
         r.value.suggestion ? ` ${r.value.suggestion}` : '');
       this.render();
     } catch (err) {

@@ -167,11 +167,11 @@ def memory_impl(service: TraceService, sid: str, *, max_points: int = 2000, devi
     return memory_view(model, memory, max_points=max_points, device=device, t0_ns=t0, t1_ns=t1)
 
 
-def stalls_impl(service: TraceService, sid: str) -> dict[str, Any]:
+def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
     """Per-step DataLoader waits and stalls."""
     loaded = _load(service, sid)
     analysis = loaded.prepared.analysis
-    return stalls_view(loaded.model, analysis.steps, analysis.verdict)
+    return stalls_view(loaded.model, analysis.steps, analysis.verdict, offset=offset, limit=limit)
 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,

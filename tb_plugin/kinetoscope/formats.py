@@ -94,15 +94,23 @@ def _comm(comm: dict, markdown: bool) -> list[str]:
           overlap]], markdown)
 
 
+TEXT_STEP_ROWS = 30  # readable output lists this many steps; JSON has up to MAX_STEP_ROWS, `stalls` pages all
+
+
 def _steps(entry: dict, markdown: bool) -> list[str]:
     if not entry["steps"]:
         return []
+    total = entry.get("steps_total", len(entry["steps"]))
+    shown = entry["steps"][:TEXT_STEP_ROWS]
+    stalled = entry.get("steps_stalled", sum(s["stalled"] for s in entry["steps"]))
+    more = [f"... and {total - len(shown):,} more steps ({stalled:,} of all {total:,} stalled; the first "
+            f"{len(entry['steps']):,} in --format json, every one through the `stalls` route)"] if total > len(shown) else []
     rows = [[s["name"], human_us(s["dur_us"]), human_us(s["gpu_busy_us"]), human_us(s["gpu_idle_us"]),
              human_us(s["compute_us"]), human_us(s["comm_us"]), human_us(s["memcpy_us"]),
              human_us(s["dataloader_us"]), f"{100 * s['dataloader_share']:.1f}%", "STALLED" if s["stalled"] else ""]
-            for s in entry["steps"]]
+            for s in shown]
     return ["", "Steps:"] + _table(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
-                                    "dl share", ""], rows, markdown)
+                                    "dl share", ""], rows, markdown) + more
 
 
 def _launch(entry: dict, markdown: bool) -> list[str]:

@@ -290,7 +290,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     @_route
     def stalls_route(self, request):
-        return api.stalls_impl(self.service(), span_arg(request.args))
+        args = request.args
+        return api.stalls_impl(self.service(), span_arg(args), offset=int_arg(args, "offset", 0, 0, 1 << 40),
+                               limit=int_arg(args, "limit", 1000, 1, 5000))
 
     @_route
     def lanes_route(self, request):

@@ -137,7 +137,8 @@ def report_entry(model: TraceModel, analysis: Analysis) -> dict:
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
         "devices": [_device_entry(model, d, analysis.comm) for d in analysis.idle.devices],
         "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
-        "steps": steps_entry(model, analysis.steps),
+        "steps": steps_entry(model, analysis.steps), "steps_total": analysis.steps.count,
+        "steps_stalled": int(np.count_nonzero(analysis.steps.stalled)),
         "launch": {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
                    "offset_us": percentiles_us(launch.offset_ns), "queued_us": percentiles_us(launch.queued_ns),
                    "latency_us": percentiles_us(launch.latency_ns),
@@ -214,22 +215,26 @@ def _device_entry(model: TraceModel, d: DeviceIdle, comm: Communication) -> dict
                      "top_comm_culprits": top_culprits(model, d, Cause.COMM)}}
 
 
-def steps_entry(model: TraceModel, steps: Steps) -> list[dict]:
-    """Per-step rows of the report."""
-    t0 = model.start_ns
-    rows = []
-    for i in range(steps.count):
-        dur = int(steps.end_ns[i] - steps.start_ns[i])
-        rows.append({"name": model.shown_names[steps.name_id[i]], "start_us": _us(steps.start_ns[i], t0), "dur_us": _us(dur),
-                     "gpu_busy_us": _us(steps.gpu_busy_ns[i]), "gpu_idle_us": _us(steps.gpu_idle_ns[i]),
-                     "dataloader_us": _us(steps.dataloader_ns[i]),
-                     "dataloader_share": float(steps.dataloader_ns[i]) / dur if dur else 0.0,
-                     "gpu_idle_during_dataloader_us": _us(steps.dataloader_gpu_idle_ns[i]),
-                     "compute_us": _us(steps.compute_ns[i]), "comm_us": _us(steps.comm_ns[i]),
-                     "exposed_comm_us": _us(steps.exposed_comm_ns[i]),
-                     "memcpy_us": _us(steps.memcpy_ns[i]), "memset_us": _us(steps.memset_ns[i]),
-                     "stalled": bool(steps.stalled[i])})
-    return rows
+MAX_STEP_ROWS = 1000  # the report lists this many steps at most (a trace may hold a million); `stalls` pages them all
+
+
+def steps_entry(model: TraceModel, steps: Steps, offset: int = 0, limit: int = MAX_STEP_ROWS) -> list[dict]:
+    """Per-step rows of the report, steps [offset, offset + limit) (built from whole columns, no per-step math)."""
+    t0, sel = model.start_ns, slice(offset, offset + limit)
+    dur = steps.end_ns[sel] - steps.start_ns[sel]
+    share = np.divide(steps.dataloader_ns[sel], dur, out=np.zeros(dur.size), where=dur > 0)
+    us = {key: ((getattr(steps, src)[sel] - origin) / 1e3).tolist() for key, src, origin in (
+        ("start_us", "start_ns", t0), ("gpu_busy_us", "gpu_busy_ns", 0), ("gpu_idle_us", "gpu_idle_ns", 0),
+        ("dataloader_us", "dataloader_ns", 0), ("gpu_idle_during_dataloader_us", "dataloader_gpu_idle_ns", 0),
+        ("compute_us", "compute_ns", 0), ("comm_us", "comm_ns", 0), ("exposed_comm_us", "exposed_comm_ns", 0),
+        ("memcpy_us", "memcpy_ns", 0), ("memset_us", "memset_ns", 0))}
+    names = [model.shown_names[n] for n in steps.name_id[sel].tolist()]
+    dur_us, shares, stalled = (dur / 1e3).tolist(), share.tolist(), steps.stalled[sel].tolist()
+    return [{"name": names[k], "start_us": us["start_us"][k], "dur_us": dur_us[k], "gpu_busy_us": us["gpu_busy_us"][k],
+             "gpu_idle_us": us["gpu_idle_us"][k], "dataloader_us": us["dataloader_us"][k], "dataloader_share": shares[k],
+             "gpu_idle_during_dataloader_us": us["gpu_idle_during_dataloader_us"][k], "compute_us": us["compute_us"][k],
+             "comm_us": us["comm_us"][k], "exposed_comm_us": us["exposed_comm_us"][k], "memcpy_us": us["memcpy_us"][k],
+             "memset_us": us["memset_us"][k], "stalled": bool(stalled[k])} for k in range(len(names))]
 
 
 __all__ = ["Analysis", "analyze", "report_entry", "steps_entry", "top_culprits", "with_run_verdicts", "CAUSE_NAMES"]

@@ -9,6 +9,8 @@ import numpy as np
 from ..analysis.memory_timeline import downsample_minmax
 from ..trace.model import TraceModel
 
+MAX_GROWTH_STEPS = 1000  # growth per step is listed for the first steps only (a trace may hold a million)
+
 
 def log_histogram(series: dict[str, np.ndarray], bins: int) -> dict[str, Any]:
     """Counts of several µs series over one set of log-spaced edges.
@@ -65,4 +67,5 @@ def _series_entry(s: Any, base: int, max_points: int, t0_ns: Optional[int], t1_n
             "relative": bool(s.relative),
             "peak_allocated_bytes": s.peak_allocated_bytes, "peak_reserved_bytes": s.peak_reserved_bytes,
             "peak_at_us": round((s.peak_at_ns - base) / 1e3, 3), "peak_op": s.peak_op,
-            "leak_suspect": bool(s.leak_suspect), "step_growth_bytes": s.step_growth_bytes.tolist()}
+            "leak_suspect": bool(s.leak_suspect), "step_growth_bytes": s.step_growth_bytes[:MAX_GROWTH_STEPS].tolist(),
+            "step_growth_total": int(s.step_growth_bytes.size)}

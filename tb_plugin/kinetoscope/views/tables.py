@@ -85,20 +85,25 @@ def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, 
                      "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())]}}
 
 
-def stalls_view(model: TraceModel, steps: Any, verdict: Any) -> dict[str, Any]:
-    """Per step: DataLoader wait, its share of the step, GPU idle during it, and the stall flag."""
+def stalls_view(model: TraceModel, steps: Any, verdict: Any, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
+    """One page of steps: DataLoader wait, its share of the step, GPU idle during it, and the stall flag.
+
+    `total` counts every step and `stalled_steps` every stalled one, whatever the page.
+    """
     base = model.start_ns
-    dur = steps.end_ns - steps.start_ns
-    share = np.divide(steps.dataloader_ns, dur, out=np.zeros(dur.size), where=dur > 0)
+    sel = slice(offset, offset + limit)
+    dur = steps.end_ns[sel] - steps.start_ns[sel]
+    share = np.divide(steps.dataloader_ns[sel], dur, out=np.zeros(dur.size), where=dur > 0)
     stalled = int(np.count_nonzero(steps.stalled))
     rows = [{"name": model.shown_names[n], "start_us": round((s - base) / 1e3, 3), "dur_us": d / 1e3,
              "dataloader_us": w / 1e3, "dataloader_share": round(float(f), 4), "gpu_idle_during_dataloader_us": i / 1e3,
              "stalled": bool(x)}
-            for n, s, d, w, f, i, x in zip(steps.name_id.tolist(), steps.start_ns.tolist(), dur.tolist(),
-                                           steps.dataloader_ns.tolist(), share.tolist(),
-                                           steps.dataloader_gpu_idle_ns.tolist(), steps.stalled.tolist())]
+            for n, s, d, w, f, i, x in zip(steps.name_id[sel].tolist(), steps.start_ns[sel].tolist(), dur.tolist(),
+                                           steps.dataloader_ns[sel].tolist(), share.tolist(),
+                                           steps.dataloader_gpu_idle_ns[sel].tolist(), steps.stalled[sel].tolist())]
     if verdict is not None and verdict.bound == "dataloader-bound":
         suggestion: Optional[str] = verdict.suggestion
     else:
         suggestion = STALL_ADVICE if stalled else None
-    return {"stalled_steps": stalled, "steps": rows, "suggestion": suggestion}
+    return {"stalled_steps": stalled, "total": steps.count, "offset": offset, "limit": limit, "steps": rows,
+            "suggestion": suggestion}
