@@ -60,8 +60,9 @@ def test_single_file_and_empty_logdir(logdir, tmp_path, capsys):
 @pytest.mark.parametrize("nesting", ["args", "top"])
 def test_deep_nesting_is_a_named_error_and_the_good_files_are_reported(logdir, capsys, nesting):
     deep = "[" * 100_000 + "]" * 100_000
-    text = ('{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1, "args": {"x": %s}}]}' % deep
-            if nesting == "args" else '{"traceEvents": [], "x": %s}' % deep)
+    head, tail = (('{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1, "args": {"x": ', "}}]}")
+                  if nesting == "args" else ('{"traceEvents": [], "x": ', "}"))
+    text = head + deep + tail
     write_trace(logdir / "run" / "w.3.pt.trace.json", text)
     assert main(["report", str(logdir), "--format", "json", "--no-cache"]) == 1
     captured = capsys.readouterr()
