@@ -129,3 +129,21 @@ def test_decode_bytes_accepts_a_memory_buffer():
 def test_unreadable_path_is_a_trace_error(tmp_path):
     with pytest.raises(TraceError, match="cannot"):
         load_trace(str(tmp_path / "missing.pt.trace.json"), cache_dir=None)
+
+
+def test_a_decompression_bomb_is_refused_by_its_budget(tmp_path, monkeypatch):
+    import gzip
+
+    from kinetoscope.trace import budgets
+    path = tmp_path / "bomb.pt.trace.json.gz"
+    with gzip.open(path, "wb") as out:
+        out.write(b'{"traceEvents": [')
+        out.write(b" " * (8 << 20))  # 8 MiB of whitespace in about 8 KB
+        out.write(b"]}")
+    monkeypatch.setattr(budgets, "INFLATE_FLOOR_BYTES", 1 << 20)  # the 256 MiB floor would let this one through
+    with pytest.raises(TraceError) as info:
+        load_trace(str(path), cache_dir=None)
+    message = str(info.value)
+    assert str(path) in message and "decompression bomb" in message and budgets.INFLATE_RATIO_ENV in message
+    monkeypatch.setenv(budgets.INFLATE_RATIO_ENV, "100000")  # raised as the message says: it reads
+    assert load_trace(str(path), cache_dir=None).n_events == 0

@@ -1,12 +1,15 @@
 """Reading trace bytes from local paths or any fsspec URL (`s3://`, `gs://`, `memory://`, ...)."""
 from __future__ import annotations
 
+import io
 import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
+
+from .budgets import inflate_budget
 
 try:  # ISA-L inflates about 3x faster than zlib; same API
     from isal import isal_zlib as _inflate_lib
@@ -209,15 +212,33 @@ def _read(handle, size: int) -> bytes:
         raise StorageError(f"cannot read: {exc}") from None
 
 
+def _compressed_size(handle) -> int:
+    """The size of the file behind a handle (0 when unknown)."""
+    try:
+        return os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return int(getattr(handle, "size", 0) or 0)
+
+
 def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
-    """Stream-decompress (multi-member aware); output blocks are at most `block_bytes`."""
+    """Stream-decompress (multi-member aware); output blocks are at most `block_bytes`.
+
+    Raises:
+        StorageError: corrupt or truncated, or inflating past the file's budget (`budgets.InflateBudget`).
+    """
     inflater = _inflate_lib.decompressobj(wbits=31)
-    total_in = len(data)
+    total_in, total_out = len(data), 0
+    budget = inflate_budget()
+    compressed = _compressed_size(handle)
+    limit = budget.limit(compressed)
     while True:
         try:
             while data:
                 out = inflater.decompress(data, block_bytes)
                 data = inflater.unconsumed_tail
+                total_out += len(out)
+                if total_out > limit:
+                    raise StorageError(budget.refusal(compressed))
                 if out:
                     yield out
                 if inflater.eof:
