@@ -295,3 +295,43 @@ def test_close_stops_everything(tmp_path, service_factory):
     service.close()
     service.start()  # no restart after close
     assert service._thread is None or not service._thread.is_alive() or service._stop.is_set()
+
+
+def _wait_state(service: TraceService, sid: str, state: str, timeout_s: float = 30) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        (_, _, now), = service.snapshot(sid)
+        if now["state"] == state:
+            return now
+        time.sleep(0.05)
+    raise AssertionError(f"never {state}: {now}")
+
+
+def test_a_dead_decoder_heals_by_itself(tmp_path, service_factory, monkeypatch):
+    """The decoder child dies (here: an address-space limit no interpreter fits in, as the OOM killer would
+    end it); the failure is not about the file, so the span is retried and loads once the child can run."""
+    write_run(tmp_path / "logs")
+    monkeypatch.setenv("KINETOSCOPE_DECODER_MEMORY_BYTES", str(16 << 20))
+    service = service_factory(decode_in_child=True)
+    service.scan_now()
+    sid = only_id(service)
+    service.request_load(sid)
+    failed = _wait_state(service, sid, "error")
+    assert "decoder process failed" in failed["error"] and "retrying in 1 s" in failed["error"]
+    monkeypatch.delenv("KINETOSCOPE_DECODER_MEMORY_BYTES")
+    time.sleep(1.1)
+    service.retry_due()  # what the scanner does on its next pass
+    _wait_state(service, sid, "ready")
+
+
+def test_content_errors_are_not_retried_but_io_errors_are(tmp_path, service_factory):
+    write_trace(tmp_path / "logs" / "run" / "bad.1.pt.trace.json", '{"traceEvents": 7}')
+    write_trace(tmp_path / "logs" / "run" / "half.2.pt.trace.json.gz", b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"\x01\x02")
+    service = service_factory()
+    service.scan_now()
+    states = {}
+    for sid, file, _ in service.snapshot():
+        service.request_load(sid)
+        states[Path(file.path).name] = _wait_state(service, sid, "error")["error"]
+    assert "retrying" not in states["bad.1.pt.trace.json"]
+    assert "retrying in 1 s" in states["half.2.pt.trace.json.gz"]  # a half-written gzip may still complete

@@ -12,13 +12,19 @@
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
 
 States: `unloaded` (never requested, or evicted) -> `queued` -> `loading` (phase reading, decoding or
-analysing) -> `ready` | `error`.
+analysing) -> `ready` | `error`. An error that is not about the file's content (the decoder died or ran
+out of time, an I/O error, a file still being written) is retried by itself, after 1, 2, 4 ... seconds
+(at most RETRY_MAX_S, at most RETRY_ATTEMPTS times); the scanner requeues it when it is due.
+
+Each decoder child runs under a memory limit (RLIMIT_AS) and a wall-time limit, both settings:
+KINETOSCOPE_DECODER_MEMORY_BYTES and KINETOSCOPE_DECODE_TIMEOUT_S.
 """
 from __future__ import annotations
 
 import atexit
 import hashlib
 import logging
+import os
 import pickle
 import subprocess
 import sys
@@ -48,6 +54,13 @@ DEFAULT_BUDGET_BYTES = 2 << 30  # ~60 ten-times-ResNet spans; a span's arrays ar
 PHASE_PROGRESS = {"reading": 0.0, "decoding": 0.1, "analysing": 0.8}
 LOAD_FAILED = "internal error while loading this trace; see the TensorBoard log"
 PROCESS_LOCAL = ("memory://",)  # filesystems a child process cannot see: decode those in a thread
+RETRY_ATTEMPTS = 6  # transient failures retried this often (1+2+4+8+16+30 s), then the error stands
+RETRY_MAX_S = 30.0
+DECODER_MEMORY_ENV, DECODE_TIMEOUT_ENV = "KINETOSCOPE_DECODER_MEMORY_BYTES", "KINETOSCOPE_DECODE_TIMEOUT_S"
+# A 300 MB trace decodes within 1 GiB of address space; 8 GiB (a third of a 24 GiB machine) covers GB-scale
+# files while two loading slots cannot exhaust the machine.
+DEFAULT_DECODER_MEMORY = 8 << 30
+DEFAULT_DECODE_TIMEOUT_S = 600.0  # a 900 MB trace decodes in about 4 s
 _logged: set = set()
 _logged_lock = threading.Lock()
 _services: weakref.WeakSet[TraceService] = weakref.WeakSet()
@@ -98,6 +111,8 @@ class _Entry:
     events: Optional[int] = None
     started: Optional[float] = None
     future: Optional[Future] = None
+    attempts: int = 0  # transient failures so far
+    retry_at: Optional[float] = None  # monotonic time of the next try after a transient failure
 
 
 def decode_main(argv: list[str]) -> int:
@@ -110,10 +125,26 @@ def decode_main(argv: list[str]) -> int:
     try:
         result: tuple = ("ok", load_trace(path, cache_dir=cache_dir))
     except TraceError as exc:
-        result = ("error", exc.message)
+        result = ("error", exc.message, exc.transient)
     pickle.dump(result, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
     sys.stdout.buffer.flush()
     return 0
+
+
+def _setting(name: str, default: float) -> float:
+    """A positive number from the environment, or the default."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _decoder_limits() -> None:
+    """In the decoder child, before it runs: cap its address space (a hostile file fails it, not the machine)."""
+    import resource
+    limit = int(_setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _refrozen(model: TraceModel) -> TraceModel:
@@ -204,6 +235,7 @@ class TraceService:
         while not self._stop.is_set():
             try:
                 self.scan_now()
+                self.retry_due()
             except Exception:  # noqa: BLE001 - the scanner must survive anything a filesystem does
                 log_once(("scan", self.logdir), "kinetoscope: scanning %s failed", self.logdir, exc_info=True)
                 self._scanned.set()
@@ -281,12 +313,26 @@ class TraceService:
             if entry.state == "ready" and sid in self._ready:
                 self._ready.move_to_end(sid)
                 return None
-            if entry.state == "error":
+            if entry.state == "error" and not self._retry_due(entry):
                 return None
             if entry.future is None or entry.future.done():
                 entry.state, entry.phase, entry.progress, entry.error = "queued", None, None, None
                 entry.future = self._thread_pool().submit(self._load, sid, entry.file)
             return entry.future
+
+    @staticmethod
+    def _retry_due(entry: _Entry) -> bool:
+        return entry.retry_at is not None and time.monotonic() >= entry.retry_at
+
+    def retry_due(self) -> None:
+        """Requeue the spans whose transient failure is due for another try (the scanner calls this)."""
+        with self._lock:
+            due = [sid for sid, entry in self._entries.items() if entry.state == "error" and self._retry_due(entry)]
+        for sid in due:
+            try:
+                self._ensure_loading(sid)
+            except NotFound:
+                continue
 
     def _ready_or_raise(self, sid: str) -> Loaded:
         entry = self._entries.get(sid)
@@ -324,16 +370,26 @@ class TraceService:
             self._phase(sid, file, "analysing")
             prepared = self._prepare(model)
         except TraceError as exc:
-            self._fail(sid, file, f"{file.run}/{Path(file.path).name}: {exc.message}")
+            self._fail(sid, file, f"{file.run}/{Path(file.path).name}: {exc.message}", transient=exc.transient)
             return
         except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
             log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
             self._fail(sid, file, LOAD_FAILED)
             return
+        self._update(sid, file, attempts=0, retry_at=None)
         self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
 
-    def _fail(self, sid: str, file: TraceFile, message: str) -> None:
-        self._update(sid, file, state="error", phase=None, progress=None, error=message)
+    def _fail(self, sid: str, file: TraceFile, message: str, transient: bool = False) -> None:
+        with self._lock:
+            entry = self._entries.get(sid)
+            attempts = (entry.attempts if entry is not None else 0) + 1
+        retry_at = None
+        if transient and attempts <= RETRY_ATTEMPTS:
+            delay = min(RETRY_MAX_S, 2.0 ** (attempts - 1))
+            retry_at = time.monotonic() + delay
+            message = f"{message} (retrying in {delay:g} s)"
+        self._update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
+                     retry_at=retry_at)
 
     def _read_model(self, sid: str, file: TraceFile) -> TraceModel:
         """From the disk cache when it holds this version, else decoded (in a worker process)."""
@@ -355,19 +411,28 @@ class TraceService:
         with self._lock:
             if self._stop.is_set():
                 raise TraceError(path, "the plugin is shutting down")
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     preexec_fn=_decoder_limits if os.name == "posix" else None)
             self._children.add(child)
+        timeout = _setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
         try:
-            out, _ = child.communicate()
+            out, _ = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise TraceError(path, f"decoding took longer than {timeout:g} s (raise {DECODE_TIMEOUT_ENV} to allow more)",
+                             transient=True) from None
         finally:
             with self._lock:
                 self._children.discard(child)
         try:
-            status, value = pickle.loads(out)
+            status, value, *rest = pickle.loads(out)
         except Exception:  # noqa: BLE001 - no result at all: the child died
-            raise TraceError(path, f"the decoder process failed (exit code {child.returncode}; out of memory?)") from None
+            limit = int(_setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
+            raise TraceError(path, f"the decoder process failed (exit code {child.returncode}; out of memory? it may use "
+                                   f"{limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
         if status != "ok":
-            raise TraceError(path, value)
+            raise TraceError(path, value, transient=bool(rest and rest[0]))
         return _refrozen(value)
 
     def _store(self, sid: str, loaded: Loaded) -> None:

@@ -83,7 +83,12 @@ class _ExactDoc(TraceDoc, gc=False):
 
 
 class DecodeError(Exception):
-    """The bytes hold no usable trace; the message says why, for a person."""
+    """The bytes hold no usable trace; the message says why, for a person. `transient`: the text ends
+    early, as a file still being written does (reading it again later may succeed)."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass
@@ -363,7 +368,7 @@ def decode_trace(raw) -> Decoded:
         return _decode_lenient(obj, [], legacy)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if "truncated" in str(exc) and not bytes(raw[-64:]).rstrip().endswith(b"}"):  # not a `"\ud800"` at the end
-            raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
+            raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)", transient=True) from None
         return _decode_lenient(*forgiving_json(bytes(raw), exc), legacy)
 
 
@@ -421,7 +426,7 @@ def forgiving_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
             doc = json.loads(patched, strict=False)
         except json.JSONDecodeError as exc:
             if exc.pos >= len(patched.rstrip()) - 1:
-                raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)") from None
+                raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)", transient=True) from None
             raise DecodeError(f"invalid JSON: {first_error}") from None
         warnings.append("bare N/A tokens read as strings")
     if _SURROGATE_ESCAPE.search(raw):  # json keeps a lone `\ud800` as is; no encoder downstream would accept it

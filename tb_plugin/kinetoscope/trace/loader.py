@@ -40,10 +40,11 @@ def _collector_paused():
 class TraceError(Exception):
     """A trace that yields no model. `str()` names the file and the problem."""
 
-    def __init__(self, path: str, message: str) -> None:
+    def __init__(self, path: str, message: str, transient: bool = False) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
         self.message = message
+        self.transient = transient  # not about the content (I/O, still being written, a dead decoder): retry later
 
 
 def resource_message(exc: BaseException) -> str:
@@ -74,7 +75,7 @@ def _build_whole(raw, path: str) -> TraceModel:
     try:
         decoded = decode_trace(raw)
     except DecodeError as exc:
-        raise TraceError(path, str(exc)) from None
+        raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:
         raise TraceError(path, resource_message(exc)) from None
     builder = ColumnBuilder()
@@ -140,7 +141,7 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) 
             return cached
         model = _load_uncached(path)
     except StorageError as exc:
-        raise TraceError(path, str(exc)) from None
+        raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:
         raise TraceError(path, resource_message(exc)) from None
     if ident is not None:

@@ -22,7 +22,15 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 class StorageError(Exception):
-    """The file could not be read or decompressed; the message says why."""
+    """The file could not be read or decompressed; the message says why.
+
+    `transient` marks failures that are not about the content (an I/O error, a file still being written):
+    reading again later may succeed.
+    """
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ def identity(path: str) -> FileIdentity:
         fs, inner = split_url(path)
         info = fs.info(inner)
     except (OSError, ValueError, ImportError) as exc:
-        raise StorageError(f"cannot stat: {exc}") from None
+        raise StorageError(f"cannot stat: {exc}", transient=True) from None
     return FileIdentity(path, int(info.get("size") or 0), modified_time(info))
 
 
@@ -80,7 +88,7 @@ def _regular_stat(path: str) -> os.stat_result:
     try:
         stat = os.stat(os.path.expanduser(path))
     except OSError as exc:
-        raise StorageError(f"cannot stat: {exc}") from None
+        raise StorageError(f"cannot stat: {exc}", transient=True) from None
     if not S_ISREG(stat.st_mode):
         kind = "a directory" if S_ISDIR(stat.st_mode) else "a FIFO" if S_ISFIFO(stat.st_mode) else \
             "a device" if S_ISCHR(stat.st_mode) or S_ISBLK(stat.st_mode) else "not a regular file"
@@ -97,7 +105,7 @@ def _open(path: str):
         _regular_stat(path)
         return open(os.path.expanduser(path), "rb", buffering=0)
     except (OSError, ValueError, ImportError) as exc:
-        raise StorageError(f"cannot read: {exc}") from None
+        raise StorageError(f"cannot read: {exc}", transient=True) from None
 
 
 def _is_gzip(handle) -> bool:
@@ -144,7 +152,7 @@ def read_range(path: str, start: int, end: int) -> bytes:
             try:
                 handle.seek(start)
             except (OSError, ValueError) as exc:
-                raise StorageError(f"cannot read: {exc}") from None
+                raise StorageError(f"cannot read: {exc}", transient=True) from None
             if end == -1:
                 return _read(handle, -1)
             parts, want = [], end - start
@@ -198,7 +206,7 @@ def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[memoryview]:
             try:
                 n = handle.readinto(block)
             except (OSError, ValueError) as exc:
-                raise StorageError(f"cannot read: {exc}") from None
+                raise StorageError(f"cannot read: {exc}", transient=True) from None
             if not n:
                 break
             with memoryview(block) as view:
@@ -209,7 +217,7 @@ def _read(handle, size: int) -> bytes:
     try:
         return handle.read(size)
     except (OSError, ValueError) as exc:
-        raise StorageError(f"cannot read: {exc}") from None
+        raise StorageError(f"cannot read: {exc}", transient=True) from None
 
 
 def _compressed_size(handle) -> int:
@@ -251,4 +259,4 @@ def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
         if not data:
             break
     if not inflater.eof:
-        raise StorageError(f"truncated gzip ({total_in} bytes; the file may still be being written)")
+        raise StorageError(f"truncated gzip ({total_in} bytes; the file may still be being written)", transient=True)
