@@ -335,3 +335,19 @@ def test_content_errors_are_not_retried_but_io_errors_are(tmp_path, service_fact
         states[Path(file.path).name] = _wait_state(service, sid, "error")["error"]
     assert "retrying" not in states["bad.1.pt.trace.json"]
     assert "retrying in 1 s" in states["half.2.pt.trace.json.gz"]  # a half-written gzip may still complete
+
+
+def test_a_replaced_file_with_the_same_size_and_mtime_is_reloaded(tmp_path, service_factory):
+    path = write_run(tmp_path / "logs")
+    stamp = os.stat(path).st_mtime_ns
+    service = service_factory(cache_dir=tmp_path / "cache")
+    service.scan_now()
+    sid = only_id(service)
+    assert "k0" in service.get(sid, wait_s=30).model.names
+    text = path.read_text().replace('"k0"', '"z0"')
+    replacement = tmp_path / "replacement.json"
+    replacement.write_text(text)
+    os.utime(replacement, ns=(stamp, stamp))
+    os.replace(replacement, path)
+    service.scan_now()
+    assert "z0" in service.get(sid, wait_s=30).model.names

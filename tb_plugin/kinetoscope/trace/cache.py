@@ -9,6 +9,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -21,6 +22,17 @@ from .storage import FileIdentity
 log = logging.getLogger(__name__)
 _STRINGS = "__strings__"
 DEFAULT_MAX_BYTES = 20 << 30
+MAX_BYTES_ENV = "KINETOSCOPE_CACHE_MAX_BYTES"
+STALE_TMP_S = 3600.0  # a temp file this old belongs to a writer that died: removed on the next prune
+
+
+def cache_max_bytes() -> int:
+    """The cache's size cap: `$KINETOSCOPE_CACHE_MAX_BYTES`, else 20 GiB."""
+    try:
+        value = int(float(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+    return value if value > 0 else DEFAULT_MAX_BYTES
 
 
 def default_cache_dir() -> Path:
@@ -32,8 +44,13 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(ident: FileIdentity) -> str:
-    """Stable name of the cache entry for one version of one file."""
-    text = f"v{FORMAT_VERSION}|{ident.path}|{ident.size}|{ident.mtime!r}"
+    """Stable name of the cache entry for one version of one file.
+
+    Local files are keyed by their real path, so the symlinks and copies of a path that point at one file
+    share one entry; inode and ctime make a replaced file with the same size and mtime another entry.
+    """
+    path = ident.path if "://" in ident.path or "::" in ident.path else os.path.realpath(os.path.expanduser(ident.path))
+    text = f"v{FORMAT_VERSION}|{path}|{ident.size}|{ident.mtime!r}|{ident.inode}|{ident.ctime!r}"
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -54,7 +71,7 @@ def load_cached(cache_dir: Path, ident: FileIdentity) -> Optional[TraceModel]:
                       warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"])
 
 
-def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: Optional[int] = None) -> None:
     """Write the model atomically (temp file + rename); failures are logged, never raised."""
     cache_dir = Path(cache_dir)
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
@@ -66,13 +83,21 @@ def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: in
         with os.fdopen(fd, "wb") as handle:
             np.savez(handle, **{name: getattr(model, name) for name in array_fields()}, **{_STRINGS: blob})
         os.replace(tmp, cache_dir / f"{cache_key(ident)}.npz")
-        _prune(cache_dir, max_bytes)
+        _prune(cache_dir, cache_max_bytes() if max_bytes is None else max_bytes)
     except (OSError, TypeError, msgspec.EncodeError) as exc:
         log.warning("could not cache %s in %s: %s", ident.path, cache_dir, exc)
 
 
 def _prune(cache_dir: Path, max_bytes: int) -> None:
-    """Drop the least recently written entries while the cache is larger than `max_bytes`."""
+    """Drop the least recently written entries while the cache is larger than `max_bytes`, and temp files
+    left by writers that died (older than STALE_TMP_S)."""
+    now = time.time()
+    for tmp in cache_dir.glob("*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_TMP_S:
+                tmp.unlink()
+        except OSError:
+            continue
     entries = sorted(cache_dir.glob("*.npz"), key=lambda p: p.stat().st_mtime)
     total = sum(p.stat().st_size for p in entries)
     for entry in entries[:-1]:

@@ -38,11 +38,13 @@ class TraceFile:
     path: str  # full path or URL, as the storage layer opens it
     size: int
     mtime: float
+    inode: int = 0  # local files: a replaced file has another inode or ctime (storage.FileIdentity)
+    ctime: float = 0.0
 
     @property
-    def identity(self) -> tuple[str, int, float]:
-        """What changes when the file's content changes."""
-        return (self.path, self.size, self.mtime)
+    def identity(self) -> tuple[str, int, float, int, float]:
+        """What changes when the file's content changes (the fields of storage.FileIdentity)."""
+        return (self.path, self.size, self.mtime, self.inode, self.ctime)
 
 
 def looks_like_trace(head: bytes) -> bool:
@@ -126,7 +128,9 @@ def _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache) -> Optional
     size, mtime = int(info.get("size") or 0), modified_time(info)
     if needs_sniff and not _sniff(path, (path, size, mtime), sniff_cache):
         return None
-    return TraceFile(run=run, worker=worker, span=span, path=path, size=size, mtime=mtime)
+    local = protocol in ("file", "local")
+    return TraceFile(run=run, worker=worker, span=span, path=path, size=size, mtime=mtime,
+                     inode=int(info.get("ino") or 0) if local else 0, ctime=float(info.get("created") or 0.0) if local else 0.0)
 
 
 def _sniff(path: str, key: tuple, cache: Optional[dict]) -> bool:

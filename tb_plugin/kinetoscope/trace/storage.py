@@ -35,11 +35,18 @@ class StorageError(Exception):
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """What identifies one version of a file: a change in size or mtime means new content."""
+    """What identifies one version of a file: a change in size, mtime, inode or ctime means new content.
+
+    Size and mtime alone miss a file replaced by another of the same size with its mtime kept (`cp -p`,
+    `rsync -t`): the replacement has another inode, or the same inode with a new ctime (which no user
+    call can set back). Object stores have neither (0).
+    """
 
     path: str
     size: int
     mtime: float
+    inode: int = 0
+    ctime: float = 0.0
 
 
 def split_url(path: str):
@@ -73,7 +80,7 @@ def identity(path: str) -> FileIdentity:
     """Size and modification time of a file (raises StorageError when it cannot be stat'ed)."""
     if "://" not in path and "::" not in path:
         stat = _regular_stat(path)
-        return FileIdentity(path, stat.st_size, stat.st_mtime)
+        return FileIdentity(path, stat.st_size, stat.st_mtime, stat.st_ino, stat.st_ctime)
     try:
         fs, inner = split_url(path)
         info = fs.info(inner)
