@@ -107,3 +107,15 @@ def test_a_fifo_in_the_logdir_never_blocks_the_scan(tmp_path):
     os.mkfifo(tmp_path / "run" / "odd.json")  # a name that needs sniffing: reading it would block forever
     names = [os.path.basename(t.path) for t in scan_logdir(str(tmp_path))]
     assert names == ["w.1.pt.trace.json"]
+
+
+def test_symlinked_run_folders_are_followed_without_looping(tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "runB"
+    write_trace(elsewhere / "w.2.pt.trace.json", trace_doc([op("b", 0, 1)]))
+    logs = tmp_path / "logs"
+    write_trace(logs / "runA" / "w.1.pt.trace.json", trace_doc([op("a", 0, 1)]))
+    (logs / "runB").symlink_to(elsewhere, target_is_directory=True)
+    (logs / "runA" / "loop").symlink_to(logs, target_is_directory=True)  # a link back to the logdir
+    found = scan_logdir(str(logs))
+    assert sorted((f.run, os.path.basename(f.path)) for f in found) == [("runA", "w.1.pt.trace.json"),
+                                                                         ("runB", "w.2.pt.trace.json")]

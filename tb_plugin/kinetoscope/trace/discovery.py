@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import logging
+import os
 import posixpath
 import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from stat import S_ISREG
 from typing import Optional
 
 from .storage import StorageError, modified_time, read_bytes, split_url
@@ -85,7 +87,7 @@ def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFi
     root = root.rstrip("/") or "/"
     found = []
     try:
-        walk = list(fs.walk(root, detail=True))
+        walk = _local_walk(root) if protocol in ("file", "local") else list(fs.walk(root, detail=True))
     except (OSError, ValueError) as exc:
         log.warning("cannot list %s: %s", logdir, exc)
         return []
@@ -99,6 +101,41 @@ def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFi
             if traced is not None:
                 found.append(traced)
     return sorted(found, key=lambda f: (f.run, f.worker, -1 if f.span is None else f.span, f.path))
+
+
+def _local_walk(root: str) -> list[tuple[str, list, dict]]:
+    """A local logdir's folders as fs.walk gives them, following symlinked folders (a run linked in from
+    elsewhere is a run) but never into a folder twice (a link to a parent would loop forever)."""
+    if not os.path.isdir(root):
+        raise OSError(f"not a directory: {root}")
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        stat = os.stat(dirpath)
+        if (stat.st_dev, stat.st_ino) in seen:
+            dirnames[:] = []
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        dirnames.sort()
+        files = {}
+        for name in filenames:
+            info = _local_info(posixpath.join(dirpath, name))
+            if info is not None:
+                files[name] = info
+        out.append((dirpath, dirnames, files))
+    return out
+
+
+def _local_info(path: str) -> Optional[dict]:
+    """fs.info's fields for a local file (its target when it is a link); None for broken links and non-files."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    if not S_ISREG(stat.st_mode):
+        return None
+    return {"name": path, "size": stat.st_size, "type": "file", "mtime": stat.st_mtime, "ino": stat.st_ino,
+            "created": stat.st_ctime}
 
 
 def _followed(fs, info: dict) -> Optional[dict]:
