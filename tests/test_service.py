@@ -1,6 +1,7 @@
 """TraceService: scanning, states, one load per file version, LRU budget, reloads, child decoding."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -351,3 +352,11 @@ def test_a_replaced_file_with_the_same_size_and_mtime_is_reloaded(tmp_path, serv
     os.replace(replacement, path)
     service.scan_now()
     assert "z0" in service.get(sid, wait_s=30).model.names
+
+
+def test_the_memory_budget_counts_strings_too(tmp_path):
+    from kinetoscope.service import model_nbytes
+    from kinetoscope.trace.loader import decode_bytes
+    small = decode_bytes(json.dumps(trace_doc([op("a", 0, 1)])).encode())
+    huge = decode_bytes(json.dumps(trace_doc([op("a" * 5_000_000, 0, 1)])).encode())
+    assert model_nbytes(huge) - model_nbytes(small) >= 4_999_999  # the one name, 5,000,000 characters against 1
