@@ -393,12 +393,13 @@ TRAVERSALS = [
     "static/..%2f..%2f..%2fetc%2fpasswd", "static//etc/passwd", "static/%2fetc%2fpasswd", "static/..\\plugin.py",
     "static/model/../../plugin.py", "static/./index.js", "static/.hidden.js", "static/index.py", "static/",
     "static/C:/windows/x.js", "static/index.js%00.js", "static/..", "static/%2e%2e", "static/__init__.py",
-    "static/nope.js", "static/model", "static/%5c..%5cplugin.py",
+    "static/nope.js", "static/model", "static/%5c..%5cplugin.py", "static/" + "a" * 60_000 + ".js",
+    "static/" + "/".join(["x" * 250] * 4) + ".js", "static/" + "y" * 253 + ".js",  # a name the filesystem refuses
 ]
 
 
 @pytest.mark.parametrize("path", TRAVERSALS)
 def test_static_refuses_traversal_and_unknown_files(apps, path):
     response = get(apps, path)
-    assert response.status_code == 404 and response.mimetype == "application/json"
+    assert response.status_code == 404 and response.mimetype == "application/json" and len(response.get_data()) < 1000
     assert b"import" not in response.get_data() and b"root:" not in response.get_data()

@@ -159,9 +159,14 @@ def causes_arg(args) -> Optional[list[int]]:
 
 # ---- static files -------------------------------------------------------------------------------
 
+MAX_STATIC_PATH = 256
+
+
 def static_parts(path: str) -> list[str]:
     """The validated parts of a static path relative to the frontend package (raises NotFound)."""
     rel = path.split(STATIC_MARKER, 1)[1] if STATIC_MARKER in path else path.split("/static/", 1)[-1]
+    if len(rel) > MAX_STATIC_PATH:  # no frontend file has such a name; never echo it whole
+        raise NotFound(f"no static file {rel[:64]!r}...")
     parts = rel.split("/")
     bad = (not rel or "\\" in rel or "\x00" in rel or ":" in rel or posixpath.isabs(rel)
            or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
@@ -179,9 +184,12 @@ def read_static(parts: list[str]) -> bytes:
         real_root = os.path.realpath(root)
         if os.path.commonpath([real_root, os.path.realpath(resource)]) != real_root:
             raise NotFound(f"no static file {'/'.join(parts)!r}")
-    if not resource.is_file():
-        raise NotFound(f"no static file {'/'.join(parts)!r}")
-    return resource.read_bytes()
+    try:
+        if not resource.is_file():
+            raise NotFound(f"no static file {'/'.join(parts)!r}")
+        return resource.read_bytes()
+    except OSError:  # a name the filesystem refuses (too long, bad bytes) names no file of ours
+        raise NotFound(f"no static file {'/'.join(parts)[:64]!r}") from None
 
 
 # ---- the plugin ---------------------------------------------------------------------------------
