@@ -360,3 +360,14 @@ def test_the_memory_budget_counts_strings_too(tmp_path):
     small = decode_bytes(json.dumps(trace_doc([op("a", 0, 1)])).encode())
     huge = decode_bytes(json.dumps(trace_doc([op("a" * 5_000_000, 0, 1)])).encode())
     assert model_nbytes(huge) - model_nbytes(small) >= 4_999_999  # the one name, 5,000,000 characters against 1
+
+
+def test_timestamps_centuries_apart_are_a_named_error(tmp_path, service_factory):
+    from kinetoscope import api
+    write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json",
+                trace_doc([op("aten::a", 4.6e15, 5), op("aten::b", -4.6e15, 5), op("aten::c", 0, 5, tid=2)]))
+    service = service_factory(prepare=api.prepare)
+    service.scan_now()
+    with pytest.raises(TraceFailed) as info:
+        service.get(only_id(service), wait_s=30)
+    assert info.value.message.startswith("run/w.1.pt.trace.json: its events span 292 years")

@@ -20,11 +20,12 @@ from .analysis.verdict import harmonized, run_verdict
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import Loaded, TraceService
 from .trace.discovery import TraceFile
+from .trace.loader import TraceError
 from .trace.model import TraceModel
 from .trace.source import args_or_reason
 from .trace.storage import FileIdentity
 from .views.export import chrome_trace, event_view, window_rows
-from .views.lane_index import LaneIndex, build_lane_index
+from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
 from .views.lanes import lanes_view, window_ns
 from .views.series import log_histogram, memory_view
 from .views.tables import gaps_view, stalls_view
@@ -49,11 +50,18 @@ class Prepared:
 
 
 def prepare(model: TraceModel) -> Prepared:
-    """Analyse a freshly loaded model and index it for window queries."""
+    """Analyse a freshly loaded model and index it for window queries.
+
+    Raises:
+        TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
+    """
     analysis = analyze(model)
     tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
-    return Prepared(analysis=analysis, index=build_lane_index(model), report=report_entry(model, analysis),
-                    launch_tables=tables)
+    try:
+        index = build_lane_index(model)
+    except TraceTooLong as exc:
+        raise TraceError("<trace>", str(exc)) from None
+    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis), launch_tables=tables)
 
 
 def _span(file: TraceFile) -> Optional[str]:

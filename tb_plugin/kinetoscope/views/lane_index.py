@@ -92,6 +92,10 @@ class LaneIndex(_Frozen):
         return chosen
 
 
+class TraceTooLong(ValueError):
+    """The trace's time span times its lane rows does not fit the index's int64 keys."""
+
+
 def build_lane_index(model: TraceModel) -> LaneIndex:
     """Index a model for window queries (tens of ms per 450k events)."""
     n = model.n_events
@@ -106,7 +110,8 @@ def build_lane_index(model: TraceModel) -> LaneIndex:
     base, span = model.start_ns, model.stop_ns - model.start_ns
     stride = span + 2
     if int(opens.sum()) * stride >= _KEY_LIMIT:
-        raise ValueError(f"trace too long to index: span {span} ns x {int(opens.sum())} groups")
+        raise TraceTooLong(f"its events span {span / 3.15576e16:.3g} years ({span:,} ns over {int(opens.sum()):,} rows "
+                           "of lanes): timestamps from unrelated clocks, or corrupt; the timeline cannot index it")
     start = model.ts_ns[order]
     raw = _level(0.0, group, start, start + model.dur_ns[order], np.ones(n, np.int64), model.dur_ns[order], order,
                  base, stride)
