@@ -103,3 +103,25 @@ def test_many_steps_are_summarised_and_paged(tmp_path, capsys):
     assert main(["report", str(root), "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "... and 19,970 more steps" in out and len(out) < BOUND
+
+
+def test_many_threads_are_capped_with_the_busiest_kept(tmp_path):
+    from kinetoscope.views.lane_index import MAX_LANES
+    events = [op("aten::a", i, 5, tid=i) for i in range(MAX_LANES + 1000)]
+    events += [op("aten::busy", 10_000 + k, 1, tid=MAX_LANES + 999) for k in range(5)]  # the last thread is busy
+    events += [kernel("k", 5, 2, corr=None)]
+    root = tmp_path / "logs"
+    write_trace(root / "run" / "w.1.pt.trace.json", trace_doc(events))
+    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    try:
+        service.scan_now()
+        (sid, _, _), = service.snapshot()
+        service.request_load(sid, wait_s=60)
+        body = api.lanes_impl(service, sid, width_px=800)
+    finally:
+        service.close()
+    assert len(body["lanes"]) == MAX_LANES and body["lanes_total"] == MAX_LANES + 1001
+    assert body["lanes_hidden"] == 1001
+    kept = {(lane.get("tid"), lane["kind"]) for lane in body["lanes"]}
+    assert (MAX_LANES + 999, "cpu") in kept and any(kind == "gpu" for _, kind in kept)
+    assert len(json.dumps(body)) < 2 * BOUND * 5

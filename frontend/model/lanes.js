@@ -33,6 +33,8 @@
  * @property {number} usPerPx
  * @property {string[]} names
  * @property {Lane[]} lanes
+ * @property {number} lanesHidden lanes of the trace the answer leaves out (the threads with the fewest events)
+ * @property {number} lanesTotal
  * @property {{device: number[], startUs: number[], endUs: number[], cause: string[]}} gaps
  * @property {{name: string[], startUs: number[], endUs: number[], stalled: boolean[],
  *   dataloader: {startUs: number[], endUs: number[]}}} steps
@@ -113,6 +115,8 @@ export function prepareLanes(body) {
     usPerPx: Number(body.us_per_px),
     names: arr(body.names).map(String),
     lanes: arr(body.lanes).map(prepareLane),
+    lanesHidden: Number(body.lanes_hidden) || 0,
+    lanesTotal: Number(body.lanes_total) || arr(body.lanes).length,
     gaps: { device: arr(g.device), startUs: arr(g.start_us), endUs: arr(g.end_us), cause: arr(g.cause) },
     steps: {
       name: arr(s.name).map(String),

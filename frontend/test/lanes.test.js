@@ -50,3 +50,10 @@ test('prepareLanes tolerates missing and ragged columns', () => {
   assert.deepEqual(data.gaps.startUs, []);
   assert.deepEqual(data.steps.name, []);
 });
+
+test('prepareLanes carries how many lanes the answer leaves out', () => {
+  const data = prepareLanes({ start_us: 0, end_us: 1, us_per_px: 1, names: [], lanes: [], lanes_hidden: 3, lanes_total: 5 });
+  assert.equal(data.lanesHidden, 3);
+  assert.equal(data.lanesTotal, 5);
+  assert.equal(prepareLanes({ lanes: [] }).lanesHidden, 0);
+});

@@ -24,10 +24,17 @@ export function createLanesPanel(store, api) {
   const view = new LanesView(store, api);
   const tooltip = new Tooltip(view.root);
   const hoverChannel = new LatestChannel();
+  const hiddenNote = el('span', { class: 'ks-lanes-hidden' });
+  view.onData = (/** @type {import('../model/lanes.js').LanesData} */ data) => {
+    hiddenNote.textContent = data.lanesHidden > 0
+      ? `${(data.lanesTotal - data.lanesHidden).toLocaleString()} of ${data.lanesTotal.toLocaleString()} lanes shown (the threads with the fewest events are left out)`
+      : '';
+  };
   const legend = el('div', { class: 'ks-legend' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),
     GAP_CAUSES.map((c) => el('span', { class: 'ks-legend-item', title: c.text, dataset: { cause: c.cause } },
       el('i', { style: { background: c.solid } }), c.cause)),
     el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
+    hiddenNote,
     el('span', { class: 'ks-keys' }, 'wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 double-click: zoom to gap/step \u00b7 0: all'));
 
   /** @param {number} row @param {string} key */

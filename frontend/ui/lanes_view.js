@@ -36,6 +36,8 @@ export class LanesView {
     this.root = el('div', { class: 'ks-lanes' }, this.canvas, this.status);
     /** @type {import('../model/lanes.js').LanesData | null} */
     this.data = null;
+    /** @type {((data: import('../model/lanes.js').LanesData) => void) | null} called with every accepted answer */
+    this.onData = null;
     /** @type {ReturnType<typeof layoutLanes>} */
     this.layout = { blocks: [], heightCss: 0 };
     /** @type {Map<number, import('../model/layout.js').LaneBlock>} */
@@ -102,6 +104,7 @@ export class LanesView {
   /** @param {import('../model/lanes.js').LanesData} payload */
   accept(payload) {
     this.data = payload;
+    this.onData?.(payload);
     if (!this.collapseDefaultsSet) {
       // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.
       const deep = payload.lanes.filter((l) => l.kind !== 'gpu' && l.maxDepth > 0);

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace.kinds import ACTIVITY_KINDS
+from ..trace.kinds import ACTIVITY_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
 
 _KEY_LIMIT = 1 << 62
@@ -74,6 +74,7 @@ class LaneIndex(_Frozen):
     lane_max_depth: np.ndarray  # int64 per lane (-1 for a lane without events)
     owned_rows: np.ndarray  # int64 GPU activity rows sorted by their launch row (reverse of launch_idx)
     owned_keys: np.ndarray  # int64 launch row of each entry of owned_rows
+    shown_lanes: np.ndarray  # int64 ascending: the lanes `lanes` answers carry (at most MAX_LANES)
 
     @property
     def nbytes(self) -> int:
@@ -121,7 +122,24 @@ def build_lane_index(model: TraceModel) -> LaneIndex:
     owned = owned[np.argsort(model.launch_idx[owned], kind="stable")]
     return LaneIndex(levels=_pyramid(raw, span, base, stride), group_lane=code_sorted[opens] // n_depths,
                      group_depth=code_sorted[opens] % n_depths, base_ns=base, stride=stride,
-                     lane_max_depth=lane_max_depth, owned_rows=owned, owned_keys=model.launch_idx[owned])
+                     lane_max_depth=lane_max_depth, owned_rows=owned, owned_keys=model.launch_idx[owned],
+                     shown_lanes=shown_lanes(model))
+
+
+MAX_LANES = 2_000  # lanes a `lanes` answer carries: a trace with 200,000 threads must not answer 43 MB
+
+
+def shown_lanes(model: TraceModel) -> np.ndarray:
+    """Every lane when there are at most MAX_LANES; else every device and marker lane, then the CPU threads
+    with the most events. Chosen once per trace, so the layout stays put while panning."""
+    n = model.lane_kind.size
+    if n <= MAX_LANES:
+        return np.arange(n, dtype=np.int64)
+    events = np.diff(model.lane_ptr)
+    cpu = model.lane_kind == LaneKind.CPU
+    keep = np.flatnonzero(~cpu)[:MAX_LANES]
+    busiest = np.flatnonzero(cpu)[np.argsort(-events[cpu], kind="stable")][:MAX_LANES - keep.size]
+    return np.sort(np.concatenate((keep, busiest))).astype(np.int64)
 
 
 def _level(threshold, group, start, end, count, busy, first_row, base, stride) -> Level:

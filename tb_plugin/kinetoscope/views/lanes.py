@@ -56,7 +56,8 @@ def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, widt
     return {"start_us": (t0_ns - base) / 1e3, "end_us": (t1_ns - base) / 1e3, "width_px": width_px,
             "us_per_px": ns_per_px / 1e3, "names": names, "lanes": lanes, "gaps": gaps,
             "steps": steps_overlay(model, steps, t0_ns, t1_ns, ns_per_px, base), "flows": flows,
-            "merged": merged, "rects": int(rects["count"].size)}
+            "merged": merged, "rects": int(rects["count"].size), "lanes_total": int(model.lane_kind.size),
+            "lanes_hidden": int(model.lane_kind.size - index.shown_lanes.size)}
 
 
 def _merge(index: LaneIndex, level: Level, pos: np.ndarray, ns_per_px: float, width_px: int) -> dict[str, np.ndarray]:
@@ -127,7 +128,8 @@ def _short(name: str) -> str:
 
 
 def _lane_payload(model, index, rects, name_ix, base) -> list[dict[str, Any]]:
-    """One entry per lane (all lanes, so the layout is stable while panning), events columnar."""
+    """One entry per shown lane (the same lanes for every window, so the layout is stable while panning),
+    events columnar; events of lanes beyond MAX_LANES are left out."""
     rect_lane = index.group_lane[rects["group"]]
     cols = {
         "row": rects["row"].tolist(),
@@ -139,9 +141,10 @@ def _lane_payload(model, index, rects, name_ix, base) -> list[dict[str, Any]]:
         "count": rects["count"].tolist(),
         "fill": np.round(rects["fill"], 2).tolist(),
     }
-    bounds = np.searchsorted(rect_lane, np.arange(model.lane_kind.size + 1))
-    return [_lane_entry(model, index, lane, {key: col[lo:hi] for key, col in cols.items()})
-            for lane, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist()))]
+    lanes = index.shown_lanes
+    lo, hi = np.searchsorted(rect_lane, lanes, "left"), np.searchsorted(rect_lane, lanes, "right")
+    return [_lane_entry(model, index, lane, {key: col[a:b] for key, col in cols.items()})
+            for lane, a, b in zip(lanes.tolist(), lo.tolist(), hi.tolist())]
 
 
 def _lane_entry(model: TraceModel, index: LaneIndex, lane: int, events: dict) -> dict[str, Any]:
