@@ -245,7 +245,7 @@ def test_new_traces_appear_without_a_reload_and_a_deleted_one_stays_on_screen(li
     assert r["errors"] == [] and r["httpErrors"] == []
     before, added, gone = r["before"], r["afterAdd"], r["afterGone"]
     assert before["state"]["t"] is not None and before["notice"] == ""
-    # New run and span: listed by the periodic refresh (15 s) without a reload, the view untouched.
+    # New run and span: listed by the periodic refresh (5 s) without a reload, the view untouched.
     assert r["listed"] and r["appeared"] and r["appearedMs"] < 17000, r["appearedMs"]
     assert "fresh" in [v for v, _ in added["options"]["run"]]
     assert len(added["options"]["span"]) == len(before["options"]["span"]) + 1
@@ -261,3 +261,15 @@ def test_new_traces_appear_without_a_reload_and_a_deleted_one_stays_on_screen(li
         assert gone[key] == before[key], key
     span_text = dict(gone["options"]["span"])[before["state"]["span"]]
     assert span_text.endswith("(gone)")
+
+
+def test_a_replaced_trace_is_followed_by_the_tab(live_tb):
+    server, logdir, _ = live_tb
+    source = SAMPLES / "synthetic" / "dataloader"
+    if not source.is_dir():
+        pytest.skip(f"{source} is missing")
+    other = min(source.iterdir())  # a dataloader-bound trace where a compute-bound one was
+    r = run_node("checks.mjs", "replaced", server.base, str(ARTIFACTS), "mixed", str(logdir), str(other), timeout_s=90)
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["verdictBefore"] == "compute-bound" and r["verdictAfter"] == "dataloader-bound" and r["sameSpan"]
+    assert r["followed"] and r["followedMs"] < 15000, r["followedMs"]

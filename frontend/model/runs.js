@@ -108,3 +108,15 @@ export function mergeRuns(shown, fresh, currentId) {
 export function spanLabel(s) {
   return `${s.index}${s.span ? ` \u00b7 ${s.span}` : ` \u00b7 ${s.file}`}${s.state && s.state !== 'ready' ? ` (${s.state})` : ''}`;
 }
+
+/**
+ * Whether the span on screen must be loaded again: the listing shows another version of its file
+ * (replaced or completed), or it failed before and is now being (or has been) loaded again.
+ * @param {{version?: string, state?: string} | null | undefined} before the listing entry it was loaded from
+ * @param {{version?: string, state?: string} | null | undefined} now the latest listing entry
+ */
+export function spanChanged(before, now) {
+  if (!before || !now) return false;
+  if (before.version !== undefined && now.version !== undefined && before.version !== now.version) return true;
+  return before.state === 'error' && now.state !== 'error';
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { GONE, findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanLabel, spanList } from '../model/runs.js';
+import { GONE, findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanLabel, spanList } from '../model/runs.js';
 
 const span = (id, index, state = 'unloaded') => ({ id, index, span: String(index), file: `w.${index}.pt.trace.json`, state });
 /** Two runs: a/w0 with spans 1 and 2, b/w0 and b/w1 with one span each. */
@@ -75,4 +75,13 @@ test('mergeRuns re-creates the run and worker of a vanished span when they are g
 test('spanLabel shows the index, the span number or file, and any state but ready', () => {
   assert.equal(spanLabel(span('x', 3, 'ready')), '3 \u00b7 3');
   assert.equal(spanLabel({ ...span('x', 1, GONE), span: null }), '1 \u00b7 w.1.pt.trace.json (gone)');
+});
+
+test('spanChanged: another version of the file, or a failed load being retried', () => {
+  assert.equal(spanChanged({ version: 'a', state: 'ready' }, { version: 'b', state: 'unloaded' }), true);
+  assert.equal(spanChanged({ version: 'a', state: 'ready' }, { version: 'a', state: 'ready' }), false);
+  assert.equal(spanChanged({ version: 'a', state: 'error' }, { version: 'a', state: 'queued' }), true);
+  assert.equal(spanChanged({ version: 'a', state: 'error' }, { version: 'a', state: 'error' }), false);
+  assert.equal(spanChanged(null, { version: 'a' }), false);
+  assert.equal(spanChanged({ version: 'a' }, undefined), false);
 });

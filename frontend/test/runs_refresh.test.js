@@ -16,7 +16,7 @@ function setup() {
   return s;
 }
 
-test('refreshes every 15 s while visible, one request at a time', async () => {
+test('refreshes every REFRESH_MS while visible, one request at a time', async () => {
   const s = setup();
   s.refresher.check();
   assert.equal(s.asked, 1, 'the first check asks at once');
@@ -31,7 +31,7 @@ test('refreshes every 15 s while visible, one request at a time', async () => {
   assert.equal(s.asked, 2, 'the refresh skipped while one was in flight is made up at the next check');
 });
 
-test('not due before 15 s; due after', async () => {
+test('not due before REFRESH_MS; due after', async () => {
   const s = setup();
   s.refresher.check();
   s.answer.resolve({});

@@ -8,7 +8,7 @@
  */
 import { Api, ApiError, LatestChannel } from '../api.js';
 import { forgetUnready, getWhenReady } from '../loading.js';
-import { findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanList } from '../model/runs.js';
+import { findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
 import { el, errorText, message } from './dom.js';
@@ -37,6 +37,8 @@ export async function start(body) {
   let latest = [];
   /** @type {import('../model/runs.js').RunInfo[]} what the selectors list: `latest`, plus the span on screen if gone */
   let shown = [];
+  /** @type {{version?: string, state?: string} | null} the listing entry of the span on screen when it was loaded */
+  let loadedEntry = null;
   let restore = readInitialState();
 
   const header = new Header((run, worker, spanId) => pick(run, worker, spanId));
@@ -123,6 +125,13 @@ export async function start(body) {
     forgetUnready(api, spanList(latest).map((x) => x.span));
     if (store.state.span) {
       syncHeader();
+      // The file on screen was replaced or completed, or a failed load is being retried: load it again.
+      const now = findSpan(latest, store.state.span.id)?.span;
+      if (spanChanged(loadedEntry, now)) {
+        loadedEntry = now;
+        loadSpan(store.state.span);
+        return;
+      }
       // A span of the run on screen came or went: the run verdict pools a different set.
       const { span, summary } = store.state;
       if (summary && runSpanCount(latest, span.run) !== (runVerdict.latest?.spans?.length ?? 1)) pollRunVerdict();
@@ -148,7 +157,8 @@ export async function start(body) {
       runVerdict.stop();
       header.setRunVerdict(null);
     }
-    store.set({ span: ref, summary: null, spanError: null, sel: null, selRow: link.sel ?? null,
+    loadedEntry = findSpan(latest, ref.id)?.span ?? null;
+    store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null,
       runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null });
     syncHeader();
     header.setVerdict(null, null);

@@ -1,13 +1,14 @@
 // @ts-check
 /**
  * Keeps the `runs` listing fresh while the page is open, so traces written after it loaded appear
- * in the selectors without a reload: every 15 s while the plugin is visible, and at once when it
- * becomes visible again. TensorBoard hides an inactive plugin tab's iframe (visibility: hidden)
+ * in the selectors without a reload, and a replaced or completed trace on screen reloads: every 5 s
+ * while the plugin is visible, and at once when it becomes visible again. TensorBoard hides an inactive plugin tab's iframe (visibility: hidden)
  * rather than removing it, so a background tab costs a style check per second and no request.
  */
 
-/** How often the listing is asked for: the server rescans every 10 s (HTTP_API.md), so new files show within about 25 s. */
-export const REFRESH_MS = 15000;
+/** How often the listing is asked for. Each `runs` request also asks the server for a rescan (at most
+ * every 2 s, HTTP_API.md), so a file that changed shows in the listing within about two refreshes. */
+export const REFRESH_MS = 5000;
 /** How often visibility is checked: cheap (no request), and a shown tab refreshes within this long. */
 const CHECK_MS = 1000;
 

@@ -7,6 +7,7 @@ in the background, so that every route afterwards only slices precomputed arrays
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,11 @@ def _load(service: TraceService, sid: str) -> Loaded:
     return service.get(sid, wait_s=LOAD_WAIT_S)
 
 
+def file_version(file: TraceFile) -> str:
+    """A short token that changes whenever the file's identity does (size, mtime, inode, ctime)."""
+    return hashlib.sha256(repr(file.identity[1:]).encode()).hexdigest()[:12]
+
+
 def runs_impl(service: TraceService) -> dict[str, Any]:
     """Runs, their workers and spans (ids, file names, sizes, load states); asks for a rescan."""
     complete = service.wait_scanned(1.0)
@@ -80,7 +86,7 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
     for sid, f, state in service.snapshot():
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
         spans.append({"id": sid, "index": len(spans) + 1, "span": _span(f), "file": Path(f.path).name,
-                      "size_bytes": f.size, "state": state["state"]})
+                      "size_bytes": f.size, "state": state["state"], "version": file_version(f)})
     return {"logdir": service.logdir, "scan_complete": complete,
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
                      for run, workers in runs.items()]}

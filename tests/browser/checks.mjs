@@ -381,9 +381,33 @@ async function live(browser, run, logdir, src) {
   return { errors, httpErrors, before, afterAdd, afterGone, listed, appeared, appearedMs, unlisted, hiddenRequests, gone, goneMs, newSpan };
 }
 
+/**
+ * With the page open on `run`, the shown span's file is replaced (atomically, as Kineto writes) by a copy
+ * of SRC, another trace: the tab reloads the span by itself and shows the new file's verdict.
+ */
+async function replaced(browser, run, logdir, src) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const verdictBefore = await frame.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, SPAN_BOUND);
+  const shownId = urlState(page).span;
+  const shownFile = [...(await listing())].find(([, id]) => id === shownId)[0];
+  const incoming = path.join(logdir, '..', 'replacement.tmp');
+  copyFileSync(src, incoming);
+  const replacedAt = Date.now();
+  renameSync(incoming, path.join(logdir, shownFile));
+  const followed = await frame.waitForFunction(([sel, old]) => {
+    const now = document.querySelector(sel)?.textContent;
+    return Boolean(now) && now !== old;
+  }, [SPAN_BOUND, verdictBefore], { timeout: 30000 }).then(() => true, () => false);
+  const followedMs = Date.now() - replacedAt;
+  const verdictAfter = await frame.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, SPAN_BOUND);
+  await page.screenshot({ path: shot('replaced') });
+  return { errors, httpErrors, verdictBefore, verdictAfter, followed, followedMs, sameSpan: urlState(page).span === shownId };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
