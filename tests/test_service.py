@@ -371,3 +371,30 @@ def test_timestamps_centuries_apart_are_a_named_error(tmp_path, service_factory)
     with pytest.raises(TraceFailed) as info:
         service.get(only_id(service), wait_s=30)
     assert info.value.message.startswith("run/w.1.pt.trace.json: its events span 292 years")
+
+
+def test_large_files_never_keep_small_ones_waiting(tmp_path, service_factory, monkeypatch):
+    """Both small-file slots would be busy with slow large traces; a small trace still loads at once."""
+    from kinetoscope import service as service_module
+    monkeypatch.setattr(service_module, "LARGE_FILE_BYTES", 2_000)
+    for k in range(3):
+        write_trace(tmp_path / "logs" / "big" / f"w.{k}.pt.trace.json", tiny_doc(kernels=40))  # over 2,000 bytes
+    write_run(tmp_path / "logs", run="small", kernels=1)
+    release = threading.Event()
+    real_read = TraceService._read_model
+
+    def slow_for_big(self, sid, file):
+        if "/big/" in file.path:
+            release.wait(30)
+        return real_read(self, sid, file)
+    monkeypatch.setattr(TraceService, "_read_model", slow_for_big)
+    service = service_factory()
+    service.scan_now()
+    ids = {f.run: sid for sid, f, _ in service.snapshot()}
+    for sid, f, _ in service.snapshot():
+        if f.run == "big":
+            service.request_load(sid)
+    try:
+        assert service.get(ids["small"], wait_s=10).model.n_events == 4
+    finally:
+        release.set()

@@ -61,6 +61,9 @@ DECODER_MEMORY_ENV, DECODE_TIMEOUT_ENV = "KINETOSCOPE_DECODER_MEMORY_BYTES", "KI
 # files while two loading slots cannot exhaust the machine.
 DEFAULT_DECODER_MEMORY = 8 << 30
 DEFAULT_DECODE_TIMEOUT_S = 600.0  # a 900 MB trace decodes in about 4 s
+# Fair loading: files this large on disk load on a pool of their own (one slot), so a few big or slow
+# traces never keep a small one waiting; small files are bounded in time by the inflate budget anyway.
+LARGE_FILE_BYTES = 64 << 20
 _logged: set = set()
 _logged_lock = threading.Lock()
 _services: weakref.WeakSet[TraceService] = weakref.WeakSet()
@@ -179,6 +182,7 @@ class TraceService:
         self._last_scan = 0.0
         self._thread: Optional[threading.Thread] = None
         self._pool: Optional[ThreadPoolExecutor] = None
+        self._large_pool: Optional[ThreadPoolExecutor] = None
         self._children: set[subprocess.Popen] = set()
         _services.add(self)
 
@@ -250,10 +254,11 @@ class TraceService:
         self._stop.set()
         self._wake.set()
         with self._lock:
-            pool, self._pool = self._pool, None
+            pools, self._pool, self._large_pool = (self._pool, self._large_pool), None, None
             children = list(self._children)
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
         for child in children:
             child.kill()
 
@@ -320,7 +325,7 @@ class TraceService:
                 return None
             if entry.future is None or entry.future.done():
                 entry.state, entry.phase, entry.progress, entry.error = "queued", None, None, None
-                entry.future = self._thread_pool().submit(self._load, sid, entry.file)
+                entry.future = self._thread_pool(entry.file.size >= LARGE_FILE_BYTES).submit(self._load, sid, entry.file)
             return entry.future
 
     @staticmethod
@@ -347,7 +352,12 @@ class TraceService:
             raise TraceFailed(entry.error or LOAD_FAILED)
         raise NotReady(sid, entry.state, entry.progress)
 
-    def _thread_pool(self) -> ThreadPoolExecutor:
+    def _thread_pool(self, large: bool = False) -> ThreadPoolExecutor:
+        """The pool for small files (`workers` slots), or the one-slot pool of large files."""
+        if large:
+            if self._large_pool is None:
+                self._large_pool = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-load-large")
+            return self._large_pool
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="kinetoscope-load")
         return self._pool
