@@ -24,6 +24,7 @@ def main() -> int:
     parser.add_argument("stages", nargs="+", type=Path)
     parser.add_argument("--frames", type=Path, help="the summary line printed by tests/browser/bench_frames.py")
     parser.add_argument("--decode", type=Path, help="the markdown printed by tests/bench/decode_rate.py")
+    parser.add_argument("--loadtest", type=Path, help="the markdown written by tests/bench/loadtest.py (make loadtest)")
     args = parser.parse_args()
     parts = [HEADER]
     if args.decode and args.decode.is_file():
@@ -36,6 +37,8 @@ def main() -> int:
                      "Command: `.venv/bin/python tests/browser/bench_frames.py --runs 3` (the 10x trace served by the real "
                      "`tensorboard`; 40 wheel zoom-ins, a 60-step drag pan, 60 W/S/A/D presses and 40 zoom-outs per pass; "
                      "frame work includes canvas rasterisation).\n\n" + args.frames.read_text().strip() + "\n")
+    if args.loadtest and args.loadtest.is_file():
+        parts.append(args.loadtest.read_text().strip() + "\n")
     sys.stdout.write("\n\n".join(parts))
     return 0
 
