@@ -41,6 +41,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .errors import NotFound, NotReady, TraceFailed
+from .trace.budgets import setting
 from .trace.cache import default_cache_dir, load_cached
 from .trace.discovery import TraceFile, scan_logdir
 from .trace.loader import TraceError, load_trace
@@ -137,19 +138,10 @@ def decode_main(argv: list[str]) -> int:
     return 0
 
 
-def _setting(name: str, default: float) -> float:
-    """A positive number from the environment, or the default."""
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
 def _decoder_limits() -> None:
     """In the decoder child, before it runs: cap its address space (a hostile file fails it, not the machine)."""
     import resource
-    limit = int(_setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
+    limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
@@ -427,7 +419,7 @@ class TraceService:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      preexec_fn=_decoder_limits if os.name == "posix" else None)
             self._children.add(child)
-        timeout = _setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
+        timeout = setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
         try:
             out, _ = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -441,7 +433,7 @@ class TraceService:
         try:
             status, value, *rest = pickle.loads(out)
         except Exception:  # noqa: BLE001 - no result at all: the child died
-            limit = int(_setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
+            limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
             raise TraceError(path, f"the decoder process failed (exit code {child.returncode}; out of memory? it may use "
                                    f"{limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
         if status != "ok":

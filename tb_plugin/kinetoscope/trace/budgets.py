@@ -38,11 +38,12 @@ class InflateBudget:
 
 def inflate_budget() -> InflateBudget:
     """The budget from the environment (invalid values fall back to the defaults)."""
-    return InflateBudget(ratio=_positive(INFLATE_RATIO_ENV, DEFAULT_INFLATE_RATIO),
-                         max_bytes=int(_positive(INFLATE_BYTES_ENV, DEFAULT_INFLATE_BYTES)))
+    return InflateBudget(ratio=setting(INFLATE_RATIO_ENV, DEFAULT_INFLATE_RATIO),
+                         max_bytes=int(setting(INFLATE_BYTES_ENV, DEFAULT_INFLATE_BYTES)))
 
 
-def _positive(name: str, default: float) -> float:
+def setting(name: str, default: float) -> float:
+    """A positive number from the environment variable `name`; the default when unset or invalid."""
     try:
         value = float(os.environ.get(name, default))
     except ValueError:

@@ -16,6 +16,7 @@ from typing import Optional
 import msgspec
 import numpy as np
 
+from .budgets import setting
 from .model import FORMAT_VERSION, TraceModel, array_fields
 from .storage import FileIdentity
 
@@ -28,11 +29,7 @@ STALE_TMP_S = 3600.0  # a temp file this old belongs to a writer that died: remo
 
 def cache_max_bytes() -> int:
     """The cache's size cap: `$KINETOSCOPE_CACHE_MAX_BYTES`, else 20 GiB."""
-    try:
-        value = int(float(os.environ.get(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)))
-    except ValueError:
-        return DEFAULT_MAX_BYTES
-    return value if value > 0 else DEFAULT_MAX_BYTES
+    return int(setting(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
 
 
 def default_cache_dir() -> Path:
