@@ -125,3 +125,23 @@ def test_many_threads_are_capped_with_the_busiest_kept(tmp_path):
     kept = {(lane.get("tid"), lane["kind"]) for lane in body["lanes"]}
     assert (MAX_LANES + 999, "cpu") in kept and any(kind == "gpu" for _, kind in kept)
     assert len(json.dumps(body)) < 2 * BOUND * 5
+
+
+def test_a_full_gaps_page_of_distinct_long_names_stays_under_2_mb(tmp_path):
+    events = []
+    for i in range(6000):  # 6,000 gaps, each ended by a kernel of its own 3,000-character name
+        t = i * 20
+        events += [op("aten::" + f"{i:05d}" * 600, t + 2, 8), launch(t + 5, 2, corr=i + 1),
+                   kernel(f"{i:05d}" * 600, t + 12, 2, corr=i + 1)]
+    root = tmp_path / "logs"
+    write_trace(root / "run" / "w.1.pt.trace.json", trace_doc(events))
+    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    try:
+        service.scan_now()
+        (sid, _, _), = service.snapshot()
+        service.request_load(sid, wait_s=60)
+        page = api.gaps_impl(service, sid, 0, limit=5000)
+    finally:
+        service.close()
+    assert len(page["gaps"]["start_us"]) == 5000 and len(json.dumps(page)) < 2_000_000
+    assert all(0 <= k < len(page["names"]) for k in page["gaps"]["next_kernel"])

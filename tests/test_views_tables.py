@@ -40,7 +40,7 @@ def test_gaps_all(traced):
     assert page["total"] == 2 and gaps["start_us"] == [140.0, 340.0] and gaps["dur_us"] == [100.0, 300.0]
     assert gaps["cause"] == ["host", "dataloader"]
     assert [page["names"][i] if i >= 0 else None for i in gaps["culprit"]] == ["aten::nonzero", None]
-    assert gaps["next_kernel"] == ["k3", "k4"] and gaps["launch_us"] == [230.0, 610.0]
+    assert [page["names"][k] for k in gaps["next_kernel"]] == ["k3", "k4"] and gaps["launch_us"] == [230.0, 610.0]
 
 
 @pytest.mark.parametrize("kwargs, starts", [

@@ -16,6 +16,12 @@ import { el, errorText, message } from './dom.js';
 
 const PAGE = 50;
 
+/** The GPU activity that ends gap i (`next_kernel` indexes the page's `names`). @param {string[]} names @param {any} g @param {number} i */
+function nextName(names, g, i) {
+  const k = Number(g.next_kernel?.[i]);
+  return Number.isInteger(k) && k >= 0 && k < names.length ? String(names[k]) : '';
+}
+
 export class GapTable {
   /**
    * @param {import('./store.js').Store} store @param {import('../api.js').Api} api
@@ -132,7 +138,7 @@ export class GapTable {
         el('td', {}, el('i', { class: 'ks-swatch', style: { background: gapSolid(g.cause[i]) } }), String(g.cause[i])),
         el('td', { class: 'ks-name ks-culprit', title: culprit.label }, culprit.text,
           culprit.annotation ? el('span', { class: 'ks-annotation' }, ` in ${culprit.annotation}`) : null),
-        el('td', { class: 'ks-name', title: String(g.next_kernel?.[i] ?? '') }, String(g.next_kernel?.[i] ?? '')),
+        el('td', { class: 'ks-name', title: nextName(names, g, i) }, nextName(names, g, i)),
         el('td', {}, g.launch_us?.[i] === null || g.launch_us?.[i] === undefined ? '\u2013' : formatTimestamp(g.launch_us[i]))));
     }
     this.table.replaceChildren(n === 0 ? message('info', 'No gap matches.') : el('table', { class: 'ks-table' },

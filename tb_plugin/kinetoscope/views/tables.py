@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.gpu_idle import CAUSE_NAMES
-from ..trace.model import TraceModel
+from ..trace.model import MAX_SHOWN_CHARS, TraceModel
 
 GAP_SORTS = ("start", "-start", "dur", "-dur")
 STALL_ADVICE = ("raise DataLoader(num_workers=...) and set pin_memory=True and persistent_workers=True; "
@@ -45,6 +45,13 @@ def gaps_view(model: TraceModel, device: Any, *, causes: Optional[Sequence[int]]
             **_gap_columns(model, device, page)}
 
 
+NAMES_BUDGET_CHARS = 400_000  # a page's names table: 5,000 gaps with four distinct names each still fit 2 MB
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars - 1] + "\u2026"
+
+
 def _name_index(model: TraceModel, rows: np.ndarray, ids: list[int]) -> list[int]:
     """Index of each row's name in the page's shared `names` table (appended to `ids`), -1 for no row."""
     table = {name_id: k for k, name_id in enumerate(ids)}
@@ -68,10 +75,12 @@ def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, 
     culprit_ix = _name_index(model, culprit, ids)
     annotation_ix = _name_index(model, device.gap_annotation_row[page], ids)
     caller_ix = _name_index(model, device.gap_caller_row[page], ids)
+    next_ix = _name_index(model, device.gap_next_row[page], ids)
+    per_name = max(16, min(MAX_SHOWN_CHARS, NAMES_BUDGET_CHARS // max(len(ids), 1)))
     launch = device.gap_launch_row[page]
     launch_us = np.round((model.ts_ns[np.maximum(launch, 0)] - base) / 1e3, 3).tolist()
     start, end = device.gap_start_ns[page], device.gap_end_ns[page]
-    return {"names": [model.shown_names[i] for i in ids],
+    return {"names": [_cut(model.names[i], per_name) for i in ids],
             "gaps": {"start_us": np.round((start - base) / 1e3, 3).tolist(),
                      "dur_us": np.round((end - start) / 1e3, 3).tolist(),
                      "cause": [CAUSE_NAMES[c] for c in device.gap_cause[page].tolist()],
@@ -80,7 +89,7 @@ def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, 
                      "culprit_after": device.gap_culprit_after[page].tolist(),
                      "caller": caller_ix,
                      "annotation": annotation_ix,
-                     "next_kernel": [model.shown_names[i] for i in model.name_id[device.gap_next_row[page]].tolist()],
+                     "next_kernel": next_ix,
                      "next_row": device.gap_next_row[page].tolist(),
                      "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())]}}
 
