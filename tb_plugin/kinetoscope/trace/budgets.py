@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 INFLATE_RATIO_ENV = "KINETOSCOPE_MAX_INFLATE_RATIO"
 INFLATE_BYTES_ENV = "KINETOSCOPE_MAX_INFLATE_BYTES"
-# Kineto JSON gzips 20-30x (trace-format.md); 100x leaves room for repetitive traces.
-DEFAULT_INFLATE_RATIO = 100.0
+# Kineto JSON gzips 20-30x (trace-format.md; the 10x ResNet bench trace 18x): 60x leaves twice that for
+# repetitive traces, and keeps a 10 MB file under 600 MB of text (the decoder holds about 1x the text).
+DEFAULT_INFLATE_RATIO = 60.0
 # Small files may inflate this far whatever their ratio (a 100 KB gzip of a sparse trace is fine).
 INFLATE_FLOOR_BYTES = 256 << 20
 # No file inflates past this, whatever its size (a 900 MB trace gzips to about 50 MB).
