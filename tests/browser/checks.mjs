@@ -388,6 +388,7 @@ async function live(browser, run, logdir, src) {
 async function replaced(browser, run, logdir, src) {
   const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
+  await until(async () => urlState(page).span !== null, 10000, 50); // the link state follows the page shortly
   const verdictBefore = await frame.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, SPAN_BOUND);
   const shownId = urlState(page).span;
   const shownFile = [...(await listing())].find(([, id]) => id === shownId)[0];
