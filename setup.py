@@ -31,7 +31,7 @@ setup(
         "werkzeug>=2.2",
         "protobuf>=3.20",
     ],
-    extras_require={"test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4"]},
+    extras_require={"test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6"]},
     entry_points={
         "tensorboard_plugins": ["kinetoscope = kinetoscope.plugin:KinetoscopePlugin"],
         "console_scripts": ["kinetoscope = kinetoscope.cli:main"],

@@ -95,3 +95,17 @@ def test_a_failing_analysis_names_the_file_and_spares_the_others(logdir, capsys,
     assert main(["report", str(logdir), "--format", "json", "--no-cache"]) == 1
     traces = json.loads(capsys.readouterr().out)["traces"]
     assert traces[0]["error"] is None and "internal error while analysing (ValueError: boom)" in traces[1]["error"]["message"]
+
+
+def test_budgets_are_cli_options_too(tmp_path, capsys, monkeypatch):
+    import gzip
+
+    from kinetoscope.trace import budgets
+    monkeypatch.delenv(budgets.INFLATE_RATIO_ENV, raising=False)
+    monkeypatch.delenv(budgets.INFLATE_BYTES_ENV, raising=False)
+    path = tmp_path / "spaces.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (4 << 20) + b"]}"))
+    assert main(["report", str(path), "--no-cache", "--max-inflate-bytes", str(1 << 20)]) == 1
+    assert "KINETOSCOPE_MAX_INFLATE_BYTES" in capsys.readouterr().err
+    monkeypatch.delenv(budgets.INFLATE_BYTES_ENV, raising=False)
+    assert main(["report", str(path), "--no-cache"]) == 0  # 4 MiB is well within the default budget

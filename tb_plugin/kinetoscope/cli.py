@@ -15,6 +15,7 @@ from typing import Optional
 from . import __version__
 from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_run
+from .trace.budgets import INFLATE_BYTES_ENV, INFLATE_RATIO_ENV
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
 from .trace.loader import TraceError, load_trace, resource_message
@@ -28,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="analyse trace files or logdirs (local paths or fsspec URLs)")
     report.add_argument("paths", nargs="+", metavar="PATH", help="a trace file or a logdir")
     report.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    budgets = report.add_argument_group("budgets (default: the environment variables, see README)")
+    budgets.add_argument("--max-inflate-ratio", type=float, metavar="R",
+                         help=f"how far a .gz may inflate, times its size (${INFLATE_RATIO_ENV})")
+    budgets.add_argument("--max-inflate-bytes", type=float, metavar="N", help=f"the most a .gz may inflate to (${INFLATE_BYTES_ENV})")
     cache = report.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
@@ -75,6 +80,9 @@ def entry_for(trace: TraceFile, cache_dir) -> dict:
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
+    for name, value in ((INFLATE_RATIO_ENV, args.max_inflate_ratio), (INFLATE_BYTES_ENV, args.max_inflate_bytes)):
+        if value is not None:  # the budgets are read where the files are, from the environment
+            os.environ[name] = repr(value)
     traces: list[TraceFile] = []
     for path in args.paths:
         try:
