@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable
+from contextlib import contextmanager
 from typing import Optional
 
 from . import __version__
@@ -77,12 +78,31 @@ def entry_for(trace: TraceFile, cache_dir) -> dict:
                                              f"{str(exc)[:200]}); please report it with the file"}}
 
 
+@contextmanager
+def _budgets(args: argparse.Namespace):
+    """The budget options, as the environment the storage layer reads them from, for this run only."""
+    saved = {name: os.environ.get(name) for name in (INFLATE_RATIO_ENV, INFLATE_BYTES_ENV)}
+    for name, value in ((INFLATE_RATIO_ENV, args.max_inflate_ratio), (INFLATE_BYTES_ENV, args.max_inflate_bytes)):
+        if value is not None:
+            os.environ[name] = repr(value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
-    for name, value in ((INFLATE_RATIO_ENV, args.max_inflate_ratio), (INFLATE_BYTES_ENV, args.max_inflate_bytes)):
-        if value is not None:  # the budgets are read where the files are, from the environment
-            os.environ[name] = repr(value)
+    with _budgets(args):
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     traces: list[TraceFile] = []
     for path in args.paths:
         try:
