@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -69,3 +70,47 @@ def no_cache(monkeypatch, tmp_path):
     """Point the default cache at a temp dir so tests never touch the user's cache."""
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@contextmanager
+def one_span_service(doc: Any, root: Path):
+    """A TraceService (in-process decoding, no cache) on a logdir holding `doc` as its one trace, loaded:
+    yields (service, span id)."""
+    from kinetoscope import api
+    from kinetoscope.service import TraceService
+    write_trace(root / "run" / "w.1.pt.trace.json", doc)
+    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    try:
+        service.scan_now()
+        (sid, _, _), = service.snapshot()
+        service.request_load(sid, wait_s=60)
+        yield service, sid
+    finally:
+        service.close()
+
+
+@contextmanager
+def plugin_apps(doc: Any, root: Path):
+    """The plugin's route table on a logdir holding `doc` as its one trace, once it has loaded: yields
+    (apps, span id)."""
+    import time
+
+    from kinetoscope import api
+    from kinetoscope.plugin import KinetoscopePlugin
+    from kinetoscope.service import TraceService
+    from tensorboard.plugins import base_plugin
+    from werkzeug.test import Client
+    write_trace(root / "run" / "w.1.pt.trace.json", doc)
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
+    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    try:
+        apps = plugin.get_plugin_apps()
+        prefix = "/data/plugin/kinetoscope"
+        runs = json.loads(Client(apps["/runs"]).get(f"{prefix}/runs").get_data())["runs"]
+        sid = runs[0]["workers"][0]["spans"][0]["id"]
+        deadline = time.monotonic() + 30
+        while Client(apps["/summary"]).get(f"{prefix}/summary?span={sid}").status_code == 409 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield apps, sid
+    finally:
+        plugin._service.close()

@@ -3,16 +3,12 @@ shown (every route and the CLI report), and the event route still reaches the fu
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-from conftest import kernel, launch, op, trace_doc, write_trace
+from conftest import kernel, launch, one_span_service, op, plugin_apps, trace_doc, write_trace
 from kinetoscope import api
 from kinetoscope.cli import main
-from kinetoscope.plugin import KinetoscopePlugin
-from kinetoscope.service import TraceService
 from kinetoscope.trace.model import MAX_SHOWN_CHARS
-from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
 PREFIX = "/data/plugin/kinetoscope"
@@ -33,19 +29,8 @@ def huge_doc() -> dict:
 
 @pytest.fixture(scope="module")
 def apps_and_id(tmp_path_factory):
-    root = tmp_path_factory.mktemp("huge")
-    write_trace(root / "run" / "w.1.pt.trace.json", huge_doc())
-    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
-    plugin._service = TraceService(str(root), cache_dir=tmp_path_factory.mktemp("cache"), rescan_s=3600,
-                                   decode_in_child=False, prepare=api.prepare)
-    apps = plugin.get_plugin_apps()
-    runs = json.loads(Client(apps["/runs"]).get(f"{PREFIX}/runs").get_data())["runs"]
-    sid = runs[0]["workers"][0]["spans"][0]["id"]
-    deadline = time.monotonic() + 30
-    while Client(apps["/summary"]).get(f"{PREFIX}/summary?span={sid}").status_code == 409 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield apps, sid
-    plugin._service.close()
+    with plugin_apps(huge_doc(), tmp_path_factory.mktemp("huge")) as apps_and_sid:
+        yield apps_and_sid
 
 
 @pytest.mark.parametrize("route, query", [
@@ -81,25 +66,13 @@ def many_steps_doc(n: int) -> dict:
 
 def test_many_steps_are_summarised_and_paged(tmp_path, capsys):
     root = tmp_path / "logs"
-    write_trace(root / "run" / "w.1.pt.trace.json", many_steps_doc(20_000))
-    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
-    try:
-        service.scan_now()
-        (sid, _, _), = service.snapshot()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                summary = api.summary_impl(service, sid)
-                break
-            except Exception:  # noqa: BLE001 - NotReady while it loads
-                time.sleep(0.05)
+    with one_span_service(many_steps_doc(20_000), root) as (service, sid):
+        summary = api.summary_impl(service, sid)
         assert summary["steps_total"] == 20_000 and len(summary["steps"]) == 1000
         assert len(json.dumps(summary)) < 2 * BOUND
         page = api.stalls_impl(service, sid, offset=19_990, limit=50)
         assert (page["total"], page["offset"], len(page["steps"])) == (20_000, 19_990, 10)
         assert page["steps"][0]["name"] == f"ProfilerStep#{19_990 % 7}"  # repeated names: every occurrence
-    finally:
-        service.close()
     assert main(["report", str(root), "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "... and 19,970 more steps" in out and len(out) < BOUND
@@ -110,16 +83,8 @@ def test_many_threads_are_capped_with_the_busiest_kept(tmp_path):
     events = [op("aten::a", i, 5, tid=i) for i in range(MAX_LANES + 1000)]
     events += [op("aten::busy", 10_000 + k, 1, tid=MAX_LANES + 999) for k in range(5)]  # the last thread is busy
     events += [kernel("k", 5, 2, corr=None)]
-    root = tmp_path / "logs"
-    write_trace(root / "run" / "w.1.pt.trace.json", trace_doc(events))
-    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
-    try:
-        service.scan_now()
-        (sid, _, _), = service.snapshot()
-        service.request_load(sid, wait_s=60)
+    with one_span_service(trace_doc(events), tmp_path / "logs") as (service, sid):
         body = api.lanes_impl(service, sid, width_px=800)
-    finally:
-        service.close()
     assert len(body["lanes"]) == MAX_LANES and body["lanes_total"] == MAX_LANES + 1001
     assert body["lanes_hidden"] == 1001
     kept = {(lane.get("tid"), lane["kind"]) for lane in body["lanes"]}
@@ -133,15 +98,7 @@ def test_a_full_gaps_page_of_distinct_long_names_stays_under_2_mb(tmp_path):
         t = i * 20
         events += [op("aten::" + f"{i:05d}" * 600, t + 2, 8), launch(t + 5, 2, corr=i + 1),
                    kernel(f"{i:05d}" * 600, t + 12, 2, corr=i + 1)]
-    root = tmp_path / "logs"
-    write_trace(root / "run" / "w.1.pt.trace.json", trace_doc(events))
-    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
-    try:
-        service.scan_now()
-        (sid, _, _), = service.snapshot()
-        service.request_load(sid, wait_s=60)
+    with one_span_service(trace_doc(events), tmp_path / "logs") as (service, sid):
         page = api.gaps_impl(service, sid, 0, limit=5000)
-    finally:
-        service.close()
     assert len(page["gaps"]["start_us"]) == 5000 and len(json.dumps(page)) < 2_000_000
     assert all(0 <= k < len(page["names"]) for k in page["gaps"]["next_kernel"])

@@ -10,13 +10,9 @@ import time
 from urllib.parse import urlencode
 
 import pytest
-from conftest import kernel, launch, memory, op, trace_doc, write_trace
+from conftest import kernel, launch, memory, op, plugin_apps, trace_doc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kinetoscope import api
-from kinetoscope.plugin import KinetoscopePlugin
-from kinetoscope.service import TraceService
-from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
 PREFIX = "/data/plugin/kinetoscope"
@@ -29,20 +25,10 @@ MAX_BODY = 2_000_000
 
 @pytest.fixture(scope="module")
 def app_and_ids(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fuzz")
     events = [op("ProfilerStep#1", 0, 400, cat="user_annotation"), op("aten::mm", 10, 30), launch(12, 5, 1),
               kernel("k1", 30, 20, 1), launch(150, 5, 2), kernel("k2", 160, 40, 2), memory(11, 1024, total=1024, reserved=2048)]
-    write_trace(root / "run" / "w.1.pt.trace.json", trace_doc(events))
-    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
-    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
-    apps = plugin.get_plugin_apps()
-    runs = json.loads(Client(apps["/runs"]).get(f"{PREFIX}/runs").get_data())["runs"]
-    sid = runs[0]["workers"][0]["spans"][0]["id"]
-    deadline = time.monotonic() + 30
-    while Client(apps["/summary"]).get(f"{PREFIX}/summary?span={sid}").status_code == 409 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield apps, sid
-    plugin._service.close()
+    with plugin_apps(trace_doc(events), tmp_path_factory.mktemp("fuzz")) as apps_and_sid:
+        yield apps_and_sid
 
 
 def values(sid: str):
