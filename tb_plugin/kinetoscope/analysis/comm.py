@@ -38,6 +38,8 @@ class DeviceComm:
     exposed_ns: int
     comm_starts_ns: np.ndarray = field(repr=False)
     comm_ends_ns: np.ndarray = field(repr=False)
+    compute_starts_ns: np.ndarray = field(repr=False)
+    compute_ends_ns: np.ndarray = field(repr=False)
     exposed_starts_ns: np.ndarray = field(repr=False)
     exposed_ends_ns: np.ndarray = field(repr=False)
 
@@ -80,6 +82,7 @@ def communication(model: TraceModel, acts: Optional[dict[int, np.ndarray]] = Non
         devices.append(DeviceComm(device=dev, kernels=int(np.count_nonzero(is_comm)), comm_ns=intervals.total(*comm),
                                   compute_ns=intervals.total(*compute), exposed_ns=intervals.total(*exposed),
                                   comm_starts_ns=comm[0], comm_ends_ns=comm[1],
+                                  compute_starts_ns=compute[0], compute_ends_ns=compute[1],
                                   exposed_starts_ns=exposed[0], exposed_ends_ns=exposed[1]))
     cpu = collective_union(model)
     return Communication(devices=tuple(devices), cpu_starts_ns=cpu[0], cpu_ends_ns=cpu[1])

@@ -20,8 +20,9 @@ from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
+from .comm import DeviceComm, communication
 from .gpu_idle import DeviceIdle
-from .selectors import activity_rows_by_device, comm_mask, dataloader_union, step_rows
+from .selectors import activity_rows_by_device, dataloader_union, step_rows
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class Steps:
 
 
 def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_share: float = T.STALL_MIN_SHARE,
-                   idle_share: float = T.STALL_IDLE_SHARE, acts: Optional[dict[int, np.ndarray]] = None) -> Steps:
+                   idle_share: float = T.STALL_IDLE_SHARE, acts: Optional[dict[int, np.ndarray]] = None,
+                   comm: Optional[DeviceComm] = None) -> Steps:
     """Per step: DataLoader wait, GPU busy/idle (busiest device), time by activity kind, stall flag.
 
     Args:
@@ -59,6 +61,8 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
         min_share: smallest DataLoader share of the step that can make a stall.
         idle_share: fraction of the wait the GPU must be idle for.
         acts: the model's `activity_rows_by_device` (computed here when not given).
+        comm: the busiest device's communication figures, whose unions give compute, comm and exposed
+            comm per step (computed here when not given).
     """
     steps = step_rows(model)
     start, end = model.ts_ns[steps], model.end_ns[steps]
@@ -69,24 +73,32 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
     busy = intervals.covered(*busy_u, start, end)
     if busiest is None:  # no GPU: nothing to be idle
         wait_idle = np.zeros_like(wait)
-    kinds = _kind_unions(model, busiest, acts)
+    acts = acts if acts is not None else activity_rows_by_device(model)
+    if busiest is not None and comm is None:
+        comm = communication(model, acts).of(busiest.device)
+    kinds = _copy_unions(model, busiest, acts)
+    per_step = {name: intervals.covered(*_unions(comm, name), start, end) for name in ("compute", "comm", "exposed")}
     stalled = (busiest is not None) & (wait > 0) & (wait >= min_share * (end - start)) & (wait_idle >= idle_share * wait)
     return Steps(
         name_id=model.name_id[steps], start_ns=start, end_ns=end, dataloader_ns=wait, dataloader_gpu_idle_ns=wait_idle,
         gpu_busy_ns=busy, gpu_idle_ns=((end - start) - busy) * (busiest is not None),
-        compute_ns=intervals.covered(*kinds["compute"], start, end), comm_ns=intervals.covered(*kinds["comm"], start, end),
-        exposed_comm_ns=intervals.covered(*intervals.subtract(*kinds["comm"], *kinds["compute"]), start, end),
+        compute_ns=per_step["compute"], comm_ns=per_step["comm"], exposed_comm_ns=per_step["exposed"],
         memcpy_ns=intervals.covered(*kinds["memcpy"], start, end), memset_ns=intervals.covered(*kinds["memset"], start, end),
         stalled=np.asarray(stalled, bool), dl_start_ns=dl_s, dl_end_ns=dl_e)
 
 
-def _kind_unions(model: TraceModel, busiest: Optional[DeviceIdle], acts) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Unions of the busiest device's activities by kind: compute kernels, NCCL kernels, memcpy, memset."""
+def _unions(comm: Optional[DeviceComm], which: str) -> tuple[np.ndarray, np.ndarray]:
+    if comm is None:
+        return intervals.EMPTY, intervals.EMPTY
+    return getattr(comm, f"{which}_starts_ns"), getattr(comm, f"{which}_ends_ns")
+
+
+def _copy_unions(model: TraceModel, busiest: Optional[DeviceIdle], acts) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Unions of the busiest device's memcpys and memsets (its kernels' unions come from `comm`)."""
     empty = (intervals.EMPTY, intervals.EMPTY)
     if busiest is None:
-        return {k: empty for k in ("compute", "comm", "memcpy", "memset")}
-    rows = (acts or activity_rows_by_device(model))[busiest.device]
-    kind, is_comm = model.kind[rows], comm_mask(model, rows)
-    masks = {"compute": (kind == Kind.KERNEL) & ~is_comm, "comm": (kind == Kind.KERNEL) & is_comm,
-             "memcpy": kind == Kind.MEMCPY, "memset": kind == Kind.MEMSET}
-    return {k: intervals.union(model.ts_ns[rows[m]], model.end_ns[rows[m]]) for k, m in masks.items()}
+        return {"memcpy": empty, "memset": empty}
+    rows = acts[busiest.device]
+    kind = model.kind[rows]
+    return {k: intervals.union(model.ts_ns[rows[kind == want]], model.end_ns[rows[kind == want]])
+            for k, want in (("memcpy", Kind.MEMCPY), ("memset", Kind.MEMSET))}

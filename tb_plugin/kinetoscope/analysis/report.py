@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.kinds import GRAPH_LAUNCH_CALLS, LaneKind
+from ..trace.kinds import GRAPH_LAUNCH_CALLS
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
@@ -46,19 +46,19 @@ def analyze(model: TraceModel) -> Analysis:
     ops, acts = OpIndex(model), activity_rows_by_device(model)
     idle = gpu_idle(model, ops=ops, acts=acts)
     busiest = idle.busiest()
-    steps = step_breakdown(model, busiest, acts=acts)
+    comm = communication(model, acts)
+    steps = step_breakdown(model, busiest, acts=acts, comm=comm.of(busiest.device) if busiest else None)
     launch = launch_offsets(model)
     memory = memory_timeline(model, steps.start_ns, steps.end_ns, ops=ops)
-    comm = communication(model, acts)
     parts = breakdown(busiest, comm.of(busiest.device), steps.start_ns, steps.end_ns) if busiest else None
-    verdict = _verdict(model, ops, idle, steps, launch, comm, parts)
+    verdict = _verdict(model, ops, idle, steps, launch, comm, parts, acts)
     return Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
 
 
-def _verdict(model, ops, idle, steps, launch, comm, parts) -> Verdict:
+def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
     busiest = idle.busiest()
     judged_ms = parts.judged_ns / 1e6 if parts else None
-    activities = busiest_activities(model, busiest) if busiest else 0
+    activities = int(acts[busiest.device].size) if busiest else 0
     lacking = sufficiency(model, steps=steps.count, judged_ms=judged_ms, device_activities=activities, cpu_ops=ops.op_count)
     if busiest is None:
         judged = cpu_verdict(_cpu_facts(model, ops, steps, comm))
@@ -85,16 +85,19 @@ def _explained(facts: Facts, bound: str, shares: dict, runner: Optional[str]) ->
 
 def busiest_activities(model: TraceModel, device: DeviceIdle) -> int:
     """Kernels, memcpys and memsets on one device."""
-    acts = model.activity_mask() & (model.device_of_row() == device.device)
-    return int(np.count_nonzero(acts & (model.lane_kind[model.lane] == LaneKind.GPU)))
+    return int(activity_rows_by_device(model)[device.device].size)
+
+
+def queued_p50_us(launch: LaunchOffsets) -> Optional[float]:
+    """The median time launches waited behind earlier work on their stream (None without launches)."""
+    return float(np.percentile(launch.queued_ns, 50)) / 1e3 if launch.pairs else None
 
 
 def launch_regime(launch: LaunchOffsets) -> bool:
     """Launches are the cost: the device queue is empty at launch and most kernels are shorter than their call."""
     if launch.pairs == 0:
         return False
-    queued_p50_us = float(np.percentile(launch.queued_ns, 50)) / 1e3
-    return queued_p50_us <= T.QUEUE_EMPTY_US and np.count_nonzero(launch.short) >= T.SHORT_KERNEL_SHARE * launch.pairs
+    return queued_p50_us(launch) <= T.QUEUE_EMPTY_US and np.count_nonzero(launch.short) >= T.SHORT_KERNEL_SHARE * launch.pairs
 
 
 def _facts(model, busiest, steps, launch, comm, parts) -> Facts:
@@ -104,7 +107,7 @@ def _facts(model, busiest, steps, launch, comm, parts) -> Facts:
     return Facts(device=busiest.device, judged_ms=parts.judged_ns / 1e6, steps=steps.count,
                  stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host[0]["label"] if host else None,
                  sync_culprit=sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
-                 launches=launch.pairs, queued_p50_us=float(np.percentile(launch.queued_ns, 50)) / 1e3 if launch.pairs else None,
+                 launches=launch.pairs, queued_p50_us=queued_p50_us(launch),
                  uses_graphs=bool(model.name_in(graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,
                  exposed_comm_ms=dev_comm.exposed_ns / 1e6, overlap_pct=dev_comm.overlap_pct,
                  categories={k: v / max(parts.judged_ns, 1) for k, v in parts.total_ns().items()})
