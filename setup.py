@@ -33,7 +33,7 @@ setup(
     ],
     extras_require={"test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6"]},
     entry_points={
-        "tensorboard_plugins": ["kinetoscope = kinetoscope.plugin:KinetoscopePlugin"],
+        "tensorboard_plugins": ["kinetoscope = kinetoscope.tb_loader:KinetoscopeLoader"],
         "console_scripts": ["kinetoscope = kinetoscope.cli:main"],
     },
 )

@@ -2,6 +2,7 @@
 trace added while it runs. Every process started here is stopped here."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.skipif(not TENSORBOARD.exists(), reason="no tensorboard
 
 
 @contextmanager
-def tensorboard(logdir: Path, tmp_path: Path, load_fast: Optional[str] = "false") -> Iterator[str]:
+def tensorboard(logdir: Path, tmp_path: Path, load_fast: Optional[str] = "false", extra: tuple = ()) -> Iterator[str]:
     """Start `tensorboard --logdir LOGDIR` on a free local port; yield its base URL; always stop it.
 
     `load_fast=None` keeps TensorBoard's default (the Rust data server; no multiplexer for plugins)."""
@@ -35,7 +36,8 @@ def tensorboard(logdir: Path, tmp_path: Path, load_fast: Optional[str] = "false"
     env = {**os.environ, "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
     with open(log, "w") as err:
         flags = [] if load_fast is None else ["--load_fast", load_fast]
-        proc = subprocess.Popen([str(TENSORBOARD), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0", *flags],
+        proc = subprocess.Popen([str(TENSORBOARD), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0", *flags,
+                                 *extra],
                                 stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=tmp_path)
     try:
         yield f"http://127.0.0.1:{_wait_for_port(proc, log)}"
@@ -109,7 +111,10 @@ def walk_span(base: str, sid: str) -> Optional[str]:
     for route, query in queries.items():
         status, ctype, data = fetch(f"{url}/{route}?span={sid}{query}")
         expected = 404 if route == "gaps" and not devices else 200
-        assert status == expected and ctype.startswith("application/json"), (route, status, data)
+        mimetype = "application/gzip" if route == "export" and status == 200 else "application/json"
+        assert status == expected and ctype.startswith(mimetype), (route, status, data)
+        if mimetype == "application/gzip":
+            assert "traceEvents" in json.loads(gzip.decompress(data))
     status, _, lanes = fetch(f"{url}/lanes?span={sid}&start_us=0&end_us={end_us}&width_px=400")
     assert status == 200 and lanes["width_px"] == 400
     return None
@@ -153,3 +158,15 @@ def test_new_trace_appears_while_running_under_default_load_fast(tmp_path):
         appeared = wait_until(lambda: "run/worker0.2.pt.trace.json" in spans_of(base), 30, 0.5)
         assert appeared, spans_of(base)
         assert walk_span(base, spans_of(base)["run/worker0.2.pt.trace.json"]) is None
+
+
+def test_a_budget_given_as_a_tensorboard_flag_holds(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(20)]
+    write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", trace_doc(events))
+    with tensorboard(tmp_path / "logs", tmp_path, extra=("--kinetoscope_max_events", "10")) as base:
+        spans = wait_until(lambda: spans_of(base), 30)
+        (sid,) = spans.values()
+        status, _, body = wait_until(lambda: (lambda r: r if r[0] != 409 else None)(fetch(f"{base}{PLUGIN}/summary?span={sid}")), 60)
+    assert status == 422, body
+    message = body["error"]["message"]
+    assert "budget of 10 events" in message and "KINETOSCOPE_MAX_EVENTS" in message, message

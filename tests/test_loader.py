@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
@@ -147,3 +148,53 @@ def test_a_decompression_bomb_is_refused_by_its_budget(tmp_path, monkeypatch):
     assert str(path) in message and "decompression bomb" in message and budgets.INFLATE_RATIO_ENV in message
     monkeypatch.setenv(budgets.INFLATE_RATIO_ENV, "100000")  # raised as the message says: it reads
     assert load_trace(str(path), cache_dir=None).n_events == 0
+
+
+def _budget_error(path, monkeypatch, env: str, value: str, match: str) -> None:
+    """Loading `path` with the budget `env` set to `value` is a named error; without it the file loads."""
+    from kinetoscope.trace import budgets
+    monkeypatch.setenv(env, value)
+    with pytest.raises(TraceError) as info:
+        load_trace(str(path), cache_dir=None)
+    message = str(info.value)
+    assert message.startswith(str(path)) and env in message and re.search(match, message), message
+    monkeypatch.delenv(env)
+    assert load_trace(str(path), cache_dir=None).n_events > 0
+    assert budgets.event_budget() == budgets.EventBudget()
+
+
+def test_more_events_than_the_budget_is_a_named_error(tmp_path, monkeypatch):
+    from kinetoscope.trace import budgets
+    events = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(500)]
+    path = write_trace(tmp_path / "many.pt.trace.json", trace_doc(events))
+    _budget_error(path, monkeypatch, budgets.MAX_EVENTS_ENV, "100", r"budget of 100 events")
+    assert budgets.EventBudget(per_kb=250).limit(10_000_000) == 2_441_406  # 250 per KiB of a 10 MB file
+    assert budgets.EventBudget(per_kb=250).limit(1000) == budgets.EVENTS_FLOOR
+
+
+@pytest.mark.parametrize("where", ["a-string", "whitespace-between-events", "the-first-event"])
+def test_one_event_longer_than_the_budget_is_a_named_error(tmp_path, monkeypatch, where):
+    from kinetoscope.trace import budgets, loader
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"a{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(300)]
+    text = json.dumps(trace_doc(events))
+    big = 2 << 20  # past the leading MiB that is read before the first cut
+    if where == "a-string":
+        text = text.replace('"a150"', '"' + "s" * big + '"')
+    elif where == "whitespace-between-events":
+        after = ', {"ph": "X", "cat": "cpu_op", "name": "a151"'
+        assert after in text
+        text = text.replace(after, " " * big + after)
+    else:
+        text = text.replace('"a0"', '"' + "s" * big + '"')
+    path = write_trace(tmp_path / "long.pt.trace.json.gz", text, gz=True)
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 4096)
+    _budget_error(path, monkeypatch, budgets.EVENT_BYTES_ENV, "65536", r"string or whitespace run is longer than its budget")
+
+
+def test_a_file_read_whole_is_bounded_too(tmp_path, monkeypatch):
+    from kinetoscope.trace import budgets
+    # one event and no boundary to cut at: the file can only be decoded whole
+    path = write_trace(tmp_path / "one.pt.trace.json", trace_doc([{"ph": "X", "cat": "cpu_op", "name": "x" * 5000,
+                                                                    "pid": 1, "tid": 1, "ts": 1, "dur": 1}]))
+    _budget_error(path, monkeypatch, budgets.WHOLE_BYTES_ENV, "1000", r"cannot be cut into events")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 
 import numpy as np
@@ -228,3 +229,35 @@ def test_event_index_is_kept_by_the_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "_load_uncached", lambda *a: (_ for _ in ()).throw(AssertionError("decoded")))
     cached = load_trace(path, cache_dir=tmp_path / "cache")
     assert cached.meta["event_index"] == fresh.meta["event_index"] == {"count": 2, "min": 10, "max": 1000}
+
+
+@pytest.mark.parametrize("case", ["nan-and-bare-na", "ill-typed-fields", "invalid-utf8", "exact-16-digit-times",
+                                  "exact-and-nan"])
+def test_pieces_with_trouble_are_decoded_on_their_own_like_the_whole_file(tmp_path, monkeypatch, case):
+    """A file that breaks the typed schema somewhere (or needs exact times) is still decoded piece by piece,
+    so its memory stays one piece's worth, and the model is the one the whole-file decode gives."""
+    from kinetoscope.trace import loader
+    events = [kernel(f"k{i % 7}", i * 10, 5, corr=i) for i in range(300)] + [launch(i * 10, 2, corr=i) for i in range(300)]
+    text = json.dumps(trace_doc(events), separators=(",", ":"))
+    if case.startswith("exact"):
+        text = re.sub(r'"ts":(\d+)', lambda m: f'"ts":1712345678{int(m.group(1)):06d}.{int(m.group(1)) % 1000}', text)
+    if case in ("nan-and-bare-na", "exact-and-nan"):
+        text = text.replace('"dur":5,', '"dur":NaN,', 3).replace('"correlation":77}', '"correlation":N/A}')
+    if case == "ill-typed-fields":
+        text = text.replace('"ts":1000,', '"ts":"soon",').replace('"stream":7', '"stream":[7]', 5)
+    raw = text.encode()
+    if case == "invalid-utf8":
+        raw = raw.replace(b'"k3"', b'"k\xff3"')
+    path = write_trace(tmp_path / "c.pt.trace.json", raw)
+    whole = loader._build_whole(raw, str(path))
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 2048)
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 2048)
+    chunked = loader.load_trace(str(path), cache_dir=None)
+    assert chunked.piece_kind.size > 10
+    assert chunked.skipped == whole.skipped
+    if case != "exact-and-nan":  # a lenient piece of an exact file keeps µs doubles: equal to the ns, not beyond
+        _assert_same_content(whole, chunked)
+    else:
+        assert np.allclose(whole.ts_ns, chunked.ts_ns, atol=1_000) and whole.n_events == chunked.n_events
+    for row in range(0, chunked.n_events, 37):  # args are re-read from the right event of a lenient piece too
+        assert event_args(str(path), chunked, row) == event_args(str(path), whole, row)

@@ -2,6 +2,7 @@
 422, a generic 500, and a table of path-traversal attempts on the static route."""
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import threading
@@ -66,7 +67,8 @@ def get(apps, route: str, query: str = "", method: str = "GET"):
 
 
 def body(response):
-    return json.loads(response.get_data())
+    data = response.get_data()
+    return json.loads(gzip.decompress(data) if response.mimetype == "application/gzip" else data)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +157,8 @@ def test_data_routes_answer_json(apps, ids, route, which):
     query, keys = SHAPES[route]
     response = get(apps, route, f"?span={ids[which]}{query}")
     assert response.status_code == 200, response.get_data()
-    assert response.mimetype == "application/json" and response.headers["X-Content-Type-Options"] == "nosniff"
+    expected = "application/gzip" if route == "export" else "application/json"  # the export is a .json.gz file
+    assert response.mimetype == expected and response.headers["X-Content-Type-Options"] == "nosniff"
     assert keys <= set(body(response))
 
 
@@ -176,7 +179,7 @@ def test_route_contents(apps, ids):
     beyond = body(get(apps, "lanes", f"?span={sid}&start_us=5000&end_us=6000"))  # panned past the end
     assert beyond["rects"] == 0 and len(beyond["lanes"]) == len(lanes["lanes"])
     export = get(apps, "export", f"?span={sid}&start_us=0&end_us=100")
-    assert export.headers["Content-Disposition"] == 'attachment; filename="kinetoscope-gpu-1.json"'
+    assert export.headers["Content-Disposition"] == 'attachment; filename="kinetoscope-gpu-1.json.gz"'
 
 
 def test_run_verdict(apps, ids):

@@ -16,7 +16,7 @@ from typing import Optional
 from . import __version__
 from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_run
-from .trace.budgets import INFLATE_BYTES_ENV, INFLATE_RATIO_ENV
+from .trace.budgets import CLI_OPTIONS
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
 from .trace.loader import TraceError, load_trace, resource_message
@@ -31,9 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("paths", nargs="+", metavar="PATH", help="a trace file or a logdir")
     report.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     budgets = report.add_argument_group("budgets (default: the environment variables, see README)")
-    budgets.add_argument("--max-inflate-ratio", type=float, metavar="R",
-                         help=f"how far a .gz may inflate, times its size (${INFLATE_RATIO_ENV})")
-    budgets.add_argument("--max-inflate-bytes", type=float, metavar="N", help=f"the most a .gz may inflate to (${INFLATE_BYTES_ENV})")
+    for option, env, metavar, bounds in CLI_OPTIONS:
+        budgets.add_argument(option, type=float, metavar=metavar, help=f"{bounds} (${env})")
     cache = report.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
@@ -81,10 +80,11 @@ def entry_for(trace: TraceFile, cache_dir) -> dict:
 @contextmanager
 def _budgets(args: argparse.Namespace):
     """The budget options, as the environment the storage layer reads them from, for this run only."""
-    saved = {name: os.environ.get(name) for name in (INFLATE_RATIO_ENV, INFLATE_BYTES_ENV)}
-    for name, value in ((INFLATE_RATIO_ENV, args.max_inflate_ratio), (INFLATE_BYTES_ENV, args.max_inflate_bytes)):
+    saved = {env: os.environ.get(env) for _, env, _, _ in CLI_OPTIONS}
+    for option, env, _, _ in CLI_OPTIONS:
+        value = getattr(args, option.lstrip("-").replace("-", "_"))
         if value is not None:
-            os.environ[name] = repr(value)
+            os.environ[env] = repr(value)
     try:
         yield
     finally:

@@ -320,5 +320,6 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         args = request.args
         start, end = window_args(args)
         document, filename = api.export_impl(self.service(), span_arg(args), start_us=start, end_us=end)
+        packed = api.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
         disposition = [("Content-Disposition", f'attachment; filename="{filename}"')]
-        return _json(request, document, headers=disposition)
+        return http_util.Respond(request, packed, "application/gzip", headers=disposition)

@@ -2,6 +2,7 @@
 // line that tests/test_browser.py asserts on. Usage: node checks.mjs CHECK BASE_URL OUT_DIR [ARGS...]
 import { copyFileSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 
 import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
 
@@ -199,7 +200,9 @@ async function exportBoth(page, frame) {
     const [download] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), frame.click(`button:has-text("${label}")`)]);
     const file = path.join(outDir, `export-${download.suggestedFilename()}`);
     await download.saveAs(file);
-    return { name: download.suggestedFilename(), text: readFileSync(file, 'utf8') };
+    const raw = readFileSync(file);
+    const text = download.suggestedFilename().endsWith('.gz') ? gunzipSync(raw).toString('utf8') : raw.toString('utf8');
+    return { name: download.suggestedFilename(), text };
   };
   const trace = await read('Export window');
   const md = await read('Export summary');

@@ -17,6 +17,7 @@ Per step the same figures are clipped to the step. CPU-side collectives (`record
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -62,7 +63,11 @@ class Communication:
         return intervals.total(self.cpu_starts_ns, self.cpu_ends_ns)
 
     def of(self, device: int) -> Optional[DeviceComm]:
-        return next((d for d in self.devices if d.device == device), None)
+        return self._by_device.get(device)
+
+    @cached_property
+    def _by_device(self) -> dict[int, DeviceComm]:  # a trace may name 100k devices: no scan per lookup
+        return {d.device: d for d in self.devices}
 
 
 def communication(model: TraceModel, acts: Optional[dict[int, np.ndarray]] = None) -> Communication:

@@ -138,7 +138,8 @@ def report_entry(model: TraceModel, analysis: Analysis) -> dict:
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
-        "devices": [_device_entry(model, d, analysis.comm) for d in analysis.idle.devices],
+        "devices": [_device_entry(model, d, analysis.comm) for d in shown_devices(analysis.idle.devices)],
+        "devices_total": len(analysis.idle.devices),
         "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
         "steps": steps_entry(model, analysis.steps), "steps_total": analysis.steps.count,
         "steps_stalled": int(np.count_nonzero(analysis.steps.stalled)),
@@ -202,6 +203,17 @@ def breakdown_entry(parts: Optional[Breakdown]) -> Optional[dict]:
         return None
     return {"device": parts.device, "from_steps": parts.from_steps, "judged_us": _us(parts.judged_ns),
             "by_category_us": {k: _us(v) for k, v in parts.total_ns().items()}}
+
+
+MAX_DEVICES = 64  # devices a report lists (a hostile trace may name 100k): the busiest, in device order
+
+
+def shown_devices(devices) -> list:
+    """The devices a report lists: all of them, or the MAX_DEVICES busiest, in device order."""
+    if len(devices) <= MAX_DEVICES:
+        return list(devices)
+    busiest = sorted(devices, key=lambda d: -d.busy_ns)[:MAX_DEVICES]
+    return sorted(busiest, key=lambda d: d.device)
 
 
 def _device_entry(model: TraceModel, d: DeviceIdle, comm: Communication) -> dict:

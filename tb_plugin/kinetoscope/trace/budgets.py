@@ -50,3 +50,71 @@ def setting(name: str, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+EVENTS_PER_KB_ENV = "KINETOSCOPE_MAX_EVENTS_PER_KB"
+MAX_EVENTS_ENV = "KINETOSCOPE_MAX_EVENTS"
+EVENT_BYTES_ENV = "KINETOSCOPE_MAX_EVENT_BYTES"
+WHOLE_BYTES_ENV = "KINETOSCOPE_MAX_WHOLE_BYTES"
+# Real traces hold one event per 15-30 bytes of gzip (per 220-470 bytes of text); a model costs about 250
+# bytes per event while it is built. 250 events per KiB (4 bytes each) is 4x the densest real trace and keeps
+# a 10 MB file under 2.5 M events, about 0.7 GB; a plain file can never get near it (an event is 25+ bytes).
+DEFAULT_EVENTS_PER_KB = 250.0
+EVENTS_FLOOR = 1_000_000  # any file may hold this many, whatever its size
+DEFAULT_MAX_EVENTS = 400_000_000
+# Kineto's largest events (a templated kernel name, a long call stack) are kilobytes; 16 MiB also bounds one
+# string and one whitespace run, the two ways a small gzip becomes one huge token.
+DEFAULT_EVENT_BYTES = 16 << 20
+# A file that cannot be cut into pieces (no `traceEvents` near its start, no event boundaries) is decoded
+# whole, at several times its text in memory: only this much.
+DEFAULT_WHOLE_BYTES = 128 << 20
+
+
+class BudgetExceeded(Exception):
+    """A file went past one of these budgets; the message names it and how to raise it."""
+
+
+@dataclass(frozen=True)
+class EventBudget:
+    """How many events a file of a given stored size may hold, and how large one event's text may be."""
+
+    per_kb: float = DEFAULT_EVENTS_PER_KB
+    max_events: int = DEFAULT_MAX_EVENTS
+    event_bytes: int = DEFAULT_EVENT_BYTES
+    whole_bytes: int = DEFAULT_WHOLE_BYTES
+
+    def limit(self, stored_bytes: int) -> int:
+        return int(min(self.max_events, max(EVENTS_FLOOR, self.per_kb * max(stored_bytes, 0) / 1024)))
+
+    def too_many(self, stored_bytes: int) -> str:
+        return (f"holds more than its budget of {self.limit(stored_bytes):,} events ({self.per_kb:g} per KiB of the "
+                f"{stored_bytes:,}-byte file, at least {EVENTS_FLOOR:,}, at most {self.max_events:,}; real traces hold "
+                f"under 70 per KiB): a hostile file? To read it anyway raise {EVENTS_PER_KB_ENV} or {MAX_EVENTS_ENV}")
+
+    def too_large_event(self) -> str:
+        return (f"one event, string or whitespace run is longer than its budget of {self.event_bytes:,} bytes: a "
+                f"hostile or corrupt file? To read it anyway raise {EVENT_BYTES_ENV}")
+
+    def too_large_whole(self, text_bytes: int) -> str:
+        return (f"its {text_bytes:,} bytes of text cannot be cut into events (no `traceEvents` array of objects near "
+                f"the start), and a file read whole may hold only {self.whole_bytes:,}: raise {WHOLE_BYTES_ENV} to read it")
+
+
+def event_budget() -> EventBudget:
+    """The budget from the environment (invalid values fall back to the defaults)."""
+    return EventBudget(per_kb=setting(EVENTS_PER_KB_ENV, DEFAULT_EVENTS_PER_KB),
+                       max_events=int(setting(MAX_EVENTS_ENV, DEFAULT_MAX_EVENTS)),
+                       event_bytes=int(setting(EVENT_BYTES_ENV, DEFAULT_EVENT_BYTES)),
+                       whole_bytes=int(setting(WHOLE_BYTES_ENV, DEFAULT_WHOLE_BYTES)))
+
+
+# The budgets the CLI takes as options (option, environment variable, metavar, what it bounds); TensorBoard's
+# plugin reads the same variables.
+CLI_OPTIONS = (
+    ("--max-inflate-ratio", INFLATE_RATIO_ENV, "R", "how far a .gz may inflate, times its size"),
+    ("--max-inflate-bytes", INFLATE_BYTES_ENV, "N", "the most a .gz may inflate to"),
+    ("--max-events-per-kb", EVENTS_PER_KB_ENV, "N", "events a file may hold per KiB of its size"),
+    ("--max-events", MAX_EVENTS_ENV, "N", "the most events a file may hold"),
+    ("--max-event-bytes", EVENT_BYTES_ENV, "N", "the longest one event's text (a string, a whitespace run) may be"),
+    ("--max-whole-bytes", WHOLE_BYTES_ENV, "N", "the most text of a file that cannot be cut into events"),
+)

@@ -10,12 +10,14 @@ cost a second, more than the whole decode. The extraction from structs is one pa
 from __future__ import annotations
 
 import os
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .budgets import BudgetExceeded
 from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, kind_of_category
 from .lanes import RawIds, assign_lanes
@@ -149,16 +151,19 @@ class EventIndex:
 class ColumnBuilder:
     """Accumulates chunks of decoded events; `finish` builds the model."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None) -> None:
+        """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more."""
+        self._max_events, self._refusal = max_events, refusal
         self._names, self._cats, self._pids, self._tids, self._flow_names = (_Interner() for _ in range(5))
         self._chunks: list[dict[str, np.ndarray]] = []
         self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
         self._event_index = EventIndex()
         self.n = 0
+        self._ordinal = 0  # events of the pieces so far, skipped ones included: the next piece's first ordinal
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
-            source_index: Any = None) -> None:
+            source_index: Any = None, piece_events: Optional[int] = None) -> None:
         """Extract one chunk's columns; the chunk's structs may be freed afterwards.
 
         Args:
@@ -166,9 +171,17 @@ class ColumnBuilder:
             legacy_external_id: the chunk's text uses the 2021 key "external id".
             piece: where the chunk lies in the text (`decode.Piece`), so `trace.source` can re-read an event.
             source_index: each event's index in the piece's events when some were skipped (None: contiguous).
+            piece_events: how many events the piece holds, skipped ones included (default: all were kept, or
+                up to the last kept one).
         """
         n, off = len(events), self.n
-        self._pieces.append((piece.kind, piece.start, piece.end, off))
+        if self._max_events is not None and off + n > self._max_events:
+            raise BudgetExceeded(self._refusal() if self._refusal else f"more than {self._max_events:,} events")
+        first = self._ordinal  # a piece's events are ordinals first, first + 1, ... (its skipped ones too)
+        self._pieces.append((piece.kind, piece.start, piece.end, first))
+        if piece_events is None:
+            piece_events = n if source_index is None else (int(source_index[-1]) + 1 if len(source_index) else 0)
+        self._ordinal += piece_events
         tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table)
         cols = _extract(events, tables, off, legacy_external_id)
         ph = cols["ph"]
@@ -185,7 +198,7 @@ class ColumnBuilder:
         cols["mem_row"] = memory + off
         flow = np.flatnonzero((ph == PH_S) | (ph == PH_F))
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
-        cols["source_row"] = np.arange(off, off + n) if source_index is None else off + np.asarray(source_index, np.int64)
+        cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
@@ -205,45 +218,62 @@ class ColumnBuilder:
         return ids
 
     def finish(self, doc: TraceDoc, skipped: dict[str, int], warnings: list[str], source_bytes: int) -> TraceModel:
-        """Build the model from every chunk added."""
+        """Build the model from every chunk added.
+
+        Peak memory is what bounds the events a machine can load, so each raw column is concatenated
+        (freeing its chunk pieces) only when needed and dropped as soon as its last use is done.
+        """
         skipped, warnings = dict(skipped), list(warnings)
-        raw = {k: np.concatenate([c[k] for c in self._chunks]) if self._chunks else np.zeros(0) for k in _COLUMN_KEYS}
-        names, name_id = self._names.dense(raw["name"].astype(np.int64, copy=False))
-        cats, cat_id = self._cats.dense(raw["cat"].astype(np.int64, copy=False))
+        chunks, self._chunks = self._chunks, []
+        take = partial(_take_column, chunks)
+        names, name_id = self._names.dense(take("name"))
+        cats, cat_id = self._cats.dense(take("cat"))
         base_ns = doc.baseTimeNanoseconds or 0
         if not -_INT_LIMIT < base_ns < _INT_LIMIT:
             warnings.append(f"ignored baseTimeNanoseconds={base_ns} (out of range)")
             base_ns = 0
-        ph = raw["ph"].astype(np.int8, copy=False)
-        ts_ns, ts_ok = _to_ns(raw["ts"].astype(np.float64, copy=False), base_ns)
+        ph = take("ph").astype(np.int8, copy=False)
+        ts_ns, ts_ok = _to_ns(take("ts").astype(np.float64, copy=False), base_ns)
+        mem_row = take("mem_row").astype(np.int64, copy=False)
         is_memory = np.zeros(ph.size, bool)
-        is_memory[raw["mem_row"].astype(np.int64, copy=False)] = True
+        is_memory[mem_row] = True
         _count(skipped, "unsupported phase (B/E/C/other)", int(np.count_nonzero(ph == PH_OTHER)))
         _count(skipped, "missing, non-finite or out-of-range ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
         x_rows = np.flatnonzero((ph == PH_X) & ~is_memory & ts_ok)
-        dur_ok = _in_range(raw["dur"][x_rows], 0)
+        del is_memory
+        dur = take("dur")[x_rows]
+        dur_ok = _in_range(dur, 0)
         _count(skipped, "complete event without a finite dur", int(np.count_nonzero(~dur_ok)))
-        x_rows = x_rows[dur_ok]
-        dur_ns, negatives = _dur_to_ns(raw["dur"][x_rows])
+        x_rows, dur = x_rows[dur_ok], dur[dur_ok]
+        dur_ns, negatives = _dur_to_ns(dur)
+        del dur, dur_ok
         if negatives:
             warnings.append(f"{negatives} negative durations clamped to 0")
         kind_of_cat = np.array([kind_of_category(c) for c in cats], np.int8)
         kind = kind_of_cat[cat_id[x_rows]]
-        mem_keep = ts_ok[raw["mem_row"].astype(np.int64, copy=False)]
-        flow_keep = ts_ok[raw["flow_row"].astype(np.int64, copy=False)]
-        pid_raw, pid_rid = self._pids.dense(raw["pid"].astype(np.int64, copy=False))
-        tid_raw, tid_rid = self._tids.dense(raw["tid"].astype(np.int64, copy=False))
+        mem_keep = ts_ok[mem_row]
+        flow_row = take("flow_row").astype(np.int64, copy=False)
+        flow_keep = ts_ok[flow_row]
+        del ts_ok
+        pid_raw, pid_rid = self._pids.dense(take("pid"))
+        tid_raw, tid_rid = self._tids.dense(take("tid"))
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows,
                              np.isin(kind, np.array(sorted(GPU_KINDS), np.int8)),
-                             raw["device"].astype(np.int64, copy=False), raw["stream"].astype(np.int64, copy=False),
-                             raw["mem_row"].astype(np.int64, copy=False)[mem_keep], raw["flow_row"].astype(np.int64, copy=False)[flow_keep],
-                             self._meta_events)
-        ev = _event_columns(ts_ns[x_rows], dur_ns, kind, name_id[x_rows], cat_id[x_rows], lanes.x_lane, len(lanes.kind),
-                            raw["correlation"].astype(np.int64, copy=False)[x_rows], raw["external_id"].astype(np.int64, copy=False)[x_rows],
-                            raw["source_row"].astype(np.int64, copy=False)[x_rows])
+                             take("device").astype(np.int64, copy=False), take("stream").astype(np.int64, copy=False),
+                             mem_row[mem_keep], flow_row[flow_keep], self._meta_events)
+        del pid_rid, tid_rid
+        order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
+        rows = x_rows[order]
+        del x_rows
+        ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
+                            lanes.x_lane[order].astype(np.int32), len(lanes.kind),
+                            _int64(take("correlation"))[rows], _int64(take("external_id"))[rows],
+                            _int64(take("source_row"))[rows])
+        del order, rows, dur_ns, kind
         pieces = np.array(self._pieces, np.int64).reshape(-1, 4)
-        mem = _memory_columns(raw, mem_keep, ts_ns, lanes.memory_lane)
-        flows = {"flow_id": raw["flow_id"].astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
+        mem = _memory_columns({k: take(k) for k in _COLUMN_KEYS if k.startswith("mem_") and k != "mem_row"},
+                              mem_row, mem_keep, ts_ns, lanes.memory_lane)
+        flows = {"flow_id": take("flow_id").astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
@@ -251,6 +281,16 @@ class ColumnBuilder:
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
                           meta={**_meta(doc, base_ns), **self._event_index.meta()}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes)
+
+
+def _int64(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.int64, copy=False)
+
+
+def _take_column(chunks: list[dict[str, np.ndarray]], key: str) -> np.ndarray:
+    """One raw column over all chunks; the chunks' pieces of it are released (each key is taken once)."""
+    parts = [c.pop(key) for c in chunks]
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",
@@ -293,14 +333,12 @@ def _count(skipped: dict[str, int], reason: str, count: int) -> None:
 
 def _event_columns(ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes, correlation, external_id,
                    source_row) -> dict[str, np.ndarray]:
-    """Columns of the complete events, sorted by (lane, ts, -dur), with depth and launch links."""
-    order = _lane_time_order(lane, ts_ns, dur_ns)
-    cols = {"ts_ns": ts_ns[order], "dur_ns": dur_ns[order], "kind": kind[order], "name_id": name_id[order],
-            "cat_id": cat_id[order], "lane": lane[order].astype(np.int32), "correlation": correlation[order],
-            "external_id": external_id[order], "source_row": source_row[order]}
-    cols["lane_ptr"] = np.searchsorted(cols["lane"], np.arange(n_lanes + 1)).astype(np.int64, copy=False)
-    cols["depth"] = nesting_depth(cols["ts_ns"], cols["dur_ns"], cols["lane_ptr"])
-    cols["launch_idx"] = link_launches(cols["kind"], cols["correlation"])
+    """Columns of the complete events (given sorted by (lane, ts, -dur)), with depth and launch links."""
+    cols = {"ts_ns": ts_ns, "dur_ns": dur_ns, "kind": kind, "name_id": name_id, "cat_id": cat_id, "lane": lane,
+            "correlation": correlation, "external_id": external_id, "source_row": source_row}
+    cols["lane_ptr"] = np.searchsorted(lane, np.arange(n_lanes + 1)).astype(np.int64, copy=False)
+    cols["depth"] = nesting_depth(ts_ns, dur_ns, cols["lane_ptr"])
+    cols["launch_idx"] = link_launches(kind, correlation)
     return cols
 
 
@@ -369,9 +407,9 @@ def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:
     return launch_idx
 
 
-def _memory_columns(raw: dict, keep: np.ndarray, ts_ns: np.ndarray, lane: np.ndarray) -> dict[str, np.ndarray]:
+def _memory_columns(raw: dict, mem_row: np.ndarray, keep: np.ndarray, ts_ns: np.ndarray, lane: np.ndarray) -> dict[str, np.ndarray]:
     """Columns of `[memory]` events sorted by time; absent totals are -1 (2021 files have none)."""
-    rows = raw["mem_row"].astype(np.int64, copy=False)[keep]
+    rows = mem_row[keep]
 
     def col(key: str, default: int) -> np.ndarray:
         values = raw[f"mem_{key}"].astype(np.float64)[keep]

@@ -100,10 +100,12 @@ class Decoded:
     skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source_index: Optional[list[int]] = None  # each kept event's index in the file's traceEvents (None: all kept)
+    total: int = 0  # the events in the text, skipped ones included
 
 
 _FAST = msgspec.json.Decoder(TraceDoc)
 _EXACT = msgspec.json.Decoder(_ExactDoc, float_hook=Decimal)
+_EXACT_EVENTS = msgspec.json.Decoder(list[_ExactEvent], float_hook=Decimal)
 # Nightlies of 2024-03/04 wrote absolute epoch µs with a fraction, `{us}.{ns}` (zero-padded only from
 # 2024-04-03, so `.5` may mean 5 ns): a double holds 16-digit values only to 0.25 µs, which fakes
 # overlaps. Files whose first MiB shows such a time are decoded exactly (`_exact_doc`), whole.
@@ -141,7 +143,7 @@ class Piece(NamedTuple):
 
 PIECE_HEAD, PIECE_MIDDLE, PIECE_TAIL, PIECE_WHOLE = range(4)
 WHOLE_FILE = Piece(PIECE_WHOLE, 0, -1)
-EventSink = Callable[[list, bool, Piece], None]
+EventSink = Callable[..., None]  # (events, legacy spelling?, Piece[, kept events' indices in the piece, its event count])
 
 
 class _Window:
@@ -191,7 +193,74 @@ class _Window:
         self.buf[pos] = ord("[")
 
 
-def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceDoc:
+class _PieceDecoder:
+    """Decodes one piece of text at a time, the way the whole file would be decoded.
+
+    Typed and fast when the piece is clean. A piece that breaks the schema (an ill-typed field, NaN, bare
+    N/A, invalid UTF-8) is decoded leniently on its own, so such a file never has to be decoded whole and its
+    memory stays one piece's worth. With 16-digit fractional times (`needs_exact_times`) every piece keeps
+    its decimal text and is rebased to one whole second, the first piece's.
+    """
+
+    def __init__(self, exact: bool) -> None:
+        self.exact = exact
+        self.rebase: Optional[int] = None
+        self.skipped: dict[str, int] = {}
+        self.warnings: list[str] = []
+
+    def doc(self, text) -> tuple[TraceDoc, Optional[tuple[list[int], int]]]:
+        """A whole-document piece (the head, with `]}` added, or the tail, with `{"traceEvents":` added)."""
+        try:
+            doc = _typed(text, _EXACT if self.exact else _FAST)
+        except _FalseCut:
+            raise
+        except NotSplittable:
+            return self._lenient(bytes(text))
+        return (_exact_doc(doc, self._rebase(doc.traceEvents)) if self.exact else doc), None
+
+    def events(self, view) -> tuple[list, Optional[tuple[list[int], int]]]:
+        """A middle piece: `[` events `]`."""
+        try:
+            events = _typed(view, _EXACT_EVENTS if self.exact else _EVENTS)
+        except _FalseCut:
+            raise
+        except NotSplittable:
+            doc, index = self._lenient(b'{"traceEvents":' + bytes(view) + b"}")
+            return doc.traceEvents, index
+        return (_exact_events(events, self._rebase(events)) if self.exact else events), None
+
+    def _rebase(self, events) -> int:
+        """The whole second all pieces are rebased to: set by the first piece holding a time."""
+        if self.rebase is None:
+            known = [t for t in map(_kineto_ns, (e.ts for e in events)) if t is not None]
+            if known:
+                self.rebase = min(known) // 10**9 * 10**9
+        return self.rebase or 0
+
+    def _lenient(self, text: bytes) -> tuple[TraceDoc, Optional[tuple[list[int], int]]]:
+        try:
+            try:
+                obj, warnings = msgspec.json.decode(text), []
+            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+                obj, warnings = forgiving_json(text, exc)
+            decoded = _decode_lenient(obj, warnings, False)
+        except DecodeError as exc:
+            if exc.transient:  # cut inside a string or value: a look-alike boundary
+                raise _FalseCut(str(exc)) from None
+            raise NotSplittable(str(exc)) from None
+        if self.exact:  # rebased like the exact pieces (to the µs a double holds: this piece had other trouble)
+            if self.rebase is None:
+                known = [e.ts for e in decoded.doc.traceEvents if math.isfinite(e.ts) and abs(e.ts) < 2**62 / 1000]
+                self.rebase = int(min(known) * 1000) // 10**9 * 10**9 if known else None
+            for e in decoded.doc.traceEvents:
+                e.ts -= (self.rebase or 0) / 1000
+        for reason, count in decoded.skipped.items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+        self.warnings.extend(w for w in decoded.warnings if w not in self.warnings)
+        return decoded.doc, None if decoded.source_index is None else (decoded.source_index, decoded.total)
+
+
+def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event_bytes: int = 1 << 62) -> Decoded:
     """Decode a trace from a stream of byte blocks, handing events to `sink` one chunk at a time.
 
     Only one chunk of event structs exists at once, so memory stays near one chunk plus the sink's
@@ -200,37 +269,64 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int) -> TraceD
 
     Args:
         blocks: the uncompressed text, in order: bytes-like blocks, or a raw file object (read with readinto).
-        sink: called with (events, whether the chunk uses the 2021 "external id" spelling, its `Piece`).
+        sink: called with (events, whether the chunk uses the 2021 "external id" spelling, its `Piece`), and when
+            some of the piece's events were skipped, each kept event's index among them and their count.
         chunk_bytes: target chunk size.
+        max_event_bytes: the longest text one event (with the whitespace around it) may have.
 
     Returns:
-        The top-level object (its `traceEvents` emptied: the events went to the sink).
+        The top-level object (its `traceEvents` emptied: the events went to the sink), with the events
+        skipped by reason and the warnings of pieces decoded leniently.
 
     Raises:
         NotSplittable: the stream does not fit the fast path; nothing useful was lost, decode it whole.
+        EventTooLarge: one event's text is longer than `max_event_bytes`.
     """
     win = _Window(2 * chunk_bytes + min(chunk_bytes, 1 << 20))
     top: Optional[TraceDoc] = None
-    for _ in _blocks_into(win, blocks, chunk_bytes):
+    pieces: Optional[_PieceDecoder] = None
+    ended = False
+    blocks = _blocks_into(win, blocks, chunk_bytes)
+    while not ended:
+        ended = next(blocks, None) is None
+        if pieces is None:
+            if len(win) < EXACT_SNIFF_BYTES and not ended:
+                continue  # sniff the leading MiB, as the whole-file decode does, whatever the chunk size
+            pieces = _PieceDecoder(needs_exact_times(win.buf, win.start, min(win.end, win.start + EXACT_SNIFF_BYTES)))
         if top is None:
-            if needs_exact_times(win.buf, win.start, min(win.end, win.start + EXACT_SNIFF_BYTES)):
-                raise NotSplittable("16-digit fractional timestamps: decoded exactly, whole")
-            top = _take_head(win, sink)
+            top = _take_head(win, sink, pieces)
             if top is None:
                 if len(win) > HEAD_LIMIT:
                     raise NotSplittable("no traceEvents array near the start")
+                if len(win) > max_event_bytes and win.buf.find(b'"traceEvents"', win.start, win.end) >= 0:
+                    raise EventTooLarge("the first event")
                 continue
-        while len(win) >= chunk_bytes and _take_middle(win, sink):
-            pass
-    if top is None:
+        while len(win) >= chunk_bytes:
+            if not _take_middle(win, sink, pieces, chunk_bytes):
+                if len(win) > max_event_bytes:  # no boundary in the whole window: one event this long
+                    raise EventTooLarge(f"at byte {win.base + win.start:,}")
+                break
+    if top is None or pieces is None:
         raise NotSplittable("no event boundary found")
     rest = bytes(win.buf[win.start:win.end])
-    tail = _typed(b'{"traceEvents":' + rest, _FAST)
-    sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1, Piece(PIECE_TAIL, win.base + win.start, win.base + win.end))
+    try:
+        tail, index = pieces.doc(b'{"traceEvents":' + rest)
+    except _FalseCut as exc:  # the tail ends where the file does: it is cut short, unless a lone `"\ud800"` ends it
+        if not rest[-64:].rstrip().endswith(b"}"):
+            raise DecodeError(f"truncated JSON ({win.base + win.end:,} bytes; was the file still being written?)",
+                              transient=True) from None
+        raise NotSplittable(str(exc)) from None
+    sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1, Piece(PIECE_TAIL, win.base + win.start, win.base + win.end), *(index or ()))
     for name in TraceDoc.__struct_fields__:
         if name != "traceEvents" and getattr(top, name) is None:
             setattr(top, name, getattr(tail, name))
-    return top
+    if pieces.exact:
+        top.baseTimeNanoseconds = (top.baseTimeNanoseconds or 0) + (pieces.rebase or 0)
+    return Decoded(top, skipped=pieces.skipped, warnings=pieces.warnings)
+
+
+class EventTooLarge(NotSplittable):
+    """One event's text (a string, a whitespace run) is longer than the budget allows; the message says where."""
 
 
 def _blocks_into(win: _Window, source, chunk_bytes: int) -> Iterable[int]:
@@ -269,7 +365,7 @@ def _typed(piece, decoder):
 MAX_FALSE_CUTS = 16  # look-alike cuts tried per piece before the file is decoded whole
 
 
-def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
+def _take_head(win: _Window, sink: EventSink, pieces: _PieceDecoder) -> Optional[TraceDoc]:
     """Decode everything up to the end of the first event; None until that much has arrived."""
     buf = win.buf
     at = buf.find(b'"traceEvents"', win.start, win.end)
@@ -280,10 +376,11 @@ def _take_head(win: _Window, sink: EventSink) -> Optional[TraceDoc]:
         tried += 1
         comma = cut.start(1)
         try:
-            head = _typed(bytes(buf[win.start:comma]) + b"]}", _FAST)
+            head, index = pieces.doc(bytes(buf[win.start:comma]) + b"]}")
         except _FalseCut:
             continue
-        sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_HEAD, win.base + win.start, win.base + comma))
+        sink(head.traceEvents, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_HEAD, win.base + win.start, win.base + comma),
+             *(index or ()))
         head.traceEvents = []
         win.consume_to(comma)
         return head
@@ -311,14 +408,18 @@ def _last_cut(buf, floor: int, hi: int):
         window *= 8
 
 
-def _take_middle(win: _Window, sink: EventSink) -> bool:
-    """Decode the events up to the last boundary in the window and drop them from it.
+def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_bytes: int) -> bool:
+    """Decode the events up to the last boundary within the window's first `chunk_bytes` (else the first
+    boundary after them) and drop them from the window.
 
     The boundary's comma ends this piece as `]`, then starts the next one as `[`. A cut that turns out
     to lie inside a string or nested value is restored and the boundary before it is tried instead.
     """
     buf = win.buf
-    cut = _last_cut(buf, max(win.start + 1, win.searched), win.end)
+    hi = min(win.end, win.start + chunk_bytes)
+    cut = _last_cut(buf, max(win.start + 1, win.searched), hi) if win.searched < hi else None
+    if cut is None and hi < win.end:
+        cut = _CUT.search(buf, max(hi, win.searched), win.end)
     if cut is None:
         win.searched = max(win.start, win.end - 64)  # a boundary may straddle the end: rescan its tail only
         return False
@@ -327,14 +428,15 @@ def _take_middle(win: _Window, sink: EventSink) -> bool:
         buf[comma] = ord("]")
         try:
             with memoryview(buf) as view:
-                events = _typed(view[win.start:comma + 1], _EVENTS)
+                events, index = pieces.events(view[win.start:comma + 1])
         except _FalseCut:
             buf[comma] = ord(",")
             cut = _last_cut(buf, win.start + 1, cut.start())
             if cut is None:
                 break
             continue
-        sink(events, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma))
+        sink(events, buf.find(_LEGACY_KEY, win.start, comma) != -1, Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma),
+             *(index or ()))
         del events
         win.consume_to(comma)
         return True
@@ -392,22 +494,31 @@ def _kineto_ns(value: Any) -> Optional[int]:
     return int((value * 1000).to_integral_value())
 
 
-def _exact_doc(doc: _ExactDoc) -> TraceDoc:
+def _exact_doc(doc: _ExactDoc, rebase: Optional[int] = None) -> TraceDoc:
     """Exact 16-digit times -> plain events, rebased to a whole second so doubles hold them to the ns.
 
-    The rebase goes into `baseTimeNanoseconds` (which the model adds back), so absolute times are exact.
+    The rebase (by default the whole second before the earliest time) goes into `baseTimeNanoseconds`
+    (which the model adds back), so absolute times are exact. A piece of a file passes the first piece's.
     """
-    ts_ns = [_kineto_ns(e.ts) for e in doc.traceEvents]
-    known = [t for t in ts_ns if t is not None]
-    rebase = min(known) // 10**9 * 10**9 if known else 0
+    if rebase is None:
+        known = [t for t in map(_kineto_ns, (e.ts for e in doc.traceEvents)) if t is not None]
+        rebase = min(known) // 10**9 * 10**9 if known else 0
+        base = (doc.baseTimeNanoseconds or 0) + rebase
+    else:
+        base = doc.baseTimeNanoseconds  # the caller adds its rebase once
+    top = {name: getattr(doc, name) for name in TraceDoc.__struct_fields__ if name != "traceEvents"}
+    top["baseTimeNanoseconds"] = base
+    return TraceDoc(traceEvents=_exact_events(doc.traceEvents, rebase), **top)
+
+
+def _exact_events(exact: list, rebase: int) -> list[Event]:
+    """Events with exact times as plain events, their times in µs after `rebase` ns."""
     events = []
-    for e, t in zip(doc.traceEvents, ts_ns):
-        dur = _kineto_ns(e.dur)
+    for e in exact:
+        t, dur = _kineto_ns(e.ts), _kineto_ns(e.dur)
         events.append(Event(ph=e.ph, name=e.name, cat=e.cat, pid=e.pid, tid=e.tid, id=e.id, args=e.args,
                             ts=NAN if t is None else (t - rebase) / 1000, dur=NAN if dur is None else dur / 1000))
-    top = {name: getattr(doc, name) for name in TraceDoc.__struct_fields__ if name != "traceEvents"}
-    top["baseTimeNanoseconds"] = (doc.baseTimeNanoseconds or 0) + rebase
-    return TraceDoc(traceEvents=events, **top)
+    return events
 
 
 def forgiving_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
@@ -423,7 +534,7 @@ def forgiving_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
     except json.JSONDecodeError:
         patched = _BARE_NA.sub(b'"N/A"', text.encode("utf-8"))
         try:
-            doc = json.loads(patched, strict=False)
+            doc = json.loads(patched.decode("utf-8"), strict=False)  # str: bytes would be sniffed as UTF-16
         except json.JSONDecodeError as exc:
             if exc.pos >= len(patched.rstrip()) - 1:
                 raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)", transient=True) from None
@@ -456,7 +567,8 @@ def _decode_lenient(obj: Any, warnings: list[str], legacy: bool) -> Decoded:
         warnings.append(f"ignored baseTimeNanoseconds={base!r} (not an integer)")
         top.pop("baseTimeNanoseconds")
     kept_all = len(events) == len(raw_events)
-    return Decoded(TraceDoc(traceEvents=events, **top), legacy, skipped, warnings, None if kept_all else source_index)
+    return Decoded(TraceDoc(traceEvents=events, **top), legacy, skipped, warnings, None if kept_all else source_index,
+                   len(raw_events))
 
 
 def _convert_event(raw_event: Any, skipped: dict[str, int]) -> Optional[Event]:
@@ -464,6 +576,8 @@ def _convert_event(raw_event: Any, skipped: dict[str, int]) -> Optional[Event]:
     if not isinstance(raw_event, dict):
         reason = f"event is a JSON {type(raw_event).__name__}, not an object"
     else:
+        if None in raw_event.values():  # a null field is an absent one (as the exact decoder reads it)
+            raw_event = {k: v for k, v in raw_event.items() if v is not None}
         if isinstance(raw_event.get("args"), dict):
             raw_event = {**raw_event, "args": _clean_args(raw_event["args"])}
         elif "args" in raw_event:

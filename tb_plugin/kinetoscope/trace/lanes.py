@@ -72,7 +72,8 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
                  memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Lanes:
     """Assign lanes to complete, memory and flow events (rows index the raw event columns)."""
     rows = np.concatenate((x_rows, memory_rows, flow_rows))
-    pid_rid, tid_rid = ids.pid_rid[rows].astype(np.int64), ids.tid_rid[rows].astype(np.int64)
+    pid_rid, tid_rid = ids.pid_rid[rows], ids.tid_rid[rows]
+    del rows
     pid_int, pid_text = _canonical(ids.pid_raw)
     tid_int, tid_text = _canonical(ids.tid_raw)
     a, b = pid_int[pid_rid], tid_int[tid_rid]
@@ -80,14 +81,20 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
     nx = x_rows.size
     gpu = np.flatnonzero(x_on_gpu)
     if gpu.size:
-        dev, strm = device[x_rows[gpu]], stream[x_rows[gpu]]
+        gpu_rows = x_rows[gpu]
+        dev, strm = device[gpu_rows], stream[gpu_rows]
+        del gpu_rows
         a[gpu] = np.where(dev >= 0, dev, a[gpu])
         b[gpu] = np.where(strm >= 0, strm, b[gpu])
         cls[gpu] = LaneKind.GPU
         _flows_on_gpu(cls, a, nx, memory_rows.size, gpu)
 
-    host_code = _canonical_ranks(pid_int, pid_text)[pid_rid] * len(ids.tid_raw) + _canonical_ranks(tid_int, tid_text)[tid_rid]
-    code = _lane_codes(cls, host_code, a, b)
+    code = _canonical_ranks(pid_int, pid_text)[pid_rid]  # the host key, made in place: one column at a time
+    code *= len(ids.tid_raw)
+    code += _canonical_ranks(tid_int, tid_text)[tid_rid]
+    code = _lane_codes(cls, code, a, b)
+    if code.size and code.max() > 2 * code.size + 1024:  # many pids times many tids (or devices times streams):
+        code = np.unique(code, return_inverse=True)[1].reshape(-1)  # the same order, dense, so bincount stays small
     present = np.bincount(code) > 0
     inverse = (np.cumsum(present) - 1)[code]
     first = np.full(int(present.sum()), -1, np.int64)
@@ -109,18 +116,31 @@ def _flows_on_gpu(cls: np.ndarray, a: np.ndarray, nx: int, n_memory: int, gpu: n
 
 
 def _lane_codes(cls: np.ndarray, raw_code: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A small non-negative int per distinct lane, so lanes are found by bincount instead of a sort.
+    """A small non-negative int per distinct lane, so lanes are found by bincount instead of a sort
+    (`raw_code` is overwritten).
 
     Host and marker rows are keyed by their interned raw (pid, tid) pair. GPU rows take their key from
     the device and stream, which may come from `args`, ranked among the (few) distinct GPU values.
     """
-    code = raw_code.astype(np.int64)
+    code = raw_code.astype(np.int64, copy=False)  # updated in place
     on_gpu = np.flatnonzero(cls == LaneKind.GPU)
     if on_gpu.size:
-        devices, dev_rank = np.unique(a[on_gpu], return_inverse=True)
-        streams, stream_rank = np.unique(b[on_gpu], return_inverse=True)
-        code[on_gpu] = int(raw_code.max(initial=0)) + 1 + dev_rank * streams.size + stream_rank
+        n_devices, dev_rank = _dense_rank(a[on_gpu])
+        n_streams, stream_rank = _dense_rank(b[on_gpu])
+        dev_rank *= n_streams
+        dev_rank += stream_rank + (int(raw_code.max(initial=0)) + 1)
+        code[on_gpu] = dev_rank
     return code
+
+
+def _dense_rank(values: np.ndarray) -> tuple[int, np.ndarray]:
+    """How many distinct values, and each one's rank among them (int64). Device and stream numbers are
+    small, so a bincount ranks them without sorting millions of rows; other values take `np.unique`."""
+    if values.size and 0 <= values.min() and values.max() < (1 << 20):
+        present = np.bincount(values) > 0
+        return int(present.sum()), (np.cumsum(present) - 1)[values]
+    distinct, rank = np.unique(values, return_inverse=True)
+    return distinct.size, rank.astype(np.int64, copy=False).reshape(-1)
 
 
 def _labels(meta_events, kind, a, b, pid_text, tid_text, pid_rid, tid_rid) -> list[str]:

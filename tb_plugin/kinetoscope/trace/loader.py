@@ -8,9 +8,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Union
 
+from .budgets import BudgetExceeded, EventBudget, event_budget
 from .build import ColumnBuilder
 from .cache import default_cache_dir, load_cached, store
-from .decode import DecodeError, NotSplittable, decode_chunks, decode_trace
+from .decode import DecodeError, EventTooLarge, NotSplittable, decode_chunks, decode_trace
 from .model import TraceModel
 from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
@@ -58,28 +59,41 @@ CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
 MIN_CHUNK_BYTES = 1 << 16  # small files still get chunks this large (the decode window is 2-3 chunks)
 
 
-def _build(blocks, path: str, source_bytes, size_hint: Optional[int] = None) -> TraceModel:
+def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_bytes: int, budget: EventBudget) -> TraceModel:
     """Chunked decode of a block stream (NotSplittable propagates: the caller decodes whole).
 
     `size_hint` (the text's size, when known) shrinks the chunk, and with it the decode window, for
     small files: zero-filling a window sized for 16 MB chunks would cost a small file 20 ms.
+    `stored_bytes` (the file's size as stored, gzip or not) sets how many events it may hold.
     """
-    builder = ColumnBuilder()
+    builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
     chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
-    top = decode_chunks(blocks, builder.add, chunk)
-    return builder.finish(top, {}, [], source_bytes())
+    try:
+        decoded = decode_chunks(blocks, builder.add, chunk, budget.event_bytes)
+    except EventTooLarge as exc:
+        raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
+    except DecodeError as exc:
+        raise TraceError(path, str(exc), exc.transient) from None
+    return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
 
 
-def _build_whole(raw, path: str) -> TraceModel:
-    """The forgiving path: one decode of the whole text, lenient per event when the schema breaks."""
+def _build_whole(raw, path: str, stored_bytes: Optional[int] = None, budget: Optional[EventBudget] = None) -> TraceModel:
+    """The forgiving path: one decode of the whole text, lenient per event when the schema breaks.
+
+    Several times the text in memory, so only for text within `budget.whole_bytes`."""
+    budget = budget or event_budget()
+    stored_bytes = len(raw) if stored_bytes is None else stored_bytes
+    if len(raw) > budget.whole_bytes:
+        raise TraceError(path, budget.too_large_whole(len(raw)))
     try:
         decoded = decode_trace(raw)
     except DecodeError as exc:
         raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:
         raise TraceError(path, resource_message(exc)) from None
-    builder = ColumnBuilder()
-    builder.add(decoded.doc.traceEvents, decoded.legacy_external_id, source_index=decoded.source_index)
+    builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
+    builder.add(decoded.doc.traceEvents, decoded.legacy_external_id, source_index=decoded.source_index,
+                piece_events=decoded.total or None)
     decoded.doc.traceEvents = []
     return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, len(raw))
 
@@ -88,20 +102,24 @@ def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
     """Decode an uncompressed trace held in memory (no cache).
 
     Raises:
-        TraceError: the bytes are not a usable trace.
+        TraceError: the bytes are not a usable trace, or go past a budget (`budgets.EventBudget`).
     """
     view = memoryview(raw).cast("B")
     blocks = (view[i:i + CHUNK_BYTES] for i in range(0, len(view), CHUNK_BYTES))
+    budget = event_budget()
     with _collector_paused():
         try:
-            return _build(blocks, path, lambda: len(view), len(view))
+            return _build(blocks, path, lambda: len(view), len(view), len(view), budget)
         except NotSplittable:
-            return _build_whole(raw, path)
+            return _build_whole(raw, path, len(view), budget)
+        except BudgetExceeded as exc:
+            raise TraceError(path, str(exc)) from None
 
 
 def _load_uncached(path: str) -> TraceModel:
     plain = open_plain(path)
-    size = 0
+    size = stored = 0
+    budget = event_budget()
 
     def counted():
         nonlocal size
@@ -113,10 +131,14 @@ def _load_uncached(path: str) -> TraceModel:
         try:
             if plain is not None:  # local plain file: read straight into the decoder's buffer
                 with plain:
-                    return _build(plain, path, plain.tell, os.fstat(plain.fileno()).st_size)
-            return _build(counted(), path, lambda: size)
+                    stored = os.fstat(plain.fileno()).st_size
+                    return _build(plain, path, plain.tell, stored, stored, budget)
+            stored = identity(path).size
+            return _build(counted(), path, lambda: size, None, stored, budget)
         except NotSplittable:
-            return _build_whole(read_bytes(path), path)
+            return _build_whole(read_bytes(path, max_bytes=budget.whole_bytes + 1), path, stored, budget)
+        except BudgetExceeded as exc:
+            raise TraceError(path, str(exc)) from None
 
 
 def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) -> TraceModel:

@@ -33,7 +33,6 @@ class _RawDoc(msgspec.Struct):
     traceEvents: list[msgspec.Raw]
 
 
-_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _RAW_DOC = msgspec.json.Decoder(_RawDoc)
 
 
@@ -65,7 +64,7 @@ def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) ->
                 events = _cached_events(source, kind, start, end)
             else:
                 events = _raw_events(read_range(path, start, end), kind)
-            event = msgspec.json.decode(events[index])
+            event = _value(events[index])
     except StorageError as exc:
         raise SourceError(str(exc)) from None
     except (msgspec.DecodeError, IndexError):
@@ -76,26 +75,50 @@ def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) ->
     return bounded(args) if isinstance(args, dict) else {}
 
 
+def _value(event: Any) -> Any:
+    """An event left undecoded (msgspec.Raw) decoded, the forgiving way when it is not strict JSON."""
+    if not isinstance(event, msgspec.Raw):
+        return event
+    try:
+        return msgspec.json.decode(event)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        try:
+            return forgiving_json(bytes(event), exc)[0]
+        except DecodeError:
+            raise SourceError(_CHANGED) from None
+
+
 _CHANGED = "the file no longer matches its decoded model (changed since it was loaded?)"
 
 
 @lru_cache(maxsize=2)  # a changed file has another identity, so never a stale piece
-def _cached_events(source: FileIdentity, kind: int, start: int, end: int) -> list[msgspec.Raw]:
+def _cached_events(source: FileIdentity, kind: int, start: int, end: int) -> list:
     return _raw_events(read_range(source.path, start, end), kind)
 
 
-def _raw_events(text: bytes, kind: int) -> list[msgspec.Raw]:
-    """The events of a piece of text, each left undecoded (msgspec.Raw views of the text) but one."""
+def _raw_events(text: bytes, kind: int) -> list:
+    """The events of a piece of text, each left undecoded (msgspec.Raw views of the text) when the piece is
+    strict JSON; decoded the forgiving way (NaN, bare N/A, bad UTF-8), as the loader did, when it is not."""
+    if kind == PIECE_MIDDLE:
+        doc = b'{"traceEvents":[' + text[1:] + b"]}"
+    elif kind == PIECE_HEAD:
+        doc = text + b"]}"
+    elif kind == PIECE_TAIL:
+        doc = b'{"traceEvents":[' + text[1:]
+    else:
+        raise SourceError(f"unknown piece kind {kind}")
     try:
-        if kind == PIECE_MIDDLE:
-            return _RAW_LIST.decode(b"[" + text[1:] + b"]")
-        if kind == PIECE_HEAD:
-            return _RAW_DOC.decode(text + b"]}").traceEvents
-        if kind == PIECE_TAIL:
-            return _RAW_DOC.decode(b'{"traceEvents":[' + text[1:]).traceEvents
+        return _RAW_DOC.decode(doc).traceEvents
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        pass
+    try:
+        obj, _ = forgiving_json(doc, ValueError("not strict JSON"))
+    except DecodeError:
         raise SourceError(_CHANGED) from None
-    raise SourceError(f"unknown piece kind {kind}")
+    events = obj.get("traceEvents") if isinstance(obj, dict) else None
+    if not isinstance(events, list):
+        raise SourceError(_CHANGED)
+    return events
 
 
 def _nth_of_whole(text: bytes, index: int) -> Any:

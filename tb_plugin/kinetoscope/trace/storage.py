@@ -122,12 +122,13 @@ def _is_gzip(handle) -> bool:
     return magic == GZIP_MAGIC
 
 
-def read_bytes(path: str, limit: Optional[int] = None) -> bytes:
+def read_bytes(path: str, limit: Optional[int] = None, max_bytes: Optional[int] = None) -> bytes:
     """The file's content, gunzipped when it is gzip.
 
     Args:
         path: local path or fsspec URL.
         limit: read only about this many (uncompressed) leading bytes, for sniffing.
+        max_bytes: read no more than this many (uncompressed) bytes: the caller refuses longer text.
 
     Raises:
         StorageError: unreadable, or a truncated/corrupt gzip stream (the torch handler writes `.gz` files
@@ -139,8 +140,27 @@ def read_bytes(path: str, limit: Optional[int] = None) -> bytes:
             head = _read(handle, limit)
             return zlib.decompressobj(wbits=31).decompress(head, limit) if gz else head
         if gz:
-            return b"".join(_gunzip_blocks(handle, b"", 16 << 20))
-        return _read(handle, -1)
+            return b"".join(_capped(_gunzip_blocks(handle, b"", 16 << 20), max_bytes))
+        if max_bytes is None:
+            return _read(handle, -1)
+        parts, want = [], max_bytes
+        while want > 0:  # a raw handle may return short reads
+            part = _read(handle, want)
+            if not part:
+                break
+            parts.append(part)
+            want -= len(part)
+        return b"".join(parts)
+
+
+def _capped(blocks: Iterator[bytes], max_bytes: Optional[int]) -> Iterator[bytes]:
+    """The blocks up to about `max_bytes` in all (one block past it, so the caller sees it was exceeded)."""
+    total = 0
+    for block in blocks:
+        yield block
+        total += len(block)
+        if max_bytes is not None and total >= max_bytes:
+            return
 
 
 def read_range(path: str, start: int, end: int) -> bytes:

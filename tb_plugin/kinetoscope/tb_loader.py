@@ -1,0 +1,45 @@
+"""TensorBoard's entry point: the plugin's budgets as TensorBoard flags, then the plugin.
+
+`tensorboard --logdir L --kinetoscope_max_inflate_ratio 100` is the same as setting
+`KINETOSCOPE_MAX_INFLATE_RATIO=100` in TensorBoard's environment: a flag, when given, sets its variable
+for this process and the decoder processes it starts, which read the budgets from the environment.
+"""
+from __future__ import annotations
+
+import os
+
+from tensorboard.plugins import base_plugin
+
+from .trace.budgets import CLI_OPTIONS
+
+# (flag without its `--kinetoscope_` prefix, environment variable, what it bounds); the budgets first.
+FLAGS = tuple((option.lstrip("-").replace("-", "_"), env, bounds) for option, env, _, bounds in CLI_OPTIONS) + (
+    ("decoder_memory_bytes", "KINETOSCOPE_DECODER_MEMORY_BYTES", "address space of each decoder process"),
+    ("decode_timeout_s", "KINETOSCOPE_DECODE_TIMEOUT_S", "wall time of each decoder process"),
+    ("cache_max_bytes", "KINETOSCOPE_CACHE_MAX_BYTES", "size of the on-disk model cache"),
+)
+
+
+class KinetoscopeLoader(base_plugin.TBLoader):
+    """Adds `--kinetoscope_<budget>` flags; `load` applies those given and makes the plugin."""
+
+    def define_flags(self, parser) -> None:
+        group = parser.add_argument_group("kinetoscope")
+        for name, env, bounds in FLAGS:
+            group.add_argument(f"--kinetoscope_{name}", type=float, default=None, metavar="N",
+                               help=f"Kinetoscope: {bounds} (default: ${env}, else see the README)")
+
+    def fix_flags(self, flags) -> None:
+        for name, _, _ in FLAGS:
+            value = getattr(flags, f"kinetoscope_{name}", None)
+            if value is not None and not value > 0:
+                raise base_plugin.FlagsError(f"--kinetoscope_{name} must be a positive number, not {value}")
+
+    def load(self, context: base_plugin.TBContext):
+        flags = getattr(context, "flags", None)
+        for name, env, _ in FLAGS:
+            value = getattr(flags, f"kinetoscope_{name}", None) if flags is not None else None
+            if value is not None:
+                os.environ[env] = repr(value)
+        from .plugin import KinetoscopePlugin
+        return KinetoscopePlugin(context)

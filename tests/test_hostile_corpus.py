@@ -1,0 +1,128 @@
+"""Every file of the hostile corpus (`hostile_corpus.py`, written at test time) ends in a named error or a
+loaded model, within bounded time, memory and answer size, and never spoils a good run beside it.
+
+The CLI runs in a child process per file so its peak memory (`ru_maxrss` from `wait4`) is that file's
+alone. The routes run in-process against a logdir holding the whole corpus and one good trace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import REPO, trace_doc
+from hostile_corpus import CASES, write_corpus
+from werkzeug.test import Client
+
+PREFIX = "/data/plugin/kinetoscope"
+PEAK_MEMORY_BYTES = 1 << 30  # for any input under 10 MB
+CLI_SECONDS = 90  # a 2-core CI machine, other tests beside
+ANSWER_BYTES = 2 << 20
+ROUTE_SECONDS = 5.0
+GOOD_ANSWER_SECONDS = 1.0
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("hostile"))
+
+
+def run_cli(path, tmp_path) -> tuple[int, str, str, int, float]:
+    """(exit status, stdout, stderr, peak RSS bytes, seconds) of `kinetoscope report PATH --format json`, run in
+    a child of its own: `wait4` gives that child's peak RSS alone."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tb_plugin")}
+    out_path, err_path = tmp_path / "out", tmp_path / "err"
+    start = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        child = subprocess.Popen([sys.executable, "-m", "kinetoscope.cli", "report", str(path), "--no-cache",
+                                  "--format", "json"], stdout=out, stderr=err, env=env)
+    deadline = start + CLI_SECONDS
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            child.kill()
+            os.wait4(child.pid, 0)
+            pytest.fail(f"the CLI took over {CLI_SECONDS} s on {path}")
+        time.sleep(0.05)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting again
+    return (child.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
+            usage.ru_maxrss * 1024, time.monotonic() - start)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_cli_names_the_error_or_reports_within_bounds(corpus, case, tmp_path):
+    (path,) = [p for c, p in corpus if c is case]
+    assert path.stat().st_size < 10_000_000
+    status, out, err, peak, seconds = run_cli(path, tmp_path)
+    assert "Traceback" not in err, err[-2000:]
+    assert len(out) < ANSWER_BYTES
+    report = json.loads(out)
+    (entry,) = report["traces"]
+    error = entry["error"]
+    if case.expect == "model" or (case.expect == "either" and error is None):
+        assert error is None and status == 0, error
+    else:
+        assert error is not None and status == 1, f"expected an error for {case.name}"
+        message = error["message"]
+        assert message.startswith(str(path)), message
+        assert re.search(case.error, message, re.I), message
+        assert "internal error" not in message, message
+    assert seconds < CLI_SECONDS
+    assert peak < PEAK_MEMORY_BYTES, f"{case.name}: peak {peak / 2**20:.0f} MiB"
+
+
+ROUTES = ("summary", "gaps", "launches", "stalls", "lanes", "memory", "export", "event")
+DOCUMENTED = {200, 400, 404, 409, 422}
+
+
+def test_every_route_answers_within_bounds_and_the_good_run_keeps_answering(corpus):
+    from kinetoscope import api
+    from kinetoscope.plugin import KinetoscopePlugin
+    from kinetoscope.service import TraceService
+    from tensorboard.plugins import base_plugin
+    root = corpus[0][1].parent.parent
+    good = trace_doc([{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}])
+    (root / "good").mkdir(exist_ok=True)
+    (root / "good" / "w.1.pt.trace.json").write_text(json.dumps(good))
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
+    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    try:
+        apps = plugin.get_plugin_apps()
+
+        def get(route: str, query: str):
+            start = time.monotonic()
+            answer = Client(apps[f"/{route}"]).get(f"{PREFIX}/{route}?{query}")
+            return answer, time.monotonic() - start
+
+        runs = json.loads(get("runs", "")[0].get_data())["runs"]
+        spans = {run["name"]: run["workers"][0]["spans"][0]["id"] for run in runs}
+        assert set(spans) == {c.name for c, _ in corpus} | {"good"}
+        for name, sid in spans.items():
+            deadline = time.monotonic() + 120
+            while True:
+                (state,) = get("status", f"span={sid}&load=1")[0].get_json()["traces"]
+                if state["state"] not in ("unloaded", "queued", "loading"):
+                    break
+                assert time.monotonic() < deadline, name
+                time.sleep(0.05)
+            case = next(c for c, _ in corpus if c.name == name) if name != "good" else None
+            if case is not None and case.expect != "either":
+                assert state["state"] == ("error" if case.expect == "error" else "ready"), (name, state)
+            if state["state"] == "error":
+                assert "internal error" not in state["error"], (name, state["error"])
+            for route in ROUTES:
+                answer, took = get(route, f"span={sid}&row=0&device=0&width_px=1200")
+                assert answer.status_code in DOCUMENTED, (name, route, answer.status_code)
+                assert len(answer.get_data()) < ANSWER_BYTES, (name, route, len(answer.get_data()))
+                assert took < ROUTE_SECONDS, (name, route, took)
+                assert b"Traceback" not in answer.get_data(), (name, route)
+            answer, took = get("summary", f"span={spans['good']}")
+            assert answer.status_code == 200 and took < GOOD_ANSWER_SECONDS, (name, took)
+    finally:
+        plugin._service.close()
