@@ -273,3 +273,12 @@ def test_a_replaced_trace_is_followed_by_the_tab(live_tb):
     assert r["errors"] == [] and r["httpErrors"] == []
     assert r["verdictBefore"] == "compute-bound" and r["verdictAfter"] == "dataloader-bound" and r["sameSpan"]
     assert r["followed"] and r["followedMs"] < 15000, r["followedMs"]
+
+
+def test_a_half_written_trace_is_shown_once_it_is_complete(live_tb):
+    server, logdir, sample = live_tb
+    r = run_node("checks.mjs", "completed", server.base, str(ARTIFACTS), "writing", str(logdir), str(sample), timeout_s=120)
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["halfShown"] and "still being written" in r["halfError"], r["halfError"]
+    assert r["followed"] and r["followedMs"] < 10000, r["followedMs"]
+    assert r["verdict"] and r["errorsLeft"] == 0

@@ -87,7 +87,7 @@ def file_version(file: TraceFile) -> str:
 def runs_impl(service: TraceService) -> dict[str, Any]:
     """Runs, their workers and spans (ids, file names, sizes, load states); asks for a rescan."""
     complete = service.wait_scanned(1.0)
-    service.request_rescan()
+    service.request_rescan(wait_s=0.5)
     runs: dict[str, dict[str, list]] = {}
     for sid, f, state in service.snapshot():
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])

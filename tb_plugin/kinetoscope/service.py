@@ -172,6 +172,9 @@ class TraceService:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_scan = 0.0
+        self._scans = 0  # scans completed, so a caller can wait for the one it asked for
+        self._scanning = False  # a scan under way may have listed the logdir before the change a caller saw
+        self._scan_done = threading.Condition()
         self._thread: Optional[threading.Thread] = None
         self._pool: Optional[ThreadPoolExecutor] = None
         self._large_pool: Optional[ThreadPoolExecutor] = None
@@ -204,14 +207,24 @@ class TraceService:
         self.start()
         return self._scanned.wait(timeout_s)
 
-    def request_rescan(self) -> None:
-        """Ask the scanner for a rescan soon, unless one ran within `min_rescan_s`."""
-        if time.monotonic() - self._last_scan >= self._min_rescan_s:
+    def request_rescan(self, wait_s: float = 0.0) -> None:
+        """Ask the scanner for a rescan soon, unless one ran within `min_rescan_s`; wait up to `wait_s` for it
+        (a listing then shows a file that changed since the last scan, not at the next request)."""
+        if time.monotonic() - self._last_scan < self._min_rescan_s:
+            return
+        with self._scan_done:
+            target = self._scans + (2 if self._scanning else 1)
             self._wake.set()
+            if wait_s > 0:
+                self._scan_done.wait_for(lambda: self._scans >= target or self._stop.is_set(), wait_s)
 
     def scan_now(self) -> None:
         """One scan in the caller's thread (used by the scanner and by tests)."""
-        files = scan_logdir(self.logdir, self._sniff_cache)
+        self._scanning = True
+        try:
+            files = scan_logdir(self.logdir, self._sniff_cache)
+        finally:
+            self._scanning = False
         with self._lock:
             new = {span_id(f.path): f for f in files}
             for sid in list(self._entries):
@@ -225,6 +238,9 @@ class TraceService:
             self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
             self._last_scan = time.monotonic()
         self._scanned.set()
+        with self._scan_done:
+            self._scans += 1
+            self._scan_done.notify_all()
 
     def _drop(self, sid: str) -> None:
         self._entries.pop(sid, None)

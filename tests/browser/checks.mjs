@@ -1,6 +1,6 @@
 // Browser checks of the Kinetoscope tab in real TensorBoard, one per subcommand; each prints one JSON
 // line that tests/test_browser.py asserts on. Usage: node checks.mjs CHECK BASE_URL OUT_DIR [ARGS...]
-import { copyFileSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
@@ -409,9 +409,35 @@ async function replaced(browser, run, logdir, src) {
   return { errors, httpErrors, verdictBefore, verdictAfter, followed, followedMs, sameSpan: urlState(page).span === shownId };
 }
 
+/**
+ * A new run whose trace is half-written (as the profiler leaves it mid-write): the tab shows the load error.
+ * Once the writer completes the file, the tab shows the trace by itself, without a reload.
+ */
+async function completed(browser, run, logdir, src) {
+  const raw = readFileSync(src);
+  const text = src.endsWith('.gz') ? gunzipSync(raw) : raw;
+  const half = Math.floor(text.length / 2);
+  const file = path.join(logdir, run, 'w.1.pt.trace.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text.subarray(0, half));
+  await until(async () => [...(await listing()).keys()].some((k) => k.startsWith(`${run}/`)), 30000, 200);
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
+  const halfShown = await frame.waitForSelector('.ks-msg.ks-error', { timeout: 30000 }).then(() => true, () => false);
+  const halfError = await frame.evaluate(() => document.querySelector('.ks-msg.ks-error')?.textContent ?? '');
+  await page.screenshot({ path: shot('half-written') });
+  appendFileSync(file, text.subarray(half));
+  const completedAt = Date.now();
+  const followed = await frame.waitForSelector(SPAN_BOUND, { timeout: 30000 }).then(() => true, () => false);
+  const followedMs = Date.now() - completedAt;
+  const verdict = await frame.evaluate((sel) => document.querySelector(sel)?.textContent ?? null, SPAN_BOUND);
+  const errorsLeft = await frame.evaluate(() => document.querySelectorAll('.ks-msg.ks-error').length);
+  await page.screenshot({ path: shot('completed') });
+  return { errors, httpErrors, halfShown, halfError, followed, followedMs, verdict, errorsLeft };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
