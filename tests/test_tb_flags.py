@@ -24,8 +24,9 @@ def test_every_budget_is_a_flag_and_none_is_required(parser):
 
 
 def test_a_given_flag_sets_its_variable_on_load(parser, monkeypatch, tmp_path):
-    for _, env, _ in FLAGS:
-        monkeypatch.delenv(env, raising=False)
+    for _, env, _ in FLAGS:  # recorded by monkeypatch (set, then unset), so what `load` sets is undone afterwards
+        monkeypatch.setenv(env, "1")
+        monkeypatch.delenv(env)
     flags = parser.parse_args(["--kinetoscope_max_events", "10", "--kinetoscope_max_event_bytes", "4096"])
     loader = KinetoscopeLoader()
     loader.fix_flags(flags)
