@@ -65,6 +65,34 @@ def write_trace(path: Path, doc: Any, gz: bool = False) -> Path:
     return path
 
 
+MS = 1000.0  # µs
+
+
+def gloo_rank(rank: int, world: int = 4, slow_rank: int = -1, slow_ms: float = 40.0, steps: int = 3,
+              transfer_ms: float = 0.3) -> dict:
+    """A gloo DDP rank: per step, forward/backward ops, then an all_reduce whose annotation (on the gloo
+    thread) lasts until the slowest rank arrives. `slow_rank` does `slow_ms` of extra work first."""
+    events, t = [], 0.0
+    for s in range(steps):
+        step_start = t
+        events.append(op("aten::mm", t + 1, 10 * MS))
+        t += 10 * MS + 2
+        if rank == slow_rank:
+            events.append(op("slow_rank_work", t, slow_ms * MS, cat="user_annotation"))
+            events.append(op("aten::mm", t + 1, slow_ms * MS - 2))
+            t += slow_ms * MS
+            wait = 0.0
+        else:  # the others start at t and wait until the slow rank arrives
+            wait = slow_ms * MS if slow_rank >= 0 else 0.0
+        dur = wait + transfer_ms * MS
+        events.append(op("c10d::allreduce_", t, 0.05 * MS))
+        events.append(op("gloo:all_reduce", t + 10, dur, tid=2, cat="user_annotation"))
+        t += dur + 20
+        events.append(op(f"ProfilerStep#{s + 2}", step_start, t - step_start, cat="user_annotation"))
+        t += 5
+    return trace_doc(events, distributedInfo={"backend": "gloo", "rank": rank, "world_size": world})
+
+
 @pytest.fixture
 def no_cache(monkeypatch, tmp_path):
     """Point the default cache at a temp dir so tests never touch the user's cache."""

@@ -282,3 +282,15 @@ def test_a_half_written_trace_is_shown_once_it_is_complete(live_tb):
     assert r["halfShown"] and "still being written" in r["halfError"], r["halfError"]
     assert r["followed"] and r["followedMs"] < 10000, r["followedMs"]
     assert r["verdict"] and r["errorsLeft"] == 0
+
+
+def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
+    from conftest import gloo_rank, write_trace
+    for r in range(4):
+        write_trace(tmp_path / "logdir" / "ddp" / f"rank{r}.1700000000000.pt.trace.json", gloo_rank(r, slow_rank=1))
+    for server in _server(tmp_path / "logdir", (), cache_dir=tmp_path / "cache"):
+        r = run_node("checks.mjs", "ranks", server.base, str(ARTIFACTS), "ddp", timeout_s=90)
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["straggler"] and r["straggler"].startswith("Rank 1 (rank1) holds the others back"), r["straggler"]
+    assert r["rows"] == ["0", "1", "2", "3"] and r["heatCells"] == 12
+    assert r["opened"], r

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from werkzeug.test import Client
 
 PREFIX = "/data/plugin/kinetoscope"
-ROUTES = ("runs", "status", "summary", "verdict", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
+ROUTES = ("runs", "status", "summary", "verdict", "ranks", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
 PARAMS = ("span", "run", "device", "cause", "min_us", "start_us", "end_us", "sort", "offset", "limit", "bins", "top",
           "max_points", "width_px", "row", "args", "load")
 ALLOWED = {200, 400, 404, 405, 409, 422}

@@ -8,6 +8,7 @@
  */
 import { Api, ApiError, LatestChannel } from '../api.js';
 import { forgetUnready, getWhenReady } from '../loading.js';
+import { isMultiRank } from '../model/ranks.js';
 import { findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
@@ -17,6 +18,7 @@ import { Header } from './header.js';
 import { createLanesPanel } from './lanes_panel.js';
 import { LaunchPanel } from './launch_panel.js';
 import { MemoryPanel } from './memory_panel.js';
+import { RanksPanel } from './ranks_panel.js';
 import { REFRESH_MS, RunsRefresher } from './runs_refresh.js';
 import { RunVerdictPoller } from './run_verdict.js';
 import { createShareButtons } from './share.js';
@@ -45,7 +47,8 @@ export async function start(body) {
   const lanes = createLanesPanel(store, api);
   const reveal = () => lanes.root.scrollIntoView({ block: 'nearest' });
   const details = new DetailsPanel(store, api, (row, zoom) => selectRow(row, zoom));
-  const sections = [lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
+  const ranks = new RanksPanel(api, (run, worker, spanId) => pick(run, worker, spanId));
+  const sections = [ranks.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
     new MemoryPanel(store, api).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new LaunchPanel(store, api).root];
@@ -114,6 +117,7 @@ export async function start(body) {
   function syncHeader() {
     const { span } = store.state;
     if (!span) return;
+    ranks.show(isMultiRank(latest, span.run) ? span.run : null);
     shown = mergeRuns(shown, latest, span.id);
     header.setRuns(shown, { run: span.run, worker: span.worker, id: span.id });
     header.setListed(findSpan(shown, span.id)?.span ?? null);

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The run-level verdict: asks `verdict?run=NAME` for the run on screen, and again every 1.5 s while
+ * The run-level verdict (or another run-level route: `ranks`): asks `verdict?run=NAME` for the run on screen, and again every 1.5 s while
  * spans of it are still loading (`pending` > 0), until none is; not while TensorBoard hides the
  * plugin (no request from a background tab). Polling another run, or `stop`, ends the previous
  * polling; the channel drops its answers, so a slow old answer never shows. No DOM of its own.
@@ -16,10 +16,12 @@ export class RunVerdictPoller {
    * @param {{get: (route: string, params?: Record<string, any>, signal?: AbortSignal) => Promise<any>}} api
    * @param {(answer: any) => void} onAnswer every answer for the run being polled
    * @param {(err: unknown) => void} [onError] a failed ask (the polling stops)
-   * @param {{pollMs?: number, sleep?: (ms: number, signal?: AbortSignal) => Promise<unknown>, visible?: () => boolean}} [opts] injected in tests
+   * @param {{pollMs?: number, sleep?: (ms: number, signal?: AbortSignal) => Promise<unknown>, visible?: () => boolean, route?: string}} [opts]
+   *   injected in tests; `route`: another run-level route with `pending` (`ranks`)
    */
   constructor(api, onAnswer, onError = () => {}, opts = {}) {
     this.api = api;
+    this.route = opts.route ?? 'verdict';
     this.onAnswer = onAnswer;
     this.onError = onError;
     this.pollMs = opts.pollMs ?? POLL_MS;
@@ -43,7 +45,7 @@ export class RunVerdictPoller {
     try {
       await this.channel.run(async (signal) => {
         for (;;) {
-          const body = await this.api.get('verdict', { run }, signal);
+          const body = await this.api.get(this.route, { run }, signal);
           if (signal.aborted) return; // replaced while the answer was read
           this.latest = body;
           this.onAnswer(body);

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
     from gzip import compress as gzip_compress
 
 from .analysis.launch_offsets import launch_table, percentiles_us
+from .analysis.ranks import RankDigest, rank_digest, ranks_view
 from .analysis.report import Analysis, analyze, report_entry, verdict_entry
 from .analysis.verdict import harmonized, run_verdict
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
@@ -50,6 +51,7 @@ class Prepared:
     index: LaneIndex
     report: dict[str, Any]
     launch_tables: dict[str, list[dict[str, Any]]]  # "kernel"/"op" -> rows (MAX_TOP), sliced per request
+    digest: RankDigest  # what the ranks view needs; the service keeps it after the model is evicted
 
     @property
     def nbytes(self) -> int:
@@ -68,7 +70,8 @@ def prepare(model: TraceModel) -> Prepared:
         index = build_lane_index(model)
     except TraceTooLong as exc:
         raise TraceError("<trace>", str(exc)) from None
-    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis), launch_tables=tables)
+    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis), launch_tables=tables,
+                    digest=rank_digest(model, analysis, worker=""))
 
 
 def _span(file: TraceFile) -> Optional[str]:
@@ -145,6 +148,35 @@ def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
         rows[i]["verdict"] = verdict_entry(harmonized(v, combined))
     return {"run": run, "spans": rows, "pending": pending, "failed": failed,
             "verdict": verdict_entry(combined) if combined else None}
+
+
+def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
+    """The ranks view of a run (`analysis/ranks.py`) over its traces that have loaded once; the others are
+    queued and counted in `pending` (ask again until 0). Built from each trace's digest, never from the
+    models together."""
+    members = [(sid, f) for sid, f, _ in service.snapshot() if f.run == run]
+    if not members:
+        raise NotFound(f"unknown run {run!r}")
+    digests, spans, pending, failed = [], [], 0, 0
+    for sid, f in members:
+        try:
+            digest = service.digest(sid)
+        except TraceFailed:
+            failed += 1
+            spans.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "error"})
+            continue
+        if digest is None:
+            pending += 1
+            spans.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "loading"})
+            continue
+        digests.append(replace(digest, worker=f.worker))
+        spans.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "ready"})
+    view = ranks_view(digests) if digests else None
+    if view is not None:
+        ids = {f.worker: sid for sid, f in members}
+        for row in view["ranks"]:
+            row["id"] = ids.get(row["worker"])
+    return {"run": run, "spans": spans, "pending": pending, "failed": failed, "view": view}
 
 
 def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[Sequence[int]] = None,

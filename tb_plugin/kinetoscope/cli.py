@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from typing import Optional
 
 from . import __version__
+from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
-from .formats import RENDERERS, render_run
+from .formats import RENDERERS, render_ranks, render_run
 from .trace.budgets import CLI_OPTIONS
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
@@ -67,7 +68,8 @@ def entry_for(trace: TraceFile, cache_dir) -> dict:
             "span": None if trace.span is None else str(trace.span), "error": None}
     try:
         model = load_trace(trace.path, cache_dir=cache_dir)
-        return {**base, **report_entry(model, analyze(model))}
+        analysis = analyze(model)
+        return {**base, **report_entry(model, analysis), "_digest": rank_digest(model, analysis, worker=trace.worker)}
     except TraceError as exc:
         return {**base, "error": {"message": str(exc)}}
     except (RecursionError, MemoryError) as exc:
@@ -95,6 +97,17 @@ def _budgets(args: argparse.Namespace):
                 os.environ[name] = value
 
 
+def multi_rank_views(entries: list[dict]) -> dict[str, dict]:
+    """The ranks view of every run with two ranks or more (workers), from the entries' digests (which are
+    removed from the entries)."""
+    by_run: dict[str, list] = {}
+    for entry in entries:
+        digest = entry.pop("_digest", None)
+        if digest is not None:
+            by_run.setdefault(entry["run"], []).append(digest)
+    return {run: ranks_view(digests) for run, digests in by_run.items() if len({d.worker for d in digests}) > 1}
+
+
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -114,18 +127,24 @@ def _report(args: argparse.Namespace) -> int:
             print(f"kinetoscope: no trace files under {path}", file=sys.stderr)
         traces.extend(found)
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
-    runs, entries = with_run_verdicts([entry_for(t, cache_dir) for t in traces])
+    entries = [entry_for(t, cache_dir) for t in traces]  # one model at a time: each keeps its report and digest
+    ranks = multi_rank_views(entries)
+    runs, entries = with_run_verdicts(entries)
     if args.format == "json":
-        json.dump({"runs": runs, "traces": entries}, sys.stdout, indent=1, allow_nan=False)
+        json.dump({"runs": runs, "ranks": ranks, "traces": entries}, sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
+        markdown = args.format == "markdown"
         headed = set()
         by_run = {r["run"]: r for r in runs}
         for entry in entries:
-            run = by_run.get(entry.get("run"))
-            if run is not None and run["run"] not in headed and run["spans"] > 1:
-                headed.add(run["run"])
-                sys.stdout.write(render_run(run, markdown=args.format == "markdown") + "\n")
+            name = entry.get("run")
+            if name in ranks and name not in headed:
+                sys.stdout.write(render_ranks(name, ranks[name], markdown=markdown) + "\n")
+            run = by_run.get(name)
+            if run is not None and name not in headed and run["spans"] > 1:
+                sys.stdout.write(render_run(run, markdown=markdown) + "\n")
+            headed.add(name)
             sys.stdout.write(RENDERERS[args.format](entry) + "\n")
     failed = [e for e in entries if e["error"]]
     for entry in failed:

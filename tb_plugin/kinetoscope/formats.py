@@ -67,6 +67,36 @@ def render_run(run: dict, markdown: bool = False) -> str:
                       + verdict_lines(run["verdict"], markdown, label="Run verdict") + [""])
 
 
+def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
+    """The ranks summary of a multi-rank run (`ranks?run=` view), shown before its spans."""
+    title = f"ranks of run {run}: {view['ranks_present']} of {view['world_size']} present"
+    lines = [f"# {title}" if markdown else f"#### {title} ####"]
+    missing = view["missing_ranks"]
+    if missing:
+        shown = ", ".join(map(str, missing[:20])) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+        lines.append(f"Missing ranks: {shown} (the figures below are among the ranks present)")
+    if view["stragglers"]:
+        for s in view["stragglers"]:
+            doing = ", ".join(f"{d['name']} {human_us(d['self_us'])}" for d in s["doing"][:3]) or "nothing recorded"
+            lines.append(f"Straggler: rank {s['rank']} ({s['worker']}): the others waited for it in {s['waited_for']} of "
+                         f"{s['of']} collectives, {human_us(s['caused_wait_us'])} in all; last in steps "
+                         f"{', '.join(map(str, s['steps_last'][:10])) or '-'}; meanwhile it ran {doing}")
+    elif view["matched_instances"]:
+        lines.append(f"No straggler: {view['matched_instances']} collectives matched across ranks, no rank held the others back")
+    else:
+        lines.append("No collectives matched across ranks")
+    rows = [[str(r["rank"]), r["worker"], str(r["steps"]), human_us(r["step_median_us"]) if r["step_median_us"] is not None else "-",
+             str(r["collectives"]), human_us(r["wait_us"]), str(r["waited_for"]),
+             human_us(r["exposed_comm_us"]) if r["exposed_comm_us"] is not None else "-",
+             f"{r['overlap_pct']:.1f}%" if r["overlap_pct"] is not None else "-", r["verdict"]]
+            for r in view["ranks"][:64]]
+    lines += _table(["rank", "worker", "steps", "median step", "collectives", "waited", "waited for", "exposed comm",
+                     "overlap", "verdict"], rows, markdown)
+    if len(view["ranks"]) > 64:
+        lines.append(f"... and {len(view['ranks']) - 64} more ranks")
+    return "\n".join(lines + [""])
+
+
 def _devices(entry: dict, markdown: bool) -> list[str]:
     lines = []
     for d in entry["devices"]:

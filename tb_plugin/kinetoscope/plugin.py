@@ -237,6 +237,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/status": self.status_route,
             "/summary": self.summary_route,
             "/verdict": self.verdict_route,
+            "/ranks": self.ranks_route,
             "/gaps": self.gaps_route,
             "/launches": self.launches_route,
             "/memory": self.memory_route,
@@ -272,6 +273,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def verdict_route(self, request):
         return api.run_verdict_impl(self.service(), run_arg(request.args))
+
+    @_route
+    def ranks_route(self, request):
+        return api.ranks_impl(self.service(), run_arg(request.args))
 
     @_route
     def gaps_route(self, request):

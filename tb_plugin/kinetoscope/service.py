@@ -120,6 +120,7 @@ class _Entry:
     future: Optional[Future] = None
     attempts: int = 0  # transient failures so far
     retry_at: Optional[float] = None  # monotonic time of the next try after a transient failure
+    digest: Any = None  # `prepare`'s small per-trace summary (`.digest`), kept when the model is evicted
 
 
 def decode_main(argv: list[str]) -> int:
@@ -464,6 +465,7 @@ class TraceService:
                 return
             self._ready[sid] = loaded
             self._ready.move_to_end(sid)
+            self._entries[sid].digest = getattr(loaded.prepared, "digest", None)
             total = sum(item.nbytes for item in self._ready.values())
             while total > self._budget and len(self._ready) > 1:
                 old_sid, old = self._ready.popitem(last=False)
@@ -471,6 +473,24 @@ class TraceService:
                 entry = self._entries.get(old_sid)
                 if entry is not None:
                     entry.state, entry.progress, entry.future = "unloaded", None, None
+
+    def digest(self, sid: str) -> Any:
+        """The span's digest (what `prepare` summarised of it), which outlives the model's eviction; None
+        until it has loaded once (its load is then queued: ask again).
+
+        Raises:
+            NotFound: unknown id. TraceFailed: the trace failed to load.
+        """
+        with self._lock:
+            entry = self._entries.get(sid)
+            if entry is not None and entry.digest is not None:
+                return entry.digest
+        self.request_load(sid)
+        with self._lock:
+            entry = self._entries.get(sid)
+            if entry is not None and entry.state == "error":
+                raise TraceFailed(entry.error or LOAD_FAILED)
+            return entry.digest if entry is not None else None
 
     def ready_bytes(self) -> int:
         """Bytes held by ready spans (for tests and diagnostics)."""

@@ -435,9 +435,28 @@ async function completed(browser, run, logdir, src) {
   return { errors, httpErrors, halfShown, halfError, followed, followedMs, verdict, errorsLeft };
 }
 
+/**
+ * A 4-rank run with a straggler: the Ranks panel names it first, lists every rank, draws the heatmap,
+ * and clicking a rank's row opens that rank's trace.
+ */
+async function ranks(browser, run) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const straggler = await frame.waitForSelector('.ks-ranks .ks-stragglers .ks-msg', { timeout: 30000 })
+    .then((h) => h.textContent(), () => null);
+  const rows = await frame.$$eval('.ks-ranks .ks-table-wrap:not(.ks-heat) tbody tr', (trs) => trs.map((tr) => tr.dataset.rank));
+  const heatCells = await frame.$$eval('.ks-ranks .ks-heat td.ks-heat-cell', (tds) => tds.length);
+  const workerBefore = urlState(page).worker ?? null;
+  await frame.click('.ks-ranks .ks-table-wrap:not(.ks-heat) tbody tr[data-rank="3"]');
+  const opened = await until(async () => (await frame.$eval('select[aria-label="worker"]', (s) => s.value).catch(() => null)) === 'rank3', 15000, 100);
+  await waitReady(frame);
+  await page.screenshot({ path: shot('ranks') });
+  return { errors, httpErrors, straggler, rows, heatCells, workerBefore, opened };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

@@ -9,6 +9,7 @@ cost a second, more than the whole decode. The extraction from structs is one pa
 """
 from __future__ import annotations
 
+import itertools
 import os
 from functools import partial
 from itertools import repeat
@@ -19,7 +20,7 @@ import numpy as np
 
 from .budgets import BudgetExceeded
 from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
-from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, kind_of_category
+from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, is_collective_name, is_comm_kernel_name, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel
 
@@ -148,6 +149,73 @@ class EventIndex:
         return {"event_index": {"count": self.count, "min": self.low, "max": self.high}} if self.count else {}
 
 
+class CollectiveFields:
+    """The collective fields (`decode.Args.seq` ...) of the few events that carry them, read per chunk.
+
+    Only events named like a collective (`kinds.is_collective_name`) or an NCCL/RCCL kernel are looked at:
+    the names are checked once each, as they are first seen, so a trace without collectives pays nothing.
+    """
+
+    MAX_STRING = 200  # characters of a process group, collective or dtype name
+
+    def __init__(self) -> None:
+        self._checked = 0  # names of the name table checked so far
+        self._first_rows: list[int] = []  # first-seen rows of collective names
+        self.rows: list[int] = []
+        self.values: list[tuple] = []
+        self._strings: dict[str, int] = {}
+
+    def add(self, events: list, name_first: np.ndarray, names: dict, off: int) -> None:
+        if len(names) > self._checked:
+            for name, first in itertools.islice(names.items(), self._checked, None):
+                if isinstance(name, str) and (is_collective_name(name) or is_comm_kernel_name(name)):
+                    self._first_rows.append(first)
+            self._checked = len(names)
+        if not self._first_rows:
+            return
+        for i in np.flatnonzero(np.isin(name_first, self._first_rows)).tolist():
+            a = events[i].args
+            fields = (a.seq, a.in_nelems, a.out_nelems, a.group_size, a.pg_name, a.coll_name, a.dtype)
+            if any(v is not None for v in fields):
+                self.rows.append(off + i)
+                self.values.append(tuple(map(_int_field, fields[:4])) + tuple(map(self._string, fields[4:])))
+
+    def _string(self, value: Any) -> int:
+        if not isinstance(value, str):
+            return -1
+        return self._strings.setdefault(value[:self.MAX_STRING], len(self._strings))
+
+    def columns(self, final_raw_rows: np.ndarray) -> dict[str, Any]:
+        """The model's coll_ columns; `final_raw_rows[k]` is the raw row that became event row k."""
+        raw = np.array(self.rows, np.int64)
+        values = np.array(self.values, np.int64).reshape(-1, 7)
+        if raw.size:
+            where = np.full(int(raw.max()) + 1, -1, np.int64)  # raw row -> event row, for these rows only
+            hit = final_raw_rows <= raw.max()
+            where[final_raw_rows[hit]] = np.flatnonzero(hit)
+            event_row = where[raw]
+        else:
+            event_row = raw
+        kept = event_row >= 0  # complete events only (a malformed one was skipped)
+        order = np.argsort(event_row[kept], kind="stable")
+        values = values[kept][order]
+        return {"coll_row": event_row[kept][order], "coll_seq": values[:, 0], "coll_in_nelems": values[:, 1],
+                "coll_out_nelems": values[:, 2], "coll_group_size": values[:, 3],
+                "coll_pg": values[:, 4].astype(np.int32), "coll_name": values[:, 5].astype(np.int32),
+                "coll_dtype": values[:, 6].astype(np.int32), "coll_strings": tuple(self._strings)}
+
+
+def _int_field(value: Any) -> int:
+    """A count or number as an int (-1 when absent or not a whole number within int64)."""
+    if isinstance(value, bool):
+        return -1
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and -(1 << 62) < value < (1 << 62) else -1
+
+
 class ColumnBuilder:
     """Accumulates chunks of decoded events; `finish` builds the model."""
 
@@ -161,6 +229,7 @@ class ColumnBuilder:
         self._event_index = EventIndex()
         self.n = 0
         self._ordinal = 0  # events of the pieces so far, skipped ones included: the next piece's first ordinal
+        self._collectives = CollectiveFields()
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
             source_index: Any = None, piece_events: Optional[int] = None) -> None:
@@ -199,6 +268,7 @@ class ColumnBuilder:
         flow = np.flatnonzero((ph == PH_S) | (ph == PH_F))
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
         cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
+        self._collectives.add(events, cols["name"], self._names.table, off)
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
@@ -264,6 +334,7 @@ class ColumnBuilder:
         del pid_rid, tid_rid
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
+        coll = self._collectives.columns(rows)
         del x_rows
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),
@@ -280,7 +351,7 @@ class ColumnBuilder:
                           **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
                           meta={**_meta(doc, base_ns), **self._event_index.meta()}, skipped=skipped, warnings=tuple(warnings),
-                          source_bytes=source_bytes)
+                          source_bytes=source_bytes, **coll)
 
 
 def _int64(values: np.ndarray) -> np.ndarray:

@@ -65,14 +65,16 @@ def load_cached(cache_dir: Path, ident: FileIdentity) -> Optional[TraceModel]:
         return None
     return TraceModel(**columns, names=tuple(strings["names"]), cats=tuple(strings["cats"]),
                       lane_label=tuple(strings["lane_label"]), meta=strings["meta"], skipped=strings["skipped"],
-                      warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"])
+                      warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"],
+                      coll_strings=tuple(strings.get("coll_strings", ())))
 
 
 def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: Optional[int] = None) -> None:
     """Write the model atomically (temp file + rename); failures are logged, never raised."""
     cache_dir = Path(cache_dir)
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
-               "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes}
+               "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes,
+               "coll_strings": model.coll_strings}
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)

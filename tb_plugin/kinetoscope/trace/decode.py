@@ -40,6 +40,15 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     ev_idx_legacy: int = msgspec.field(default=-1, name="Profiler Event Index")  # its 1.12-1.13 spelling
     name: Optional[str] = None  # process_name / thread_name metadata
     labels: Optional[str] = None  # process_labels metadata
+    # Collective fields (record_param_comms, nccl:*/gloo:* annotations, NCCL kernels; torch >= 2.1). Any
+    # type: a writer that spells one as a string never costs its event; the builder reads them leniently.
+    seq: Any = msgspec.field(default=None, name="Seq")
+    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
+    coll_name: Any = msgspec.field(default=None, name="Collective name")
+    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    dtype: Any = msgspec.field(default=None, name="dtype")
 
 
 NO_ARGS = Args()
@@ -618,7 +627,7 @@ def _clean_args(args: dict) -> dict:
     return cleaned
 
 
-_ARG_TYPES: dict[str, type] = {
-    f.encode_name: (int if f.type is int else float if f.type is float else str)
+_ARG_TYPES: dict[str, Any] = {
+    f.encode_name: (int if f.type is int else float if f.type is float else (int, float, str) if f.type is Any else str)
     for f in msgspec.structs.fields(Args)
 }

@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 6  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 7  # bump when the model's layout or its decoding semantics change (invalidates caches)
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
@@ -76,6 +76,15 @@ class TraceModel:
     piece_start: np.ndarray  # int64 byte offset in the uncompressed text
     piece_end: np.ndarray  # int64 byte offset (exclusive); -1 for WHOLE
     piece_first: np.ndarray  # int64 `source_row` of the piece's first event
+    # collective fields (`decode.Args`: Seq, Process Group Name, message sizes...) of the events that carry them
+    coll_row: np.ndarray  # int64 event row (record_param_comms, nccl:*/gloo:* annotations, NCCL kernels), ascending
+    coll_seq: np.ndarray  # int64, -1 when absent
+    coll_in_nelems: np.ndarray  # int64, -1 when absent
+    coll_out_nelems: np.ndarray  # int64, -1 when absent
+    coll_group_size: np.ndarray  # int64, -1 when absent
+    coll_pg: np.ndarray  # int32 into `coll_strings` (process group name), -1 when absent
+    coll_name: np.ndarray  # int32 into `coll_strings` (collective name), -1 when absent
+    coll_dtype: np.ndarray  # int32 into `coll_strings`, -1 when absent
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
@@ -83,6 +92,7 @@ class TraceModel:
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count of events not in the model
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0  # uncompressed size of the file it came from
+    coll_strings: tuple[str, ...] = ()  # process group, collective and dtype names of the coll_ columns
 
     def __post_init__(self) -> None:
         freeze_arrays(self)

@@ -1,0 +1,75 @@
+// @ts-check
+/**
+ * The ranks view of a distributed run (`ranks?run=NAME`, HTTP_API.md) as rows, heatmap cells and
+ * sentences. Pure: no DOM.
+ */
+import { formatBytes, formatDuration } from './format.js';
+
+/**
+ * Whether a run has two ranks or more (workers) in the listing: the tab shows its Ranks panel.
+ * @param {import('./runs.js').RunInfo[]} runs @param {string | undefined} run
+ */
+export function isMultiRank(runs, run) {
+  const found = runs.find((r) => r.name === run);
+  return Boolean(found && found.workers.length > 1);
+}
+
+/** The table's columns: key, header, tooltip, and how a row shows it. */
+export const RANK_COLUMNS = [
+  { key: 'rank', label: 'rank', title: 'distributedInfo.rank, else the order of the worker names', show: (/** @type {any} */ r) => String(r.rank) },
+  { key: 'worker', label: 'worker', title: 'the trace file\'s worker name', show: (/** @type {any} */ r) => String(r.worker) },
+  { key: 'step_median_us', label: 'median step', title: 'median ProfilerStep duration', show: (/** @type {any} */ r) => formatDuration(r.step_median_us) },
+  { key: 'wait_us', label: 'waited', title: 'time this rank spent waiting in matched collectives (its duration minus the transfer time)', show: (/** @type {any} */ r) => formatDuration(r.wait_us) },
+  { key: 'waited_for', label: 'waited for', title: 'matched collectives in which the others waited for this rank', show: (/** @type {any} */ r) => String(r.waited_for) },
+  { key: 'caused_wait_us', label: 'caused wait', title: 'per collective it was last in, the mean wait of the other ranks; summed', show: (/** @type {any} */ r) => formatDuration(r.caused_wait_us) },
+  { key: 'exposed_comm_us', label: 'exposed comm', title: 'communication kernels no compute kernel overlaps', show: (/** @type {any} */ r) => formatDuration(r.exposed_comm_us) },
+  { key: 'overlap_pct', label: 'overlap', title: 'share of communication overlapped by compute', show: (/** @type {any} */ r) => (r.overlap_pct === null || r.overlap_pct === undefined ? '\u2013' : `${Number(r.overlap_pct).toFixed(1)}%`) },
+  { key: 'cpu_collectives_us', label: 'CPU collectives', title: 'union of the CPU-side collective calls (gloo: includes the wait)', show: (/** @type {any} */ r) => formatDuration(r.cpu_collectives_us) },
+  { key: 'memory_peak_bytes', label: 'memory peak', title: 'peak allocated device memory', show: (/** @type {any} */ r) => formatBytes(r.memory_peak_bytes) },
+  { key: 'verdict', label: 'verdict', title: 'the rank\'s own verdict', show: (/** @type {any} */ r) => String(r.verdict ?? '\u2013') },
+];
+
+/**
+ * Rank x step cells of one metric, with each value's fraction of the largest (for the color).
+ * @param {any} view @param {'step' | 'wait'} metric
+ * @returns {{steps: number[], rows: {rank: number, worker: string, id: string | null, cells: {value: number | null, frac: number}[]}[]}}
+ */
+export function heatmap(view, metric) {
+  const steps = Array.isArray(view?.steps) ? view.steps : [];
+  const ranks = Array.isArray(view?.ranks) ? view.ranks : [];
+  const values = ranks.map((/** @type {any} */ r, /** @type {number} */ i) => (metric === 'wait' ? view.wait_by_step_us?.[i] ?? [] : r.step_us ?? []));
+  const finite = values.flat().filter((/** @type {any} */ v) => typeof v === 'number' && Number.isFinite(v));
+  const max = finite.length ? Math.max(...finite) : 0;
+  return {
+    steps,
+    rows: ranks.map((/** @type {any} */ r, /** @type {number} */ i) => ({
+      rank: r.rank, worker: r.worker, id: r.id ?? null,
+      cells: steps.map((/** @type {number} */ _, /** @type {number} */ j) => {
+        const v = values[i][j];
+        const value = typeof v === 'number' && Number.isFinite(v) ? v : null;
+        return { value, frac: value !== null && max > 0 ? value / max : 0 };
+      }),
+    })),
+  };
+}
+
+/** One straggler as a sentence. @param {any} s */
+export function stragglerText(s) {
+  const doing = (s.doing ?? []).slice(0, 3).map((/** @type {any} */ d) => `${d.name} (${formatDuration(d.self_us)})`).join(', ');
+  const steps = (s.steps_last ?? []).slice(0, 10).join(', ');
+  return `Rank ${s.rank} (${s.worker}) holds the others back: they waited for it in ${s.waited_for} of ${s.of} collectives, `
+    + `${formatDuration(s.caused_wait_us)} in all${steps ? `; last in step${s.steps_last.length > 1 ? 's' : ''} ${steps}` : ''}`
+    + `${doing ? `. Meanwhile it ran ${doing}` : ''}${s.slow_steps ? '; its steps are slower outside communication too' : ''}.`;
+}
+
+/** The line above the table: how many ranks, which are missing, whether anyone held the others back. @param {any} view */
+export function ranksSummary(view) {
+  if (!view) return '';
+  const missing = Array.isArray(view.missing_ranks) ? view.missing_ranks : [];
+  const listed = missing.slice(0, 12).join(', ') + (missing.length > 12 ? ` and ${missing.length - 12} more` : '');
+  const parts = [`${view.ranks_present} of ${view.world_size} ranks present`];
+  if (missing.length) parts.push(`missing: ${listed} (figures among the ranks present)`);
+  parts.push(`${view.matched_instances} collectives matched across ranks`);
+  if (!view.stragglers?.length) parts.push(view.matched_instances ? 'no rank held the others back' : 'nothing to compare');
+  return parts.join('; ');
+}

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { RANK_COLUMNS, heatmap, isMultiRank, ranksSummary, stragglerText } from '../model/ranks.js';
+
+const view = {
+  world_size: 4, ranks_present: 3, missing_ranks: [2], partial: true, steps: [2, 3], matched_instances: 2,
+  ranks: [
+    { rank: 0, worker: 'rank0', id: 'a', step_us: [100, 200], verdict: 'cpu-only', overlap_pct: null },
+    { rank: 1, worker: 'rank1', id: 'b', step_us: [400, null], verdict: 'cpu-only', overlap_pct: 12.345 },
+    { rank: 3, worker: 'rank3', id: 'c', step_us: [100, 100], verdict: 'cpu-only', overlap_pct: 0 },
+  ],
+  wait_by_step_us: [[40, 40], [0, 0], [40, 10]],
+  stragglers: [{ rank: 1, worker: 'rank1', waited_for: 2, of: 2, caused_wait_us: 80000, steps_last: [2, 3],
+    doing: [{ name: 'aten::mm', self_us: 75000 }], slow_steps: true }],
+};
+
+test('a run is multi-rank with two workers or more', () => {
+  const runs = [{ name: 'a', workers: [{ name: 'w0', spans: [] }] }, { name: 'b', workers: [{ name: 'r0', spans: [] }, { name: 'r1', spans: [] }] }];
+  assert.equal(isMultiRank(runs, 'a'), false);
+  assert.equal(isMultiRank(runs, 'b'), true);
+  assert.equal(isMultiRank(runs, 'zz'), false);
+});
+
+test('heatmap cells are fractions of the largest value, gaps stay empty', () => {
+  const steps = heatmap(view, 'step');
+  assert.deepEqual(steps.steps, [2, 3]);
+  assert.deepEqual(steps.rows[1].cells, [{ value: 400, frac: 1 }, { value: null, frac: 0 }]);
+  assert.equal(steps.rows[0].cells[1].frac, 0.5);
+  const wait = heatmap(view, 'wait');
+  assert.deepEqual(wait.rows.map((r) => r.cells.map((c) => c.value)), [[40, 40], [0, 0], [40, 10]]);
+  assert.equal(wait.rows[2].id, 'c');
+  assert.deepEqual(heatmap(null, 'step'), { steps: [], rows: [] });
+});
+
+test('stragglers and the summary read as sentences', () => {
+  const text = stragglerText(view.stragglers[0]);
+  assert.match(text, /^Rank 1 \(rank1\) holds the others back: they waited for it in 2 of 2 collectives, 80(\.0)? ms in all; last in steps 2, 3/);
+  assert.match(text, /aten::mm \(75(\.0)? ms\)/);
+  assert.match(text, /slower outside communication/);
+  assert.equal(ranksSummary(view), '3 of 4 ranks present; missing: 2 (figures among the ranks present); 2 collectives matched across ranks');
+  assert.match(ranksSummary({ ...view, stragglers: [], missing_ranks: [] }), /no rank held the others back$/);
+});
+
+test('every column shows a value for a sparse row', () => {
+  for (const c of RANK_COLUMNS) assert.equal(typeof c.show({ rank: 0, worker: 'w' }), 'string', c.key);
+  assert.equal(RANK_COLUMNS.find((c) => c.key === 'overlap_pct').show(view.ranks[1]), '12.3%');
+});

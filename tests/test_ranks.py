@@ -1,0 +1,170 @@
+"""The ranks view: collectives matched across ranks, waits, stragglers, missing ranks; the `ranks` route and
+the CLI's rank summary (definitions in ../shared/docs/distributed.md)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import MS, SHARED_TRACES, gloo_rank, kernel, launch, op, requires_shared, trace_doc, write_trace
+from kinetoscope.analysis.collectives import collective_calls, collective_type
+from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.report import analyze
+from kinetoscope.cli import main
+from kinetoscope.trace.loader import decode_bytes, load_trace
+
+
+def digest_of(doc: dict, worker: str):
+    model = decode_bytes(json.dumps(doc).encode())
+    return rank_digest(model, analyze(model), worker=worker)
+
+
+def test_collective_types_of_every_spelling():
+    for name, kind in [("nccl:all_reduce", "all_reduce"), ("gloo:all_reduce", "all_reduce"),
+                       ("c10d::allreduce_", "all_reduce"), ("c10d::_allgather_base_", "all_gather"),
+                       ("nccl:_all_gather_base", "all_gather"), ("c10d::reduce_scatter_tensor_coalesced_", "reduce_scatter"),
+                       ("nccl:all_to_all", "all_to_all"), ("c10d::alltoall_base_", "all_to_all"),
+                       ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "all_reduce"),
+                       ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
+                       ("ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"),
+                       ("c10d::broadcast_", "broadcast"), ("record_param_comms", "collective")]:
+        assert collective_type(name) == kind, name
+
+
+def test_the_slow_rank_and_no_other_is_the_straggler_with_exact_waits():
+    digests = [digest_of(gloo_rank(r, slow_rank=2), f"rank{r}") for r in range(4)]
+    view = ranks_view(digests)
+    assert view["world_size"] == 4 and view["missing_ranks"] == [] and not view["partial"]
+    assert view["matched_instances"] == 3 and view["steps"] == [2, 3, 4]
+    (straggler,) = view["stragglers"]
+    assert straggler["rank"] == 2 and straggler["waited_for"] == 3 and straggler["of"] == 3
+    assert straggler["steps_last"] == [2, 3, 4]
+    assert straggler["caused_wait_us"] == pytest.approx(3 * 40 * MS)
+    assert straggler["doing"][0]["name"] == "aten::mm"
+    for inst in view["instances"]:
+        assert inst["kind"] == "all_reduce" and inst["last_rank"] == 2
+        assert inst["transfer_us"] == pytest.approx(0.3 * MS)
+        assert inst["wait_us"] == [pytest.approx(40 * MS), pytest.approx(40 * MS), 0.0, pytest.approx(40 * MS)]
+    waits = {row["rank"]: row["wait_us"] for row in view["ranks"]}
+    assert waits == {0: pytest.approx(120 * MS), 1: pytest.approx(120 * MS), 2: 0.0, 3: pytest.approx(120 * MS)}
+
+
+def test_equal_ranks_flag_no_straggler():
+    view = ranks_view([digest_of(gloo_rank(r), f"rank{r}") for r in range(4)])
+    assert view["matched_instances"] == 3 and view["stragglers"] == []
+    assert all(inst["last_rank"] is None for inst in view["instances"])  # equal durations: nobody waited
+
+
+def test_a_missing_rank_is_reported_not_guessed():
+    view = ranks_view([digest_of(gloo_rank(r, slow_rank=1), f"rank{r}") for r in (0, 1, 3)])
+    assert view["missing_ranks"] == [2] and view["partial"] and [row["rank"] for row in view["ranks"]] == [0, 1, 3]
+    assert [s["rank"] for s in view["stragglers"]] == [1]
+
+
+def test_nccl_calls_take_their_kernels_duration():
+    events = [op("ProfilerStep#7", 0, 1000, cat="user_annotation"),
+              op("record_param_comms", 10, 50), op("nccl:all_reduce", 12, 40, cat="user_annotation"),
+              launch(20, 5, corr=1), kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", 100, 300, corr=1),
+              op("aten::mm", 100, 200), launch(110, 5, corr=2), kernel("gemm", 120, 100, corr=2)]
+    model = decode_bytes(json.dumps(trace_doc(events)).encode())
+    calls = collective_calls(model)
+    assert calls.kind == ("all_reduce",) and calls.on_device.tolist() == [True]
+    assert calls.dur_ns.tolist() == [300_000] and calls.step.tolist() == [7]
+
+
+@requires_shared
+def test_the_two_trace_filter_ranks_have_their_collectives_matched():
+    folder = SHARED_TRACES / "hta" / "trace_filter"
+    digests = []
+    for rank in (0, 1):
+        model = load_trace(str(folder / f"sampled_rank-{rank}.json.gz"), cache_dir=None)
+        digests.append(rank_digest(model, analyze(model), worker=f"sampled_rank-{rank}"))
+    assert [d.rank for d in digests] == [0, 1] and digests[0].world_size == 128
+    assert digests[0].calls.count == digests[1].calls.count == 10
+    view = ranks_view(digests)
+    assert view["matched_instances"] == 10 and view["partial"] and len(view["missing_ranks"]) == 126
+    kinds = [i["kind"] for i in view["instances"]]
+    assert kinds.count("all_reduce") == 4 and kinds.count("all_to_all") == 4 and kinds.count("all_gather") == 2
+    for inst in view["instances"]:  # transfer is the shorter of the two device durations
+        assert inst["transfer_us"] == min(inst["dur_us"]) and min(inst["wait_us"]) == 0.0
+
+
+def test_the_cli_prints_the_rank_summary_first(tmp_path, capsys):
+    for r in range(4):
+        write_trace(tmp_path / "job" / f"rank{r}.1700000000000.pt.trace.json", gloo_rank(r, slow_rank=3))
+    assert main(["report", str(tmp_path / "job"), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#### ranks of run job: 4 of 4 present ####")
+    assert "Straggler: rank 3 (rank3)" in out
+    assert main(["report", str(tmp_path / "job"), "--no-cache", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert [s["rank"] for s in body["ranks"]["job"]["stragglers"]] == [3]
+    assert "_digest" not in body["traces"][0]
+
+
+def test_the_ranks_route_works_from_digests_that_outlive_eviction(tmp_path):
+    import time
+
+    from kinetoscope import api
+    from kinetoscope.service import TraceService
+    for r in range(4):
+        write_trace(tmp_path / "job" / f"rank{r}.1700000000000.pt.trace.json", gloo_rank(r, slow_rank=1))
+    service = TraceService(str(tmp_path), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare,
+                           memory_budget_bytes=1)  # one model resident at a time
+    try:
+        service.scan_now()
+        deadline = time.monotonic() + 60
+        while (answer := api.ranks_impl(service, "job"))["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert answer["pending"] == 0 and answer["failed"] == 0
+        assert len(service._ready) == 1  # the models were evicted; their digests were kept
+        view = answer["view"]
+        assert [s["rank"] for s in view["stragglers"]] == [1] and view["ranks_present"] == 4
+        assert all(row["id"] for row in view["ranks"])
+        with pytest.raises(api.NotFound):
+            api.ranks_impl(service, "nope")
+    finally:
+        service.close()
+
+
+def _numbered_rank(rank: int, with_steps: bool, durations_ms: dict) -> dict:
+    """NCCL-free CPU collectives carrying torch >= 2.1 fields: Seq, process group, message size."""
+    events, t = [], 0.0
+    if with_steps:
+        events.append(op("ProfilerStep#9", 0, 100 * MS, cat="user_annotation"))
+    for seq, (kind, dur_ms) in durations_ms.items():
+        fields = {"Seq": seq, "Process Group Name": "0", "Collective name": kind, "In msg nelems": 1_000_000,
+                  "Out msg nelems": 2_000_000 if kind == "allgather" else 1_000_000, "Group size": 2, "dtype": "Float"}
+        events.append(op("record_param_comms", t + 10, dur_ms * MS + 4, **fields))
+        events.append(op(f"gloo:{kind}", t + 12, dur_ms * MS, tid=2, cat="user_annotation"))
+        t += 30 * MS
+    return trace_doc(events, distributedInfo={"backend": "gloo", "rank": rank, "world_size": 2})
+
+
+def test_seq_numbers_match_calls_and_give_the_bandwidth():
+    # rank 1 has no ProfilerStep and issues the two collectives in the other order: only Seq can match them
+    r0 = _numbered_rank(0, True, {5: ("allreduce", 2.0), 6: ("allgather", 1.0)})
+    r1 = _numbered_rank(1, False, {6: ("allgather", 3.0), 5: ("allreduce", 1.0)})
+    view = ranks_view([digest_of(r0, "rank0"), digest_of(r1, "rank1")])
+    assert view["matched_instances"] == 2
+    by_seq = {i["seq"]: i for i in view["instances"]}
+    reduce, gather = by_seq[5], by_seq[6]
+    assert (reduce["kind"], reduce["group"], reduce["last_rank"]) == ("all_reduce", "0", 1)
+    assert reduce["bytes"] == 4_000_000 and reduce["transfer_us"] == pytest.approx(1 * MS)
+    assert reduce["algbw_gbps"] == pytest.approx(4.0) and reduce["busbw_gbps"] == pytest.approx(4.0)  # 2(n-1)/n = 1
+    assert gather["bytes"] == 8_000_000 and gather["last_rank"] == 0  # all_gather: S is the output size
+    assert gather["algbw_gbps"] == pytest.approx(8.0) and gather["busbw_gbps"] == pytest.approx(4.0)  # (n-1)/n
+
+
+@requires_shared
+def test_rank_rows_carry_the_oracle_communication_figures():
+    oracle = {json.loads(line)["trace"]: json.loads(line) for line in (SHARED_TRACES.parent / "oracle" / "comm.jsonl").open()}
+    digests = []
+    for rank in (0, 1):
+        name = f"hta/trace_filter/sampled_rank-{rank}.json.gz"
+        model = load_trace(str(SHARED_TRACES / name), cache_dir=None)
+        digests.append(rank_digest(model, analyze(model), worker=f"sampled_rank-{rank}"))
+    for row in ranks_view(digests)["ranks"]:
+        (want,) = oracle[f"hta/trace_filter/sampled_rank-{row['rank']}.json.gz"]["devices"]
+        for key in ("comm_us", "compute_us", "exposed_comm_us"):
+            assert row[key] == pytest.approx(want[key], rel=0.005), key
+        assert row["overlap_pct"] == pytest.approx(want["overlap_pct"], abs=0.5)
