@@ -115,6 +115,20 @@ def _nest(depth: int) -> bytes:
 DEEP_ARGS = b'{"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":1,"ts":1,"dur":1,"args":{"x":%s}}' % _nest(100_000)
 
 
+def _events_at_the_budget(path: Path) -> None:
+    """About as many events as a file under 10 MB may hold (250 per KiB): 1.9 M tiny nested CPU ops, launches
+    and kernels in about 9 MB of gzip."""
+    def events() -> Iterator[bytes]:
+        for i in range(475_000):
+            t = 10 * i
+            yield b'{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":%d,"dur":8}' % t
+            yield b'{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":%d,"dur":3}' % (t + 1)
+            yield (b'{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":1,'
+                   b'"args":{"correlation":%d}}' % (t + 2, i))
+            yield _kernel(i, ts=t + 5)
+    _events(path, events())
+
+
 def _cases() -> list[Case]:
     ws = b" " * (64 * MiB)
     name_1mib = "k" * MiB
@@ -134,6 +148,7 @@ def _cases() -> list[Case]:
         Case("tiny_events_past_the_event_budget", lambda p: _events(
             p, (b'{"ph":"X","ts":1,"dur":1}' for _ in range(3_000_000))), "error", "events"),
         Case("dense_kernels_under_the_budget", lambda p: _events(p, (_kernel(i) for i in range(900_000))), "model"),
+        Case("1_9m_events_near_the_event_budget", _events_at_the_budget, "either", "budget"),
         Case("nan_and_bare_na_in_a_dense_file", lambda p: _events(p, (
             _kernel(i) if i % 100_000 else b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":NaN,"dur":N/A}'
             for i in range(600_000))), "model"),

@@ -1,8 +1,8 @@
 """Every file of the hostile corpus (`hostile_corpus.py`, written at test time) ends in a named error or a
 loaded model, within bounded time, memory and answer size, and never spoils a good run beside it.
 
-The CLI runs in a child process per file so its peak memory (`ru_maxrss` from `wait4`) is that file's
-alone. The routes run in-process against a logdir holding the whole corpus and one good trace.
+The CLI runs in a child process per file, started by a small launcher, so its peak memory (`ru_maxrss`
+from `wait4`) is that file's alone. The routes run in-process against a logdir holding the whole corpus and one good trace.
 """
 from __future__ import annotations
 
@@ -31,28 +31,32 @@ def corpus(tmp_path_factory):
     return write_corpus(tmp_path_factory.mktemp("hostile"))
 
 
+# A fork inherits its parent's peak RSS (Linux keeps `ru_maxrss` across exec), so the CLI is started by this
+# small launcher, not by pytest: the peak it reports is the CLI's own.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, "-m", "kinetoscope.cli", *sys.argv[2:]])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_cli(path, tmp_path) -> tuple[int, str, str, int, float]:
-    """(exit status, stdout, stderr, peak RSS bytes, seconds) of `kinetoscope report PATH --format json`, run in
-    a child of its own: `wait4` gives that child's peak RSS alone."""
+    """(exit status, stdout, stderr, peak RSS bytes, seconds) of `kinetoscope report PATH --format json`."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "tb_plugin")}
-    out_path, err_path = tmp_path / "out", tmp_path / "err"
+    peak_file = tmp_path / "peak"
     start = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        child = subprocess.Popen([sys.executable, "-m", "kinetoscope.cli", "report", str(path), "--no-cache",
-                                  "--format", "json"], stdout=out, stderr=err, env=env)
-    deadline = start + CLI_SECONDS
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            child.kill()
-            os.wait4(child.pid, 0)
-            pytest.fail(f"the CLI took over {CLI_SECONDS} s on {path}")
-        time.sleep(0.05)
-    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting again
-    return (child.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
-            usage.ru_maxrss * 1024, time.monotonic() - start)
+    try:
+        done = subprocess.run([sys.executable, "-c", LAUNCHER, str(peak_file), "report", str(path), "--no-cache",
+                               "--format", "json"], capture_output=True, env=env, timeout=CLI_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the CLI took over {CLI_SECONDS} s on {path}")
+    return (done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"),
+            int(peak_file.read_text()), time.monotonic() - start)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
