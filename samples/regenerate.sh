@@ -21,3 +21,6 @@ fi
 rm -rf samples/logs/torch213_cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/stall --num-workers 0 --item-delay-ms 25 --gzip --device cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/workers2 --num-workers 2 --item-delay-ms 25 --gzip --device cpu
+rm -rf samples/logs/ddp_gloo_4 samples/logs/ddp_gloo_4_straggler
+"$PY" samples/record_distributed.py samples/logs/ddp_gloo_4
+"$PY" samples/record_distributed.py samples/logs/ddp_gloo_4_straggler --slow-rank 2

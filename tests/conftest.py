@@ -68,7 +68,7 @@ def write_trace(path: Path, doc: Any, gz: bool = False) -> Path:
 MS = 1000.0  # µs
 
 
-def gloo_rank(rank: int, world: int = 4, slow_rank: int = -1, slow_ms: float = 40.0, steps: int = 3,
+def gloo_rank(rank: int, world: int = 4, slow_rank: int = -1, slow_ms: float = 40.0, steps: int = 5,
               transfer_ms: float = 0.3) -> dict:
     """A gloo DDP rank: per step, forward/backward ops, then an all_reduce whose annotation (on the gloo
     thread) lasts until the slowest rank arrives. `slow_rank` does `slow_ms` of extra work first."""

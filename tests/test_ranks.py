@@ -34,24 +34,55 @@ def test_the_slow_rank_and_no_other_is_the_straggler_with_exact_waits():
     digests = [digest_of(gloo_rank(r, slow_rank=2), f"rank{r}") for r in range(4)]
     view = ranks_view(digests)
     assert view["world_size"] == 4 and view["missing_ranks"] == [] and not view["partial"]
-    assert view["matched_instances"] == 3 and view["steps"] == [2, 3, 4]
+    assert view["matched_instances"] == 5 and view["steps"] == [2, 3, 4, 5, 6]
     (straggler,) = view["stragglers"]
-    assert straggler["rank"] == 2 and straggler["waited_for"] == 3 and straggler["of"] == 3
-    assert straggler["steps_last"] == [2, 3, 4]
-    assert straggler["caused_wait_us"] == pytest.approx(3 * 40 * MS)
+    assert straggler["rank"] == 2 and straggler["waited_for"] == 5 and straggler["of"] == 5
+    assert straggler["steps_last"] == [2, 3, 4, 5, 6]
+    assert straggler["caused_wait_us"] == pytest.approx(5 * 40 * MS)
     assert straggler["doing"][0]["name"] == "aten::mm"
     for inst in view["instances"]:
         assert inst["kind"] == "all_reduce" and inst["last_rank"] == 2
         assert inst["transfer_us"] == pytest.approx(0.3 * MS)
         assert inst["wait_us"] == [pytest.approx(40 * MS), pytest.approx(40 * MS), 0.0, pytest.approx(40 * MS)]
     waits = {row["rank"]: row["wait_us"] for row in view["ranks"]}
-    assert waits == {0: pytest.approx(120 * MS), 1: pytest.approx(120 * MS), 2: 0.0, 3: pytest.approx(120 * MS)}
+    assert waits == {0: pytest.approx(200 * MS), 1: pytest.approx(200 * MS), 2: 0.0, 3: pytest.approx(200 * MS)}
 
 
 def test_equal_ranks_flag_no_straggler():
     view = ranks_view([digest_of(gloo_rank(r), f"rank{r}") for r in range(4)])
-    assert view["matched_instances"] == 3 and view["stragglers"] == []
+    assert view["matched_instances"] == 5 and view["stragglers"] == []
     assert all(inst["last_rank"] is None for inst in view["instances"])  # equal durations: nobody waited
+
+
+def test_jitter_alone_names_no_straggler():
+    """Equal ranks whose collectives last randomly longer or shorter (as gloo on a busy CPU does) take turns
+    being last: over 50 jobs of 4 ranks and 10 collectives, at most one is named a straggler by chance."""
+    import random
+    named = 0
+    for seed in range(50):
+        rng = random.Random(seed)
+        digests = []
+        for r in range(4):
+            doc = gloo_rank(r, steps=10)
+            for e in doc["traceEvents"]:
+                if e["name"] == "gloo:all_reduce":
+                    e["dur"] = rng.uniform(3, 20) * MS
+            digests.append(digest_of(doc, f"rank{r}"))
+        named += bool(ranks_view(digests)["stragglers"])
+    assert named <= 1, named
+
+
+def test_a_slow_rank_among_jittery_ones_is_still_named():
+    import random
+    rng = random.Random(7)
+    digests = []
+    for r in range(4):
+        doc = gloo_rank(r, steps=10, slow_rank=1, slow_ms=25)
+        for e in doc["traceEvents"]:
+            if e["name"] == "gloo:all_reduce":
+                e["dur"] += rng.uniform(0, 8) * MS
+        digests.append(digest_of(doc, f"rank{r}"))
+    assert [s["rank"] for s in ranks_view(digests)["stragglers"]] == [1]
 
 
 def test_a_missing_rank_is_reported_not_guessed():
