@@ -15,6 +15,11 @@ for scenario in dataloader launch sync host compute mixed cpu_only xss \
 done
 "$PY" samples/synth samples/logs/synthetic/mixed_2021 --scenario mixed --era 2021 --spans 2 --gzip \
   --truth samples/truth/mixed_2021.json
+rm -rf samples/logs/synthetic_ranks
+"$PY" samples/synth/multirank.py samples/logs/synthetic_ranks/nccl_straggler --ranks 4 --steps 5 --straggler 2 --gzip \
+  --truth samples/truth/ranks/nccl_straggler.json
+"$PY" samples/synth/multirank.py samples/logs/synthetic_ranks/nccl_missing_rank --ranks 4 --steps 5 --missing 3 \
+  --no-overlap --gzip --truth samples/truth/ranks/nccl_missing_rank.json
 if [[ "${1:-}" == "--synthetic-only" ]]; then
   exit 0
 fi

@@ -10,7 +10,8 @@ memory peaks, verdict) from its own model, so the numbers are known by construct
 Modules: :mod:`.core` (the timeline and queue model), :mod:`.ops` (training-loop
 building blocks), :mod:`.scenarios` (one module per scenario and their registry),
 :mod:`.truth` (the truth definitions), :mod:`.render` (Kineto JSON per era),
-:mod:`.generate` (runs of spans), :mod:`.output` (text and files) and :mod:`.cli`.
+:mod:`.generate` (runs of spans), :mod:`.output` (text and files) and :mod:`.cli`;
+:mod:`.multirank` writes multi-rank NCCL jobs (one trace per rank) with their own planted truth.
 
 Library use::
 

@@ -95,6 +95,8 @@ def collective_calls(model: TraceModel, ops: Optional[OpIndex] = None) -> Collec
         ordinal[i] = seen.get(key, 0)
         seen[key] = ordinal[i] + 1
     before = _ops_before(model, rows, step_start, ops or OpIndex(model))
+    if on_device.any():
+        before = tuple(_top(dict(b) | dict(k)) for b, k in zip(before, _kernels_before(model, start, dur, on_device, step_start)))
     return CollectiveCalls(kind=kinds, step=step, ordinal=ordinal, start_ns=start, dur_ns=dur, on_device=on_device,
                            cpu_start_ns=model.ts_ns[rows].copy(), cpu_dur_ns=model.dur_ns[rows].copy(), before=before,
                            seq=np.array([f["seq"] for f in fields], np.int64), group=tuple(f["group"] for f in fields),
@@ -260,6 +262,36 @@ def _steps_of(model: TraceModel, starts: np.ndarray) -> tuple[np.ndarray, np.nda
     step = np.where(inside, numbers[np.maximum(k, 0)] if steps.size else -1, -1)
     step_start = np.where(inside, s_start[np.maximum(k, 0)] if steps.size else 0, np.iinfo(np.int64).min)
     return step.astype(np.int64), step_start
+
+
+def _top(totals: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(((n, v) for n, v in totals.items() if v > 0), key=lambda nv: -nv[1])[:TOP_BEFORE])
+
+
+def _kernels_before(model: TraceModel, start: np.ndarray, dur: np.ndarray, on_device: np.ndarray,
+                    step_start: np.ndarray) -> list[tuple[tuple[str, int], ...]]:
+    """Per call run on the device, the compute kernels that started between the previous call's end (or the
+    step start) and the call's start, by their time in that window: what a late rank's GPU was busy with."""
+    kernels = np.flatnonzero(model.kind == Kind.KERNEL)
+    kernels = kernels[~model.name_in(model.name_ids_where(is_comm_kernel_name), kernels)]
+    kernels = kernels[np.argsort(model.ts_ns[kernels], kind="stable")]
+    k_start, k_end = model.ts_ns[kernels], model.end_ns[kernels]
+    ends = np.where(on_device, start + dur, np.iinfo(np.int64).min)
+    prev_end = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
+    out = []
+    for i in range(start.size):
+        if not on_device[i]:
+            out.append(())
+            continue
+        lo_t, hi_t = max(int(prev_end[i]), int(step_start[i])), int(start[i])
+        sel = np.arange(int(np.searchsorted(k_start, lo_t)), int(np.searchsorted(k_start, hi_t)))  # started in it
+        clipped = np.minimum(k_end[sel], hi_t) - k_start[sel]
+        totals: dict[str, int] = {}
+        for row, ns in zip(kernels[sel].tolist(), clipped.tolist()):
+            name = model.shown_names[model.name_id[row]]
+            totals[name] = totals.get(name, 0) + int(ns)
+        out.append(_top(totals))
+    return out
 
 
 def _ops_before(model: TraceModel, rows: np.ndarray, step_start: np.ndarray,

@@ -1,0 +1,71 @@
+"""Synthetic multi-rank NCCL jobs (samples/synth/multirank.py): the ranks view finds every planted figure
+exactly (waits, transfer, bandwidth, communication and overlap per rank, the straggler, missing ranks)."""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+
+import pytest
+from conftest import SAMPLES
+from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.report import analyze
+from kinetoscope.trace.loader import decode_bytes, load_trace
+
+sys.path.insert(0, str(SAMPLES))
+from synth.multirank import make_job  # noqa: E402
+
+
+def view_and_truth(**kwargs):
+    traces, truth = make_job(**kwargs)
+    digests = []
+    for r, doc in traces.items():
+        model = decode_bytes(json.dumps(doc).encode())
+        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+    return ranks_view(digests), truth
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"ranks": 4, "steps": 5, "straggler": 2, "overlap": True},
+    {"ranks": 4, "steps": 5, "straggler": None, "overlap": True},
+    {"ranks": 4, "steps": 5, "straggler": 1, "missing": [3], "overlap": False},
+    {"ranks": 4, "steps": 5, "straggler": 3, "missing": [3], "overlap": False},  # the straggler's trace is missing
+    {"ranks": 16, "steps": 6, "straggler": 11, "overlap": True},
+], ids=["straggler-overlap", "no-straggler", "missing-rank", "missing-straggler", "16-ranks"])
+def test_every_planted_figure_is_found_exactly(kwargs):
+    view, truth = view_and_truth(**kwargs)
+    assert view["world_size"] == truth["world_size"] and view["missing_ranks"] == truth["missing_ranks"]
+    assert [s["rank"] for s in view["stragglers"]] == truth["stragglers"]
+    assert view["matched_instances"] == len(truth["instances"])
+    for got, want in zip(view["instances"], truth["instances"]):
+        assert (got["kind"], got["seq"], got["last_rank"], got["bytes"]) == (want["kind"], want["seq"], want["last_rank"], want["bytes"])
+        assert got["transfer_us"] == pytest.approx(want["transfer_us"], abs=1e-3)
+        assert got["dur_us"] == pytest.approx(want["dur_us"], abs=1e-3)
+        assert got["wait_us"] == pytest.approx(want["wait_us"], abs=1e-3)
+        assert got["algbw_gbps"] == pytest.approx(want["algbw_gbps"], rel=1e-3)
+        assert got["busbw_gbps"] == pytest.approx(want["busbw_gbps"], rel=1e-3)
+    for got, want in zip(view["ranks"], truth["ranks"]):
+        assert got["rank"] == want["rank"]
+        for key in ("comm_us", "compute_us", "exposed_comm_us", "wait_us"):
+            assert got[key] == pytest.approx(want[key], abs=1e-3), (got["rank"], key)
+        assert got["waited_for"] == want["waited_for"]
+        assert got["overlap_pct"] == pytest.approx(want["overlap_pct"], abs=1e-6)
+
+
+@pytest.mark.parametrize("run", ["nccl_straggler", "nccl_missing_rank"])
+def test_committed_samples_are_todays_generator_output_and_are_found(run):
+    truth_path = SAMPLES / "truth" / "ranks" / f"{run}.json"
+    if not truth_path.is_file():
+        pytest.skip(f"{truth_path} is missing")
+    committed = json.loads(truth_path.read_text())
+    traces, truth = make_job(**committed["job"])
+    assert json.loads(json.dumps(truth)) == {k: v for k, v in committed.items() if k != "job"}
+    files = sorted((SAMPLES / "logs" / "synthetic_ranks" / run).iterdir())
+    assert [json.loads(gzip.decompress(f.read_bytes())) for f in files] == [traces[r] for r in sorted(traces)]
+    digests = []
+    for f in files:
+        model = load_trace(str(f), cache_dir=None)
+        digests.append(rank_digest(model, analyze(model), worker=f.name.split(".")[0]))
+    view = ranks_view(digests)
+    assert [s["rank"] for s in view["stragglers"]] == committed["stragglers"]
+    assert view["missing_ranks"] == committed["missing_ranks"]
