@@ -41,6 +41,7 @@ def test_every_planted_figure_is_found_exactly(kwargs):
         assert (got["kind"], got["seq"], got["last_rank"], got["bytes"]) == (want["kind"], want["seq"], want["last_rank"], want["bytes"])
         assert got["transfer_us"] == pytest.approx(want["transfer_us"], abs=1e-3)
         assert got["dur_us"] == pytest.approx(want["dur_us"], abs=1e-3)
+        assert got["start_us"] == pytest.approx(want["start_us"], abs=1e-3)  # each from its own trace's start
         assert got["wait_us"] == pytest.approx(want["wait_us"], abs=1e-3)
         assert got["algbw_gbps"] == pytest.approx(want["algbw_gbps"], rel=1e-3)
         assert got["busbw_gbps"] == pytest.approx(want["busbw_gbps"], rel=1e-3)

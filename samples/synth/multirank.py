@@ -46,6 +46,7 @@ def make_job(ranks: int = 4, steps: int = 4, straggler: Optional[int] = None, st
     events: dict[int, list] = {r: [] for r in present}
     corr = {r: 0 for r in present}
     durations: list[dict[int, float]] = []
+    arrivals: list[dict[int, float]] = []  # each rank's all-reduce kernel start, from its trace's start
 
     def launch(r: int, at: float, kernel_start: float, kernel_dur: float, name: str, stream: int) -> None:
         corr[r] += 1
@@ -59,6 +60,7 @@ def make_job(ranks: int = 4, steps: int = 4, straggler: Optional[int] = None, st
         arrive = {r: t0 + FORWARD_US + 100 + (late if r == straggler else 0.0) for r in range(ranks)}
         end = max(arrive.values()) + TRANSFER_US  # a missing rank still takes part in the job
         durations.append({r: end - arrive[r] for r in present})
+        arrivals.append({r: arrive[r] for r in present})
         for r in present:
             ev = events[r]
             ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s + 1}", "pid": PID_CPU,
@@ -94,14 +96,14 @@ def make_job(ranks: int = 4, steps: int = 4, straggler: Optional[int] = None, st
         traces[r] = {"schemaVersion": 1, "deviceProperties": [],
                      "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
                      "traceEvents": sorted(events[r], key=lambda e: e["ts"])}
-    return traces, _truth(ranks, present, steps, straggler, durations, overlap, late)
+    return traces, _truth(ranks, present, steps, straggler, durations, arrivals, overlap, late)
 
 
 def _truth(ranks: int, present: list[int], steps: int, straggler: Optional[int], durations: list[dict[int, float]],
-           overlap: bool, late: float) -> dict[str, Any]:
+           arrivals: list[dict[int, float]], overlap: bool, late: float) -> dict[str, Any]:
     nbytes = NELEMS * 4
     instances, wait, last_count = [], {r: 0.0 for r in present}, {r: 0 for r in present}
-    for s, by_rank in enumerate(durations):
+    for s, (by_rank, arrived) in enumerate(zip(durations, arrivals)):
         transfer = min(by_rank.values())
         shortest = [r for r, d in by_rank.items() if d == transfer]
         last = shortest[0] if len(shortest) == 1 else None
@@ -110,7 +112,7 @@ def _truth(ranks: int, present: list[int], steps: int, straggler: Optional[int],
         for r, d in by_rank.items():
             wait[r] += d - transfer
         instances.append({"step": s + 1, "kind": "all_reduce", "seq": s, "transfer_us": transfer, "last_rank": last,
-                          "dur_us": [by_rank[r] for r in present], "wait_us": [by_rank[r] - transfer for r in present],
+                          "start_us": [arrived[r] for r in present], "dur_us": [by_rank[r] for r in present], "wait_us": [by_rank[r] - transfer for r in present],
                           "bytes": nbytes, "algbw_gbps": nbytes / (transfer * 1000),
                           "busbw_gbps": nbytes / (transfer * 1000) * 2 * (ranks - 1) / ranks})
     per_rank = []

@@ -54,6 +54,7 @@ class RankDigest:
     step_exposed_ns: np.ndarray
     figures: dict[str, Any]  # per-rank table row (busy, idle, comm, exposed, overlap, dataloader, memory, verdict)
     calls: CollectiveCalls
+    origin_ns: int = 0  # the trace's start on the rank's own clock (instance starts are given from it)
 
 
 def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
@@ -78,7 +79,8 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
     return RankDigest(worker=worker, rank=_int(info.get("rank")), world_size=_int(info.get("world_size")),
                       backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
                       step_numbers=numbers, step_dur_ns=steps.end_ns - steps.start_ns, step_comm_ns=steps.comm_ns,
-                      step_exposed_ns=steps.exposed_comm_ns, figures=figures, calls=collective_calls(model))
+                      step_exposed_ns=steps.exposed_comm_ns, figures=figures, calls=collective_calls(model),
+                      origin_ns=model.start_ns if model.n_events else 0)
 
 
 def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
@@ -108,7 +110,7 @@ def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
                                  step_dur_ns=cat([g.step_dur_ns for g in group]),
                                  step_comm_ns=cat([g.step_comm_ns for g in group]),
                                  step_exposed_ns=cat([g.step_exposed_ns for g in group]),
-                                 figures=last.figures, calls=joined))
+                                 figures=last.figures, calls=joined, origin_ns=group[0].origin_ns))
     return merged
 
 
@@ -160,7 +162,7 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
     for i, d in enumerate(digests):
         for j, key in enumerate(_call_keys(d.calls)):
             keys.setdefault(key, [None] * len(digests))[i] = j
-    out: dict[str, list] = {"kind": [], "step": [], "dur": [], "before": [], "nbytes": [], "group_size": [],
+    out: dict[str, list] = {"kind": [], "step": [], "dur": [], "start": [], "before": [], "nbytes": [], "group_size": [],
                             "group": [], "seq": []}
     for _key, members in sorted(keys.items(), key=lambda kv: _instance_order(digests, kv[1])):
         present = [(i, j) for i, j in enumerate(members) if j is not None]
@@ -168,13 +170,16 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
         if len(present) < 2 or len(kinds) != 1:
             continue
         row = np.full(len(digests), -1, np.int64)
+        starts = np.full(len(digests), -1, np.int64)
         for i, j in present:
             row[i] = digests[i].calls.dur_ns[j]
+            starts[i] = digests[i].calls.start_ns[j] - digests[i].origin_ns
         i0, j0 = present[0]
         c0 = digests[i0].calls
         out["kind"].append(kinds.pop())
         out["step"].append(int(c0.step[j0]))
         out["dur"].append(row)
+        out["start"].append(starts)
         out["before"].append([digests[i].calls.before[j] if j is not None else () for i, j in enumerate(members)])
         out["nbytes"].append(max(int(digests[i].calls.nbytes[j]) for i, j in present))
         out["group_size"].append(max(int(digests[i].calls.group_size[j]) for i, j in present))
@@ -182,6 +187,7 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
         out["seq"].append(int(c0.seq[j0]))
     matched: dict[str, Any] = dict(out)
     matched["dur"] = np.array(out["dur"], np.int64).reshape(-1, len(digests))
+    matched["start"] = np.array(out["start"], np.int64).reshape(-1, len(digests))
     matched["step"] = np.array(out["step"], np.int64)
     return matched
 
@@ -284,6 +290,7 @@ def _instances_entry(matched: dict[str, Any], ranks: list[int], world: int) -> l
                     "busbw_gbps": round(algbw * bus_factor(matched["kind"][k], n), 3) if algbw is not None else None,
                     "transfer_us": _us(matched["transfer"][k]),
                     "last_rank": ranks[int(matched["last"][k])] if matched["last"][k] >= 0 else None,
+                    "start_us": [_us(v) if d >= 0 else None for v, d in zip(matched["start"][k].tolist(), dur.tolist())],
                     "dur_us": [_us(v) if v >= 0 else None for v in dur.tolist()],
                     "wait_us": [_us(w) if v >= 0 else None for v, w in zip(dur.tolist(), matched["wait"][k].tolist())]})
     return out
