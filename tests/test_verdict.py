@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
 from kinetoscope.analysis.report import analyze
-from kinetoscope.analysis.verdict import NOT_ENOUGH_DATA, Verdict, harmonized, run_verdict
+from kinetoscope.analysis.verdict import NOT_ENOUGH_DATA, Verdict, harmonized, harmonized_by_worker, run_verdict
 from kinetoscope.trace.loader import load_trace
 
 DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -224,3 +224,18 @@ def test_run_verdict_pools_spans_and_harmonizes_close_calls():
     assert harmonized(c, run) is c
     none = run_verdict([Verdict(NOT_ENOUGH_DATA, "e", "s", reasons=("sampled",))])
     assert none.bound == NOT_ENOUGH_DATA and none.reasons == ("sampled",)
+
+
+def test_spans_follow_their_own_worker_never_another_rank():
+    """Spans of one worker harmonize; a rank never follows the other ranks (a straggler computes while
+    the others wait for it: both verdicts stand)."""
+    base = {"compute-bound": 0.0, "communication-bound": 0.0, "dataloader-bound": 0.0, "sync-bound": 0.0,
+            "launch-overhead-bound": 0.0, "host-bound": 0.0}
+    waiting = _span("communication-bound", "high", "compute-bound", {**base, "communication-bound": 0.8, "compute-bound": 0.2})
+    straggler = _span("compute-bound", "medium", "communication-bound",
+                      {**base, "compute-bound": 0.7, "communication-bound": 0.3})
+    out = harmonized_by_worker([waiting, waiting, waiting, straggler], ["rank0", "rank1", "rank2", "rank3"])
+    assert [v.bound for v in out] == ["communication-bound"] * 3 + ["compute-bound"]
+    assert out[3] is straggler
+    same = harmonized_by_worker([waiting, waiting, straggler], ["w", "w", "w"])
+    assert same[2].bound == "communication-bound" and same[2].confidence == "low" and "this worker" in same[2].evidence

@@ -25,6 +25,7 @@ export const RANK_COLUMNS = [
   { key: 'exposed_comm_us', label: 'exposed comm', title: 'communication kernels no compute kernel overlaps', show: (/** @type {any} */ r) => formatDuration(r.exposed_comm_us) },
   { key: 'overlap_pct', label: 'overlap', title: 'share of communication overlapped by compute', show: (/** @type {any} */ r) => (r.overlap_pct === null || r.overlap_pct === undefined ? '\u2013' : `${Number(r.overlap_pct).toFixed(1)}%`) },
   { key: 'cpu_collectives_us', label: 'CPU collectives', title: 'union of the CPU-side collective calls (gloo: includes the wait)', show: (/** @type {any} */ r) => formatDuration(r.cpu_collectives_us) },
+  { key: 'cpu_collectives_exposed_us', label: 'CPU coll. exposed', title: 'the part of the CPU-side collectives no CPU operator hid: time the host only waited', show: (/** @type {any} */ r) => formatDuration(r.cpu_collectives_exposed_us) },
   { key: 'memory_peak_bytes', label: 'memory peak', title: 'peak allocated device memory', show: (/** @type {any} */ r) => formatBytes(r.memory_peak_bytes) },
   { key: 'verdict', label: 'verdict', title: 'the rank\'s own verdict', show: (/** @type {any} */ r) => String(r.verdict ?? '\u2013') },
 ];

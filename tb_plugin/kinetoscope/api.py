@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
 from .analysis.launch_offsets import launch_table, percentiles_us
 from .analysis.ranks import RankDigest, rank_digest, ranks_view
 from .analysis.report import Analysis, analyze, report_entry, verdict_entry
-from .analysis.verdict import harmonized, run_verdict
+from .analysis.verdict import harmonized_by_worker, run_verdict
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import Loaded, TraceService
 from .trace.discovery import TraceFile
@@ -141,11 +141,11 @@ def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
             failed += 1
             rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "error", "verdict": None})
             continue
-        ready.append((len(rows), loaded.prepared.analysis.verdict))
+        ready.append((len(rows), loaded.prepared.analysis.verdict, f.worker))
         rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "ready", "verdict": None})
-    combined = run_verdict([v for _, v in ready]) if ready else None
-    for i, v in ready:
-        rows[i]["verdict"] = verdict_entry(harmonized(v, combined))
+    combined = run_verdict([v for _, v, _ in ready]) if ready else None
+    for (i, _, _), v in zip(ready, harmonized_by_worker([v for _, v, _ in ready], [w for _, _, w in ready])):
+        rows[i]["verdict"] = verdict_entry(v)
     return {"run": run, "spans": rows, "pending": pending, "failed": failed,
             "verdict": verdict_entry(combined) if combined else None}
 

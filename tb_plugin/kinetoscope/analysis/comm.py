@@ -12,7 +12,10 @@ Communication kernels are NCCL/RCCL kernels (every naming era: `ncclKernel_*`, `
     overlap % = 100 * (comm - exposed) / comm
 
 Per step the same figures are clipped to the step. CPU-side collectives (`record_param_comms`,
-`nccl:*`, `gloo:*`, `c10d::*`) are measured apart: on CPU-only (gloo) jobs they are all there is.
+`nccl:*`, `gloo:*`, `c10d::*`) are measured apart: on CPU-only (gloo) jobs they are all there is. There
+the host's own operators play the part of compute: the exposed CPU collective time is the part of the
+collectives' union that no CPU operator covers (DDP runs gloo's all-reduce on a thread of its own while
+backward goes on; only the time the host did nothing else was spent waiting for it).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import numpy as np
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 from . import intervals
-from .selectors import activity_rows_by_device, collective_union, comm_mask
+from .selectors import activity_rows_by_device, collective_union, comm_mask, cpu_compute_union
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,16 @@ class Communication:
     devices: tuple[DeviceComm, ...]
     cpu_starts_ns: np.ndarray = field(repr=False)
     cpu_ends_ns: np.ndarray = field(repr=False)
+    cpu_exposed_starts_ns: np.ndarray = field(repr=False)  # the collectives no CPU operator hid
+    cpu_exposed_ends_ns: np.ndarray = field(repr=False)
 
     @property
     def cpu_collective_ns(self) -> int:
         return intervals.total(self.cpu_starts_ns, self.cpu_ends_ns)
+
+    @property
+    def cpu_exposed_ns(self) -> int:
+        return intervals.total(self.cpu_exposed_starts_ns, self.cpu_exposed_ends_ns)
 
     def of(self, device: int) -> Optional[DeviceComm]:
         return self._by_device.get(device)
@@ -90,4 +99,6 @@ def communication(model: TraceModel, acts: Optional[dict[int, np.ndarray]] = Non
                                   compute_starts_ns=compute[0], compute_ends_ns=compute[1],
                                   exposed_starts_ns=exposed[0], exposed_ends_ns=exposed[1]))
     cpu = collective_union(model)
-    return Communication(devices=tuple(devices), cpu_starts_ns=cpu[0], cpu_ends_ns=cpu[1])
+    exposed = intervals.subtract(*cpu, *cpu_compute_union(model)) if cpu[0].size else cpu
+    return Communication(devices=tuple(devices), cpu_starts_ns=cpu[0], cpu_ends_ns=cpu[1],
+                         cpu_exposed_starts_ns=exposed[0], cpu_exposed_ends_ns=exposed[1])

@@ -111,9 +111,10 @@ class CpuFacts:
     steps: int
     step_ms: float
     dataloader_share: float
-    collective_share: float
+    collective_share: float  # exposed: collectives no CPU operator hid
     stalled_steps: int  # steps whose DataLoader wait is at least CPU_WAIT_DOMINANT of the step
     hot_spots: tuple[tuple[str, int], ...]
+    collective_total_share: float = 0.0  # the collectives' whole union, hidden or not
 
 
 def cpu_verdict(facts: CpuFacts) -> Verdict:
@@ -128,14 +129,17 @@ def cpu_verdict(facts: CpuFacts) -> Verdict:
                        confidence="high" if facts.dataloader_share >= 0.75 else "medium", runner_up="cpu-only",
                        runner_up_share=1 - facts.dataloader_share, share=facts.dataloader_share, shares=shares)
     if facts.collective_share >= T.CPU_WAIT_DOMINANT:
-        return Verdict("communication-bound", f"no device activity ({scope}): collectives take "
-                       f"{pct(facts.collective_share)} of the step time", _suggestion("communication-bound", _NO_FACTS),
+        return Verdict("communication-bound", f"no device activity ({scope}): the host waits on collectives for "
+                       f"{pct(facts.collective_share)} of the step time (they run {pct(facts.collective_total_share)} "
+                       f"of it; the rest is hidden behind the host's own ops)", _suggestion("communication-bound", _NO_FACTS),
                        confidence="high" if facts.collective_share >= 0.75 else "medium", runner_up="cpu-only",
                        runner_up_share=1 - facts.collective_share, share=facts.collective_share, shares=shares)
     waits = max(facts.dataloader_share, facts.collective_share)
     runner, runner_share = _cpu_runner_up(facts)
     return Verdict("cpu-only", f"no device activity ({scope}): the CPU's own ops bound the run; most self time in "
-                   f"{hot}; DataLoader waits {pct(facts.dataloader_share)} of the step time",
+                   f"{hot}; DataLoader waits {pct(facts.dataloader_share)} of the step time"
+                   + (f"; the host waits on collectives for {pct(facts.collective_share)} of it (they run "
+                      f"{pct(facts.collective_total_share)}, mostly behind its own ops)" if facts.collective_total_share else ""),
                    "speed up the hottest CPU ops (above): batch the work, torch.compile, fewer Python-level loops, "
                    "set torch.set_num_threads to the free cores; or run the model on a GPU",
                    confidence="high" if waits < 0.25 else "medium", runner_up=runner, runner_up_share=runner_share,

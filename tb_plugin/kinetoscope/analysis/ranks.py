@@ -73,6 +73,7 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
         "compute_us": _us(comm.compute_ns) if comm else None, "comm_us": _us(comm.comm_ns) if comm else None,
         "exposed_comm_us": _us(comm.exposed_ns) if comm else None, "overlap_pct": comm.overlap_pct if comm else None,
         "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
+        "cpu_collectives_exposed_us": _us(analysis.comm.cpu_exposed_ns),
         "dataloader_us": _us(int(steps.dataloader_ns.sum())), "memory_peak_bytes": memory_peak,
         "verdict": analysis.verdict.bound, "confidence": analysis.verdict.confidence,
     }

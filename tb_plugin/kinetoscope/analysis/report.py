@@ -25,7 +25,7 @@ from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
 from .selectors import OpIndex, activity_rows_by_device
 from .sufficiency import sufficiency
-from .verdict import Verdict, device_verdict, harmonized, not_enough, run_verdict
+from .verdict import Verdict, device_verdict, harmonized_by_worker, not_enough, run_verdict
 
 
 @dataclass(frozen=True)
@@ -117,13 +117,15 @@ def _cpu_facts(model: TraceModel, ops: OpIndex, steps: Steps, comm: Communicatio
     if steps.count:
         step_ns = float(np.sum(steps.end_ns - steps.start_ns))
         coll = float(intervals.covered(comm.cpu_starts_ns, comm.cpu_ends_ns, steps.start_ns, steps.end_ns).sum())
+        exposed = float(intervals.covered(comm.cpu_exposed_starts_ns, comm.cpu_exposed_ends_ns,
+                                          steps.start_ns, steps.end_ns).sum())
     else:
         step_ns = float(model.stop_ns - model.start_ns)
-        coll = float(comm.cpu_collective_ns)
+        coll, exposed = float(comm.cpu_collective_ns), float(comm.cpu_exposed_ns)
     step_ns = max(step_ns, 1.0)
     waits = steps.dataloader_ns >= T.CPU_WAIT_DOMINANT * (steps.end_ns - steps.start_ns)
     return CpuFacts(steps=steps.count, step_ms=step_ns / 1e6, dataloader_share=float(np.sum(steps.dataloader_ns)) / step_ns,
-                    collective_share=coll / step_ns, stalled_steps=int(np.count_nonzero(waits & (steps.dataloader_ns > 0))),
+                    collective_share=exposed / step_ns, collective_total_share=coll / step_ns, stalled_steps=int(np.count_nonzero(waits & (steps.dataloader_ns > 0))),
                     hot_spots=tuple(hot_spots(model, ops, T.HOT_SPOTS)))
 
 
@@ -141,6 +143,7 @@ def report_entry(model: TraceModel, analysis: Analysis) -> dict:
         "devices": [_device_entry(model, d, analysis.comm) for d in shown_devices(analysis.idle.devices)],
         "devices_total": len(analysis.idle.devices),
         "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
+        "cpu_collectives_exposed_us": _us(analysis.comm.cpu_exposed_ns),
         "steps": steps_entry(model, analysis.steps), "steps_total": analysis.steps.count,
         "steps_stalled": int(np.count_nonzero(analysis.steps.stalled)),
         "launch": {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
@@ -175,7 +178,8 @@ def with_run_verdicts(entries: list[dict]) -> tuple[list[dict], list[dict]]:
 
     Returns:
         (runs, entries): one `{"run", "spans", "judged_spans", "verdict"}` per run in first-seen order, and
-        the entries with each span's verdict harmonized with its run's (see `verdict.harmonized`).
+        the entries with each span's verdict harmonized with the other spans of its worker (see
+        `verdict.harmonized_by_worker`).
     """
     by_run: dict[str, list[int]] = {}
     for i, entry in enumerate(entries):
@@ -185,8 +189,8 @@ def with_run_verdicts(entries: list[dict]) -> tuple[list[dict], list[dict]]:
     for run, members in by_run.items():
         spans = [verdict_from_entry(entries[i]["verdict"]) for i in members]
         combined = run_verdict(spans)
-        for i, span in zip(members, spans):
-            out[i] = {**entries[i], "verdict": verdict_entry(harmonized(span, combined))}
+        for i, span in zip(members, harmonized_by_worker(spans, [str(entries[i].get("worker")) for i in members])):
+            out[i] = {**entries[i], "verdict": verdict_entry(span)}
         runs.append({"run": run, "spans": len(members), "verdict": verdict_entry(combined)})
     return runs, out
 

@@ -71,6 +71,23 @@ def collective_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
 
 
+def cpu_compute_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """Union of the CPU's own work: operators on CPU lanes that are no collective, step, DataLoader wait or
+    region annotation (2021 files write annotations as operators; their names tell them apart).
+
+    A collective that runs while this union covers it is hidden behind the host's work (DDP's gloo
+    all-reduce on its own thread during backward); the rest of it is time the host only waited.
+    """
+    def not_work(name: str) -> bool:
+        return is_collective_name(name) or is_dataloader_name(name) or STEP_RE.match(name) is not None
+
+    rows = cpu_rows(model)
+    rows = rows[(model.kind[rows] == Kind.CPU_OP) & ~model.name_in(model.name_ids_where(not_work), rows)]
+    legacy = np.array([c == LEGACY_OP_CATEGORY for c in model.cats], bool)
+    rows = rows[~(legacy[model.cat_id[rows]] & model.name_in(model.name_ids_where(is_annotation_name), rows))]
+    return intervals.union(model.ts_ns[rows], model.end_ns[rows])
+
+
 def comm_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
     """Which of `rows` are communication kernels (NCCL/RCCL, every naming era)."""
     ids = model.name_ids_where(is_comm_kernel_name)

@@ -245,6 +245,25 @@ def _next_vote(judged: list[Verdict], winner: str) -> Optional[str]:
     return max(dict.fromkeys(others), key=others.count) if others else None
 
 
+def harmonized_by_worker(verdicts: list[Verdict], workers: list[str]) -> list[Verdict]:
+    """Each span's verdict made consistent with the other spans of the same worker (rank).
+
+    Spans of one worker are the same process at other times, so a close call follows their pooled
+    bound. Ranks of a job are not: a straggler is compute-bound while the others wait for it, and
+    neither is made to follow the other.
+    """
+    by_worker: dict[str, list[int]] = {}
+    for i, worker in enumerate(workers):
+        by_worker.setdefault(worker, []).append(i)
+    out = list(verdicts)
+    for members in by_worker.values():
+        if len(members) > 1:
+            combined = run_verdict([verdicts[i] for i in members])
+            for i in members:
+                out[i] = harmonized(verdicts[i], combined)
+    return out
+
+
 def harmonized(span: Verdict, run: Verdict) -> Verdict:
     """A span's verdict made consistent with its run's: when the span is not sure of its own bound and the
     run's bound is its runner-up, its figures support the run's bound too, so it says that."""
@@ -252,4 +271,4 @@ def harmonized(span: Verdict, run: Verdict) -> Verdict:
         return span
     return replace(span, bound=run.bound, runner_up=span.bound, share=span.runner_up_share, runner_up_share=span.share,
                    evidence=f"{span.evidence} (on its own a close call for {span.bound}; {run.bound} as the other "
-                            f"spans of the run)", suggestion=run.suggestion, confidence="low")
+                            f"spans of this worker)", suggestion=run.suggestion, confidence="low")
