@@ -125,7 +125,8 @@ def _cpu_facts(model: TraceModel, ops: OpIndex, steps: Steps, comm: Communicatio
     step_ns = max(step_ns, 1.0)
     waits = steps.dataloader_ns >= T.CPU_WAIT_DOMINANT * (steps.end_ns - steps.start_ns)
     return CpuFacts(steps=steps.count, step_ms=step_ns / 1e6, dataloader_share=float(np.sum(steps.dataloader_ns)) / step_ns,
-                    collective_share=exposed / step_ns, collective_total_share=coll / step_ns, stalled_steps=int(np.count_nonzero(waits & (steps.dataloader_ns > 0))),
+                    collective_share=exposed / step_ns, collective_total_share=coll / step_ns,
+                    stalled_steps=int(np.count_nonzero(waits & (steps.dataloader_ns > 0))),
                     hot_spots=tuple(hot_spots(model, ops, T.HOT_SPOTS)))
 
 
