@@ -20,7 +20,7 @@ from werkzeug.test import Client
 
 PREFIX = "/data/plugin/kinetoscope"
 XSS = "<img src=x onerror=alert(1)>"
-DATA_ROUTES = ("summary", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
+DATA_ROUTES = ("summary", "markdown", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
 
 
 def gpu_doc() -> dict:
@@ -140,6 +140,7 @@ def test_status(apps, ids):
 SHAPES = {
     "summary": ("", {"id", "run", "worker", "span", "trace_start_ns", "duration_us", "events", "devices", "steps",
                      "launch", "memory", "verdict", "skipped", "warnings"}),
+    "markdown": ("", {"id", "markdown"}),
     "gaps": ("&device=0", {"device", "total", "offset", "limit", "names", "gaps"}),
     "launches": ("", {"pairs", "short_kernels", "percentiles", "histogram", "by_kernel", "by_op"}),
     "memory": ("", {"devices"}),
@@ -406,3 +407,15 @@ def test_static_refuses_traversal_and_unknown_files(apps, path):
     response = get(apps, path)
     assert response.status_code == 404 and response.mimetype == "application/json" and len(response.get_data()) < 1000
     assert b"import" not in response.get_data() and b"root:" not in response.get_data()
+
+
+def test_markdown_is_the_cli_renderer_with_the_run_verdict_first_and_strings_escaped(apps, ids):
+    answer = body(get(apps, "markdown", f"?span={ids['gpu']}"))
+    text = answer["markdown"]
+    assert text.startswith("# Kinetoscope: gpu / worker0 / span 1\n")
+    assert text.index("**Run verdict:") < text.index("**Verdict:")  # the run has two spans
+    assert "### Steps" in text and "Suggestion: " in text and "Evidence: " in text
+    assert XSS not in text and "\\<img src=x onerror=alert(1)\\>" in text
+    assert "File: `gpu/worker0.1.pt.trace.json`" in text  # relative to the logdir, never the server's path
+    empty = body(get(apps, "markdown", f"?span={ids['empty']}"))["markdown"]
+    assert "Empty trace" in empty and "an empty trace" in empty

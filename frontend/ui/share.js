@@ -4,7 +4,6 @@
  * Perfetto and chrome://tracing), download the summary as Markdown.
  */
 import { errorFromResponse, routeUrl } from '../api.js';
-import { summaryToMarkdown } from '../model/markdown.js';
 import { el, errorText } from './dom.js';
 import { urlHost, writeUrl } from './urlsync.js';
 
@@ -66,11 +65,18 @@ export function createShareButtons(store) {
     }
   } }, 'Export window (Perfetto)');
 
-  const exportMd = el('button', { type: 'button', title: 'Download the summary as Markdown', onclick: () => {
+  const exportMd = el('button', { type: 'button', title: 'Download the summary as Markdown (the same text as kinetoscope report --format markdown)', onclick: async () => {
     const { summary, span } = store.state;
     if (!summary || !span) return;
-    download(new Blob([summaryToMarkdown(summary, store.state.runVerdict)], { type: 'text/markdown' }), `kinetoscope-${span.run}-${span.span ?? span.id}.md`.replace(/[^\w.-]+/g, '_'));
-    say('Summary exported.');
+    try {
+      const response = await fetch(routeUrl('markdown', { span: span.id }));
+      if (!response.ok) throw await errorFromResponse(response);
+      const { markdown } = await response.json();
+      download(new Blob([markdown], { type: 'text/markdown' }), `kinetoscope-${span.run}-${span.span ?? span.id}.md`.replace(/[^\w.-]+/g, '_'));
+      say('Summary exported.');
+    } catch (err) {
+      say(`Export failed: ${errorText(err)}`, true);
+    }
   } }, 'Export summary (.md)');
 
   const sync = () => {

@@ -8,6 +8,7 @@ in the background, so that every route afterwards only slices precomputed arrays
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from .analysis.ranks import RankDigest, rank_digest, ranks_view
 from .analysis.report import Analysis, analyze, report_entry, verdict_entry
 from .analysis.verdict import harmonized_by_worker, run_verdict
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
+from .formats import md, render_entry, title_of, verdict_lines
 from .service import Loaded, TraceService
 from .trace.discovery import TraceFile
 from .trace.loader import TraceError
@@ -121,6 +123,26 @@ def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
     loaded = _load(service, sid)
     f = loaded.file
     return {"id": sid, "run": f.run, "worker": f.worker, "span": _span(f), **loaded.prepared.report}
+
+
+def markdown_impl(service: TraceService, sid: str) -> dict[str, Any]:
+    """The span's summary as markdown, from the one renderer the CLI uses (`formats.render_entry`): the
+    run's verdict first when the run has several spans, then the span's, harmonized as the tab shows it."""
+    summary = summary_impl(service, sid)
+    run = run_verdict_impl(service, summary["run"])
+    f = _load(service, sid).file
+    path = f.path if "://" in f.path else os.path.relpath(f.path, os.path.abspath(service.logdir))
+    entry = {**summary, "path": path, "error": None}
+    mine = next((row["verdict"] for row in run["spans"] if row["id"] == sid and row["verdict"]), None)
+    if mine is not None:
+        entry["verdict"] = mine
+    parts = [f"# Kinetoscope: {md(title_of(entry))}", ""]
+    if len(run["spans"]) > 1 and run["verdict"] is not None:
+        judged = sum(1 for row in run["spans"] if row["verdict"] is not None)
+        parts += verdict_lines(run["verdict"], markdown=True, label="Run verdict")
+        parts += ["", f"(over {judged} of the {len(run['spans'])} spans of run {md(summary['run'])})", ""]
+    parts.append(render_entry(entry, markdown=True))
+    return {"id": sid, "markdown": "\n".join(parts)}
 
 
 def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:

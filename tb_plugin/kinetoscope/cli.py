@@ -16,7 +16,7 @@ from typing import Optional
 from . import __version__
 from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
-from .formats import RENDERERS, render_ranks, render_run
+from .formats import RENDERERS, render_overview, render_ranks, render_run
 from .trace.budgets import CLI_OPTIONS
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
@@ -135,12 +135,14 @@ def _report(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         markdown = args.format == "markdown"
+        for name, view in ranks.items():  # a multi-rank run's summary first, then every trace on a line
+            sys.stdout.write(render_ranks(name, view, markdown=markdown) + "\n")
+        if len(entries) > 1:
+            sys.stdout.write(render_overview(entries, markdown=markdown) + "\n")
         headed = set()
         by_run = {r["run"]: r for r in runs}
         for entry in entries:
             name = entry.get("run")
-            if name in ranks and name not in headed:
-                sys.stdout.write(render_ranks(name, ranks[name], markdown=markdown) + "\n")
             run = by_run.get(name)
             if run is not None and name not in headed and run["spans"] > 1:
                 sys.stdout.write(render_run(run, markdown=markdown) + "\n")

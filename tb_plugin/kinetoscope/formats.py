@@ -1,6 +1,13 @@
-"""Renderers of report entries (the JSON dicts of `analysis.report`) as readable text and markdown."""
+"""Renderers of report entries (the JSON dicts of `analysis.report`) as readable text and markdown.
+
+The markdown is the one renderer of a span's summary: `kinetoscope report --format markdown` and the
+tab's "Export summary" (the `markdown` route) both come from `render_entry`. Every trace string in it
+is escaped (`md`), so a kernel named `<img ...>` or `a|b` stays text inside a PR comment.
+"""
 from __future__ import annotations
 
+import os
+import re
 from typing import Callable
 
 CAUSES = ("dataloader", "comm", "sync", "host", "launch", "graph", "unlinked")
@@ -24,47 +31,121 @@ def human_bytes(n: float) -> str:
     return f"{n} B"
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+
+
+def md(text: object) -> str:
+    """A trace string made literal in CommonMark: a backslash before ASCII punctuation keeps `<img ...>`
+    text and a `|` inside a table cell; newlines become spaces."""
+    return _MD_SPECIAL.sub(r"\\\1", str("" if text is None else text)).replace("\r\n", " ").replace("\n", " ")
+
+
 def _table(header: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    """Rows of plain strings; in markdown every cell is escaped here (callers never escape)."""
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+        return lines + ["| " + " | ".join(md(cell) for cell in row) + " |" for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return [fmt(header)] + [fmt(r) for r in rows]
 
 
+TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
+
+
+def span_label(entry: dict) -> str:
+    """How a span is named: `span N` for `worker.N.pt.trace.json`, else its file name without the
+    trace suffix (`rank-1.Jan_24_...`), as the tab's span selector names it."""
+    if entry.get("span") not in (None, "", "None"):
+        return f"span {entry['span']}"
+    name = os.path.basename(str(entry.get("path", "")).rstrip("/"))
+    return TRACE_SUFFIX.sub("", name) or name or "span"
+
+
+def title_of(entry: dict) -> str:
+    return f"{entry.get('run', '')} / {entry.get('worker', '')} / {span_label(entry)}"
+
+
 def render_entry(entry: dict, markdown: bool = False) -> str:
-    """One trace as text (markdown=False) or markdown."""
-    title = f"{entry.get('run', '')} / {entry.get('worker', '')} / span {entry.get('span')}"
-    lines = [f"## {title}" if markdown else f"== {title} ==", f"file: {entry.get('path', '')}"]
+    """One trace as text (markdown=False) or markdown (headed sections, escaped trace strings)."""
+    title = title_of(entry)
+    if markdown:
+        lines = [f"## {md(title)}", "", f"File: `{str(entry.get('path', '')).replace('`', chr(39))}`"]
+    else:
+        lines = [f"== {title} ==", f"file: {entry.get('path', '')}"]
     if entry.get("error"):
-        return "\n".join(lines + [f"ERROR: {entry['error']['message']}", ""])
-    lines.append(f"{entry['events']} events over {human_us(entry['duration_us'])}"
-                 + (f"; skipped: {entry['skipped']}" if entry.get("skipped") else ""))
+        message = entry["error"]["message"]
+        return "\n".join(lines + ["", f"**Error:** {md(message)}" if markdown else f"ERROR: {message}", ""])
+    if entry["events"] == 0:
+        lines.append("Empty trace: it holds no timed events")
+    else:
+        skipped = f"; skipped: {entry['skipped']}" if entry.get("skipped") else ""
+        lines.append(f"{entry['events']:,} events over {human_us(entry['duration_us'])}{md(skipped) if markdown else skipped}")
     if "verdict" not in entry:
         return "\n".join(lines + [""])
     lines += [""] + verdict_lines(entry["verdict"], markdown)
-    for section in (_devices, _steps, _launch, _memory):
+    for section in (_devices, _steps, _launch, _memory, _warnings):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
 
 
+def _heading(title: str, markdown: bool) -> list[str]:
+    """A section's heading: `### title` and a blank line in markdown, `title:` in text."""
+    return ["", f"### {title}", ""] if markdown else ["", f"{title}:"]
+
+
 def verdict_lines(verdict: dict, markdown: bool, label: str = "Verdict") -> list[str]:
-    """The verdict, its confidence and runner-up, evidence and suggestion (and why, for not enough data)."""
+    """The verdict, its confidence and runner-up, evidence and suggestion (and why, for not enough data).
+
+    In markdown each is a paragraph of its own, the way the tab's export reads."""
     share = f", {100 * verdict['share']:.0f}% of the judged time" if verdict.get("share") is not None else ""
     head = f"{label}: {verdict['bound']} ({verdict['confidence']} confidence{share})"
-    lines = [f"**{head}**" if markdown else head]
+    runner = None
     if verdict.get("runner_up"):
-        runner = verdict["runner_up_share"]
-        lines.append(f"  Runner-up: {verdict['runner_up']}" + (f" ({100 * runner:.0f}%)" if runner is not None else ""))
-    return lines + [f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
+        runner_share = verdict.get("runner_up_share")
+        runner = f"Runner-up: {verdict['runner_up']}" + (f" ({100 * runner_share:.0f}%)" if runner_share is not None else "")
+    if not markdown:
+        return [head] + ([f"  {runner}"] if runner else []) + [f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
+    lines = [f"**{md(head)}**", ""]
+    if runner:
+        lines += [md(runner), ""]
+    lines += [f"Evidence: {md(verdict['evidence'])}", ""]
+    reasons = verdict.get("reasons") or []
+    if len(reasons) > 1:
+        lines += ["Why there is not enough data:", ""] + [f"- {md(r)}" for r in reasons] + [""]
+    return lines + [f"Suggestion: {md(verdict['suggestion'])}"]
 
 
 def render_run(run: dict, markdown: bool = False) -> str:
     """The run-level verdict, shown above the run's spans."""
     title = f"run {run['run']} ({run['spans']} spans)"
-    return "\n".join([f"# {title}" if markdown else f"#### {title} ####"]
-                      + verdict_lines(run["verdict"], markdown, label="Run verdict") + [""])
+    head = [f"# {md(title)}", ""] if markdown else [f"#### {title} ####"]
+    return "\n".join(head + verdict_lines(run["verdict"], markdown, label="Run verdict") + [""])
+
+
+def render_overview(entries: list[dict], markdown: bool = False) -> str:
+    """One line per trace, before the details: where it is, its verdict and the figures that decided it."""
+    rows = []
+    for e in entries:
+        v = e.get("verdict") or {}
+        device = (e.get("devices") or [None])[0]
+        if e.get("error"):
+            rows.append([e.get("run", ""), e.get("worker", ""), span_label(e), "ERROR", "", "", "", "", "",
+                         e["error"]["message"][:120]])
+            continue
+        steps = e.get("steps") or []
+        durations = sorted(s["dur_us"] for s in steps)
+        median = durations[len(durations) // 2] if durations else None
+        share = f"{100 * v['share']:.0f}%" if v.get("share") is not None else ""
+        runner = v.get("runner_up") or ""
+        rows.append([e.get("run", ""), e.get("worker", ""), span_label(e), str(v.get("bound", "")),
+                     str(v.get("confidence", "")), share or "-", runner or "-",
+                     f"{device['idle_pct']:.1f}%" if device else "-", str(e.get("steps_total", len(steps))),
+                     human_us(median) if median is not None else "-"])
+    title = f"{len(entries)} traces"
+    head = ["run", "worker", "span", "verdict", "confidence", "share", "runner-up", "GPU idle", "steps", "median step"]
+    body = _table(head, rows, markdown)
+    return "\n".join(([f"# {title}", ""] if markdown else [f"#### {title} ####"]) + body + [""])
 
 
 def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
@@ -101,13 +182,14 @@ def _devices(entry: dict, markdown: bool) -> list[str]:
     lines = []
     for d in entry["devices"]:
         by = d["gaps"]["by_cause_us"]
-        lines += ["", f"Device {d['device']}: idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} "
-                      f"({d['gaps']['count']} gaps)", "Idle time by cause:"]
+        lines += _heading(f"Device {d['device']}", markdown)
+        lines += [f"Idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} ({d['gaps']['count']} gaps). Idle time by cause:"]
+        lines += [""] if markdown else []
         lines += _table(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
                                                      for c in CAUSES if by.get(c, 0) > 0], markdown)
         for key, what in (("top_culprits", "host gaps"), ("top_sync_culprits", "sync gaps"), ("top_comm_culprits", "comm gaps")):
             if d["gaps"].get(key):
-                lines += [f"Top culprits ({what}):"]
+                lines += [""] * markdown + [f"Top culprits ({what}):"] + [""] * markdown
                 lines += _table(["cpu op", "in annotation", "idle caused"],
                                 [[c["name"], c["annotation"] or "", human_us(c["idle_us"])] for c in d["gaps"][key]], markdown)
         lines += _comm(d["comm"], markdown)
@@ -118,7 +200,7 @@ def _comm(comm: dict, markdown: bool) -> list[str]:
     if not comm["kernels"]:
         return []
     overlap = f"{comm['overlap_pct']:.1f}%" if comm["overlap_pct"] is not None else "-"
-    return ["Communication:"] + _table(
+    return [""] * markdown + ["Communication:"] + [""] * markdown + _table(
         ["kernels", "comm", "exposed comm", "compute", "overlap"],
         [[str(comm["kernels"]), human_us(comm["comm_us"]), human_us(comm["exposed_comm_us"]), human_us(comm["compute_us"]),
           overlap]], markdown)
@@ -139,7 +221,7 @@ def _steps(entry: dict, markdown: bool) -> list[str]:
              human_us(s["compute_us"]), human_us(s["comm_us"]), human_us(s["memcpy_us"]),
              human_us(s["dataloader_us"]), f"{100 * s['dataloader_share']:.1f}%", "STALLED" if s["stalled"] else ""]
             for s in shown]
-    return ["", "Steps:"] + _table(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
+    return _heading("Steps", markdown) + _table(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
                                     "dl share", ""], rows, markdown) + more
 
 
@@ -149,8 +231,9 @@ def _launch(entry: dict, markdown: bool) -> list[str]:
         return []
     rows = [[name, *(human_us(launch[key][p]) for p in ("p50", "p90", "p99", "max"))]
             for name, key in (("offset", "offset_us"), ("queued", "queued_us"), ("latency", "latency_us"))]
-    return (["", f"Launches: {launch['pairs']} launches with device work (a graph replay counts once), "
-                 f"{launch['short_kernels']} kernels shorter than their launch call"]
+    return (_heading("Launch offsets", markdown)
+            + [f"{launch['pairs']} launches with device work (a graph replay counts once), "
+               f"{launch['short_kernels']} kernels shorter than their launch call"] + [""] * markdown
             + _table(["", "p50", "p90", "p99", "max"], rows, markdown))
 
 
@@ -160,7 +243,14 @@ def _memory(entry: dict, markdown: bool) -> list[str]:
     rows = [[m["device"], human_bytes(m["peak_allocated_bytes"]) + (" (relative to the trace start)" if m.get("relative") else ""),
              "not recorded" if m["peak_reserved_bytes"] is None else human_bytes(m["peak_reserved_bytes"]),
              human_us(m["peak_at_us"]), m["peak_op"], "possible leak" if m["leak_suspect"] else ""] for m in entry["memory"]]
-    return ["", "Memory peaks:"] + _table(["device", "allocated", "reserved", "at", "op", ""], rows, markdown)
+    return _heading("Memory peaks", markdown) + _table(["device", "allocated", "reserved", "at", "op", ""], rows, markdown)
+
+
+def _warnings(entry: dict, markdown: bool) -> list[str]:
+    warnings = entry.get("warnings") or []
+    if not warnings:
+        return []
+    return _heading("Warnings", markdown) + [f"- {md(w) if markdown else w}" for w in warnings[:50]]
 
 
 RENDERERS: dict[str, Callable[[dict], str]] = {

@@ -237,6 +237,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/status": self.status_route,
             "/summary": self.summary_route,
             "/verdict": self.verdict_route,
+            "/markdown": self.markdown_route,
             "/ranks": self.ranks_route,
             "/gaps": self.gaps_route,
             "/launches": self.launches_route,
@@ -269,6 +270,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def summary_route(self, request):
         return api.summary_impl(self.service(), span_arg(request.args))
+
+    @_route
+    def markdown_route(self, request):
+        return api.markdown_impl(self.service(), span_arg(request.args))
 
     @_route
     def verdict_route(self, request):

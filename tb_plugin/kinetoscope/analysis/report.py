@@ -65,6 +65,8 @@ def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
     else:
         facts = _facts(model, busiest, steps, launch, comm, parts)
         judged = device_verdict(parts, launch_regime(launch), lambda bound, shares, runner: _explained(facts, bound, shares, runner))
+    if "empty" in lacking.codes:
+        return not_enough(lacking.reasons, lacking.codes, None)  # nothing to lean to
     return not_enough(lacking.reasons, lacking.codes, judged, device_lean(parts)) if lacking else judged
 
 

@@ -1,6 +1,7 @@
 """Can this trace support a verdict at all? The reasons it cannot, each with how to record a better one.
 
 A confident wrong answer costs more trust than "not enough data". A trace cannot be judged when:
+- it is empty: no timed event at all (an empty `traceEvents` list, or metadata only);
 - events were sampled or dropped: Kineto numbers CPU events (`Ev Idx`) and most numbers are missing;
 - it is start-up only: one non-synchronizing runtime call (CUDA context creation, module loading, a
   first-time launch) takes a large share of the trace;
@@ -46,6 +47,8 @@ def sufficiency(model: TraceModel, *, steps: int, judged_ms: Optional[float], de
         device_activities: kernels, memcpys and memsets on the judged device.
         cpu_ops: CPU operators (not annotations, not ProfilerStep).
     """
+    if model.n_events == 0:
+        return Insufficient(("empty",), ("the trace holds no timed events (an empty traceEvents list): an empty trace",))
     found = [r for r in (_sampled(model), _startup(model), _missing_device(model)) if r]
     if judged_ms is None:
         if cpu_ops < T.MIN_CPU_OPS:

@@ -188,6 +188,8 @@ def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optio
     advice = {
         "sampled": "record every event (no sampling, no event filters)",
         "startup": "initialise CUDA and warm up (a few steps, the allocator too) before the profiler starts",
+        "empty": "make sure the profiler's active steps ran inside the training loop (prof.step() every iteration) "
+                 "and that the trace handler wrote the file after they ended",
         "too-small": "profile more steps of the real training loop",
         "device-records-missing": "keep ProfilerActivity.CUDA in activities and shorten the active window if "
                                   "the device buffers overflow",
