@@ -4,20 +4,25 @@
  * one inverse transform into data space. Pure.
  */
 import { bisectRight, blockAtY, hitInterval } from './hit.js';
-import { AXIS_H, GUTTER_W, HEADER_H, LOADER_H, STEP_H, depthAtY } from './layout.js';
+import { AXIS_H, GUTTER_W, HEADER_H, LOADER_H, STEP_H, depthAtY, groupAtY } from './layout.js';
+
+/** The pin toggle at the right end of a lane's label. */
+export const PIN_W = 16;
 
 /** Hover slack around thin rectangles, in CSS pixels. */
 const SLACK_PX = 3;
 
 /**
  * @typedef {object} LanesHit
- * @property {'none' | 'gutter' | 'axis' | 'step' | 'loader' | 'lane'} area
+ * @property {'none' | 'gutter' | 'axis' | 'step' | 'loader' | 'lane' | 'group'} area
  * @property {number} tUs
  * @property {number} block index in layout.blocks, or -1
  * @property {number} depth
  * @property {number} event index into the lane's columns, or -1
  * @property {number} gap index into data.gaps, or -1
  * @property {number} step index into data.steps (or dataloader spans for 'loader'), or -1
+ * @property {number} [group] index into layout.groups ('group')
+ * @property {boolean} [pin] on a lane label's pin toggle ('gutter')
  */
 
 /**
@@ -31,7 +36,7 @@ export function intervalAt(startUs, endUs, tUs) {
 
 /**
  * @param {import('./lanes.js').LanesData} data
- * @param {{blocks: import('./layout.js').LaneBlock[]}} layout
+ * @param {{blocks: import('./layout.js').LaneBlock[], groups?: import('./layout.js').GroupBlock[]}} layout
  * @param {import('./scale.js').TimeScale} scale
  * @param {number} scrollYCss
  * @param {number} xCss
@@ -52,9 +57,11 @@ export function hitTestLanes(data, layout, scale, scrollYCss, xCss, yCss) {
   }
   if (yCss < HEADER_H) return hit;
   const yContent = yCss - HEADER_H + scrollYCss;
+  const group = groupAtY(layout.groups ?? [], yContent);
+  if (group >= 0) return { ...hit, area: 'group', group };
   const block = blockAtY(layout.blocks, yContent);
   if (block < 0) return hit;
-  if (xCss < GUTTER_W) return { ...hit, area: 'gutter', block };
+  if (xCss < GUTTER_W) return { ...hit, area: 'gutter', block, pin: xCss >= GUTTER_W - PIN_W };
   const b = layout.blocks[block];
   const lane = data.lanes[b.index];
   const depth = depthAtY(b, yContent);

@@ -33,31 +33,79 @@ export const LOADER_H = 11;
 /** Pinned rows above the scrolled lanes: axis, steps, DataLoader spans. */
 export const HEADER_H = AXIS_H + STEP_H + LOADER_H + 5;
 
+/** A group's header row (with `groups: true`): its name, lane count and a collapse arrow. */
+export const GROUP_H = 16;
+export const GROUP_LABELS = /** @type {const} */ ({ pinned: 'Pinned', cpu: 'CPU threads', gpu: 'GPU' });
+
+/**
+ * @typedef {object} GroupBlock
+ * @property {'pinned' | 'cpu' | 'gpu'} key
+ * @property {string} label
+ * @property {number} lanes lanes it holds
+ * @property {number} yCss top of its header row, in content space
+ * @property {boolean} collapsed only its header shows
+ */
+
+/** The group of a lane kind: GPU streams, or the host's threads and marker rows. @param {string} kind */
+export function laneGroup(kind) {
+  return kind === 'gpu' ? 'gpu' : 'cpu';
+}
+
 /**
  * Stacks lanes: CPU-like lanes first (in the given order), then GPU lanes, as a profiler reads top
  * to bottom (the CPU asks, the GPU runs). Collapsed lanes show their depth-0 row only; lanes without
  * complete events (`maxDepth` -1) take no room.
+ *
+ * With `groups`, each group (pinned lanes, CPU threads, GPU) gets a header row and can be collapsed
+ * to it; pinned lanes (ids in pin order) leave their group for the top.
  * @param {{id: number, kind: string, label: string, maxDepth: number}[]} lanes
  * @param {Set<number>} collapsed lane ids
- * @returns {{blocks: LaneBlock[], heightCss: number}}
+ * @param {{groups?: boolean, pinned?: number[], closedGroups?: Set<string>}} [opts]
+ * @returns {{blocks: LaneBlock[], heightCss: number, groups: GroupBlock[]}}
  */
-export function layoutLanes(lanes, collapsed) {
-  const order = lanes.map((lane, index) => ({ lane, index }));
+export function layoutLanes(lanes, collapsed, opts = {}) {
+  const order = lanes.map((lane, index) => ({ lane, index })).filter(({ lane }) => lane.maxDepth >= 0);
   order.sort((a, b) => Number(a.lane.kind === 'gpu') - Number(b.lane.kind === 'gpu') || a.index - b.index);
+  const pinnedIds = opts.pinned ?? [];
+  const pinRank = new Map(pinnedIds.map((id, k) => [id, k]));
+  /** @type {[GroupBlock['key'], typeof order][]} */
+  const sections = opts.groups
+    ? [['pinned', order.filter((x) => pinRank.has(x.lane.id)).sort((a, b) => (pinRank.get(a.lane.id) ?? 0) - (pinRank.get(b.lane.id) ?? 0))],
+      ['cpu', order.filter((x) => !pinRank.has(x.lane.id) && laneGroup(x.lane.kind) === 'cpu')],
+      ['gpu', order.filter((x) => !pinRank.has(x.lane.id) && laneGroup(x.lane.kind) === 'gpu')]]
+    : [['cpu', order]];
   /** @type {LaneBlock[]} */
   const blocks = [];
+  /** @type {GroupBlock[]} */
+  const groups = [];
   let yCss = 0;
-  for (const { lane, index } of order) {
-    if (!(lane.maxDepth >= 0)) continue;
-    const collapsible = lane.maxDepth > 0;
-    const isCollapsed = collapsible && collapsed.has(lane.id);
-    const depths = isCollapsed ? 1 : lane.maxDepth + 1;
-    const hCss = depths * ROW_H + LANE_PAD;
-    blocks.push({ laneId: lane.id, index, kind: lane.kind, label: lane.label, yCss, hCss, depths,
-      collapsed: isCollapsed, collapsible });
-    yCss += hCss;
+  for (const [key, members] of sections) {
+    if (opts.groups) {
+      if (members.length === 0) continue;
+      const closed = Boolean(opts.closedGroups?.has(key));
+      groups.push({ key, label: GROUP_LABELS[key], lanes: members.length, yCss, collapsed: closed });
+      yCss += GROUP_H;
+      if (closed) continue;
+    }
+    for (const { lane, index } of members) {
+      const collapsible = lane.maxDepth > 0;
+      const isCollapsed = collapsible && collapsed.has(lane.id);
+      const depths = isCollapsed ? 1 : lane.maxDepth + 1;
+      const hCss = depths * ROW_H + LANE_PAD;
+      blocks.push({ laneId: lane.id, index, kind: lane.kind, label: lane.label, yCss, hCss, depths,
+        collapsed: isCollapsed, collapsible });
+      yCss += hCss;
+    }
   }
-  return { blocks, heightCss: yCss };
+  return { blocks, heightCss: yCss, groups };
+}
+
+/**
+ * The group whose header row is at y (content space), or -1.
+ * @param {GroupBlock[]} groups @param {number} yCss
+ */
+export function groupAtY(groups, yCss) {
+  return groups.findIndex((g) => yCss >= g.yCss && yCss < g.yCss + GROUP_H);
 }
 
 /**

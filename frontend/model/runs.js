@@ -81,6 +81,26 @@ export function linkedSpan(runs, link) {
 }
 
 /**
+ * What a link asked for that the logdir does not have, as a notice naming it and what opened instead;
+ * null when the link is honoured (or names nothing).
+ * @param {{run?: string, worker?: string, span?: string, t0Us?: number, sel?: number}} link
+ * @param {Located | null} opened
+ * @returns {string | null}
+ */
+export function linkMismatch(link, opened) {
+  const asked = [link.run && `run \u201c${link.run}\u201d`, link.worker && `worker \u201c${link.worker}\u201d`,
+    link.span && `span ${link.span}`].filter(Boolean).join(', ');
+  if (!asked) return null;
+  const missing = (link.span && opened?.span.id !== link.span) || (link.run && opened?.run !== link.run)
+    || (link.worker && opened?.worker !== link.worker);
+  if (!missing) return null;
+  const instead = opened ? `opened run \u201c${opened.run}\u201d, worker \u201c${opened.worker}\u201d, ` +
+    `${opened.span.span ? `span ${opened.span.span}` : opened.span.file ?? opened.span.id} instead` : 'nothing is listed yet';
+  const dropped = link.t0Us !== undefined || link.sel !== undefined ? '; the link\u2019s window and selection were not applied' : '';
+  return `The link asks for ${asked}, which this logdir does not list: ${instead}${dropped}.`;
+}
+
+/**
  * The listing to show: `fresh` (the latest answer), plus the span on screen when it is no longer
  * in it, taken from `shown` (the listing shown so far) and marked `gone`, in its run and worker
  * (added back at the end when they are gone too).

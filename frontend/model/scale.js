@@ -116,3 +116,30 @@ export function niceTicks(win, target) {
   for (let k = Math.ceil(win.t0Us / stepUs); k * stepUs <= win.t1Us; k++) valuesUs.push(k * stepUs);
   return { stepUs, valuesUs };
 }
+
+/**
+ * Ticks for a log axis from `lo` to `hi` (> 0) at 1-2-5 values (1, 2, 5, 10, 20 ...), thinned to at most
+ * `maxTicks`: first to the 1s and 5s, then to the powers of ten, then to every other power.
+ * @param {number} lo @param {number} hi @param {number} maxTicks
+ * @returns {number[]} ascending values within [lo, hi]
+ */
+export function logTicks125(lo, hi, maxTicks) {
+  if (!(lo > 0) || !(hi > lo) || !(maxTicks >= 1)) return [];
+  const first = Math.floor(Math.log10(lo));
+  const last = Math.ceil(Math.log10(hi));
+  const eps = 1e-9;
+  for (const mults of [[1, 2, 5], [1, 5], [1]]) {
+    const values = [];
+    for (let p = first; p <= last; p++) {
+      for (const m of mults) {
+        const v = Number((m * 10 ** p).toPrecision(12));
+        if (v >= lo * (1 - eps) && v <= hi * (1 + eps)) values.push(v);
+      }
+    }
+    if (values.length <= maxTicks) return values;
+  }
+  const decades = [];
+  for (let p = first; p <= last; p++) if (10 ** p >= lo * (1 - eps) && 10 ** p <= hi * (1 + eps)) decades.push(Number((10 ** p).toPrecision(12)));
+  const stride = Math.ceil(decades.length / maxTicks);
+  return decades.filter((_, i) => i % stride === 0);
+}

@@ -13,6 +13,14 @@
  * @returns {void}
  */
 
+/** Every CanvasView made, so a theme change can redraw them all. @type {Set<CanvasView>} */
+const VIEWS = new Set();
+
+/** Redraws every canvas (after the colours changed). */
+export function redrawAllCanvases() {
+  for (const view of VIEWS) view.requestRedraw();
+}
+
 export class CanvasView {
   /**
    * @param {HTMLCanvasElement} canvas sized by CSS (width) and by `setHeight` (height)
@@ -28,6 +36,7 @@ export class CanvasView {
     this.heightCss = 0;
     this.dpr = 1;
     this.pending = 0;
+    VIEWS.add(this);
     this.observer = new ResizeObserver(() => this.resize());
     this.observer.observe(canvas);
     this.resize();

@@ -4,6 +4,7 @@
  * bars, queued and latency counts as step outlines over them.
  */
 import { formatDuration } from '../model/format.js';
+import { logTicks125 } from '../model/scale.js';
 import { COLORS } from './frame.js';
 
 export const HIST_PAD = { left: 48, right: 12, top: 10, bottom: 24 };
@@ -69,8 +70,15 @@ function drawHistAxes(ctx, edgesUs, bins, widthCss, top, bottom, maxCount) {
   ctx.fillStyle = COLORS.axisText;
   ctx.textBaseline = 'top';
   ctx.textAlign = 'center';
-  const every = Math.max(1, Math.ceil(bins / Math.max(1, (widthCss - HIST_PAD.left) / 80)));
-  for (let k = 0; k <= bins && k < edgesUs.length; k += every) ctx.fillText(formatDuration(edgesUs[k]), edgeX(k, bins, widthCss), bottom + 5);
+  // Bins are log-spaced: label round 1-2-5 values where they fall, never the raw edges (3.99 µs, 7.96 µs).
+  const lo = edgesUs[0];
+  const hi = edgesUs[Math.min(bins, edgesUs.length - 1)];
+  const room = Math.max(1, Math.floor((widthCss - HIST_PAD.left - HIST_PAD.right) / 64));
+  for (const v of logTicks125(lo, hi, room)) {
+    const x = edgeX((bins * Math.log(v / lo)) / Math.log(hi / lo), bins, widthCss);
+    ctx.fillRect(Math.round(x), bottom, 1, 3);
+    ctx.fillText(formatDuration(v), x, bottom + 5);
+  }
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
   ctx.fillText(String(maxCount), HIST_PAD.left - 6, top + 4);

@@ -19,12 +19,13 @@ import { drawStepBar } from './steps.js';
 
 /**
  * @param {import('./frame.js').Frame} frame
- * @param {{blocks: import('../model/layout.js').LaneBlock[], heightCss: number}} layout
+ * @param {{blocks: import('../model/layout.js').LaneBlock[], heightCss: number, groups?: import('../model/layout.js').GroupBlock[]}} layout
  * @param {Map<number, import('../model/layout.js').LaneBlock>} byLane
  * @param {(import('../model/flows.js').Selection & EventBox) | null} sel
  * @param {EventBox | null} hover
+ * @param {Set<number>} [pinned] lane ids pinned to the top
  */
-export function drawLanes(frame, layout, byLane, sel, hover) {
+export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
   const { ctx, scale, widthCss, heightCss, data } = frame;
   ctx.save();
   ctx.beginPath();
@@ -49,7 +50,7 @@ export function drawLanes(frame, layout, byLane, sel, hover) {
   ctx.restore();
   drawAxis(ctx, scale, widthCss);
   drawStepBar(frame);
-  drawGutter(frame, layout.blocks);
+  drawGutter(frame, layout.blocks, layout.groups, pinned);
   drawScrollbar(frame, layout.heightCss);
 }
 

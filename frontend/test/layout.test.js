@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { LANE_PAD, ROW_H, clampScroll, depthAtY, layoutLanes } from '../model/layout.js';
+import { GROUP_H, LANE_PAD, ROW_H, clampScroll, depthAtY, groupAtY, layoutLanes } from '../model/layout.js';
 
 const LANES = [
   { id: 7, kind: 'gpu', label: 'GPU 0 stream 7', maxDepth: 0 },
@@ -91,4 +91,20 @@ test('intervalAt bisects sorted intervals and misses the holes', () => {
   assert.equal(intervalAt([0, 10, 30], [5, 20, 40], 25), -1);
   assert.equal(intervalAt([0, 10, 30], [5, 20, 40], -1), -1);
   assert.equal(intervalAt([], [], 1), -1);
+});
+
+test('with groups: a header per group, pinned lanes on top in pin order, closed groups show their header only', () => {
+  const lanes = [...LANES, { id: 3, kind: 'cpu', label: 'thread 3', maxDepth: 1 }];
+  const open = layoutLanes(lanes, new Set(), { groups: true });
+  assert.deepEqual(open.groups.map((g) => [g.key, g.lanes, g.yCss]), [['cpu', 3, 0], ['gpu', 1, GROUP_H + 4 * ROW_H + LANE_PAD + ROW_H + LANE_PAD + 2 * ROW_H + LANE_PAD]]);
+  assert.equal(open.blocks[0].yCss, GROUP_H);
+  const pinned = layoutLanes(lanes, new Set(), { groups: true, pinned: [7, 3] });
+  assert.deepEqual(pinned.blocks.map((b) => b.laneId), [7, 3, 1, 2]);
+  assert.deepEqual(pinned.groups.map((g) => g.key), ['pinned', 'cpu']);
+  const closed = layoutLanes(lanes, new Set(), { groups: true, closedGroups: new Set(['cpu']) });
+  assert.deepEqual(closed.blocks.map((b) => b.laneId), [7]);
+  assert.equal(closed.blocks[0].yCss, 2 * GROUP_H);
+  assert.equal(closed.heightCss, 2 * GROUP_H + ROW_H + LANE_PAD);
+  assert.equal(groupAtY(closed.groups, GROUP_H + 2), 1);
+  assert.equal(groupAtY(closed.groups, 2 * GROUP_H + 2), -1);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { GONE, findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanLabel, spanList } from '../model/runs.js';
+import { GONE, findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanLabel, spanList } from '../model/runs.js';
 
 const span = (id, index, state = 'unloaded') => ({ id, index, span: String(index), file: `w.${index}.pt.trace.json`, state });
 /** Two runs: a/w0 with spans 1 and 2, b/w0 and b/w1 with one span each. */
@@ -84,4 +84,17 @@ test('spanChanged: another version of the file, or a failed load being retried',
   assert.equal(spanChanged({ version: 'a', state: 'error' }, { version: 'a', state: 'error' }), false);
   assert.equal(spanChanged(null, { version: 'a' }), false);
   assert.equal(spanChanged({ version: 'a' }, undefined), false);
+});
+
+test('linkMismatch names what a link asked for and what opened instead', () => {
+  assert.equal(linkMismatch({ span: 'b11', run: 'b' }, linkedSpan(LISTING, { span: 'b11', run: 'b' })), null);
+  assert.equal(linkMismatch({}, linkedSpan(LISTING, {})), null, 'a plain page opens the first span silently');
+  const gone = { span: 'gone00000000', run: 'b', worker: 'w1', t0Us: 5, t1Us: 9 };
+  const text = linkMismatch(gone, linkedSpan(LISTING, gone));
+  assert.match(text, /span gone00000000/);
+  assert.match(text, /opened run \u201cb\u201d, worker \u201cw1\u201d/);
+  assert.match(text, /window and selection were not applied/);
+  const run = linkMismatch({ run: 'nope' }, linkedSpan(LISTING, { run: 'nope' }));
+  assert.match(run, /run \u201cnope\u201d, which this logdir does not list: opened run \u201ca\u201d/);
+  assert.doesNotMatch(run, /window/);
 });

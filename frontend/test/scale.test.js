@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { MIN_SPAN_US, TimeScale, clampWindow, niceTicks, panBy, windowAround, zoomAround } from '../model/scale.js';
+import { MIN_SPAN_US, TimeScale, clampWindow, logTicks125, niceTicks, panBy, windowAround, zoomAround } from '../model/scale.js';
 
 const BOUNDS = { t0Us: 0, t1Us: 1000 };
 
@@ -61,4 +61,14 @@ test('niceTicks uses 1-2-5 steps aligned to multiples of the step', () => {
   assert.equal(niceTicks({ t0Us: 0, t1Us: 1 }, 10).stepUs, 0.1);
   assert.equal(niceTicks({ t0Us: 0, t1Us: 7000 }, 3).stepUs, 5000);
   assert.deepEqual(niceTicks({ t0Us: 5, t1Us: 5 }, 5).valuesUs, []);
+});
+
+test('logTicks125 labels a log axis at 1-2-5 values, thinned to fit', () => {
+  assert.deepEqual(logTicks125(3.99, 31.7, 10), [5, 10, 20]);
+  assert.deepEqual(logTicks125(0.5, 2000, 20), [0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000]);
+  assert.deepEqual(logTicks125(0.5, 2000, 8), [0.5, 1, 5, 10, 50, 100, 500, 1000]);
+  assert.deepEqual(logTicks125(0.5, 2000, 4), [1, 10, 100, 1000]);
+  assert.deepEqual(logTicks125(1, 1e9, 4), [1, 1000, 1e6, 1e9]);
+  assert.deepEqual(logTicks125(0, 10, 4), []);
+  assert.deepEqual(logTicks125(10, 10, 4), []);
 });

@@ -9,10 +9,10 @@
 import { Api, ApiError, LatestChannel } from '../api.js';
 import { forgetUnready, getWhenReady } from '../loading.js';
 import { isMultiRank } from '../model/ranks.js';
-import { findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
+import { findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
-import { el, errorText, message } from './dom.js';
+import { collapsible, el, errorText, message } from './dom.js';
 import { GapTable } from './gap_table.js';
 import { Header } from './header.js';
 import { createLanesPanel } from './lanes_panel.js';
@@ -24,6 +24,7 @@ import { RunVerdictPoller } from './run_verdict.js';
 import { createShareButtons } from './share.js';
 import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
+import { followTheme } from './theme.js';
 import { Store } from './store.js';
 import { readInitialState, startUrlSync } from './urlsync.js';
 
@@ -45,16 +46,33 @@ export async function start(body) {
 
   const header = new Header((run, worker, spanId) => pick(run, worker, spanId));
   const lanes = createLanesPanel(store, api);
-  const reveal = () => lanes.root.scrollIntoView({ block: 'nearest' });
+  // The header is sticky: keep the lanes' time axis below it when a table row brings them into view.
+  const reveal = () => {
+    lanes.root.style.scrollMarginTop = `${header.root.offsetHeight + 8}px`;
+    lanes.root.scrollIntoView({ block: 'nearest' });
+  };
   const details = new DetailsPanel(store, api, (row, zoom) => selectRow(row, zoom));
   const ranks = new RanksPanel(api, (run, worker, spanId) => pick(run, worker, spanId));
   const sections = [ranks.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
-    new MemoryPanel(store, api).root,
+    new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new LaunchPanel(store, api).root];
+  for (const section of [ranks.root, ...sections.slice(2)]) {
+    for (const s of section.classList.contains('ks-grid') ? [...section.children] : [section]) {
+      if (!s.dataset.foldable) collapsible(/** @type {HTMLElement} */ (s));
+    }
+  }
   header.actions.append(...createShareButtons(store));
+  const notice = el('div', { class: 'ks-notice', hidden: true });
   body.classList.add('ks-body');
-  body.replaceChildren(header.root, el('main', { class: 'ks-main' }, sections));
+  followTheme(body);
+  body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections));
+  /** Shows a notice above the panels until it is dismissed. @param {string} text */
+  const showNotice = (text) => {
+    notice.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
+      onclick: () => { notice.hidden = true; } }, 'Dismiss')));
+    notice.hidden = false;
+  };
 
   const runVerdict = new RunVerdictPoller(api, (answer) => {
     if (answer?.run !== store.state.span?.run) return;
@@ -143,6 +161,11 @@ export async function start(body) {
     }
     shown = latest;
     const first = linkedSpan(shown, restore);
+    const mismatch = first ? linkMismatch(restore, first) : null;
+    if (mismatch) {
+      showNotice(mismatch);
+      restore = {}; // the window and selection were another span's
+    }
     if (first) {
       pick(first.run, first.worker, first.span.id);
       return;

@@ -59,25 +59,33 @@ export class DetailsPanel {
       this.render(this.last.ev);
       return;
     }
+    // At once what the lanes already know; then the event (an in-memory lookup); then its args, which
+    // are read back from the trace file (the first read of a large gzip can take most of a second).
+    this.root.replaceChildren(el('h4', { class: 'ks-details-name' }, sel.name || '\u2026'),
+      el('dl', {}, [['start', formatTimestamp(sel.startUs)], ['duration', formatDuration(sel.endUs - sel.startUs)]]
+        .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])), el('div', { class: 'ks-hint' }, 'Loading the details\u2026'));
     try {
-      const result = await this.channel.run((signal) => getWhenReady(this.api, 'event', { span: span.id, row: sel.row, args: 1 }, signal));
-      if (result.stale) return;
-      this.last = { span: span.id, ev: result.value };
-      this.render(result.value);
+      const first = await this.channel.run((signal) => getWhenReady(this.api, 'event', { span: span.id, row: sel.row }, signal));
+      if (first.stale) return;
+      this.render(first.value, true);
+      const full = await this.channel.run((signal) => getWhenReady(this.api, 'event', { span: span.id, row: sel.row, args: 1 }, signal));
+      if (full.stale) return;
+      this.last = { span: span.id, ev: full.value };
+      this.render(full.value);
     } catch (err) {
       this.root.replaceChildren(message('error', `Event: ${errorText(err)}`));
     }
   }
 
-  /** @param {any} ev */
-  render(ev) {
+  /** @param {any} ev @param {boolean} [argsPending] the args are still being read */
+  render(ev, argsPending = false) {
     const rows = [['kind', `${ev.kind} (${ev.cat})`], ['lane', ev.lane_label], ['start', formatTimestamp(ev.start_us)],
       ['duration', formatDuration(ev.dur_us)], ['correlation', ev.correlation ?? '\u2013'], ['external id', ev.external_id ?? '\u2013']];
     const parts = [el('h4', { class: 'ks-details-name' }, String(ev.name)),
       el('dl', {}, rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]))];
     if (ev.launch) parts.push(this.launchBlock(ev));
     if (Array.isArray(ev.activities) && ev.activities.length) parts.push(this.activitiesBlock(ev));
-    parts.push(this.argsBlock(ev));
+    parts.push(argsPending ? el('div', { class: 'ks-hint ks-args-pending' }, 'args: reading them from the trace file\u2026') : this.argsBlock(ev));
     this.root.replaceChildren(...parts);
   }
 

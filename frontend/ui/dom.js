@@ -63,3 +63,33 @@ export function message(kind, ...text) {
 export function errorText(err) {
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * Makes a section fold to its heading when the heading is clicked (or Enter/Space on it); `setCollapsed`
+ * folds it from code (a panel with nothing to show). Every `h3` child is the heading.
+ * @param {HTMLElement} section
+ * @returns {(collapsed: boolean, note?: string) => void} setCollapsed
+ */
+export function collapsible(section) {
+  const heading = /** @type {HTMLElement | null} */ (section.querySelector(':scope > h3'));
+  if (!heading) return () => {};
+  const note = el('span', { class: 'ks-fold-note' });
+  heading.append(note);
+  heading.classList.add('ks-fold');
+  heading.tabIndex = 0;
+  heading.setAttribute('role', 'button');
+  const set = (/** @type {boolean} */ collapsed, /** @type {string} */ text = '') => {
+    section.classList.toggle('ks-collapsed', collapsed);
+    heading.setAttribute('aria-expanded', String(!collapsed));
+    note.textContent = text ? ` \u2014 ${text}` : '';
+  };
+  heading.addEventListener('click', () => set(!section.classList.contains('ks-collapsed')));
+  heading.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      set(!section.classList.contains('ks-collapsed'));
+    }
+  });
+  set(false);
+  return set;
+}

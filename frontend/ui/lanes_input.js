@@ -47,6 +47,7 @@ export function attachLanesInput(view, store, handlers) {
 
   canvas.addEventListener('pointerdown', (e) => {
     if (e.button !== 0) return;
+    handlers.hover(null, 0, 0); // a click answers in the Selection panel: no hover box left over it
     canvas.focus({ preventScroll: true });
     canvas.setPointerCapture(e.pointerId);
     drag = { x: e.offsetX, y: e.offsetY, win: store.state.win, scroll: view.scrollYCss, moved: false, usPerPx: view.scale().usPerPx };
@@ -72,7 +73,9 @@ export function attachLanesInput(view, store, handlers) {
     drag = null;
     if (!wasClick) return;
     const hit = view.hitAt(e.offsetX, e.offsetY);
-    if (hit?.area === 'gutter') view.toggleLane(view.layout.blocks[hit.block].laneId);
+    if (hit?.area === 'group' && hit.group !== undefined) view.toggleGroup(view.layout.groups[hit.group].key);
+    else if (hit?.area === 'gutter' && hit.pin) view.togglePin(view.layout.blocks[hit.block].laneId);
+    else if (hit?.area === 'gutter') view.toggleLane(view.layout.blocks[hit.block].laneId);
     else handlers.select(hit);
   });
 
@@ -86,9 +89,11 @@ export function attachLanesInput(view, store, handlers) {
     if (target) setWin(windowAround(target[0], target[1], 0.1, store.state.bounds));
   });
 
-  window.addEventListener('keydown', (e) => {
-    const tag = /** @type {HTMLElement} */ (e.target).tagName;
-    if (e.ctrlKey || e.metaKey || e.altKey || tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA') return;
+  /** @param {KeyboardEvent} e */
+  const onKey = (e) => {
+    const target = /** @type {HTMLElement} */ (e.target);
+    const tag = target.tagName;
+    if (e.ctrlKey || e.metaKey || e.altKey || tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || target.isContentEditable) return;
     const { win, bounds } = store.state;
     const span = win.t1Us - win.t0Us;
     const center = pointerX >= GUTTER_W ? view.scale().xToT(pointerX) : (win.t0Us + win.t1Us) / 2;
@@ -101,7 +106,26 @@ export function attachLanesInput(view, store, handlers) {
     else if (key === 'escape') handlers.select(null);
     else return;
     e.preventDefault();
+  };
+  window.addEventListener('keydown', onKey);
+  // Keys work as soon as the tab is shown: TensorBoard's page keeps the focus until the frame is clicked,
+  // so its keys reach the lanes too while this frame is on screen and nothing there takes typing.
+  const parent = parentWindow();
+  parent?.addEventListener('keydown', (e) => {
+    const frame = /** @type {HTMLElement | null} */ (window.frameElement);
+    if (e.defaultPrevented || !frame || frame.getClientRects().length === 0) return;
+    onKey(e);
   });
+}
+
+/** TensorBoard's window around this frame, when it is another window of the same origin. */
+function parentWindow() {
+  try {
+    if (window.parent === window || !window.parent.document) return null;
+    return window.parent;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -146,6 +170,19 @@ export function describeHit(view, hit) {
       rows: [['duration', formatDuration(s.dataloader.endUs[i] - s.dataloader.startUs[i])],
         ['in a stalled step', view.stalledAt((s.dataloader.startUs[i] + s.dataloader.endUs[i]) / 2) ? 'yes' : 'no']] };
   }
+  if (hit.area === 'group' && hit.group !== undefined) {
+    const g = view.layout.groups[hit.group];
+    return { key: `group${g.key}`, title: `${g.label}: ${g.lanes} lane${g.lanes === 1 ? '' : 's'}`, row: -1,
+      rows: [['click', g.collapsed ? 'show its lanes' : 'collapse the group to this row']] };
+  }
+  if (hit.area === 'gutter' && hit.block >= 0) {
+    const b = view.layout.blocks[hit.block];
+    const pinned = view.pinned.includes(b.laneId);
+    return { key: `gutter${b.laneId}:${hit.pin}`, title: b.label, row: -1,
+      rows: hit.pin ? [['click', pinned ? 'unpin this lane' : 'pin this lane to the top']]
+        : [['click', b.collapsible ? (b.collapsed ? 'show its nested rows' : 'collapse to its top row') : 'no nested rows'],
+          ['pin (right edge)', pinned ? 'pinned to the top' : 'click to pin to the top']] };
+  }
   if (hit.area !== 'lane') return null;
   const lane = data.lanes[view.layout.blocks[hit.block].index];
   if (hit.event >= 0) {
@@ -153,7 +190,7 @@ export function describeHit(view, hit) {
     const i = hit.event;
     const rows = /** @type {[string, string][]} */ ([['duration', formatDuration(ev.durUs[i])], ['start', formatTimestamp(ev.startUs[i])],
       ['kind', ev.kind[i]], ['lane', lane.label]]);
-    if (ev.count[i] > 1) rows.push(['merged', `${ev.count[i]} events (zoom in)`]);
+    if (ev.count[i] > 1) rows.push(['merged', `${ev.count[i]} events (double-click to zoom in)`]);
     return { key: `ev${lane.id}:${ev.row[i]}:${ev.startUs[i]}`, title: eventName(data, lane, i), rows, row: ev.count[i] > 1 ? -1 : Number(ev.row[i]) };
   }
   if (hit.gap >= 0) {

@@ -7,7 +7,7 @@ import { LatestChannel, sleep } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES } from '../model/colors.js';
 import { formatDuration } from '../model/format.js';
-import { windowAround } from '../model/scale.js';
+import { eventName } from '../model/lanes.js';
 import { el } from './dom.js';
 import { attachLanesInput, describeHit } from './lanes_input.js';
 import { LanesView } from './lanes_view.js';
@@ -35,7 +35,7 @@ export function createLanesPanel(store, api) {
       el('i', { style: { background: c.solid } }), c.cause)),
     el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
     hiddenNote,
-    el('span', { class: 'ks-keys' }, 'wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 double-click: zoom to gap/step \u00b7 0: all'));
+    el('span', { class: 'ks-keys' }, 'click: select \u00b7 double-click: zoom to gap/step/event \u00b7 wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 0: all \u00b7 labels: collapse, pin'));
 
   /** @param {number} row @param {string} key */
   async function hoverDetails(row, key) {
@@ -83,12 +83,11 @@ export function createLanesPanel(store, api) {
       const lane = view.data?.lanes[view.layout.blocks[hit.block].index];
       if (!lane) return;
       const i = hit.event;
-      if (lane.ev.count[i] > 1 || lane.ev.row[i] < 0) {
-        store.set({ win: windowAround(lane.ev.startUs[i], lane.ev.startUs[i] + lane.ev.durUs[i], 0.1, store.state.bounds) });
-        return;
-      }
+      // One click selects, a double click zooms (lanes_input): a block of merged events has nothing to
+      // select, so a single click on it does nothing but close the hover box.
+      if (lane.ev.count[i] > 1 || lane.ev.row[i] < 0) return;
       const ev = laneEvent(view, hit);
-      if (ev) store.set({ sel: { ...ev, row: Number(lane.ev.row[i]), laneKind: lane.kind, name: '' }, selRow: null });
+      if (ev && view.data) store.set({ sel: { ...ev, row: Number(lane.ev.row[i]), laneKind: lane.kind, name: eventName(view.data, lane, i) }, selRow: null });
     },
   });
   const root = el('section', { class: 'ks-section ks-lanes-section' }, legend, view.root);

@@ -7,7 +7,7 @@
 import { getWhenReady } from '../loading.js';
 import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
-import { GUTTER_W, HEADER_H, RIGHT_PAD, clampScroll, layoutLanes } from '../model/layout.js';
+import { GUTTER_W, HEADER_H, RIGHT_PAD, ROW_H, clampScroll, layoutLanes } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
@@ -22,6 +22,8 @@ const MARGIN_FRAC = 0.5;
 const COARSE_OK = 1.5;
 const MIN_HEIGHT = 140;
 const MAX_HEIGHT = 620;
+/** GPU streams pinned on top by default when the host's threads fill the view (the user can unpin them). */
+const PIN_BY_DEFAULT = 8;
 
 export class LanesView {
   /**
@@ -39,11 +41,15 @@ export class LanesView {
     /** @type {((data: import('../model/lanes.js').LanesData) => void) | null} called with every accepted answer */
     this.onData = null;
     /** @type {ReturnType<typeof layoutLanes>} */
-    this.layout = { blocks: [], heightCss: 0 };
+    this.layout = { blocks: [], heightCss: 0, groups: [] };
     /** @type {Map<number, import('../model/layout.js').LaneBlock>} */
     this.byLane = new Map();
     /** @type {Set<number>} */
     this.collapsed = new Set();
+    /** @type {number[]} lane ids pinned to the top, in pin order */
+    this.pinned = [];
+    /** @type {Set<string>} groups shown as their header only */
+    this.closedGroups = new Set();
     this.collapseDefaultsSet = false;
     this.scrollYCss = 0;
     /** @type {{laneId: number, depth: number, startUs: number, endUs: number} | null} */
@@ -77,8 +83,11 @@ export class LanesView {
   resetSpan() {
     this.loader.reset();
     this.data = null;
-    this.layout = { blocks: [], heightCss: 0 };
+    this.layout = { blocks: [], heightCss: 0, groups: [] };
     this.byLane = new Map();
+    this.collapsed = new Set();
+    this.pinned = [];
+    this.closedGroups = new Set();
     this.collapseDefaultsSet = false;
     this.scrollYCss = 0;
     this.hover = null;
@@ -109,6 +118,11 @@ export class LanesView {
       // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.
       const deep = payload.lanes.filter((l) => l.kind !== 'gpu' && l.maxDepth > 0);
       if (deep.length > 3) for (const lane of deep.slice(1)) this.collapsed.add(lane.id);
+      // Many host threads would push the GPU below the fold: the GPU streams start pinned on top.
+      const shown = payload.lanes.filter((l) => l.maxDepth >= 0);
+      const gpu = shown.filter((l) => l.kind === 'gpu');
+      const hostRows = shown.filter((l) => l.kind !== 'gpu').reduce((n, l) => n + (this.collapsed.has(l.id) ? 1 : l.maxDepth + 1), 0);
+      if (gpu.length && hostRows * ROW_H > MAX_HEIGHT / 2) this.pinned = gpu.slice(0, PIN_BY_DEFAULT).map((l) => l.id);
       this.collapseDefaultsSet = true;
     }
     this.relayout();
@@ -117,7 +131,7 @@ export class LanesView {
 
   relayout() {
     if (!this.data) return;
-    this.layout = layoutLanes(this.data.lanes, this.collapsed);
+    this.layout = layoutLanes(this.data.lanes, this.collapsed, { groups: true, pinned: this.pinned, closedGroups: this.closedGroups });
     this.byLane = new Map(this.layout.blocks.map((b) => [b.laneId, b]));
     // Lane geometry for automation (browser tests, screen readers' tooling): written per layout, not per frame.
     this.canvas.dataset.layout = JSON.stringify(this.layout.blocks.map((b) => ({ laneId: b.laneId, kind: b.kind, yCss: HEADER_H + b.yCss, hCss: b.hCss })));
@@ -141,6 +155,19 @@ export class LanesView {
   toggleLane(laneId) {
     if (this.collapsed.has(laneId)) this.collapsed.delete(laneId);
     else this.collapsed.add(laneId);
+    this.relayout();
+  }
+
+  /** Pins a lane to the top, or unpins it. @param {number} laneId */
+  togglePin(laneId) {
+    this.pinned = this.pinned.includes(laneId) ? this.pinned.filter((id) => id !== laneId) : [...this.pinned, laneId];
+    this.relayout();
+  }
+
+  /** Collapses a group of lanes to its header, or opens it. @param {string} key */
+  toggleGroup(key) {
+    if (this.closedGroups.has(key)) this.closedGroups.delete(key);
+    else this.closedGroups.add(key);
     this.relayout();
   }
 
@@ -170,6 +197,6 @@ export class LanesView {
     /** @type {import('../render/frame.js').Frame} */
     const frame = { ctx, scale: this.scale(), widthCss, heightCss, data, widths: this.widths, scrollYCss: this.scrollYCss,
       stalledAt: (tUs) => this.stalledAt(tUs) };
-    drawLanes(frame, this.layout, this.byLane, this.store.state.sel, this.hover);
+    drawLanes(frame, this.layout, this.byLane, this.store.state.sel, this.hover, new Set(this.pinned));
   }
 }

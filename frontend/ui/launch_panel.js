@@ -96,9 +96,9 @@ export class LaunchPanel {
 /** @param {string} title @param {any[]} rows */
 function topTable(title, rows) {
   const head = ['name', 'count', 'offset p50', 'p99', 'queued p50', 'latency p50', 'short'];
-  return el('div', {}, el('h4', {}, title), el('table', { class: 'ks-table ks-compact' },
+  return el('div', {}, el('h4', {}, title), el('div', { class: 'ks-table-wrap' }, el('table', { class: 'ks-table ks-compact' },
     el('thead', {}, el('tr', {}, head.map((h) => el('th', {}, h)))),
     el('tbody', {}, (rows ?? []).slice(0, TOP_ROWS).map((r) => el('tr', {}, el('td', { class: 'ks-name', title: String(r.name) }, String(r.name)),
       el('td', {}, formatCount(r.count)), el('td', {}, formatDuration(r.offset_p50_us)), el('td', {}, formatDuration(r.offset_p99_us)),
-      el('td', {}, formatDuration(r.queued_p50_us)), el('td', {}, formatDuration(r.latency_p50_us)), el('td', {}, formatCount(r.short)))))));
+      el('td', {}, formatDuration(r.queued_p50_us)), el('td', {}, formatDuration(r.latency_p50_us)), el('td', {}, formatCount(r.short))))))));
 }

@@ -14,7 +14,7 @@ import { TimeScale, windowAround } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { COLORS, FONT } from '../render/frame.js';
 import { BAND_H, drawMemoryBand } from '../render/memory.js';
-import { el, errorText, message } from './dom.js';
+import { collapsible, el, errorText, message } from './dom.js';
 import { Tooltip } from './tooltip.js';
 import { WindowedLoader } from './windowed.js';
 
@@ -34,8 +34,9 @@ function toSeries(d) {
 export class MemoryPanel {
   /**
    * @param {import('./store.js').Store} store @param {import('../api.js').Api} api
+   * @param {typeof collapsible} [fold] makes the section foldable (returns its setter)
    */
-  constructor(store, api) {
+  constructor(store, api, fold = collapsible) {
     this.store = store;
     this.api = api;
     /** @type {{startUs: number, endUs: number, usPerPx: number, downsampled: boolean, series: import('../render/memory.js').MemorySeries[]} | null} */
@@ -46,6 +47,9 @@ export class MemoryPanel {
     this.status = el('div', {});
     const wrap = el('div', { class: 'ks-canvas-wrap' }, this.canvas);
     this.root = el('section', { class: 'ks-section' }, el('h3', {}, 'Memory'), this.peaks, this.notes, this.status, wrap);
+    this.root.dataset.foldable = 'yes';
+    /** Folds the panel to its heading when the trace has no memory events. */
+    this.fold = fold(this.root);
     this.tooltip = new Tooltip(wrap);
     const measure = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
     measure.font = FONT;
@@ -103,6 +107,9 @@ export class MemoryPanel {
   accept(p) {
     this.data = p;
     this.status.replaceChildren(p.series.length ? '' : message('info', 'This trace has no memory events (profile_memory=True records them).'));
+    if (p.series.length === 0) this.fold(true, 'none recorded (profile_memory=True records them)');
+    else if (!this.opened) this.fold(false);
+    this.opened = p.series.length > 0;
     this.canvas.hidden = p.series.length === 0;
     this.view.setHeight(Math.max(1, p.series.length) * BAND_H);
     this.peaks.replaceChildren(...p.series.map((s) => el('span', { class: 'ks-chip' },

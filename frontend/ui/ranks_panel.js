@@ -80,8 +80,8 @@ export class RanksPanel {
     const heatRows = cells.rows.map((row) => el('tr', {},
       el('th', { class: 'ks-clickable', onclick: () => this.run && this.open(this.run, row.worker, row.id) }, `${row.rank}`),
       row.cells.map((c) => el('td', {
-        class: 'ks-heat-cell', title: c.value === null ? 'no such step' : formatDuration(c.value),
-        style: { background: c.value === null ? '#f4f4f4' : `rgba(198, 40, 40, ${(0.08 + 0.8 * c.frac).toFixed(3)})` },
+        class: c.value === null ? 'ks-heat-cell ks-heat-none' : 'ks-heat-cell', title: c.value === null ? 'no such step' : formatDuration(c.value),
+        style: c.value === null ? {} : { background: `rgba(198, 40, 40, ${(0.08 + 0.8 * c.frac).toFixed(3)})` },
       }, c.value === null ? '' : formatDuration(c.value)))));
     this.heat.replaceChildren(el('table', { class: 'ks-table ks-heat-table' }, el('thead', {}, heatHead), el('tbody', {}, heatRows)));
   }
