@@ -419,3 +419,25 @@ def test_markdown_is_the_cli_renderer_with_the_run_verdict_first_and_strings_esc
     assert "File: `gpu/worker0.1.pt.trace.json`" in text  # relative to the logdir, never the server's path
     empty = body(get(apps, "markdown", f"?span={ids['empty']}"))["markdown"]
     assert "Empty trace" in empty and "an empty trace" in empty
+
+
+def test_export_check_says_whether_a_window_fits_before_the_export(apps, ids):
+    answer = body(get(apps, "export", f"?span={ids['gpu']}&check=1"))
+    assert answer == {"events": answer["events"], "max_events": api.MAX_EXPORT_EVENTS, "fits": True} and answer["events"] > 5
+    small = body(get(apps, "export", f"?span={ids['gpu']}&check=1&start_us=0&end_us=20"))
+    assert small["events"] < answer["events"]
+
+
+@pytest.mark.parametrize("which, name", [("gpu", "worker0.1.pt.trace.json"), ("gz", "worker0.2.pt.trace.json.gz")])
+def test_whole_export_streams_the_file_gzipped(apps, ids, logdir, which, name):
+    response = get(apps, "export", f"?span={ids[which]}&whole=1")
+    assert response.status_code == 200 and response.mimetype == "application/gzip"
+    assert response.is_streamed and "-whole.json.gz" in response.headers["Content-Disposition"]
+    raw = (logdir / "gpu" / name).read_bytes()
+    plain = gzip.decompress(raw) if name.endswith(".gz") else raw
+    assert gzip.decompress(response.get_data()) == plain
+
+
+def test_whole_export_of_a_broken_or_unknown_span(apps, ids):
+    assert get(apps, "export", "?span=0123456789ab&whole=1").status_code == 404
+    assert get(apps, "export", f"?span={ids['broken']}&whole=1").status_code == 200  # the file as it is, unparsed

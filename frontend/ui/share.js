@@ -3,7 +3,7 @@
  * Sharing: copy a link to this exact view, download the visible window as a Chrome trace (opens in
  * Perfetto and chrome://tracing), download the summary as Markdown.
  */
-import { errorFromResponse, routeUrl } from '../api.js';
+import { LatestChannel, errorFromResponse, routeUrl } from '../api.js';
 import { el, errorText } from './dom.js';
 import { urlHost, writeUrl } from './urlsync.js';
 
@@ -79,12 +79,54 @@ export function createShareButtons(store) {
     }
   } }, 'Export summary (.md)');
 
+  // The whole file streams straight to the browser's downloads (any size, never held in the page).
+  const exportWhole = el('a', { class: 'ks-button-link', download: '', title: 'Download the whole trace file (.json.gz, with every arg): any size' },
+    'Export whole trace');
+
+  // Whether the visible window can be exported is asked as the window changes (debounced), so the
+  // button says so before it is clicked.
+  const check = new LatestChannel();
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  let fits = true; // the last check's answer for the visible window
+  const checkWindow = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const { span, win, summary } = store.state;
+      if (!span || !summary) return;
+      try {
+        const r = await check.run(async (signal) => {
+          const response = await fetch(routeUrl('export', { span: span.id, start_us: win.t0Us, end_us: win.t1Us, check: 1 }), { signal });
+          if (!response.ok) throw await errorFromResponse(response);
+          return response.json();
+        });
+        if (r.stale) return;
+        const { events, max_events: max } = r.value;
+        fits = Boolean(r.value.fits);
+        exportTrace.disabled = !fits || !store.state.summary;
+        exportTrace.title = fits ? `Download the visible window (${events.toLocaleString()} events) as a Chrome trace (Perfetto, chrome://tracing)`
+          : `The visible window holds ${events.toLocaleString()} events, more than ${max.toLocaleString()}: zoom in to export it, or export the whole trace`;
+        exportTrace.textContent = fits ? 'Export window (Perfetto)' : 'Window too large to export';
+      } catch {
+        // a failed check leaves the button as it was; the export itself reports its own error
+      }
+    }, 300);
+  };
+
   const sync = () => {
     const ready = Boolean(store.state.summary);
-    exportTrace.disabled = !ready;
+    exportTrace.disabled = !ready || !fits;
     exportMd.disabled = !ready;
+    const { span } = store.state;
+    if (span) exportWhole.setAttribute('href', routeUrl('export', { span: span.id, whole: 1 }));
+    else exportWhole.removeAttribute('href');
+    exportWhole.toggleAttribute('hidden', !span);
   };
-  store.subscribe(sync);
+  store.subscribe((changed) => {
+    if (changed.has('span')) fits = true;
+    sync();
+    if (changed.has('win') || changed.has('summary')) checkWindow();
+  });
   sync();
-  return [copy, exportTrace, exportMd, feedback, linkBox];
+  return [copy, exportTrace, exportWhole, exportMd, feedback, linkBox];
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
@@ -32,7 +32,7 @@ from .trace.discovery import TraceFile
 from .trace.loader import TraceError
 from .trace.model import TraceModel
 from .trace.source import args_or_reason
-from .trace.storage import FileIdentity
+from .trace.storage import FileIdentity, StorageError, iter_gzipped
 from .views.export import chrome_trace, event_view, window_rows
 from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
 from .views.lanes import lanes_view, window_ns
@@ -281,6 +281,30 @@ def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = 
     f = loaded.file
     name = f"kinetoscope-{_safe(f.run)}-{_safe(_span(f) or f.worker)}.json.gz"
     return chrome_trace(model, rows, source=f"{f.run}/{Path(f.path).name}"), name
+
+
+def export_check_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None,
+                      end_us: Optional[float] = None) -> dict[str, Any]:
+    """Whether a window can be exported, before the user asks: its event count against the limit."""
+    loaded = _load(service, sid)
+    t0, t1 = _window(loaded.model, start_us, end_us)
+    events = int(window_rows(loaded.model, loaded.prepared.index, t0, t1).size)
+    return {"events": events, "max_events": MAX_EXPORT_EVENTS, "fits": events <= MAX_EXPORT_EVENTS}
+
+
+def export_whole_impl(service: TraceService, sid: str) -> tuple[Iterator[bytes], str]:
+    """The whole trace file as a gzip stream (the file as it is on disk, with every arg), and its download
+    name. Needs no load: any size streams in bounded memory.
+
+    Raises:
+        NotFound: unknown span. TraceFailed: the file cannot be read.
+    """
+    (_, f, _), = service.snapshot(sid)
+    try:
+        blocks = iter_gzipped(f.path)
+    except StorageError as exc:
+        raise TraceFailed(f"{f.run}/{Path(f.path).name}: {exc}") from None
+    return blocks, f"kinetoscope-{_safe(f.run)}-{_safe(_span(f) or f.worker)}-whole.json.gz"
 
 
 def gzip_export(text: bytes) -> bytes:

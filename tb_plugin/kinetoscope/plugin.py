@@ -328,7 +328,13 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def export_route(self, request):
         args = request.args
+        if flag_arg(args, "whole"):  # the whole file, streamed: any size, bounded memory
+            blocks, filename = api.export_whole_impl(self.service(), span_arg(args))
+            return wrappers.Response(blocks, mimetype="application/gzip", direct_passthrough=True, headers=[
+                ("Content-Disposition", f'attachment; filename="{filename}"'), ("X-Content-Type-Options", "nosniff")])
         start, end = window_args(args)
+        if flag_arg(args, "check"):
+            return api.export_check_impl(self.service(), span_arg(args), start_us=start, end_us=end)
         document, filename = api.export_impl(self.service(), span_arg(args), start_us=start, end_us=end)
         packed = api.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
         disposition = [("Content-Disposition", f'attachment; filename="{filename}"')]

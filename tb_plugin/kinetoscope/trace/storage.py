@@ -287,3 +287,30 @@ def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
             break
     if not inflater.eof:
         raise StorageError(f"truncated gzip ({total_in} bytes; the file may still be being written)", transient=True)
+
+
+def iter_gzipped(path: str, block_bytes: int = 1 << 20) -> Iterator[bytes]:
+    """The whole file as a gzip stream, for a download of any size in bounded memory: a gzip file's own
+    bytes as they are, a plain one compressed on the fly.
+
+    The file is opened here, so an unreadable one raises before the first block is asked for.
+
+    Raises:
+        StorageError: the file cannot be opened (or, while streaming, read).
+    """
+    handle = _open(path)
+
+    def stream() -> Iterator[bytes]:
+        with handle:
+            if _is_gzip(handle):
+                while chunk := _read(handle, block_bytes):
+                    yield chunk
+                return
+            packer = zlib.compressobj(3, zlib.DEFLATED, 31)  # wbits 31: a gzip member
+            while chunk := _read(handle, block_bytes):
+                packed = packer.compress(chunk)
+                if packed:
+                    yield packed
+            yield packer.flush()
+
+    return stream()
