@@ -294,3 +294,41 @@ def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
     assert r["straggler"] and r["straggler"].startswith("Rank 1 (rank1) holds the others back"), r["straggler"]
     assert r["rows"] == ["0", "1", "2", "3"] and r["heatCells"] == 20
     assert r["opened"], r
+
+
+@pytest.fixture(scope="module")
+def tour_tb():
+    """The shared traces on a server that caps window exports at 20,000 events (a ResNet span holds 44,666)."""
+    if not TRACES.is_dir():
+        pytest.skip(f"{TRACES} is missing")
+    ensure_node_modules()
+    server = TensorBoard(TRACES, env={"KINETOSCOPE_EXPORT_MAX_EVENTS": "20000"})
+    try:
+        server.warm([s["id"] for s in server.spans() if s["run"] in ("resnet50_num_workers_0", "hta/critical_path/alexnet")])
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_a_new_users_tour_at_two_widths(tour_tb, width):
+    """Issue 18's tour: nothing overlaps or is clipped, keys work before any click, one click selects and a
+    double click zooms, lanes pin and groups fold, dark mode follows TensorBoard, the export button says
+    when a window is too large, a link to a missing run says so, and an empty memory panel folds.
+    Screenshots: test-artifacts/tour-<width>*.png."""
+    r = _check("tour", tour_tb, "resnet50_num_workers_0", width, "hta/critical_path/alexnet")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["faults"] == [] and r["bareFaults"] == []
+    assert r["afterKey"] is not None  # 'w' zoomed with TensorBoard's page focused
+    assert r["afterClick"] is None and not r["tooltipAfterClick"]  # one click: no zoom, no hover box left
+    assert r["afterDbl"] is not None
+    full, zoomed = r["exportFull"], r["exportZoomed"]
+    assert full["disabled"] and "too large" in full["text"] and "44,666" in full["title"].replace("\u202f", ",")
+    assert not zoomed["disabled"] and zoomed["text"] == "Export window (Perfetto)"
+    lanes = r["lanes"]
+    assert lanes["pinned"][0] == lanes["last"] and sorted(lanes["pinned"]) == sorted(lanes["before"])
+    assert lanes["folded"] == [lanes["last"]]  # the CPU group folded to its header
+    assert r["dark"] and max(r["darkBg"][:3]) < 80 and r["light"]
+    assert r["notice"] and "no-such-run" in r["notice"] and "instead" in r["notice"]
+    assert r["missingState"]["t"] is None  # the link's window belonged to another span: not applied
+    assert r["memory"] and r["memory"]["folded"] and r["memory"]["height"] < 60 and "none recorded" in r["memory"]["text"]

@@ -63,7 +63,7 @@ export async function start(body) {
     }
   }
   header.actions.append(...createShareButtons(store));
-  const notice = el('div', { class: 'ks-notice', hidden: true });
+  const notice = el('div', { class: 'ks-link-notice', hidden: true });
   body.classList.add('ks-body');
   followTheme(body);
   body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections));

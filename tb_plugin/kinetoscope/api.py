@@ -28,6 +28,7 @@ from .analysis.verdict import harmonized_by_worker, run_verdict
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .formats import md, render_entry, title_of, verdict_lines
 from .service import Loaded, TraceService
+from .trace.budgets import setting
 from .trace.discovery import TraceFile
 from .trace.loader import TraceError
 from .trace.model import TraceModel
@@ -41,6 +42,12 @@ from .views.tables import gaps_view, stalls_view
 
 LOAD_WAIT_S = 0.25  # how long a data route (409 after it) or status?load=1 waits for a load in flight
 MAX_EXPORT_EVENTS = 250_000  # about 40 MB of JSON before it is gzipped
+EXPORT_EVENTS_ENV = "KINETOSCOPE_EXPORT_MAX_EVENTS"  # a lower cap for small servers (and the browser tests)
+
+
+def export_max_events() -> int:
+    """The most events a window export holds: MAX_EXPORT_EVENTS, or less by EXPORT_EVENTS_ENV."""
+    return int(min(setting(EXPORT_EVENTS_ENV, MAX_EXPORT_EVENTS), MAX_EXPORT_EVENTS))
 MAX_EXPORT_BYTES = 2_000_000  # the gzipped file, like every other answer: a window of about 150k events
 MAX_TOP = 1000  # the most launch-table rows a request may ask for
 
@@ -276,8 +283,10 @@ def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = 
     model = loaded.model
     t0, t1 = _window(model, start_us, end_us)
     rows = window_rows(model, loaded.prepared.index, t0, t1)
-    if rows.size > MAX_EXPORT_EVENTS:
-        raise BadRequest(f"the window holds {rows.size} events, more than {MAX_EXPORT_EVENTS}; export a shorter one")
+    limit = export_max_events()
+    if rows.size > limit:
+        raise BadRequest(f"the window holds {rows.size} events, more than {limit} ({EXPORT_EVENTS_ENV}); export a shorter "
+                         "one, or the whole trace (whole=1)")
     f = loaded.file
     name = f"kinetoscope-{_safe(f.run)}-{_safe(_span(f) or f.worker)}.json.gz"
     return chrome_trace(model, rows, source=f"{f.run}/{Path(f.path).name}"), name
@@ -289,7 +298,8 @@ def export_check_impl(service: TraceService, sid: str, *, start_us: Optional[flo
     loaded = _load(service, sid)
     t0, t1 = _window(loaded.model, start_us, end_us)
     events = int(window_rows(loaded.model, loaded.prepared.index, t0, t1).size)
-    return {"events": events, "max_events": MAX_EXPORT_EVENTS, "fits": events <= MAX_EXPORT_EVENTS}
+    limit = export_max_events()
+    return {"events": events, "max_events": limit, "fits": events <= limit}
 
 
 def export_whole_impl(service: TraceService, sid: str) -> tuple[Iterator[bytes], str]:

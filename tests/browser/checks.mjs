@@ -307,6 +307,17 @@ async function until(predicate, timeoutMs, stepMs = 250) {
   return true;
 }
 
+/** The first truthy value of `probe`, asked every `stepMs` until `timeoutMs` (null when none came). */
+async function poll(probe, timeoutMs, stepMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) return null;
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  }
+}
+
 /** What must survive a listing refresh: the link state, the selectors, the drawn view, the page itself. */
 async function onScreen(page, frame) {
   const view = await frame.evaluate(() => ({
@@ -454,9 +465,130 @@ async function ranks(browser, run) {
   return { errors, httpErrors, straggler, rows, heatCells, workerBefore, opened };
 }
 
+/**
+ * Whatever overflows its box: sections, header and the page itself wider than they show, and sibling
+ * panels of a grid that overlap. Tables may scroll inside their own `.ks-table-wrap`.
+ */
+async function layoutFaults(frame) {
+  return frame.evaluate(() => {
+    const faults = [];
+    const boxes = [document.documentElement, ...document.querySelectorAll('.ks-header, .ks-section')];
+    for (const el of boxes) {
+      if (el.scrollWidth > el.clientWidth + 1) faults.push(`${el.className || el.tagName} overflows: ${el.scrollWidth} > ${el.clientWidth}`);
+    }
+    for (const grid of document.querySelectorAll('.ks-grid, .ks-two')) {
+      const kids = [...grid.children].map((k) => k.getBoundingClientRect()).filter((r) => r.width && r.height);
+      for (let i = 0; i < kids.length; i++) {
+        for (let j = i + 1; j < kids.length; j++) {
+          const a = kids[i];
+          const b = kids[j];
+          if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) faults.push(`${grid.className} children ${i} and ${j} overlap`);
+        }
+      }
+    }
+    for (const wrap of document.querySelectorAll('.ks-table-wrap')) {
+      const table = wrap.querySelector('table');
+      if (!table) continue;
+      const w = wrap.getBoundingClientRect();
+      const section = wrap.closest('.ks-section')?.getBoundingClientRect();
+      if (section && w.right > section.right + 1) faults.push(`a table box sticks out of its section by ${Math.round(w.right - section.right)} px`);
+    }
+    return faults;
+  });
+}
+
+/** The lanes' lane geometry as the canvas publishes it. */
+const laneLayout = (frame) => frame.$eval('.ks-lanes-canvas', (c) => JSON.parse(c.dataset.layout || '[]'));
+
+/**
+ * The new user's tour at one window width: layout, keys before any click, single vs double click,
+ * pins and group folds, dark mode, the export button's limit, a link to a missing run, and a panel
+ * that folds itself when it has nothing to show.
+ */
+async function tour(browser, run, width, bareRun) {
+  const viewport = { width, height: 1000 };
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }), viewport);
+  await waitReady(frame);
+  await frame.waitForSelector(GAP_ROWS, { timeout: 30000 });
+  await frame.waitForSelector('.ks-steps tbody tr', { timeout: 30000 });
+  await page.waitForTimeout(800);
+  await page.screenshot({ path: shot(`tour-${width}`), fullPage: true });
+  const faults = await layoutFaults(frame);
+  const g = await geometry(frame);
+  // Keys before any click: TensorBoard's page has the focus.
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.keyboard.press('w');
+  const afterKey = await waitWindow(page, (t) => t !== null, 4000);
+  await page.keyboard.press('0');
+  await waitWindow(page, (t) => t === null);
+  // The export button at the full view (the server caps exports low for this check), then zoomed in.
+  const exportAt = async () => {
+    await page.waitForTimeout(900);
+    return frame.$eval('button[title*="events"]', (b) => ({ disabled: b.disabled, text: b.textContent, title: b.title })).catch(() => null);
+  };
+  const exportFull = await exportAt();
+  // A single click on a lane selects (the window stays); a double click zooms.
+  const cpu = g.lanes.find((l) => l.kind !== 'gpu');
+  const x = g.left + g.gutter + (g.width - g.gutter) * 0.31;
+  const y = g.top + cpu.yCss + g.lanePad / 2 + g.rowH / 2;
+  await page.mouse.move(x, y);
+  await page.waitForTimeout(300);
+  await page.mouse.click(x, y);
+  await page.waitForTimeout(600);
+  const afterClick = urlState(page).t;
+  const tooltipAfterClick = await frame.$eval('.ks-tooltip', (e) => !e.hidden && e.getBoundingClientRect().height > 0).catch(() => false);
+  await page.mouse.dblclick(x, y);
+  const afterDbl = await waitWindow(page, (t) => t !== null);
+  const exportZoomed = await exportAt();
+  await page.keyboard.press('0');
+  await waitWindow(page, (t) => t === null);
+  // Pin the last lane (its pin at the right end of the label), then fold the CPU group at its header.
+  const before = await laneLayout(frame);
+  const last = before[before.length - 1];
+  await page.mouse.click(g.left + g.gutter - 9, g.top + last.yCss + 11);
+  await page.waitForTimeout(300);
+  const pinned = await laneLayout(frame);
+  const headerH = await frame.evaluate(async () => (await import(new URL('static/model/layout.js', document.baseURI).href)).HEADER_H);
+  const firstBlock = pinned.find((b) => b.laneId !== last.laneId);
+  await page.mouse.click(g.left + 40, g.top + firstBlock.yCss - 8); // the CPU group's header row sits above its first lane
+  await page.waitForTimeout(300);
+  const folded = await laneLayout(frame);
+  // Dark mode, as TensorBoard's toggle sets it.
+  await page.evaluate(() => document.body.classList.add('dark-mode'));
+  await page.waitForTimeout(500);
+  const dark = await frame.evaluate(() => document.body.classList.contains('ks-dark'));
+  const darkBg = (await pixels(frame, '.ks-lanes-canvas', [[g.width - 12, headerH + 2]]))[0];
+  await page.screenshot({ path: shot(`tour-${width}-dark`), fullPage: true });
+  await page.evaluate(() => document.body.classList.remove('dark-mode'));
+  await page.waitForTimeout(300);
+  const light = await frame.evaluate(() => !document.body.classList.contains('ks-dark'));
+  // A link to a run this logdir does not have.
+  const missing = await openPlugin(browser, base, ksSuffix({ run: 'no-such-run', t: '5,9' }), viewport);
+  await waitReady(missing.frame);
+  const notice = await poll(() => missing.frame.evaluate(() => {
+    const el = document.querySelector('.ks-link-notice');
+    return el && !el.hidden ? el.textContent : null;
+  }), 15000, 200);
+  const missingState = urlState(missing.page);
+  await missing.page.screenshot({ path: shot(`tour-${width}-notice`) });
+  // A trace without memory events: the memory panel folds to its heading.
+  const bare = await openPlugin(browser, base, ksSuffix({ run: bareRun }), viewport);
+  await waitReady(bare.frame);
+  const memory = await poll(() => bare.frame.evaluate(() => {
+    const section = [...document.querySelectorAll('.ks-section')].find((s) => s.querySelector('h3')?.textContent.startsWith('Memory'));
+    return section?.classList.contains('ks-collapsed') ? { folded: true, height: section.getBoundingClientRect().height, text: section.querySelector('h3').textContent } : null;
+  }), 30000, 200);
+  const bareFaults = await layoutFaults(bare.frame);
+  await bare.page.screenshot({ path: shot(`tour-${width}-bare`), fullPage: true });
+  return { errors: [...errors, ...missing.errors, ...bare.errors], httpErrors: [...httpErrors, ...missing.httpErrors, ...bare.httpErrors],
+    faults, bareFaults, afterKey, afterClick, tooltipAfterClick, afterDbl, exportFull, exportZoomed,
+    lanes: { before: before.map((b) => b.laneId), pinned: pinned.map((b) => b.laneId), folded: folded.map((b) => b.laneId), last: last.laneId },
+    dark, darkBg, light, notice, missingState, memory };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
