@@ -57,14 +57,20 @@ export async function getWhenReady(api, route, params, signal) {
   }
 }
 
+/** How long one `status` long poll may wait on the server for the load to end. */
+export const LONG_POLL_MS = 1500;
+
 /**
- * Polls `status?span=ID&load=1`, at once and then with a growing delay (200 ms .. 1.5 s), until the
- * trace is ready; a failed load throws its message as a 422, as the data routes would.
+ * Long-polls `status?span=ID&load=1&wait_ms=...` until the trace is ready: the server answers the moment
+ * the load ends, so no poll interval delays the first data request. An answer that came back early
+ * without the load ending (a server that does not wait) is asked again after a growing delay
+ * (200 ms .. 1.5 s). A failed load throws its message as a 422, as the data routes would.
  * @param {import('./api.js').Api} api @param {string} span @param {AbortSignal} [signal]
  */
 export async function waitLoaded(api, span, signal) {
   for (let delayMs = FIRST_DELAY_MS; ; delayMs = Math.min(delayMs * 1.5, MAX_DELAY_MS)) {
-    const body = await api.get('status', { span, load: 1 }, signal);
+    const asked = Date.now();
+    const body = await api.get('status', { span, load: 1, wait_ms: LONG_POLL_MS }, signal);
     const trace = Array.isArray(body?.traces) ? body.traces[0] : null;
     if (!trace) throw new ApiError(500, 'status: the answer lists no trace');
     if (trace.state === 'ready') {
@@ -72,6 +78,7 @@ export async function waitLoaded(api, span, signal) {
       return;
     }
     if (trace.state === 'error') throw new ApiError(422, String(trace.error || 'the trace failed to load'));
-    await sleep(delayMs, signal);
+    if (Date.now() - asked >= LONG_POLL_MS / 2) delayMs = FIRST_DELAY_MS / 1.5; // the server waited: ask again at once
+    else await sleep(delayMs, signal);
   }
 }

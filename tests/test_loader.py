@@ -198,3 +198,17 @@ def test_a_file_read_whole_is_bounded_too(tmp_path, monkeypatch):
     path = write_trace(tmp_path / "one.pt.trace.json", trace_doc([{"ph": "X", "cat": "cpu_op", "name": "x" * 5000,
                                                                     "pid": 1, "tid": 1, "ts": 1, "dur": 1}]))
     _budget_error(path, monkeypatch, budgets.WHOLE_BYTES_ENV, "1000", r"cannot be cut into events")
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_progress_advances_with_the_bytes_decoded(tmp_path, monkeypatch, gz):
+    from kinetoscope.trace import loader
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 1 << 16)
+    events = [op(f"aten::op{i}", i * 10, 5) for i in range(100000)]
+    path = write_trace(tmp_path / ("t.pt.trace.json" + (".gz" if gz else "")), trace_doc(events), gz=gz)
+    seen = []
+    model = load_trace(str(path), cache_dir=None, progress=seen.append)
+    assert model.n_events == 100000
+    assert len(seen) >= 10 and seen == sorted(seen) and 0 < seen[0] < 0.2 and seen[-1] == 0.99
+    assert max(b - a for a, b in zip(seen, seen[1:])) < 0.2  # smooth: no jump from 10% to 80%

@@ -119,7 +119,7 @@ def test_loading_state_reports_phase_and_progress(tmp_path, service_factory):
         service.get(sid, wait_s=0.2)
     assert info.value.http_code == 409 and info.value.state in ("queued", "loading")
     (_, _, state), = service.snapshot(sid)
-    assert state["state"] == "loading" and state["phase"] == "analysing" and state["progress"] == 0.8
+    assert state["state"] == "loading" and state["phase"] == "analysing" and state["progress"] == 0.85
     assert state["elapsed_s"] >= 0
     gate.set()
     assert service.get(sid, wait_s=10).prepared is True
@@ -398,3 +398,35 @@ def test_large_files_never_keep_small_ones_waiting(tmp_path, service_factory, mo
         assert service.get(ids["small"], wait_s=10).model.n_events == 4
     finally:
         release.set()
+
+
+def test_the_decoder_child_reports_its_progress(tmp_path):
+    path = write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", trace_doc([op(f"a{i}", i, 1) for i in range(2000)]))
+    service = TraceService(str(tmp_path / "logs"), cache_dir=None, rescan_s=3600)
+    try:
+        seen: list[float] = []
+        model = service._decode_in_child(str(path), seen.append)
+        deadline = time.monotonic() + 5
+        while not seen and time.monotonic() < deadline:  # the reader thread may lag the child's exit a little
+            time.sleep(0.01)
+        assert model.n_events == 2000 and seen and seen[-1] == pytest.approx(0.99)
+    finally:
+        service.close()
+
+
+def test_the_first_trace_preloads_once_when_nothing_was_asked(tmp_path, service_factory):
+    write_run(tmp_path / "logs", "w.1.pt.trace.json")
+    write_run(tmp_path / "logs", "w.2.pt.trace.json")
+    service = service_factory(preload_first=True)
+    service.start()
+    first = service.snapshot()[0][0] if service.wait_scanned(5) else None
+    deadline = time.monotonic() + 10
+    while service.snapshot(first)[0][2]["state"] != "ready" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    states = [state["state"] for _, _, state in service.snapshot()]
+    assert states == ["ready", "unloaded"]  # the default span only, and without any request
+    idle = service_factory()
+    idle.start()
+    assert idle.wait_scanned(5)
+    time.sleep(0.2)
+    assert [state["state"] for _, _, state in idle.snapshot()] == ["unloaded", "unloaded"]

@@ -31,20 +31,20 @@ function fakeServer(states, data = () => reply(200, { ok: 1 })) {
 test('the first request of a span polls status with load=1 until ready, then asks the route: no 409', async () => {
   const { api, urls } = fakeServer(['queued', 'loading', 'ready']);
   assert.deepEqual(await getWhenReady(api, 'summary', { span: 'a' }), { ok: 1 });
-  assert.deepEqual(urls, ['status?span=a&load=1', 'status?span=a&load=1', 'status?span=a&load=1', 'summary?span=a']);
+  assert.deepEqual(urls, ['status?span=a&load=1&wait_ms=1500', 'status?span=a&load=1&wait_ms=1500', 'status?span=a&load=1&wait_ms=1500', 'summary?span=a']);
 });
 
 test('a span seen ready is asked directly; a listing showing it not ready sends it back to waiting', async () => {
   const { api, urls } = fakeServer(['ready']);
   await getWhenReady(api, 'summary', { span: 'a' });
   await getWhenReady(api, 'lanes', { span: 'a', width_px: 10 });
-  assert.deepEqual(urls, ['status?span=a&load=1', 'summary?span=a', 'lanes?span=a&width_px=10']);
+  assert.deepEqual(urls, ['status?span=a&load=1&wait_ms=1500', 'summary?span=a', 'lanes?span=a&width_px=10']);
   forgetUnready(api, [{ id: 'b', state: 'loading' }, { id: 'a', state: 'ready' }]);
   await getWhenReady(api, 'stalls', { span: 'a' });
   assert.equal(urls.at(-1), 'stalls?span=a');
   forgetUnready(api, [{ id: 'a', state: 'unloaded' }]);
   await getWhenReady(api, 'stalls', { span: 'a' });
-  assert.deepEqual(urls.slice(-2), ['status?span=a&load=1', 'stalls?span=a']);
+  assert.deepEqual(urls.slice(-2), ['status?span=a&load=1&wait_ms=1500', 'stalls?span=a']);
 });
 
 test('ready spans are remembered per Api', async () => {
@@ -52,7 +52,7 @@ test('ready spans are remembered per Api', async () => {
   await getWhenReady(first.api, 'summary', { span: 'a' });
   const second = fakeServer(['ready']);
   await getWhenReady(second.api, 'summary', { span: 'a' });
-  assert.equal(second.urls[0], 'status?span=a&load=1');
+  assert.equal(second.urls[0], 'status?span=a&load=1&wait_ms=1500');
 });
 
 test('a 409 after all (evicted meanwhile) waits on status again, then retries', async () => {
@@ -61,7 +61,7 @@ test('a 409 after all (evicted meanwhile) waits on status again, then retries', 
     ? reply(409, { error: { message: 'unloaded' }, state: 'unloaded' }) : reply(200, { ok: summaries })));
   await getWhenReady(api, 'summary', { span: 'a' });
   assert.deepEqual(await getWhenReady(api, 'summary', { span: 'a' }), { ok: 3 });
-  assert.deepEqual(urls, ['status?span=a&load=1', 'summary?span=a', 'summary?span=a', 'status?span=a&load=1', 'summary?span=a']);
+  assert.deepEqual(urls, ['status?span=a&load=1&wait_ms=1500', 'summary?span=a', 'summary?span=a', 'status?span=a&load=1&wait_ms=1500', 'summary?span=a']);
 });
 
 test('a failed load is a 422 with the loader message, without asking the route', async () => {
@@ -81,4 +81,19 @@ test('route errors and status errors pass through; an abort stops the polling', 
   setTimeout(() => controller.abort(), 50);
   await assert.rejects(pending, (e) => e.name === 'AbortError');
   assert.ok(slow.urls.every((u) => u.startsWith('status')));
+});
+
+test('a server that held the long poll is asked again at once; one that answered early, after a delay', async () => {
+  let calls = 0;
+  const stamps = [];
+  const api = new Api(async (url) => {
+    stamps.push(Date.now());
+    if (!url.startsWith('status')) return reply(200, { ok: 1 });
+    calls++;
+    await new Promise((r) => setTimeout(r, 800)); // the server waits for the load, then answers
+    return reply(200, { traces: [{ id: 'a', state: calls < 3 ? 'loading' : 'ready' }] });
+  });
+  await getWhenReady(api, 'summary', { span: 'a' });
+  const gaps = stamps.slice(1, 3).map((t, i) => t - stamps[i]);
+  assert.ok(gaps.every((g) => g >= 790 && g < 900), `asked again at once after each held answer: ${gaps}`);
 });

@@ -110,16 +110,18 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
                      for run, workers in runs.items()]}
 
 
-def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool = False) -> dict[str, Any]:
+def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool = False,
+                wait_ms: Optional[int] = None) -> dict[str, Any]:
     """Load state of every trace, or of one (raises NotFound).
 
-    With `load`, first queues the load of span `sid` and waits for it as a data route would, but never
-    answers 409: a browser logs every refused request as a console error.
+    With `load`, first queues the load of span `sid` and waits for it as a data route would (or up to
+    `wait_ms`: a long poll that answers the moment the load ends), but never answers 409: a browser logs
+    every refused request as a console error.
     """
     if load:
         if sid is None:
             raise BadRequest("load=1 needs a span: status?span=ID&load=1")
-        service.request_load(sid, wait_s=LOAD_WAIT_S)
+        service.request_load(sid, wait_s=LOAD_WAIT_S if wait_ms is None else wait_ms / 1000)
     traces = [{"id": s, "run": f.run, "worker": f.worker, "span": _span(f), **state}
               for s, f, state in service.snapshot(sid)]
     return {"scan_complete": service.wait_scanned(0), "traces": traces}

@@ -32,6 +32,12 @@ SPAN_RE = re.compile(r"^[0-9a-f]{12}$")
 MAX_US = 1e15  # ~30 years: keeps every time parameter far inside int64 nanoseconds
 
 
+# The first trace of the logdir starts loading when TensorBoard asks whether the plugin is active, so it
+# decodes while TensorBoard's own page loads ("0" turns this off).
+PRELOAD_ENV = "KINETOSCOPE_PRELOAD_FIRST"
+MAX_STATUS_WAIT_MS = 3000  # a status long poll holds one server thread at most this long
+
+
 def _enc_hook(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -211,8 +217,17 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                 logdir = getattr(self._context, "logdir", None)
                 if not logdir:
                     raise NotFound("TensorBoard was started without --logdir; kinetoscope needs one")
-                self._service = TraceService(logdir, prepare=api.prepare)
+                self._service = TraceService(logdir, prepare=api.prepare,
+                                             preload_first=os.environ.get(PRELOAD_ENV, "1") != "0")
             return self._service
+
+    def start_early(self) -> None:
+        """Starts the logdir scan (and so the first trace's preload) at TensorBoard's start, not at the
+        first page view; does nothing without a logdir."""
+        try:
+            self.service().start()
+        except Exception:  # noqa: BLE001 - TensorBoard must start whatever the logdir is
+            log_once("start_early", "kinetoscope: could not start scanning the logdir", exc_info=True)
 
     def is_active(self) -> bool:
         try:
@@ -265,7 +280,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def status_route(self, request):
         args = request.args
-        return api.status_impl(self.service(), span_arg(args, required=False), load=flag_arg(args, "load"))
+        return api.status_impl(self.service(), span_arg(args, required=False), load=flag_arg(args, "load"),
+                               wait_ms=int_arg(args, "wait_ms", None, 0, MAX_STATUS_WAIT_MS))
 
     @_route
     def summary_route(self, request):

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 _DEFAULT = object()
 DEFAULT_BUDGET_BYTES = 2 << 30  # ~60 ten-times-ResNet spans; a span's arrays are ~80 bytes per event
-PHASE_PROGRESS = {"reading": 0.0, "decoding": 0.1, "analysing": 0.8}
+PHASE_PROGRESS = {"reading": 0.0, "decoding": 0.05, "analysing": 0.85}  # decoding advances with the bytes decoded
 LOAD_FAILED = "internal error while loading this trace; see the TensorBoard log"
 PROCESS_LOCAL = ("memory://",)  # filesystems a child process cannot see: decode those in a thread
 RETRY_ATTEMPTS = 6  # transient failures retried this often (1+2+4+8+16+30 s), then the error stands
@@ -126,12 +126,26 @@ class _Entry:
 def decode_main(argv: list[str]) -> int:
     """Child-process entry: decode one trace (filling the disk cache) and pickle the result to stdout.
 
-    argv: [path, cache_dir or ""]. Writes `("ok", model)` or `("error", message)`; a TraceError does not
-    survive pickling (custom __init__), hence its text.
+    argv: [path, cache_dir or "", progress fd (optional)]. Writes `("ok", model)` or `("error", message)`; a
+    TraceError does not survive pickling (custom __init__), hence its text. With a progress fd, the share of
+    the file decoded is written there as it advances, one line per percent at most.
     """
     path, cache_dir = argv[0], argv[1] or None
+    report = None
+    if len(argv) > 2:
+        pipe = os.fdopen(int(argv[2]), "w", buffering=1)
+        last = [-1]
+
+        def report(share: float) -> None:
+            percent = int(share * 100)
+            if percent > last[0]:
+                last[0] = percent
+                try:
+                    pipe.write(f"{share:.3f}\n")
+                except OSError:  # the parent stopped listening; decoding goes on
+                    pass
     try:
-        result: tuple = ("ok", load_trace(path, cache_dir=cache_dir))
+        result: tuple = ("ok", load_trace(path, cache_dir=cache_dir, progress=report))
     except TraceError as exc:
         result = ("error", exc.message, exc.transient)
     pickle.dump(result, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -157,7 +171,7 @@ class TraceService:
     def __init__(self, logdir: str, *, cache_dir: Any = _DEFAULT, workers: int = 2,
                  memory_budget_bytes: int = DEFAULT_BUDGET_BYTES, rescan_s: float = 10.0,
                  min_rescan_s: float = 2.0, decode_in_child: bool = True,
-                 prepare: Callable[[TraceModel], Any] = lambda model: None) -> None:
+                 prepare: Callable[[TraceModel], Any] = lambda model: None, preload_first: bool = False) -> None:
         self.logdir = logdir
         self._cache_dir = default_cache_dir() if cache_dir is _DEFAULT else cache_dir
         self._workers = max(1, workers)
@@ -165,6 +179,7 @@ class TraceService:
         self._rescan_s, self._min_rescan_s = rescan_s, min_rescan_s
         self._use_child = decode_in_child
         self._prepare = prepare
+        self._preload_first = preload_first  # load the span a tab opens by default as soon as it is found
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self._ready: OrderedDict[str, Loaded] = OrderedDict()
@@ -252,11 +267,24 @@ class TraceService:
             try:
                 self.scan_now()
                 self.retry_due()
+                self._preload()
             except Exception:  # noqa: BLE001 - the scanner must survive anything a filesystem does
                 log_once(("scan", self.logdir), "kinetoscope: scanning %s failed", self.logdir, exc_info=True)
                 self._scanned.set()
             self._wake.wait(self._rescan_s)
             self._wake.clear()
+
+    def _preload(self) -> None:
+        """Once, when the logdir first lists a trace: start loading the first one, which a tab opens unless
+        its link names another, so it is decoding while TensorBoard's page and the tab start."""
+        with self._lock:
+            if not self._preload_first or not self._entries:
+                return
+            self._preload_first = False
+            first = next(iter(self._entries))
+            idle = all(entry.future is None for entry in self._entries.values())
+        if idle:  # nobody asked for anything yet: the default span is the best guess
+            self._ensure_loading(first)
 
     def close(self) -> None:
         """Stop the scanner, cancel pending loads and kill decoding children."""
@@ -423,19 +451,32 @@ class TraceService:
             if cached is not None:
                 return cached
         self._phase(sid, file, "decoding")
-        if not self._use_child or file.path.startswith(PROCESS_LOCAL):
-            return load_trace(file.path, cache_dir=self._cache_dir)
-        return self._decode_in_child(file.path)
+        start, end = PHASE_PROGRESS["decoding"], PHASE_PROGRESS["analysing"]
 
-    def _decode_in_child(self, path: str) -> TraceModel:
+        def on_progress(share: float) -> None:
+            self._update(sid, file, progress=round(start + (end - start) * share, 3))
+        if not self._use_child or file.path.startswith(PROCESS_LOCAL):
+            return load_trace(file.path, cache_dir=self._cache_dir, progress=on_progress)
+        return self._decode_in_child(file.path, on_progress)
+
+    def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None) -> TraceModel:
         cache_dir = "" if self._cache_dir is None else str(self._cache_dir)
-        command = [sys.executable, "-m", "kinetoscope.service", path, cache_dir]
-        with self._lock:
-            if self._stop.is_set():
-                raise TraceError(path, "the plugin is shutting down")
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     preexec_fn=_decoder_limits if os.name == "posix" else None)
-            self._children.add(child)
+        read_end, write_end = os.pipe()
+        command = [sys.executable, "-m", "kinetoscope.service", path, cache_dir, str(write_end)]
+        try:
+            with self._lock:
+                if self._stop.is_set():
+                    raise TraceError(path, "the plugin is shutting down")
+                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(write_end,),
+                                         preexec_fn=_decoder_limits if os.name == "posix" else None)
+                self._children.add(child)
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        threading.Thread(target=_follow_progress, args=(read_end, on_progress), name="kinetoscope-progress",
+                         daemon=True).start()
         timeout = setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
         try:
             out, _ = child.communicate(timeout=timeout)
@@ -496,6 +537,18 @@ class TraceService:
         """Bytes held by ready spans (for tests and diagnostics)."""
         with self._lock:
             return sum(item.nbytes for item in self._ready.values())
+
+
+def _follow_progress(fd: int, on_progress: Callable[[float], None]) -> None:
+    """Reads a decoder child's progress lines until it closes its end (it exits, or dies)."""
+    with os.fdopen(fd, "r") as lines:
+        for line in lines:
+            try:
+                share = float(line)
+            except ValueError:
+                continue
+            if 0.0 <= share <= 1.0:
+                on_progress(share)
 
 
 if __name__ == "__main__":

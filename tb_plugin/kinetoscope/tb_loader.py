@@ -41,5 +41,8 @@ class KinetoscopeLoader(base_plugin.TBLoader):
             value = getattr(flags, f"kinetoscope_{name}", None) if flags is not None else None
             if value is not None:
                 os.environ[env] = repr(value)
-        from .plugin import KinetoscopePlugin
-        return KinetoscopePlugin(context)
+        from .plugin import PRELOAD_ENV, KinetoscopePlugin
+        plugin = KinetoscopePlugin(context)
+        if os.environ.get(PRELOAD_ENV, "1") != "0":
+            plugin.start_early()  # scan now and decode the default span while nobody waits for it yet
+        return plugin

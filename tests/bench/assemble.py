@@ -27,6 +27,7 @@ def main() -> int:
     parser.add_argument("--decode", type=Path, help="the markdown printed by tests/bench/decode_rate.py")
     parser.add_argument("--loadtest", type=Path, help="the markdown written by tests/bench/loadtest.py (make loadtest)")
     parser.add_argument("--ranks", type=Path, help="the markdown written by tests/bench/ranks_bench.py")
+    parser.add_argument("--first-lanes", type=Path, help="the markdown written by tests/bench/first_lanes.py")
     args = parser.parse_args()
     parts = [HEADER]
     if args.decode and args.decode.is_file():
@@ -43,6 +44,8 @@ def main() -> int:
         parts.append(args.loadtest.read_text().strip() + "\n")
     if args.ranks and args.ranks.is_file():
         parts.append(args.ranks.read_text().strip() + "\n")
+    if args.first_lanes and args.first_lanes.is_file():
+        parts.append("# Time to first lanes: the tab against the CLI's cold report\n\n" + args.first_lanes.read_text().strip() + "\n")
     sys.stdout.write("\n\n".join(parts))
     return 0
 

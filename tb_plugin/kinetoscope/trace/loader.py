@@ -6,7 +6,7 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from .budgets import BudgetExceeded, EventBudget, event_budget
 from .build import ColumnBuilder
@@ -59,7 +59,35 @@ CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
 MIN_CHUNK_BYTES = 1 << 16  # small files still get chunks this large (the decode window is 2-3 chunks)
 
 
-def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_bytes: int, budget: EventBudget) -> TraceModel:
+Progress = Callable[[float], None]  # the share of the file decoded so far, 0..1
+
+
+def _gzip_text_size(path: str) -> Optional[int]:
+    """A local gzip file's text size from its trailer (ISIZE, the size mod 4 GiB; a hint for progress only)."""
+    if "://" in path or "::" in path:
+        return None
+    try:
+        with open(os.path.expanduser(path), "rb") as handle:
+            handle.seek(-4, os.SEEK_END)
+            return int.from_bytes(handle.read(4), "little") or None
+    except OSError:
+        return None
+
+
+def _reporting(add, source_bytes, total: Optional[int], progress: Optional[Progress]):
+    """`add` that also reports, after each chunk, how much of the text `source_bytes()` has consumed."""
+    if progress is None or not total:
+        return add
+
+    def add_and_report(*args, **kwargs):
+        result = add(*args, **kwargs)
+        progress(min(source_bytes() / total, 0.99))
+        return result
+    return add_and_report
+
+
+def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_bytes: int, budget: EventBudget,
+           progress: Optional[Progress] = None, text_bytes: Optional[int] = None) -> TraceModel:
     """Chunked decode of a block stream (NotSplittable propagates: the caller decodes whole).
 
     `size_hint` (the text's size, when known) shrinks the chunk, and with it the decode window, for
@@ -69,7 +97,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
     chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
     try:
-        decoded = decode_chunks(blocks, builder.add, chunk, budget.event_bytes)
+        add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
+        decoded = decode_chunks(blocks, add, chunk, budget.event_bytes)
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:
@@ -116,7 +145,7 @@ def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
             raise TraceError(path, str(exc)) from None
 
 
-def _load_uncached(path: str) -> TraceModel:
+def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel:
     plain = open_plain(path)
     size = stored = 0
     budget = event_budget()
@@ -132,21 +161,24 @@ def _load_uncached(path: str) -> TraceModel:
             if plain is not None:  # local plain file: read straight into the decoder's buffer
                 with plain:
                     stored = os.fstat(plain.fileno()).st_size
-                    return _build(plain, path, plain.tell, stored, stored, budget)
+                    return _build(plain, path, plain.tell, stored, stored, budget, progress)
             stored = identity(path).size
-            return _build(counted(), path, lambda: size, None, stored, budget)
+            text = _gzip_text_size(path) if progress is not None else None
+            return _build(counted(), path, lambda: size, None, stored, budget, progress, text)
         except NotSplittable:
             return _build_whole(read_bytes(path, max_bytes=budget.whole_bytes + 1), path, stored, budget)
         except BudgetExceeded as exc:
             raise TraceError(path, str(exc)) from None
 
 
-def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) -> TraceModel:
+def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
+               progress: Optional[Progress] = None) -> TraceModel:
     """Load one trace file (local path or fsspec URL, plain or gzipped) into the columnar model.
 
     Args:
         path: the trace file.
         cache_dir: where decoded models are cached; the user cache directory by default, None for no cache.
+        progress: called with the share of the file decoded (0..1) after each chunk of a chunked decode.
 
     Returns:
         The model; events it could not use are counted in `model.skipped` by reason.
@@ -161,7 +193,7 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT) 
         cached = load_cached(Path(cache_dir), ident) if ident is not None else None
         if cached is not None:
             return cached
-        model = _load_uncached(path)
+        model = _load_uncached(path, progress)
     except StorageError as exc:
         raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:

@@ -1,0 +1,88 @@
+"""Time to the first lanes in the tab against the CLI's cold report on the same file (issue 18).
+
+For each trace, per run (fresh processes every time, a fresh model cache for every cold figure):
+- CLI cold: `kinetoscope report FILE --no-cache --format json`, wall time of the whole process.
+- Tab cold: a real `tensorboard` on a logdir holding only that file, a fresh cache; Chromium opens
+  `/#kinetoscope` and the time runs from the navigation to the lanes drawn (TensorBoard's own page
+  included). The server is started beforehand and not counted.
+- Tab warm: a second page on the same server (the trace in memory).
+- Tab cold without the preload (KINETOSCOPE_PRELOAD_FIRST=0): the decode starts only when the tab asks.
+  With the preload (the default) TensorBoard starts decoding the default span while it starts itself, as
+  it would for a user who starts TensorBoard and then opens the page; both are shown.
+Prints a markdown table (and writes it with --out); ratio = tab cold / CLI cold (the target: at most 1.3).
+
+Usage: .venv/bin/python tests/bench/first_lanes.py TRACE... [--runs 3] [--out .bench/first_lanes.md]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "browser"))
+from tbserver import TensorBoard, ensure_node_modules, run_node  # noqa: E402
+
+KINETOSCOPE = REPO / ".venv" / "bin" / "kinetoscope"
+
+
+def cli_cold(trace: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([str(KINETOSCOPE), "report", str(trace), "--no-cache", "--format", "json"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def tab(trace: Path, scratch: Path, preload: bool = True) -> tuple[float, float, float, list]:
+    """(page s, first lanes cold s, first lanes warm s, progress seen) on a fresh server and cache."""
+    logdir = scratch / "logdir" / "run"
+    logdir.mkdir(parents=True)
+    (logdir / trace.name).symlink_to(trace.resolve())
+    env = {"KINETOSCOPE_CACHE_DIR": str(scratch / "cache"), "KINETOSCOPE_PRELOAD_FIRST": "1" if preload else "0"}
+    with TensorBoard(logdir.parent, env=env) as server:
+        cold = run_node("bench_first_lanes.mjs", server.base, timeout_s=900)
+        warm = run_node("bench_first_lanes.mjs", server.base, timeout_s=900)
+    return cold["pageMs"] / 1e3, cold["lanesMs"] / 1e3, warm["lanesMs"] / 1e3, cold["progress"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="+", type=Path)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    ensure_node_modules()
+    lines = ["| trace | size | CLI cold | tab: TensorBoard page | tab: first lanes cold | ratio to CLI cold | tab: first lanes warm "
+             "| tab cold, no preload | its ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    for trace in args.traces:
+        clis, pages, colds, warms, lazies = [], [], [], [], []
+        for _ in range(args.runs):
+            clis.append(cli_cold(trace))
+            with tempfile.TemporaryDirectory(prefix="kinetoscope-first-lanes-") as scratch:
+                page, cold, warm, progress = tab(trace, Path(scratch))
+            with tempfile.TemporaryDirectory(prefix="kinetoscope-first-lanes-") as scratch:
+                _, lazy, _, lazy_progress = tab(trace, Path(scratch), preload=False)
+            pages.append(page)
+            colds.append(cold)
+            warms.append(warm)
+            lazies.append(lazy)
+            print(f"{trace.name}: cli {clis[-1]:.2f} s, page {page:.2f} s, lanes cold {cold:.2f} s, warm {warm:.2f} s, "
+                  f"no preload {lazy:.2f} s; progress {progress} / {lazy_progress}", file=sys.stderr)
+        cli, cold, lazy = statistics.median(clis), statistics.median(colds), statistics.median(lazies)
+        lines.append(f"| {trace.name} | {os.path.getsize(trace) / 1e6:.1f} MB | {cli:.2f} s | {statistics.median(pages):.2f} s | "
+                     f"{cold:.2f} s | {cold / cli:.2f}x | {statistics.median(warms):.2f} s | {lazy:.2f} s | {lazy / cli:.2f}x |")
+    table = "\n".join(lines) + f"\n\nMedians of {args.runs} runs, fresh processes and caches; command: `.venv/bin/python " \
+                               f"tests/bench/first_lanes.py {' '.join(map(str, args.traces))} --runs {args.runs}`\n"
+    print(table)
+    if args.out:
+        args.out.write_text(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
