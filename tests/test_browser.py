@@ -318,7 +318,8 @@ def test_a_new_users_tour_at_two_widths(tour_tb, width):
     Screenshots: test-artifacts/tour-<width>*.png."""
     r = _check("tour", tour_tb, "resnet50_num_workers_0", width, "hta/critical_path/alexnet")
     assert r["errors"] == [] and r["httpErrors"] == []
-    assert r["faults"] == [] and r["bareFaults"] == []
+    assert r["faults"] == [] and r["bareFaults"] == [] and r["ranksFaults"] == []
+    assert r["ranksShown"] >= 2
     assert r["afterKey"] is not None  # 'w' zoomed with TensorBoard's page focused
     assert r["afterClick"] is None and not r["tooltipAfterClick"]  # one click: no zoom, no hover box left
     assert r["afterDbl"] is not None

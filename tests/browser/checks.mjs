@@ -492,6 +492,8 @@ async function layoutFaults(frame) {
       const w = wrap.getBoundingClientRect();
       const section = wrap.closest('.ks-section')?.getBoundingClientRect();
       if (section && w.right > section.right + 1) faults.push(`a table box sticks out of its section by ${Math.round(w.right - section.right)} px`);
+      const title = wrap.closest('.ks-section')?.querySelector('h3')?.textContent ?? '?';
+      if (wrap.scrollWidth > wrap.clientWidth + 1) faults.push(`a table of "${title}" is clipped: ${wrap.scrollWidth} px in ${wrap.clientWidth} px`);
     }
     return faults;
   });
@@ -579,9 +581,17 @@ async function tour(browser, run, width, bareRun) {
     return section?.classList.contains('ks-collapsed') ? { folded: true, height: section.getBoundingClientRect().height, text: section.querySelector('h3').textContent } : null;
   }), 30000, 200);
   const bareFaults = await layoutFaults(bare.frame);
+  // A multi-rank run: the Ranks panel's table and heatmap fit too.
+  const job = await openPlugin(browser, base, ksSuffix({ run: 'hta/trace_filter' }), viewport);
+  await waitReady(job.frame);
+  await job.frame.waitForSelector('.ks-ranks .ks-heat td', { timeout: 60000 }).catch(() => null);
+  await job.page.waitForTimeout(500);
+  const ranksFaults = await layoutFaults(job.frame);
+  const ranksShown = await job.frame.$$eval('.ks-ranks tbody tr', (trs) => trs.length);
+  await job.page.screenshot({ path: shot(`tour-${width}-ranks`) });
   await bare.page.screenshot({ path: shot(`tour-${width}-bare`), fullPage: true });
-  return { errors: [...errors, ...missing.errors, ...bare.errors], httpErrors: [...httpErrors, ...missing.httpErrors, ...bare.httpErrors],
-    faults, bareFaults, afterKey, afterClick, tooltipAfterClick, afterDbl, exportFull, exportZoomed,
+  return { errors: [...errors, ...missing.errors, ...bare.errors, ...job.errors],
+    httpErrors: [...httpErrors, ...missing.httpErrors, ...bare.httpErrors, ...job.httpErrors], faults, bareFaults, ranksFaults, ranksShown, afterKey, afterClick, tooltipAfterClick, afterDbl, exportFull, exportZoomed,
     lanes: { before: before.map((b) => b.laneId), pinned: pinned.map((b) => b.laneId), folded: folded.map((b) => b.laneId), last: last.laneId },
     dark, darkBg, light, notice, missingState, memory };
 }
