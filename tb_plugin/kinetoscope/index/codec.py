@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 import math
+import zipfile
 from dataclasses import fields, is_dataclass
 from typing import Any, Optional
 
@@ -43,7 +44,7 @@ def decode(blob: bytes) -> Any:
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise CodecError(f"not a stored tree ({exc})") from None
     raw = arrays.pop(_TREE, None)
     if raw is None:

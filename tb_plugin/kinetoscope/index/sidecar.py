@@ -346,9 +346,18 @@ def _section(reader: _Reader, header: dict, body: int, name: str) -> bytes:
 
 
 def read_header(trace_path: str) -> dict:
-    """The header of the trace's sidecar as stored, whatever it says (raises SidecarMiss when unreadable)."""
+    """The header of the trace's sidecar as stored, whatever it says, once its size is the one the header
+    implies (raises SidecarMiss when unreadable or truncated)."""
     with _Reader(sidecar_path(trace_path)) as reader:
-        return _header(reader)[0]
+        header, body = _header(reader)
+        try:
+            want = body + max((int(s["offset"]) + int(s["bytes"]) for s in header.get("sections") or ()), default=0)
+        except (KeyError, TypeError, ValueError):
+            raise SidecarMiss("corrupt sidecar (sections)") from None
+        if reader.size != want:
+            raise SidecarMiss(f"truncated sidecar ({reader.size} of {want} bytes)" if reader.size < want else
+                              f"corrupt sidecar ({reader.size - want} bytes past its end)")
+        return header
 
 
 def _current(trace_path: str) -> dict[str, Any]:

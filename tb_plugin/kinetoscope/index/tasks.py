@@ -73,7 +73,10 @@ def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
             if force:
                 raise sidecar.SidecarMiss("forced (--force)")
             if verify and (header.get("trace") or {}).get("sha256") != sidecar.full_sha256(path):
-                raise sidecar.SidecarMiss("content changed (full sha256 differs)")
+                raise sidecar.SidecarMiss("trace changed since it was indexed: content (full sha256)")
+            if verify:  # every section against its checksum, and decodable
+                from ..api import Prepared
+                sidecar.open_prepared(path, Prepared)
             _report, digest = sidecar.open_summary(path)
             return Outcome(path, FRESH, None, digest, time.perf_counter() - started, current["size"], host=_where())
         except sidecar.SidecarMiss as miss:
