@@ -216,13 +216,15 @@ def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[st
              local: Optional[int]) -> Iterator[Outcome]:
     """The tasks on a Dask cluster: Dask schedules them, moves them off a worker that dies, and hands back
     each outcome as it completes. A task that Dask gives up on (`KilledWorker`) is reported as failed."""
+    import dask
     from distributed import Client, LocalCluster
     from distributed import as_completed as dask_completed
 
     cluster = LocalCluster(n_workers=local, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address=None) if local else None
     try:
-        client = Client(cluster if cluster is not None else scheduler, timeout="30s")
+        client = Client(cluster if cluster is not None else scheduler,
+                        timeout=dask.config.get("distributed.comm.timeouts.connect"))
         try:
             futures = client.map(index_trace, paths, force=force, verify=verify, pure=False,
                                  key=[f"kinetoscope-index-{i}-{posixpath.basename(p)[:80]}" for i, p in enumerate(paths)])
