@@ -42,6 +42,7 @@ class Summary:
     executor: str
     outcomes: list[Outcome] = field(default_factory=list)
     wall_s: float = 0.0
+    startup_s: float = 0.0  # until the executor could take tasks (a Dask cluster started or reached)
     ranks: dict[str, dict] = field(default_factory=dict)  # run -> ranks view (multi-rank runs)
 
     def count(self, status: str) -> int:
@@ -110,12 +111,13 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
         ImportError: Dask asked for but not installed. OSError/TimeoutError: the scheduler is unreachable.
     """
     started = time.perf_counter()
+    timings: dict[str, float] = {}
     traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders
     by_path = {t.path: t for t in traces}
     paths = list(by_path)
     if scheduler or dask_local:
         executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"
-        results = _on_dask(paths, force, verify, scheduler, dask_local)
+        results = _on_dask(paths, force, verify, scheduler, dask_local, timings)
     elif logdir.startswith(PROCESS_LOCAL) or (jobs or os.cpu_count() or 1) == 1 or len(paths) <= 1:
         executor = "this process"
         results = (index_trace(p, force, verify) for p in paths)
@@ -134,6 +136,7 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
                  f"({outcome.seconds:.2f} s){note}")
     summary.ranks = _ranks(traces, summary.outcomes)
     summary.wall_s = time.perf_counter() - started
+    summary.startup_s = timings.get("startup_s", 0.0)
     return summary
 
 
@@ -146,7 +149,8 @@ def summary_lines(summary: Summary) -> list[str]:
     n = len(summary.outcomes)
     lines = [f"kinetoscope index: {n} traces in {summary.wall_s:.1f} s on {summary.executor}: "
              f"{summary.count(NEW)} indexed, {summary.count(CHANGED)} re-indexed, {summary.count(RESTAMPED)} re-stamped, "
-             f"{summary.count(FRESH)} up to date, {summary.count(FAILED)} failed"]
+             f"{summary.count(FRESH)} up to date, {summary.count(FAILED)} failed"
+             + (f" (cluster ready after {summary.startup_s:.1f} s)" if summary.startup_s else "")]
     for run, view in summary.ranks.items():
         stragglers = ", ".join(f"rank {s['rank']} ({s['worker']})" for s in view["stragglers"]) or "none"
         missing = view["missing_ranks"]
@@ -213,18 +217,21 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int) -> Iterator
 
 
 def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[str],
-             local: Optional[int]) -> Iterator[Outcome]:
+             local: Optional[int], timings: Optional[dict] = None) -> Iterator[Outcome]:
     """The tasks on a Dask cluster: Dask schedules them, moves them off a worker that dies, and hands back
     each outcome as it completes. A task that Dask gives up on (`KilledWorker`) is reported as failed."""
     import dask
     from distributed import Client, LocalCluster
     from distributed import as_completed as dask_completed
 
+    started = time.perf_counter()
     cluster = LocalCluster(n_workers=local, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address=None) if local else None
     try:
         client = Client(cluster if cluster is not None else scheduler,
                         timeout=dask.config.get("distributed.comm.timeouts.connect"))
+        if timings is not None:
+            timings["startup_s"] = time.perf_counter() - started
         try:
             futures = client.map(index_trace, paths, force=force, verify=verify, pure=False,
                                  key=[f"kinetoscope-index-{i}-{posixpath.basename(p)[:80]}" for i, p in enumerate(paths)])
