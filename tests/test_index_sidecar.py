@@ -202,8 +202,20 @@ def test_a_forged_class_in_a_sidecar_is_refused(job):
         codec.decode(codec.encode([1, 2])[:-30])
     with pytest.raises(codec.CodecError, match="nested too deeply"):
         codec.decode(stored(json.loads("[" * 100 + "]" * 100)))
+    bomb = io.BytesIO()
+    np.savez_compressed(bomb, a0=np.zeros(1 << 20), __tree__=np.frombuffer(b'{"$a": "a0"}', dtype=np.uint8))
+    with pytest.raises(codec.CodecError, match="is compressed"):
+        codec.decode(bomb.getvalue())
     path_model = sidecar.open_prepared(path, api.Prepared)[0]
     assert path_model.n_events > 0
+
+
+def test_a_sidecar_far_larger_than_its_trace_is_not_read(job, monkeypatch):
+    path = traces_of(job)[0]
+    monkeypatch.setattr(sidecar, "MAX_SIDECAR_RATIO", 1)
+    monkeypatch.setattr(sidecar, "MAX_SIDECAR_SLACK", 0)
+    _, _, reason = SidecarIndex().open(path)
+    assert reason.startswith("sidecar too large for its trace")
     with pytest.raises(codec.CodecError, match="not a kinetoscope class"):
         codec._class("os:system")
     with pytest.raises(codec.CodecError, match="is not a dataclass"):

@@ -35,12 +35,25 @@ def encode(obj: Any) -> bytes:
     return buf.getvalue()
 
 
+def check_stored(blob: bytes) -> None:
+    """Refuse an `.npz` whose members are compressed: ours never are, and a compressed member could inflate
+    far beyond the bytes read (a zip bomb). Stored members hold at most `len(blob)` bytes of arrays."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+            for info in archive.infolist():
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                    raise CodecError(f"member {info.filename[:40]!r} is compressed; sidecars store arrays raw")
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise CodecError(f"not a stored tree ({exc})") from None
+
+
 def decode(blob: bytes) -> Any:
     """The object `encode` stored; arrays come back read-only.
 
     Raises:
         CodecError: not an npz of ours, or a class or field this version does not have.
     """
+    check_stored(blob)
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}

@@ -53,6 +53,9 @@ EDGE_BYTES = 64 << 10  # head and tail checked on every open
 MAX_HEADER_BYTES = 1 << 20
 HASH_BLOCK = 8 << 20
 STALE_TMP_S = 3600.0
+# A sidecar holds about 240 bytes per event, and a trace at most KINETOSCOPE_MAX_EVENTS_PER_KB (250) events per
+# KiB stored: a larger sidecar is not one `index` wrote for this trace, and is not read into memory.
+MAX_SIDECAR_RATIO, MAX_SIDECAR_SLACK = 64, 64 << 20
 _SUMMARY, _MODEL, _PREPARED = "summary", "model", "prepared"
 _FROM_SUMMARY = ("report", "digest")  # Prepared fields stored in the summary section
 _analysis_fp: Optional[str] = None
@@ -390,14 +393,20 @@ def open_prepared(trace_path: str, prepared_type: type) -> tuple[TraceModel, Any
     """
     with _Reader(sidecar_path(trace_path)) as reader:
         header, body = _header(reader)
-        check_header(header, _current(trace_path))
+        trace = _current(trace_path)
+        check_header(header, trace)
+        if reader.size > MAX_SIDECAR_RATIO * int(trace["size"]) + MAX_SIDECAR_SLACK:
+            raise SidecarMiss(f"sidecar too large for its trace ({reader.size:,} bytes for {trace['size']:,})")
         summary = _decode(_section(reader, header, body, _SUMMARY))
         rest = _decode(_section(reader, header, body, _PREPARED))
         model_blob = _section(reader, header, body, _MODEL)
     if not isinstance(summary, dict) or not isinstance(rest, dict):
         raise SidecarMiss("corrupt sidecar (sections)")
     try:
+        codec.check_stored(model_blob)
         model = read_model(io.BytesIO(model_blob))
+    except codec.CodecError as exc:
+        raise SidecarMiss(f"corrupt sidecar (model section: {exc})") from None
     except Exception as exc:  # noqa: BLE001 - whatever a damaged npz raises, the reader decodes instead
         raise SidecarMiss(f"corrupt sidecar (model section: {type(exc).__name__}: {str(exc)[:200]})") from None
     names = {f.name for f in fields(prepared_type)}
