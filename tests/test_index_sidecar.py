@@ -272,8 +272,12 @@ def test_a_fresh_plugin_serves_lanes_from_the_sidecar_without_decoding(job, monk
     def no_decode(*args, **kwargs):
         raise AssertionError("decoded although the sidecar matches")
 
+    def no_write(*args, **kwargs):
+        raise AssertionError("a reader wrote to the logdir")
+
     monkeypatch.setattr(service_module, "load_trace", no_decode)
     monkeypatch.setattr(TraceService, "_decode_in_child", no_decode)
+    monkeypatch.setattr(sidecar, "write_file", no_write)  # readers never write
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(job), multiplexer=None))
     try:
         apps = plugin.get_plugin_apps()
@@ -337,3 +341,24 @@ def test_a_broken_trace_fails_by_name(tmp_path):
     outcome = index_trace(str(path))
     assert outcome.status == FAILED and outcome.reason and outcome.digest is None
     assert not os.path.exists(sidecar.sidecar_path(str(path)))
+
+
+def test_a_real_tensorboard_opens_an_indexed_logdir_from_its_sidecars(job, tmp_path):
+    from test_e2e_tensorboard import PLUGIN, TENSORBOARD, fetch, tensorboard, wait_until
+    if not TENSORBOARD.exists():
+        pytest.skip("no tensorboard next to the interpreter")
+    with tensorboard(job, tmp_path) as base:
+        status, _, runs = fetch(f"{base}{PLUGIN}/runs")
+        assert status == 200
+        spans = {s["file"]: s["id"] for run in runs["runs"] for w in run["workers"] for s in w["spans"]}
+        assert len(spans) == 6 and not any(name.endswith(".kidx") for name in spans)
+        sid = next(iter(spans.values()))
+
+        def ready():
+            state = fetch(f"{base}{PLUGIN}/status?span={sid}&load=1")[2]["traces"][0]
+            return state if state["state"] == "ready" else None
+
+        state = wait_until(ready, 60)
+        assert state["source"] == "sidecar" and state["index_reason"] is None
+        status, _, lanes = fetch(f"{base}{PLUGIN}/lanes?span={sid}")
+        assert status == 200 and lanes["lanes"]

@@ -36,7 +36,7 @@ from synth.multirank import write_job  # noqa: E402
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "tb_plugin"), os.environ.get("PYTHONPATH", "")])}
 TENSORBOARD = Path(sys.executable).parent / "tensorboard"
 PLUGIN = "/data/plugin/kinetoscope"
-SUMMARY_RE = re.compile(r"kinetoscope index: (\d+) traces in ([\d.]+) s.*?(?:cluster ready after ([\d.]+) s)?$", re.M)
+SUMMARY_RE = re.compile(r"kinetoscope index: (\d+) traces in ([\d.]+) s.*?(?:\(cluster ready after ([\d.]+) s\))?$", re.M)
 
 
 def clear_index(root: Path) -> None:
