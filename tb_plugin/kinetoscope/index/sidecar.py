@@ -84,13 +84,15 @@ def sidecar_path(trace_path: str) -> str:
 
 def analysis_fingerprint() -> str:
     """sha256 of the code that computes what a sidecar holds (the model's builder, the analyses, the views
-    and `api.py`): a sidecar computed by other code is not used. Read once per process."""
+    and `api.py`; the Python sources, which every install ships, not the optional C twin of the extractor,
+    which a wheel does not and which must give the same columns): a sidecar computed by other code is not
+    used. Read once per process."""
     global _analysis_fp
     if _analysis_fp is None:
         root = Path(__file__).resolve().parent.parent
         digest = hashlib.sha256(f"{FORMAT_VERSION}|{SIDECAR_FORMAT}".encode())
-        files = sorted([*root.glob("trace/*.py"), *root.glob("trace/*.c"), *root.glob("analysis/*.py"),
-                        *root.glob("views/*.py"), root / "api.py"])
+        files = sorted([*root.glob("trace/*.py"), *root.glob("analysis/*.py"), *root.glob("views/*.py"),
+                        root / "api.py"])
         for path in files:
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
         _analysis_fp = digest.hexdigest()[:16]
