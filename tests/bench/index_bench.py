@@ -36,6 +36,7 @@ from synth.multirank import write_job  # noqa: E402
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "tb_plugin"), os.environ.get("PYTHONPATH", "")])}
 TENSORBOARD = Path(sys.executable).parent / "tensorboard"
 PLUGIN = "/data/plugin/kinetoscope"
+TASK_RE = re.compile(r"^\[\s*\d+/\d+\] .*? \(([\d.]+) s\)", re.M)
 SUMMARY_RE = re.compile(r"kinetoscope index: (\d+) traces in ([\d.]+) s.*?(?:\(cluster ready after ([\d.]+) s\))?$", re.M)
 
 
@@ -44,18 +45,19 @@ def clear_index(root: Path) -> None:
         shutil.rmtree(folder)
 
 
-def run_index(root: Path, *args: str) -> tuple[float, float, float]:
-    """(wall s of the command, s it reports itself, s until its cluster was ready) of one `kinetoscope index`
-    from scratch."""
+def run_index(root: Path, *args: str) -> tuple[float, float, float, float]:
+    """(wall s of the command, s it reports itself, s until its cluster was ready, sum of the per-trace
+    seconds its progress lines give) of one `kinetoscope index` from scratch."""
     clear_index(root)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "kinetoscope.cli", "index", str(root), "-q", *args], env=ENV,
+    done = subprocess.run([sys.executable, "-m", "kinetoscope.cli", "index", str(root), *args], env=ENV,
                           capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"index {args} failed: {done.stderr[-2000:]}")
     match = SUMMARY_RE.search(done.stdout)
-    return wall, float(match.group(2)), float(match.group(3) or 0.0)
+    tasks = sum(float(m.group(1)) for m in TASK_RE.finditer(done.stdout))
+    return wall, float(match.group(2)), float(match.group(3) or 0.0), tasks
 
 
 def per_trace_300mb(trace: Path) -> dict:
@@ -132,7 +134,8 @@ def main() -> int:
     for label, flags in [("--jobs 1", ["--jobs", "1"])] + [(f"--dask-local {n}", ["--dask-local", str(n)]) for n in args.workers]:
         runs = [run_index(root, *flags) for _ in range(args.repeat)]
         rows[label] = {"wall_s": statistics.median(r[0] for r in runs), "reported_s": statistics.median(r[1] for r in runs),
-                       "indexing_s": statistics.median(r[1] - r[2] for r in runs), "runs": runs}
+                       "indexing_s": statistics.median(r[1] - r[2] for r in runs),
+                       "task_s": statistics.median(r[3] for r in runs), "runs": runs}
         print(label, rows[label], flush=True)
     out["index32"] = rows
     sidecars = list(root.rglob("*.kidx"))
