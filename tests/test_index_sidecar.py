@@ -313,7 +313,7 @@ def test_memory_filesystem_logdir(no_cache):
     logdir = f"memory://{root}"
     try:
         summary = run_index(logdir, jobs=4)
-        assert summary.executor == "this process" and [o.status for o in summary.outcomes] == [NEW, NEW]
+        assert summary.executor.startswith("this process") and [o.status for o in summary.outcomes] == [NEW, NEW]
         assert fs.exists(f"{root}/run/.kinetoscope/rank0.0.pt.trace.json.kidx")
         assert fs.exists(f"{root}/run/.kinetoscope/ranks.json")
         assert [t.worker for t in scan_logdir(logdir)] == ["rank0", "rank1"]
@@ -362,3 +362,31 @@ def test_a_real_tensorboard_opens_an_indexed_logdir_from_its_sidecars(job, tmp_p
         assert state["source"] == "sidecar" and state["index_reason"] is None
         status, _, lanes = fetch(f"{base}{PLUGIN}/lanes?span={sid}")
         assert status == 200 and lanes["lanes"]
+
+
+def test_a_killed_pool_worker_loses_no_trace(tmp_path):
+    """The local pool: a worker process killed mid-run breaks the pool; its unfinished traces go to a new one."""
+    import threading
+
+    import psutil
+    write_job(tmp_path / "job", ranks=8, steps=4, ops_per_step=1500)
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(run_index(str(tmp_path), jobs=2)))
+    thread.start()
+    me, killed = psutil.Process(), None
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline and thread.is_alive():
+        workers = [c for c in me.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+        if len(workers) == 2:
+            time.sleep(0.5)  # both have started their first trace
+            workers[0].kill()
+            killed = workers[0].pid
+        time.sleep(0.05)
+    thread.join(300)
+    assert killed is not None
+    summary = done[0]
+    assert len(summary.outcomes) == 8 and {o.status for o in summary.outcomes} == {NEW}
+    assert killed not in {int(o.host.rsplit(":", 1)[1]) for o in summary.outcomes}
+    assert len({o.host for o in summary.outcomes}) > 2  # the broken pool's traces ran on a new one
+    for t in scan_logdir(str(tmp_path)):
+        sidecar.open_summary(t.path)

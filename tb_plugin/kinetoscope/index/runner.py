@@ -115,12 +115,13 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
     traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders
     by_path = {t.path: t for t in traces}
     paths = list(by_path)
-    if scheduler or dask_local:
+    if logdir.startswith(PROCESS_LOCAL) or (not (scheduler or dask_local) and ((jobs or os.cpu_count() or 1) == 1
+                                                                                or len(paths) <= 1)):
+        executor = "this process" + (" (no worker sees this filesystem)" if logdir.startswith(PROCESS_LOCAL) else "")
+        results = (index_trace(p, force, verify) for p in paths)
+    elif scheduler or dask_local:
         executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"
         results = _on_dask(paths, force, verify, scheduler, dask_local, timings)
-    elif logdir.startswith(PROCESS_LOCAL) or (jobs or os.cpu_count() or 1) == 1 or len(paths) <= 1:
-        executor = "this process"
-        results = (index_trace(p, force, verify) for p in paths)
     else:
         n = min(jobs or os.cpu_count() or 1, len(paths))
         executor = f"{n} local processes"
