@@ -1,4 +1,5 @@
-"""`kinetoscope report PATH... [--format text|json|markdown]`: the analyses of trace files or logdirs.
+"""`kinetoscope report PATH... [--format text|json|markdown]`: the analyses of trace files or logdirs
+(from their `kinetoscope index` sidecars where those match; `kinetoscope index` itself: `index/runner.py`).
 
 Exit status: 0 when every trace loaded, 1 when some failed (their reasons are printed), 2 for usage
 errors (unknown option, a path that does not exist).

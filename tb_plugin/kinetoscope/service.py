@@ -10,6 +10,9 @@
 - Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
   reload after eviction cheap.
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
+- Given an `index` reader (the plugin passes `index.readers.SidecarIndex`), a load first tries the trace's
+  `kinetoscope index` sidecar (model and prepared analyses, nothing decoded); `status` says which `source`
+  a load came from and, as `index_reason`, why a sidecar was not used. Reading only: no write access needed.
 
 States: `unloaded` (never requested, or evicted) -> `queued` -> `loading` (phase reading, decoding or
 analysing) -> `ready` | `error`. An error that is not about the file's content (the decoder died or ran
