@@ -17,6 +17,7 @@ setup(
         "kinetoscope.trace",
         "kinetoscope.analysis",
         "kinetoscope.views",
+        "kinetoscope.index",
         "kinetoscope.frontend",
     ],
     package_data={"kinetoscope": ["HTTP_API.md"],
@@ -31,7 +32,8 @@ setup(
         "werkzeug>=2.2",
         "protobuf>=3.20",
     ],
-    extras_require={"test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6"]},
+    extras_require={"test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6", "dask[distributed]>=2023.1"],
+                    "dask": ["dask[distributed]>=2023.1"]},
     entry_points={
         "tensorboard_plugins": ["kinetoscope = kinetoscope.tb_loader:KinetoscopeLoader"],
         "console_scripts": ["kinetoscope = kinetoscope.cli:main"],

@@ -104,7 +104,8 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
     for sid, f, state in service.snapshot():
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
         spans.append({"id": sid, "index": len(spans) + 1, "span": _span(f), "file": Path(f.path).name,
-                      "size_bytes": f.size, "state": state["state"], "version": file_version(f)})
+                      "size_bytes": f.size, "state": state["state"], "version": file_version(f),
+                      "source": state["source"], "index_reason": state["index_reason"]})
     return {"logdir": service.logdir, "scan_complete": complete,
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
                      for run, workers in runs.items()]}

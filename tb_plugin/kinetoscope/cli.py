@@ -1,4 +1,5 @@
-"""`kinetoscope report PATH... [--format text|json|markdown]`: the analyses of trace files or logdirs.
+"""`kinetoscope report PATH... [--format text|json|markdown]`: the analyses of trace files or logdirs
+(from their `kinetoscope index` sidecars where those match; `kinetoscope index` itself: `index/runner.py`).
 
 Exit status: 0 when every trace loaded, 1 when some failed (their reasons are printed), 2 for usage
 errors (unknown option, a path that does not exist).
@@ -17,6 +18,8 @@ from . import __version__
 from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_overview, render_ranks, render_run
+from .index import runner as index_runner
+from .index.readers import missing, report_from_index
 from .trace.budgets import CLI_OPTIONS
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile, classify, scan_logdir
@@ -37,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     cache = report.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
+    report.add_argument("--no-index", action="store_true", help="ignore the sidecars of `kinetoscope index`; decode")
+    index_runner.add_parser(sub)
     return parser
 
 
@@ -62,10 +67,19 @@ def resolve(path: str) -> list[TraceFile]:
                       path=path, size=size, mtime=mtime)]
 
 
-def entry_for(trace: TraceFile, cache_dir) -> dict:
-    """The report entry of one trace; load failures become `error` entries, never exceptions."""
+def entry_for(trace: TraceFile, cache_dir, use_index: bool = False, notes: Optional[list] = None) -> dict:
+    """The report entry of one trace; load failures become `error` entries, never exceptions. With
+    `use_index`, from the trace's `kinetoscope index` sidecar when it matches (else why not goes to `notes`)."""
     base = {"path": trace.path, "run": trace.run, "worker": trace.worker,
             "span": None if trace.span is None else str(trace.span), "error": None}
+    if use_index:
+        found, reason = report_from_index(trace.path, trace.worker)
+        if found is not None:
+            return {**base, **found}
+        if notes is not None:
+            notes.append(reason)
+            if not missing(reason):
+                print(f"kinetoscope: {trace.path}: index sidecar not used ({reason}); decoding", file=sys.stderr)
     try:
         model = load_trace(trace.path, cache_dir=cache_dir)
         analysis = analyze(model)
@@ -111,6 +125,8 @@ def multi_rank_views(entries: list[dict]) -> dict[str, dict]:
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
+    if args.command == "index":
+        return index_runner.main(args)
     with _budgets(args):
         return _report(args)
 
@@ -127,7 +143,11 @@ def _report(args: argparse.Namespace) -> int:
             print(f"kinetoscope: no trace files under {path}", file=sys.stderr)
         traces.extend(found)
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
-    entries = [entry_for(t, cache_dir) for t in traces]  # one model at a time: each keeps its report and digest
+    notes: list = []  # why sidecars were not used
+    entries = [entry_for(t, cache_dir, not args.no_index, notes) for t in traces]  # one model at a time
+    if not args.no_index and (any(not missing(n) for n in notes) or len(notes) < len(traces)):
+        print(f"kinetoscope: {len(traces) - len(notes)} of {len(traces)} traces read from their index sidecars",
+              file=sys.stderr)
     ranks = multi_rank_views(entries)
     runs, entries = with_run_verdicts(entries)
     if args.format == "json":

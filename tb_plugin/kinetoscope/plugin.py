@@ -22,6 +22,7 @@ from werkzeug import wrappers
 from . import api
 from .analysis.gpu_idle import CAUSE_NAMES
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError
+from .index.readers import SidecarIndex
 from .service import TraceService, log_once
 from .views.tables import GAP_SORTS
 
@@ -217,7 +218,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                 logdir = getattr(self._context, "logdir", None)
                 if not logdir:
                     raise NotFound("TensorBoard was started without --logdir; kinetoscope needs one")
-                self._service = TraceService(logdir, prepare=api.prepare,
+                self._service = TraceService(logdir, prepare=api.prepare, index=SidecarIndex(),
                                              preload_first=os.environ.get(PRELOAD_ENV, "1") != "0")
             return self._service
 

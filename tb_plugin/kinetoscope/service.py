@@ -10,6 +10,9 @@
 - Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
   reload after eviction cheap.
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
+- Given an `index` reader (the plugin passes `index.readers.SidecarIndex`), a load first tries the trace's
+  `kinetoscope index` sidecar (model and prepared analyses, nothing decoded); `status` says which `source`
+  a load came from and, as `index_reason`, why a sidecar was not used. Reading only: no write access needed.
 
 States: `unloaded` (never requested, or evicted) -> `queued` -> `loading` (phase reading, decoding or
 analysing) -> `ready` | `error`. An error that is not about the file's content (the decoder died or ran
@@ -121,6 +124,8 @@ class _Entry:
     attempts: int = 0  # transient failures so far
     retry_at: Optional[float] = None  # monotonic time of the next try after a transient failure
     digest: Any = None  # `prepare`'s small per-trace summary (`.digest`), kept when the model is evicted
+    source: Optional[str] = None  # where the last load came from: "sidecar", "cache" or "decoded"
+    index_note: Optional[str] = None  # why the trace's index sidecar was not used (None: used, or no index reader)
 
 
 def decode_main(argv: list[str]) -> int:
@@ -171,7 +176,8 @@ class TraceService:
     def __init__(self, logdir: str, *, cache_dir: Any = _DEFAULT, workers: int = 2,
                  memory_budget_bytes: int = DEFAULT_BUDGET_BYTES, rescan_s: float = 10.0,
                  min_rescan_s: float = 2.0, decode_in_child: bool = True,
-                 prepare: Callable[[TraceModel], Any] = lambda model: None, preload_first: bool = False) -> None:
+                 prepare: Callable[[TraceModel], Any] = lambda model: None, index: Any = None,
+                 preload_first: bool = False) -> None:
         self.logdir = logdir
         self._cache_dir = default_cache_dir() if cache_dir is _DEFAULT else cache_dir
         self._workers = max(1, workers)
@@ -180,6 +186,7 @@ class TraceService:
         self._use_child = decode_in_child
         self._prepare = prepare
         self._preload_first = preload_first  # load the span a tab opens by default as soon as it is found
+        self._index = index  # `index.readers.SidecarIndex`: models and analyses from `kinetoscope index` sidecars
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self._ready: OrderedDict[str, Loaded] = OrderedDict()
@@ -318,7 +325,8 @@ class TraceService:
     def _state(entry: _Entry, now: float) -> dict[str, Any]:
         loading = entry.state == "loading" and entry.started is not None
         return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": entry.error,
-                "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None}
+                "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None,
+                "source": entry.source, "index_reason": entry.index_note}
 
     # ---- loading --------------------------------------------------------------------------------
 
@@ -416,9 +424,11 @@ class TraceService:
         self._update(sid, file, started=time.monotonic())
         self._phase(sid, file, "reading")
         try:
-            model = self._read_model(sid, file)
-            self._phase(sid, file, "analysing")
-            prepared = self._prepare(model)
+            model, prepared = self._from_index(sid, file)
+            if model is None:
+                model = self._read_model(sid, file)
+                self._phase(sid, file, "analysing")
+                prepared = self._prepare(model)
         except TraceError as exc:
             self._fail(sid, file, f"{file.run}/{Path(file.path).name}: {exc.message}", transient=exc.transient)
             return
@@ -441,6 +451,15 @@ class TraceService:
         self._update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
                      retry_at=retry_at)
 
+    def _from_index(self, sid: str, file: TraceFile) -> tuple[Optional[TraceModel], Any]:
+        """(model, prepared) from the trace's index sidecar when it matches this version, else (None, None)
+        with the reason kept for `status`."""
+        if self._index is None:
+            return None, None
+        model, prepared, reason = self._index.open(file.path)
+        self._update(sid, file, index_note=reason, source="sidecar" if model is not None else None)
+        return model, prepared
+
     def _read_model(self, sid: str, file: TraceFile) -> TraceModel:
         """From the disk cache when it holds this version, else decoded (in a worker process)."""
         if self._cache_dir is not None:
@@ -449,8 +468,10 @@ class TraceService:
             except StorageError as exc:
                 raise TraceError(file.path, str(exc)) from None
             if cached is not None:
+                self._update(sid, file, source="cache")
                 return cached
         self._phase(sid, file, "decoding")
+        self._update(sid, file, source="decoded")
         start, end = PHASE_PROGRESS["decoding"], PHASE_PROGRESS["analysing"]
 
         def on_progress(share: float) -> None:
@@ -526,6 +547,10 @@ class TraceService:
             entry = self._entries.get(sid)
             if entry is not None and entry.digest is not None:
                 return entry.digest
+        if entry is not None and self._index is not None:  # a sidecar's summary: no model loaded
+            digest, _reason = self._index.digest(entry.file.path)
+            if digest is not None and self._update(sid, entry.file, digest=digest):
+                return digest
         self.request_load(sid)
         with self._lock:
             entry = self._entries.get(sid)

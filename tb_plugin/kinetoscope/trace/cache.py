@@ -55,32 +55,47 @@ def load_cached(cache_dir: Path, ident: FileIdentity) -> Optional[TraceModel]:
     """The cached model for this file version, or None (missing or unreadable entries are misses)."""
     entry = Path(cache_dir) / f"{cache_key(ident)}.npz"
     try:
-        with np.load(entry, allow_pickle=False) as npz:
-            columns = {name: npz[name] for name in array_fields()}
-            strings = msgspec.json.decode(npz[_STRINGS].tobytes())
+        return read_model(entry)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, msgspec.DecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, msgspec.DecodeError) as exc:
         log.warning("ignoring unreadable cache entry %s: %s", entry, exc)
         return None
+
+
+def read_model(source) -> TraceModel:
+    """The model `write_model` stored in `source` (a path or a binary file object).
+
+    Raises:
+        OSError, ValueError, KeyError, TypeError, msgspec.DecodeError: not a stored model of this layout.
+    """
+    with np.load(source, allow_pickle=False) as npz:
+        columns = {name: npz[name] for name in array_fields()}
+        strings = msgspec.json.decode(npz[_STRINGS].tobytes())
     return TraceModel(**columns, names=tuple(strings["names"]), cats=tuple(strings["cats"]),
                       lane_label=tuple(strings["lane_label"]), meta=strings["meta"], skipped=strings["skipped"],
                       warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"],
                       coll_strings=tuple(strings.get("coll_strings", ())))
 
 
-def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: Optional[int] = None) -> None:
-    """Write the model atomically (temp file + rename); failures are logged, never raised."""
-    cache_dir = Path(cache_dir)
+def write_model(handle, model: TraceModel) -> None:
+    """Store the model in a binary file object as one uncompressed `.npz`: each column raw, plus one JSON
+    blob for the string tables and metadata (raises OSError, TypeError or msgspec.EncodeError)."""
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
                "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes,
                "coll_strings": model.coll_strings}
+    blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
+    np.savez(handle, **{name: getattr(model, name) for name in array_fields()}, **{_STRINGS: blob})
+
+
+def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: Optional[int] = None) -> None:
+    """Write the model atomically (temp file + rename); failures are logged, never raised."""
+    cache_dir = Path(cache_dir)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
         fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **{name: getattr(model, name) for name in array_fields()}, **{_STRINGS: blob})
+            write_model(handle, model)
         os.replace(tmp, cache_dir / f"{cache_key(ident)}.npz")
         _prune(cache_dir, cache_max_bytes() if max_bytes is None else max_bytes)
     except (OSError, TypeError, msgspec.EncodeError) as exc:

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:\.gz)?$")
 OTHER_JSON_RE = re.compile(r"^(?P<stem>.+?)\.json(?:\.gz)?$")
 SNIFF_BYTES = 64 * 1024
+INDEX_FOLDER = ".kinetoscope"  # `kinetoscope index` sidecars: never traces, never a run
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFi
         log.warning("cannot list %s: %s", logdir, exc)
         return []
     for dirpath, _dirs, files in walk:
+        if INDEX_FOLDER in posixpath.relpath(dirpath.rstrip("/") or "/", root).split("/"):
+            continue
         run = _run_name(root, dirpath)
         for name, info in sorted(files.items()):
             info = _followed(fs, info)
@@ -116,7 +119,7 @@ def _local_walk(root: str) -> list[tuple[str, list, dict]]:
             dirnames[:] = []
             continue
         seen.add((stat.st_dev, stat.st_ino))
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if d != INDEX_FOLDER)
         files = {}
         for name in filenames:
             info = _local_info(posixpath.join(dirpath, name))

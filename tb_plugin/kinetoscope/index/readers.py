@@ -1,0 +1,57 @@
+"""What the readers of a logdir take from its sidecars: TraceService (the plugin) the model and its prepared
+analyses, `kinetoscope report` the report entry and the rank digest. Reading only: the plugin never needs
+write access to the logdir. A sidecar that does not match gives its reason instead, and the reader decodes.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+from ..trace.model import TraceModel
+from . import sidecar
+
+log = logging.getLogger(__name__)
+
+
+class SidecarIndex:
+    """The sidecar reader TraceService is given (`TraceService(..., index=SidecarIndex())`)."""
+
+    def open(self, path: str) -> tuple[Optional[TraceModel], Any, Optional[str]]:
+        """(model, prepared, None) from the trace's sidecar, or (None, None, why not)."""
+        from ..api import Prepared
+
+        try:
+            model, prepared = sidecar.open_prepared(path, Prepared)
+        except sidecar.SidecarMiss as miss:
+            return None, None, miss.reason
+        except Exception as exc:  # noqa: BLE001 - a sidecar never takes a load down: decode instead
+            log.warning("kinetoscope: reading the sidecar of %s failed", path, exc_info=True)
+            return None, None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+        return model, prepared, None
+
+    def digest(self, path: str) -> tuple[Any, Optional[str]]:
+        """(rank digest, None) from the sidecar's summary section alone, or (None, why not)."""
+        try:
+            return sidecar.open_summary(path)[1], None
+        except sidecar.SidecarMiss as miss:
+            return None, miss.reason
+        except Exception as exc:  # noqa: BLE001
+            log.warning("kinetoscope: reading the sidecar of %s failed", path, exc_info=True)
+            return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def report_from_index(path: str, worker: str) -> tuple[Optional[dict], Optional[str]]:
+    """A `kinetoscope report` entry's figures (with `_digest`) from the trace's sidecar, or (None, why not);
+    reads only the sidecar's header and summary section."""
+    try:
+        report, digest = sidecar.open_summary(path)
+    except sidecar.SidecarMiss as miss:
+        return None, miss.reason
+    except Exception as exc:  # noqa: BLE001 - the report then decodes the trace
+        return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+    return {**report, "_digest": sidecar.with_worker(digest, worker)}, None
+
+
+def missing(reason: Optional[str]) -> bool:
+    """Whether a reason only says the trace has no sidecar (not worth a warning)."""
+    return bool(reason) and reason.startswith("not indexed")

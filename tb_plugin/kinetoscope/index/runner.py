@@ -1,0 +1,250 @@
+"""`kinetoscope index LOGDIR`: bring every trace's sidecar up to date, on a local process pool (default),
+on a Dask cluster (`--scheduler tcp://HOST:PORT`) or on a local Dask cluster (`--dask-local N`).
+
+Each trace is one task (`tasks.index_trace`) that reads the trace from the logdir and writes its sidecar
+there, so the workers need the logdir at the same path or URL (a shared folder, or object storage) and
+kinetoscope installed. Only small outcomes come back: the ranks view of a multi-rank run is combined here
+from the ranks' digests (`analysis.ranks.ranks_view`), never from their models, and written to the run's
+`.kinetoscope/ranks.json`. Progress is printed as traces complete; a failed trace is named with its reason
+and the others go on; the exit status is 1 when any failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import posixpath
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..analysis.ranks import ranks_view
+from ..trace.discovery import TraceFile, scan_logdir
+from ..trace.storage import split_url
+from . import sidecar
+from .tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, Outcome, index_trace
+
+PROCESS_LOCAL = ("memory://",)  # filesystems only this process sees: indexed here, not by workers
+POOL_RESTARTS = 3  # a worker process that dies breaks the pool: restart it this often, then go one by one
+DIED = "the worker process died while indexing it (out of memory?)"
+
+
+@dataclass
+class Summary:
+    """What one `index` run did."""
+
+    logdir: str
+    executor: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    wall_s: float = 0.0
+    startup_s: float = 0.0  # until the executor could take tasks (a Dask cluster started or reached)
+    ranks: dict[str, dict] = field(default_factory=dict)  # run -> ranks view (multi-rank runs)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == FAILED]
+
+
+def add_parser(sub) -> None:
+    """Register `index` on the CLI's subparsers."""
+    p = sub.add_parser("index", help="write a sidecar per trace (decoded model, analyses, rank summary) so "
+                                     "TensorBoard and report open the logdir without decoding",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("logdir", metavar="LOGDIR", help="a logdir (local path or fsspec URL)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                       help="local worker processes (default: the number of CPUs)")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask cluster (kinetoscope[dask])")
+    where.add_argument("--dask-local", type=int, metavar="N", help="run on a local Dask cluster of N worker processes")
+    p.add_argument("--force", action="store_true", help="re-index every trace, even up-to-date ones")
+    p.add_argument("--verify", action="store_true",
+                   help="also compare each trace's full sha256 with its sidecar's (reads every byte)")
+    p.add_argument("--quiet", "-q", action="store_true", help="print failures and the summary only")
+
+
+def main(args: argparse.Namespace) -> int:
+    """The `index` command; returns the exit status (0 all indexed, 1 some failed, 2 usage)."""
+    for name in ("jobs", "dask_local"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            print(f"kinetoscope index: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
+    try:
+        fs, inner = split_url(args.logdir)
+        if not fs.isdir(inner):
+            print(f"kinetoscope index: not a directory: {args.logdir}", file=sys.stderr)
+            return 2
+    except (OSError, ValueError, ImportError) as exc:
+        print(f"kinetoscope index: cannot open {args.logdir}: {exc}", file=sys.stderr)
+        return 2
+    out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    try:
+        summary = run_index(args.logdir, jobs=args.jobs, scheduler=args.scheduler, dask_local=args.dask_local,
+                            force=args.force, verify=args.verify, progress=out)
+    except ImportError as exc:
+        print(f"kinetoscope index: Dask is not installed ({exc}); pip install 'kinetoscope[dask]'", file=sys.stderr)
+        return 2
+    except (OSError, TimeoutError) as exc:
+        print(f"kinetoscope index: cannot reach the Dask scheduler {args.scheduler}: {exc}", file=sys.stderr)
+        return 2
+    for o in summary.failed:
+        print(f"kinetoscope index: failed: {o.path}: {o.reason}", file=sys.stderr)
+    for line in summary_lines(summary):
+        print(line, flush=True)
+    return 1 if summary.failed else 0
+
+
+def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[str] = None,
+              dask_local: Optional[int] = None, force: bool = False, verify: bool = False,
+              progress: Callable[[str], None] = lambda line: None) -> Summary:
+    """Index every trace under `logdir`; `progress` gets one line per trace as it completes.
+
+    Raises:
+        ImportError: Dask asked for but not installed. OSError/TimeoutError: the scheduler is unreachable.
+    """
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders
+    by_path = {t.path: t for t in traces}
+    paths = list(by_path)
+    if logdir.startswith(PROCESS_LOCAL) or (not (scheduler or dask_local) and ((jobs or os.cpu_count() or 1) == 1
+                                                                                or len(paths) <= 1)):
+        executor = "this process" + (" (no worker sees this filesystem)" if logdir.startswith(PROCESS_LOCAL) else "")
+        results = (index_trace(p, force, verify) for p in paths)
+    elif scheduler or dask_local:
+        executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"
+        results = _on_dask(paths, force, verify, scheduler, dask_local, timings)
+    else:
+        n = min(jobs or os.cpu_count() or 1, len(paths))
+        executor = f"{n} local processes"
+        results = _on_pool(paths, force, verify, n)
+    summary = Summary(logdir=logdir, executor=executor)
+    width = len(str(len(paths)))
+    for outcome in results:
+        summary.outcomes.append(outcome)
+        trace = by_path.get(outcome.path)
+        name = _shown(trace) if trace else outcome.path
+        note = f": {outcome.reason}" if outcome.reason and outcome.status != NEW else ""
+        progress(f"[{len(summary.outcomes):>{width}}/{len(paths)}] {outcome.status:<11} {name} "
+                 f"({outcome.seconds:.2f} s){note}")
+    summary.ranks = _ranks(traces, summary.outcomes)
+    summary.wall_s = time.perf_counter() - started
+    summary.startup_s = timings.get("startup_s", 0.0)
+    return summary
+
+
+def _shown(trace: TraceFile) -> str:
+    return f"{trace.run}/{posixpath.basename(trace.path)}"
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    """The closing lines: counts, time, and each multi-rank run's ranks in one line."""
+    n = len(summary.outcomes)
+    lines = [f"kinetoscope index: {n} traces in {summary.wall_s:.1f} s on {summary.executor}: "
+             f"{summary.count(NEW)} indexed, {summary.count(CHANGED)} re-indexed, {summary.count(RESTAMPED)} re-stamped, "
+             f"{summary.count(FRESH)} up to date, {summary.count(FAILED)} failed"
+             + (f" (cluster ready after {summary.startup_s:.1f} s)" if summary.startup_s else "")]
+    for run, view in summary.ranks.items():
+        stragglers = ", ".join(f"rank {s['rank']} ({s['worker']})" for s in view["stragglers"]) or "none"
+        missing = view["missing_ranks"]
+        lines.append(f"ranks of run {run}: {view['ranks_present']} of {view['world_size']} present"
+                     f"{'; missing ' + ', '.join(map(str, missing[:20])) if missing else ''}; stragglers: {stragglers}")
+    return lines
+
+
+def _ranks(traces: list[TraceFile], outcomes: list[Outcome]) -> dict[str, dict]:
+    """The ranks view of every run with two workers or more, from the digests the tasks sent back, written
+    to the run's `.kinetoscope/ranks.json` (failures to write are reported in the view, never raised)."""
+    digests = {o.path: o.digest for o in outcomes if o.digest is not None}
+    by_run: dict[str, list[TraceFile]] = {}
+    for t in traces:
+        if t.path in digests:
+            by_run.setdefault(t.run, []).append(t)
+    views = {}
+    for run, members in by_run.items():
+        if len({t.worker for t in members}) < 2:
+            continue
+        view = ranks_view([sidecar.with_worker(digests[t.path], t.worker) for t in members])
+        folder = sidecar.sidecar_path(members[0].path).rsplit("/", 1)[0]
+        target = folder + "/ranks.json"
+        try:
+            sidecar.write_file(target, json.dumps({"run": run, "view": view}, default=_json_default).encode())
+        except (OSError, ValueError, TypeError) as exc:
+            view = {**view, "write_error": str(exc)}
+        views[run] = view
+    return views
+
+
+def _json_default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+# ---- executors -----------------------------------------------------------------------------------
+
+def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int) -> Iterator[Outcome]:
+    """The tasks on a local process pool (spawned: no fork of a process holding threads). A worker that
+    dies breaks the pool: the unfinished tasks go to a new one, and after POOL_RESTARTS breaks each runs in
+    a pool of its own, so the trace that kills its worker is the one reported."""
+    context = multiprocessing.get_context("spawn")
+    pending, restarts = list(paths), 0
+    while pending:
+        solo = restarts >= POOL_RESTARTS
+        batches = [[p] for p in pending] if solo else [pending]
+        pending = []
+        for batch in batches:
+            with ProcessPoolExecutor(1 if solo else min(jobs, len(batch)), mp_context=context) as pool:
+                futures = {pool.submit(index_trace, p, force, verify): p for p in batch}
+                for future in as_completed(futures):
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool:
+                        if solo:
+                            yield Outcome(futures[future], FAILED, DIED, None, 0.0)
+                        else:
+                            pending.append(futures[future])
+        restarts += 1
+
+
+def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[str],
+             local: Optional[int], timings: Optional[dict] = None) -> Iterator[Outcome]:
+    """The tasks on a Dask cluster: Dask schedules them, moves them off a worker that dies, and hands back
+    each outcome as it completes. A task that Dask gives up on (`KilledWorker`) is reported as failed."""
+    import dask
+    from distributed import Client, LocalCluster
+    from distributed import as_completed as dask_completed
+
+    started = time.perf_counter()
+    cluster = LocalCluster(n_workers=local, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None) if local else None
+    try:
+        client = Client(cluster if cluster is not None else scheduler,
+                        timeout=dask.config.get("distributed.comm.timeouts.connect"))
+        if timings is not None:
+            timings["startup_s"] = time.perf_counter() - started
+        try:
+            futures = client.map(index_trace, paths, force=force, verify=verify, pure=False,
+                                 key=[f"kinetoscope-index-{i}-{posixpath.basename(p)[:80]}" for i, p in enumerate(paths)])
+            where = {f.key: p for f, p in zip(futures, paths)}
+            for future in dask_completed(futures):
+                try:
+                    yield future.result()
+                except Exception as exc:  # noqa: BLE001 - KilledWorker, a lost scheduler...: name the trace
+                    yield Outcome(where[future.key], FAILED, f"{type(exc).__name__}: {str(exc)[:300]}", None, 0.0)
+                future.release()
+        finally:
+            client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
