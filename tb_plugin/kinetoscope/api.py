@@ -29,6 +29,7 @@ from .service import Loaded, TraceService
 from .trace.discovery import TraceFile
 from .trace.loader import TraceError
 from .trace.model import TraceModel
+from .trace.remote import redact
 from .trace.source import args_or_reason
 from .trace.storage import FileIdentity
 from .views.export import chrome_trace, event_view, window_rows
@@ -96,7 +97,7 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
         spans.append({"id": sid, "index": len(spans) + 1, "span": _span(f), "file": Path(f.path).name,
                       "size_bytes": f.size, "state": state["state"], "version": file_version(f)})
-    return {"logdir": service.logdir, "scan_complete": complete,
+    return {"logdir": redact(service.logdir), "scan_complete": complete, "scan_error": service.scan_error,
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
                      for run, workers in runs.items()]}
 

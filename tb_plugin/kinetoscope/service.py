@@ -43,9 +43,10 @@ import numpy as np
 from .errors import NotFound, NotReady, TraceFailed
 from .trace.budgets import setting
 from .trace.cache import default_cache_dir, load_cached
-from .trace.discovery import TraceFile, scan_logdir
+from .trace.discovery import TraceFile, scan_logdir_checked
 from .trace.loader import TraceError, load_trace
 from .trace.model import TraceModel
+from .trace.remote import redact
 from .trace.storage import StorageError, identity
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,7 @@ class TraceService:
         self._pool: Optional[ThreadPoolExecutor] = None
         self._large_pool: Optional[ThreadPoolExecutor] = None
         self._children: set[subprocess.Popen] = set()
+        self.scan_error: Optional[str] = None  # why the last scan could not list the logdir (None: it could)
         _services.add(self)
 
     # ---- scanning -------------------------------------------------------------------------------
@@ -223,9 +225,17 @@ class TraceService:
         """One scan in the caller's thread (used by the scanner and by tests)."""
         self._scanning = True
         try:
-            files = scan_logdir(self.logdir, self._sniff_cache)
+            files = scan_logdir_checked(self.logdir, self._sniff_cache)
+        except StorageError as exc:  # unreachable, denied, missing: keep what the last listing found
+            self.scan_error = redact(f"{self.logdir}: {exc}")
+            log_once(("scan-error", self.logdir, str(exc)), "kinetoscope: %s", self.scan_error)
+            files = None
         finally:
             self._scanning = False
+        if files is None:
+            self._scan_finished()
+            return
+        self.scan_error = None
         with self._lock:
             new = {span_id(f.path): f for f in files}
             for sid in list(self._entries):
@@ -237,7 +247,10 @@ class TraceService:
                     self._drop(sid)
                     self._entries[sid] = _Entry(file)
             self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
-            self._last_scan = time.monotonic()
+        self._scan_finished()
+
+    def _scan_finished(self) -> None:
+        self._last_scan = time.monotonic()
         self._scanned.set()
         with self._scan_done:
             self._scans += 1

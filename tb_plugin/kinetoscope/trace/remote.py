@@ -1,0 +1,210 @@
+"""Remote logdirs (`s3://`, `gs://`, `abfs://`, `hdfs://`, any fsspec URL): options, read-ahead and errors.
+
+- Credentials and endpoints come from where each backend looks for them (AWS_* variables such as
+  AWS_ENDPOINT_URL and ~/.aws for S3, GOOGLE_APPLICATION_CREDENTIALS for GCS, AZURE_STORAGE_* for Azure,
+  fsspec's own config files and FSSPEC_<PROTOCOL>_<OPTION> variables), and from the storage options
+  given explicitly (`--kinetoscope_storage_options`, `kinetoscope report --storage-options`), which travel
+  to the decoder processes as the KINETOSCOPE_STORAGE_OPTIONS variable (a JSON object; `@FILE` reads it
+  from a file, which keeps secrets out of the process list).
+- Reads stream: a whole trace is read in order through a read-ahead of KINETOSCOPE_READ_AHEAD_BYTES
+  (8 MiB by default) past what the decoder asked for, never staged on disk; a byte range (an event's args,
+  a sniff) is one ranged request, with no read-ahead.
+- Every failure becomes a message that names the problem (no such file or bucket, access denied, the
+  endpoint cannot be reached, no backend installed) with every known secret replaced by `***`: the values
+  of the storage options under secret-looking keys, the same variables of the environment, and the
+  user:password of a URL. Network waits are bounded (S3: 5 s to connect, 20 s to read, 3 attempts,
+  unless the options or AWS_MAX_ATTEMPTS / AWS_RETRY_MODE say otherwise).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Optional
+
+from .budgets import setting
+
+OPTIONS_ENV = "KINETOSCOPE_STORAGE_OPTIONS"
+READ_AHEAD_ENV = "KINETOSCOPE_READ_AHEAD_BYTES"
+DEFAULT_READ_AHEAD = 8 << 20  # a 16 MiB decoder block plus this is the most one open trace holds in memory
+MAX_MESSAGE_CHARS = 400
+# The protocols a `{"s3": {...}, "gs": {...}}` options object may be keyed by.
+PROTOCOLS = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "hdfs", "webhdfs", "http", "https", "sftp",
+             "ftp", "memory", "file")
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "abfss": "azure", "az": "azure",
+          "adl": "azure", "hdfs": "hdfs"}
+# Option keys and environment variables whose values are secrets (never shown).
+SECRET_KEY_RE = re.compile(r"key|secret|token|passw|credential|sas|signature|connection_string|auth|session|cert",
+                           re.IGNORECASE)
+SECRET_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCS", "GCLOUD", "FSSPEC_", "HDFS", "KRB5", "WEBHDFS")
+URL_USERINFO_RE = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@:]+:[^/\s@]*@")
+INLINE_SECRET_RE = re.compile(r"(?P<name>AccountKey|SharedAccessSignature|sig|X-Amz-Signature|X-Amz-Credential|"
+                              r"X-Amz-Security-Token|password|secret|token)=[^;&\s\"']+", re.IGNORECASE)
+MIN_SECRET_CHARS = 4  # shorter values would blank out ordinary words
+# S3 defaults that bound one request's time; options given by the user win.
+S3_CONFIG = {"connect_timeout": 5, "read_timeout": 20}
+S3_RETRIES = {"max_attempts": 3, "mode": "standard"}
+
+
+class OptionsError(ValueError):
+    """Storage options that are not a JSON object (the message never quotes them: they may hold secrets)."""
+
+
+def parse_options(text: Optional[str]) -> dict[str, Any]:
+    """The storage options from their JSON text (`@FILE`: the file's content); {} for None or empty.
+
+    Raises:
+        OptionsError: not readable, not JSON, or not an object.
+    """
+    if text is None or not text.strip():
+        return {}
+    text = text.strip()
+    if text.startswith("@"):
+        try:
+            with open(os.path.expanduser(text[1:]), encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise OptionsError(f"cannot read the storage options file {text[1:]!r}: {exc.strerror or exc}") from None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise OptionsError("storage options must be a JSON object (not shown here: it may hold credentials)") from None
+    if not isinstance(value, dict):
+        raise OptionsError(f"storage options must be a JSON object, not a JSON {type(value).__name__}")
+    return value
+
+
+@lru_cache(maxsize=8)
+def _options_from_env(text: Optional[str]) -> dict[str, Any]:
+    try:
+        return parse_options(text)
+    except OptionsError:
+        return {}  # validated where it was set (flag, option); a hand-set bad value counts as none
+
+
+def configured_options() -> dict[str, Any]:
+    """The explicit storage options in force (from KINETOSCOPE_STORAGE_OPTIONS)."""
+    return _options_from_env(os.environ.get(OPTIONS_ENV))
+
+
+def options_for(protocol: str) -> dict[str, Any]:
+    """The keyword arguments for the filesystem of `protocol`: our bounded defaults, then the options.
+
+    The options object is either flat (for any remote protocol) or keyed by protocol
+    (`{"s3": {...}, "gs": {...}}`); listings are never cached (a logdir is rescanned to see new traces).
+    """
+    if protocol in ("file", "local"):
+        return {}
+    given = configured_options()
+    keyed = {k: v for k, v in given.items() if k in PROTOCOLS and isinstance(v, dict)}
+    own = dict(keyed.get(protocol) or (keyed.get("s3") if protocol == "s3a" else None) or {})
+    flat = {k: v for k, v in given.items() if k not in keyed}
+    kwargs: dict[str, Any] = {"use_listings_cache": False, **flat, **own}
+    if protocol in ("s3", "s3a"):
+        config = dict(S3_CONFIG)
+        if not (os.environ.get("AWS_MAX_ATTEMPTS") or os.environ.get("AWS_RETRY_MODE")):
+            config["retries"] = dict(S3_RETRIES)
+        config.update(kwargs.get("config_kwargs") or {})
+        kwargs["config_kwargs"] = config
+    return kwargs
+
+
+def read_ahead_bytes() -> int:
+    """How far past a read a streamed remote file is fetched (KINETOSCOPE_READ_AHEAD_BYTES)."""
+    return int(setting(READ_AHEAD_ENV, DEFAULT_READ_AHEAD))
+
+
+def open_remote(fs, inner: str, ranged: bool):
+    """A binary handle on a remote file: streamed with a bounded read-ahead, or (`ranged`) with none, so
+    each read is one request for exactly the bytes asked."""
+    kwargs = {"block_size": read_ahead_bytes(), "cache_type": "none" if ranged else "readahead"}
+    try:
+        return fs.open(inner, "rb", **kwargs)
+    except TypeError:  # a backend whose open takes no cache options (pyarrow's HDFS)
+        return fs.open(inner, "rb")
+
+
+@contextmanager
+def options_in_env(text: Optional[str]):
+    """Storage options (JSON text, already validated) in force for the block, as the variable the storage
+    layer and decoder processes read; the variable is restored after."""
+    if text is None:
+        yield
+        return
+    saved = os.environ.get(OPTIONS_ENV)
+    os.environ[OPTIONS_ENV] = json.dumps(parse_options(text))
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(OPTIONS_ENV, None)
+        else:
+            os.environ[OPTIONS_ENV] = saved
+
+
+# ---- secrets and errors -------------------------------------------------------------------------
+
+def _secret_values(value: Any, secret: bool = False) -> list[str]:
+    """The strings under secret-looking keys of an options object, at any depth."""
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _secret_values(v, secret or bool(SECRET_KEY_RE.search(str(k))))]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _secret_values(v, secret)]
+    if secret and isinstance(value, (str, int)) and not isinstance(value, bool):
+        return [str(value)]
+    return []
+
+
+def secrets() -> list[str]:
+    """Every secret this process knows of, longest first."""
+    found = set(_secret_values(configured_options()))
+    for name, value in os.environ.items():
+        if name != OPTIONS_ENV and name.upper().startswith(SECRET_ENV_PREFIXES) and SECRET_KEY_RE.search(name):
+            found.add(value)
+    return sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` with every known secret, URL password and inline signature replaced by `***`."""
+    for value in secrets():
+        text = text.replace(value, "***")
+    text = URL_USERINFO_RE.sub(lambda m: m.group("scheme") + "***@", text)
+    return INLINE_SECRET_RE.sub(lambda m: m.group("name") + "=***", text)
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+UNREACHABLE = {"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+               "ClientConnectorError", "ClientConnectionError", "ServerDisconnectedError", "ServerTimeoutError",
+               "FSTimeoutError", "TimeoutError", "ConnectionError", "ProxyConnectionError", "SSLError", "gaierror"}
+NO_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
+                  "DefaultCredentialsError", "ClientAuthenticationError"}
+
+
+def describe(exc: BaseException, protocol: str = "") -> tuple[str, bool]:
+    """(what went wrong, for a person; whether trying again later may succeed) for an exception raised by
+    fsspec or its backend (botocore, aiohttp, google-auth, azure, pyarrow), with its secrets redacted."""
+    names = _names(exc)
+    detail = redact(" ".join(str(exc).split()))[:MAX_MESSAGE_CHARS]
+    if isinstance(exc, ImportError) or (isinstance(exc, ValueError) and "Protocol not known" in str(exc)):
+        extra = EXTRAS.get(protocol)
+        hint = f"pip install 'kinetoscope[{extra}]'" if extra else "install the fsspec backend for it"
+        return f"no filesystem for {protocol or 'this URL'}:// is installed ({hint}): {detail}", False
+    if names & NO_CREDENTIALS:
+        return (f"no usable credentials ({detail}); set them in the environment, the backend's config files, or "
+                f"the storage options"), True
+    if isinstance(exc, FileNotFoundError) or "NoSuchBucket" in detail or "NoSuchKey" in detail:
+        return f"no such file, folder or bucket ({detail or type(exc).__name__})", True
+    if isinstance(exc, PermissionError) or "AccessDenied" in detail or "Forbidden" in detail:
+        return f"access denied ({detail or type(exc).__name__}); check the credentials and their permissions", True
+    if names & UNREACHABLE or isinstance(exc, (ConnectionError, TimeoutError)):
+        return f"cannot reach the storage endpoint ({detail or type(exc).__name__})", True
+    if isinstance(exc, OSError):
+        return detail or type(exc).__name__, True
+    if isinstance(exc, TypeError) and ("argument" in detail or "keyword" in detail):
+        return f"storage options the {protocol or 'storage'} backend does not take ({detail})", False
+    return f"{type(exc).__name__}: {detail}", "ClientError" in names or "HTTPError" in names
