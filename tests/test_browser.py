@@ -294,3 +294,26 @@ def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
     assert r["straggler"] and r["straggler"].startswith("Rank 1 (rank1) holds the others back"), r["straggler"]
     assert r["rows"] == ["0", "1", "2", "3"] and r["heatCells"] == 20
     assert r["opened"], r
+
+
+def test_the_tab_loads_a_trace_from_an_s3_logdir(tmp_path):
+    """TensorBoard on `s3://bucket/logs`, served by a real S3 server on 127.0.0.1 (moto, started here): the
+    tab opens a real trace read from the bucket and draws its lanes, as it does from local disk."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    if not TRACES.is_dir():
+        pytest.skip(f"{TRACES} is missing")
+    from s3_server import moto_server, s3_env, tree, upload
+    with moto_server(tmp_path / "s3") as s3:
+        upload(s3.endpoint, "profiles", tree(TRACES / "resnet50_num_workers_0", "logs/resnet50"))
+        env = {**s3_env(s3.endpoint, tmp_path / "home"), "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+        server = TensorBoard("s3://profiles/logs", env=env)
+        try:
+            server.warm([s["id"] for s in server.spans()])
+            r = _check("remote", server, "resnet50")
+        finally:
+            server.stop()
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["logdir"] == "s3://profiles/logs" and r["scanError"] is None
+    assert "cpu" in r["kinds"] and "gpu" in r["kinds"] and r["cpuPixels"] > 1000 and r["gpuPixels"] > 1000
+    assert r["verdict"] == "dataloader-bound"

@@ -454,9 +454,20 @@ async function ranks(browser, run) {
   return { errors, httpErrors, straggler, rows, heatCells, workerBefore, opened };
 }
 
+/**
+ * The tab on a remote logdir (`s3://...`, served by an S3 server on 127.0.0.1): it loads a trace from the
+ * bucket and draws its lanes, as `smoke` checks; plus the logdir the plugin says it reads.
+ */
+async function remote(browser, run) {
+  const result = await smoke(browser, run);
+  const runs = await (await fetch(`${base}/data/plugin/kinetoscope/runs`)).json();
+  return { ...result, logdir: runs.logdir, scanError: runs.scan_error };
+}
+
 const browser = await launch();
 try {
   const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks };
+  checks.remote = remote;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
