@@ -152,8 +152,7 @@ def test_a_remote_trace_streams_each_byte_once_through_a_bounded_read_ahead(s3):
     model = loader.load_trace(path, cache_dir=None)
     gets = _gets_of(s3, "big/resnet.pt.trace.json")
     assert bytes_requested(gets, size) == size  # streamed, never fetched twice, never staged
-    largest = max(bytes_requested([g], size) for g in gets)
-    assert largest <= loader.CHUNK_BYTES + remote.read_ahead_bytes()  # bounded: one decoder block plus read-ahead
+    assert max(bytes_requested([g], size) for g in gets) <= remote.READ_CHUNK_BYTES
     local = loader.load_trace(str(s3.big / "resnet.pt.trace.json"), cache_dir=None)
     assert model.n_events == local.n_events and (model.ts_ns == local.ts_ns).all() and (model.launch_idx == local.launch_idx).all()
 
@@ -383,3 +382,46 @@ def test_the_tensorboard_flag_applies_the_options_and_blanks_itself(monkeypatch,
     with pytest.raises(base_plugin.FlagsError) as raised:
         loader_.fix_flags(bad)
     assert "JSON object" in str(raised.value) and SECRET_KEY not in str(raised.value)
+
+
+class _SlowFile:
+    """A file handle that counts what was read from it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos, self.size, self.closed = data, 0, len(data), False
+
+    def read(self, n: int) -> bytes:
+        out = self.data[self.pos:self.pos + n]
+        self.pos += len(out)
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_prefetcher_stays_within_its_read_ahead_and_gives_every_byte_once():
+    data = os.urandom(1 << 20)
+    source = _SlowFile(data)
+    with remote.Prefetcher(source, 64 << 10, 256 << 10) as stream:
+        assert stream.read(2) == data[:2]
+        stream.seek(0)  # the gzip sniff's seek back
+        first = stream.read(100_000)
+        time.sleep(0.3)  # the reader dawdles: the fetcher fills its queue and waits
+        # at most: the chunk being read, 4 queued (256 KiB ahead), and 1 fetched but not yet queued
+        assert source.pos <= (1 + 4 + 1) * (64 << 10) < len(data)
+        rest = stream.read()
+    assert first + rest == data and source.closed
+    with pytest.raises(OSError):
+        remote.Prefetcher(_SlowFile(data), 64 << 10, 64 << 10).seek(5)  # only within the chunk being read
+
+
+def test_a_failed_fetch_is_raised_by_the_read_that_reaches_it():
+    class Broken(_SlowFile):
+        def read(self, n):
+            if self.pos >= 100:
+                raise ConnectionResetError("peer went away")
+            return super().read(n)
+    with remote.Prefetcher(Broken(b"x" * 1000), 100, 200) as stream:
+        assert stream.read(100) == b"x" * 100
+        with pytest.raises(ConnectionResetError):
+            stream.read(100)

@@ -6,9 +6,10 @@
   given explicitly (`--kinetoscope_storage_options`, `kinetoscope report --storage-options`), which travel
   to the decoder processes as the KINETOSCOPE_STORAGE_OPTIONS variable (a JSON object; `@FILE` reads it
   from a file, which keeps secrets out of the process list).
-- Reads stream: a whole trace is read in order through a read-ahead of KINETOSCOPE_READ_AHEAD_BYTES
-  (8 MiB by default) past what the decoder asked for, never staged on disk; a byte range (an event's args,
-  a sniff) is one ranged request, with no read-ahead.
+- Reads stream: a whole trace is read in order, in ranged requests of 8 MiB made by a background thread
+  that stays at most KINETOSCOPE_READ_AHEAD_BYTES (32 MiB by default) ahead of the decoder, so the transfer
+  overlaps the decoding and nothing is staged on disk; a byte range (an event's args, a sniff) is one
+  ranged request for exactly its bytes.
 - Every failure becomes a message that names the problem (no such file or bucket, access denied, the
   endpoint cannot be reached, no backend installed) with every known secret replaced by `***`: the values
   of the storage options under secret-looking keys, the same variables of the environment, and the
@@ -17,9 +18,12 @@
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import queue
 import re
+import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Optional
@@ -28,7 +32,8 @@ from .budgets import setting
 
 OPTIONS_ENV = "KINETOSCOPE_STORAGE_OPTIONS"
 READ_AHEAD_ENV = "KINETOSCOPE_READ_AHEAD_BYTES"
-DEFAULT_READ_AHEAD = 8 << 20  # a 16 MiB decoder block plus this is the most one open trace holds in memory
+READ_CHUNK_BYTES = 8 << 20  # one request of a streamed read (S3's own multipart guidance: 8-16 MiB)
+DEFAULT_READ_AHEAD = 32 << 20  # fetched ahead of the decoder at most: 4 requests in flight or waiting
 MAX_MESSAGE_CHARS = 400
 # The protocols a `{"s3": {...}, "gs": {...}}` options object may be keyed by.
 PROTOCOLS = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl", "hdfs", "webhdfs", "http", "https", "sftp",
@@ -117,13 +122,112 @@ def read_ahead_bytes() -> int:
 
 
 def open_remote(fs, inner: str, ranged: bool):
-    """A binary handle on a remote file: streamed with a bounded read-ahead, or (`ranged`) with none, so
-    each read is one request for exactly the bytes asked."""
-    kwargs = {"block_size": read_ahead_bytes(), "cache_type": "none" if ranged else "readahead"}
+    """A binary handle on a remote file: each read one request for exactly the bytes asked (`ranged`), or
+    a `Prefetcher` streaming it in order with a bounded read-ahead."""
     try:
-        return fs.open(inner, "rb", **kwargs)
+        handle = fs.open(inner, "rb", block_size=READ_CHUNK_BYTES, cache_type="none")
     except TypeError:  # a backend whose open takes no cache options (pyarrow's HDFS)
-        return fs.open(inner, "rb")
+        handle = fs.open(inner, "rb")
+    return handle if ranged else Prefetcher(handle, READ_CHUNK_BYTES, read_ahead_bytes())
+
+
+class Prefetcher(io.RawIOBase):
+    """Reads a file in order on a background thread, `chunk_bytes` per request, at most `ahead_bytes`
+    ahead of the reader (a bounded queue), so fetching the next chunks overlaps the work on this one.
+
+    Offers what the storage layer uses of a handle: read, readinto, size, close, and seek back within the
+    chunk being read (the gzip sniff reads 2 bytes and seeks to 0). A failed fetch is raised by the read
+    that reaches it.
+    """
+
+    def __init__(self, handle, chunk_bytes: int, ahead_bytes: int) -> None:
+        super().__init__()
+        self._handle = handle
+        self._chunk_bytes = max(1, chunk_bytes)
+        self.size = int(getattr(handle, "size", 0) or 0)
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, ahead_bytes // self._chunk_bytes))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._chunk, self._chunk_start, self._pos, self._eof = b"", 0, 0, False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fetch(self) -> None:
+        try:
+            while not self._stop.is_set():
+                data = self._handle.read(self._chunk_bytes)
+                self._put(data)
+                if not data:
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
+            self._put(exc)
+
+    def _put(self, item) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def _next_chunk(self) -> bool:
+        if self._eof:
+            return False
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._fetch, name="kinetoscope-prefetch", daemon=True)
+            self._thread.start()
+        item = self._queue.get()
+        if isinstance(item, BaseException):
+            self._eof = True
+            raise item
+        self._chunk_start += len(self._chunk)
+        self._chunk = item
+        self._eof = not item
+        return bool(item)
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        offset = self._pos - self._chunk_start
+        while offset >= len(self._chunk):
+            if not self._next_chunk():
+                return 0
+            offset = self._pos - self._chunk_start
+        n = min(len(view), len(self._chunk) - offset)
+        view[:n] = self._chunk[offset:offset + n]
+        self._pos += n
+        return n
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return self.readall()
+        buffer = bytearray(size)
+        n = self.readinto(buffer)
+        return bytes(buffer[:n])
+
+    def readall(self) -> bytes:
+        parts = [self._chunk[self._pos - self._chunk_start:]]
+        while self._next_chunk():
+            parts.append(self._chunk)
+        self._pos = self._chunk_start + len(self._chunk)
+        return b"".join(parts)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence != 0 or not self._chunk_start <= pos <= self._chunk_start + len(self._chunk):
+            raise io.UnsupportedOperation("a streamed remote file seeks only within the chunk being read")
+        self._pos = pos
+        return pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout=30)
+            self._handle.close()
+        super().close()
 
 
 @contextmanager
