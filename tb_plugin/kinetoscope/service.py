@@ -47,7 +47,7 @@ from .trace.discovery import TraceFile, scan_logdir_checked
 from .trace.loader import TraceError, load_trace
 from .trace.model import TraceModel
 from .trace.remote import redact
-from .trace.storage import StorageError, identity
+from .trace.storage import StorageError, identity, is_remote
 
 log = logging.getLogger(__name__)
 
@@ -226,16 +226,17 @@ class TraceService:
         self._scanning = True
         try:
             files = scan_logdir_checked(self.logdir, self._sniff_cache)
-        except StorageError as exc:  # unreachable, denied, missing: keep what the last listing found
+            self.scan_error = None
+        except StorageError as exc:  # unreachable, denied, missing: say why
             self.scan_error = redact(f"{self.logdir}: {exc}")
             log_once(("scan-error", self.logdir, str(exc)), "kinetoscope: %s", self.scan_error)
-            files = None
+            # a remote listing that failed says nothing about which traces exist: keep those found before
+            files = None if is_remote(self.logdir) else []
         finally:
             self._scanning = False
         if files is None:
             self._scan_finished()
             return
-        self.scan_error = None
         with self._lock:
             new = {span_id(f.path): f for f in files}
             for sid in list(self._entries):

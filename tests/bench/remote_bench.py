@@ -77,9 +77,11 @@ def main() -> int:
                 local_dir = tmp / "local" / trace.stem
                 local_dir.mkdir(parents=True)
                 os.symlink(trace.resolve(), local_dir / trace.name)
-                for place, logdir in (("local disk", str(local_dir)), ("S3 (moto, 127.0.0.1)", f"s3://{BUCKET}/logs/{trace.stem}")):
-                    times, scans, requested, reads = [], [], [], []
-                    for _ in range(args.runs):
+                places = (("local disk", str(local_dir)), ("S3 (moto, 127.0.0.1)", f"s3://{BUCKET}/logs/{trace.stem}"))
+                results = {place: ([], [], [], []) for place, _ in places}
+                for _ in range(args.runs):  # local and S3 in turn, so a change of load on the machine hits both
+                    for place, logdir in places:
+                        times, scans, requested, reads = results[place]
                         reads.append(read_alone_s(logdir + "/" + trace.name))
                         server.record()
                         total, scan = first_lanes_s(logdir)
@@ -87,8 +89,9 @@ def main() -> int:
                         times.append(total)
                         scans.append(scan)
                         requested.append(bytes_requested(server.gets(key), trace.stat().st_size))
-                    rows.append((trace.name, trace.stat().st_size, place, times, scans, requested, reads))
-                    print(f"{trace.name} {place}: {[round(t, 2) for t in times]} s", file=sys.stderr)
+                for place, _ in places:
+                    rows.append((trace.name, trace.stat().st_size, place, *results[place]))
+                    print(f"{trace.name} {place}: {[round(t, 2) for t in results[place][0]]} s", file=sys.stderr)
     print(f"| trace | size | from | time to first lanes (median of {args.runs}) | min..max | scan | reading alone | "
           f"bytes requested from S3 |")
     print("|---|---:|---|---:|---:|---:|---:|---:|")
