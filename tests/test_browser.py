@@ -317,3 +317,19 @@ def test_the_tab_loads_a_trace_from_an_s3_logdir(tmp_path):
     assert r["logdir"] == "s3://profiles/logs" and r["scanError"] is None
     assert "cpu" in r["kinds"] and "gpu" in r["kinds"] and r["cpuPixels"] > 1000 and r["gpuPixels"] > 1000
     assert r["verdict"] == "dataloader-bound"
+
+
+def test_the_tab_says_why_a_remote_logdir_cannot_be_listed(tmp_path):
+    """No S3 server answers at the endpoint: the tab names the logdir and the problem (and the secret in
+    the environment shows nowhere)."""
+    pytest.importorskip("s3fs")
+    from s3_server import SECRET_KEY, free_port, s3_env
+    env = {**s3_env(f"http://127.0.0.1:{free_port()}", tmp_path / "home"), "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    server = TensorBoard("s3://profiles/logs", env=env)
+    try:
+        r = _check("scanerror", server)
+    finally:
+        server.stop()
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["shown"].startswith("Cannot list the logdir: s3://profiles/logs: cannot list: cannot reach the storage endpoint")
+    assert SECRET_KEY not in r["shown"]

@@ -464,10 +464,19 @@ async function remote(browser, run) {
   return { ...result, logdir: runs.logdir, scanError: runs.scan_error };
 }
 
+/** The tab on a remote logdir that cannot be listed: it says which and why, as an error message. */
+async function scanError(browser) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base);
+  const shown = await frame.waitForSelector('.ks-msg.ks-error', { timeout: 30000 }).then((h) => h.textContent(), () => null);
+  await page.screenshot({ path: shot('remote-scan-error') });
+  return { errors, httpErrors, shown };
+}
+
 const browser = await launch();
 try {
   const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks };
   checks.remote = remote;
+  checks.scanerror = scanError;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

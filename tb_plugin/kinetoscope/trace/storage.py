@@ -10,7 +10,7 @@ from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
 
 from .budgets import inflate_budget
-from .remote import describe, open_remote, options_for
+from .remote import describe, open_remote, options_for, redact
 
 try:  # ISA-L inflates about 3x faster than zlib; same API
     from isal import isal_zlib as _inflate_lib
@@ -287,7 +287,7 @@ def _read(handle, size: int) -> bytes:
 def _read_error(exc: BaseException) -> StorageError:
     """A failed read: local I/O errors as they were, anything else described (and redacted) by `remote`."""
     if isinstance(exc, (OSError, ValueError)) and type(exc).__module__ == "builtins":
-        return StorageError(f"cannot read: {exc}", transient=True)
+        return StorageError(redact(f"cannot read: {exc}"), transient=True)
     message, transient = describe(exc)
     return StorageError(f"cannot read: {message}", transient=transient)
 
