@@ -38,7 +38,7 @@ def s3_env(endpoint: str, home: Path) -> dict[str, str]:
     return {"AWS_ENDPOINT_URL": endpoint, "S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
             "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
             "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(empty),
-            "AWS_SHARED_CREDENTIALS_FILE": str(empty), "S3_USE_HTTPS": "0", "S3_VERIFY_SSL": "0"}
+            "AWS_SHARED_CREDENTIALS_FILE": str(empty)}
 
 
 class MotoServer:

@@ -103,6 +103,8 @@ def test_tensorboard_on_an_s3_logdir_lists_runs_and_draws_lanes(s3_logdir, tmp_p
             assert status == 200 and lanes["lanes"] and lanes["rects"] > 0, (file, lanes)
         status, _, verdict = fetch(f"{url}{PLUGIN}/verdict?run=compute")
         assert status == 200 and verdict["verdict"]["bound"] == "compute-bound", verdict
+    log = (tmp_path / "tb-remote.err").read_text()
+    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]  # TensorBoard's own S3 reader (boto3) too
 
 
 @pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")
