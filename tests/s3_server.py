@@ -88,15 +88,16 @@ def bytes_requested(ranges: list[tuple[int, Optional[int]]], size: int) -> int:
 
 
 @contextmanager
-def moto_server(tmp: Path, auth: bool = False, port: Optional[int] = None) -> Iterator[MotoServer]:
+def moto_server(tmp: Path, auth: bool = False, port: Optional[int] = None, free_actions: int = 0) -> Iterator[MotoServer]:
     """Start `python -m moto.server` on a free 127.0.0.1 port (or `port`); with `auth`, it checks credentials
-    (unknown keys are denied, as on AWS). Always stopped on exit."""
+    and IAM policies (unknown keys are denied, as on AWS) after the first `free_actions` requests (time to
+    create a user and its keys). Always stopped on exit."""
     tmp.mkdir(parents=True, exist_ok=True)
     recording = tmp / "moto-recording.jsonl"
     env = {**os.environ, "MOTO_RECORDER_FILEPATH": str(recording)}
     env.pop("MOTO_ENABLE_RECORDING", None)
     if auth:
-        env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(free_actions)
     port = port or free_port()
     log = open(tmp / "moto.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],

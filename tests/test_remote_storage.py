@@ -338,6 +338,36 @@ def test_denied_credentials_are_named_and_never_shown(s3, tmp_path, monkeypatch,
     assert "access denied" in shown and SECRET_KEY not in shown
 
 
+def test_credentials_come_from_the_backends_config_file_and_a_wrong_one_is_denied(tmp_path):
+    """A server that checks signatures and IAM policies: a teammate's key in an AWS credentials file (no
+    credential in the environment) reads the logdir; the same key with a wrong secret is denied, by name."""
+    import boto3
+    trace = sorted((SAMPLES / "logs" / "synthetic" / "compute").glob("*.gz"))[0]
+    with moto_server(tmp_path / "iam", auth=True, free_actions=5) as server:
+        admin = dict(endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="setup",
+                     aws_secret_access_key="setup-only")
+        iam = boto3.client("iam", **admin)
+        iam.create_user(UserName="teammate")
+        iam.put_user_policy(UserName="teammate", PolicyName="read", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="teammate")["AccessKey"]
+        client = boto3.client("s3", **admin)
+        client.create_bucket(Bucket="team")
+        client.put_object(Bucket="team", Key=f"logs/{trace.name}", Body=trace.read_bytes())  # the 5th free action
+        env = {**os.environ, **s3_env(server.endpoint, tmp_path / "home")}
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", remote.OPTIONS_ENV):
+            env.pop(name, None)
+        credentials = tmp_path / "credentials"
+        env["AWS_SHARED_CREDENTIALS_FILE"] = str(credentials)
+        credentials.write_text(f"[default]\naws_access_key_id = {key['AccessKeyId']}\n"
+                               f"aws_secret_access_key = {key['SecretAccessKey']}\n")
+        code, report, err = _report(["s3://team/logs"], env)
+        assert code == 0 and len(report["traces"]) == 1 and report["traces"][0]["error"] is None, err
+        credentials.write_text(f"[default]\naws_access_key_id = {key['AccessKeyId']}\naws_secret_access_key = {SECRET_KEY}\n")
+        code, _, err = _report(["s3://team/logs"], env)
+    assert code == 1 and "s3://team/logs: cannot read: access denied" in err and SECRET_KEY not in err, err
+
+
 # ---- secrets and options ------------------------------------------------------------------------
 
 def test_redact_hides_option_secrets_environment_secrets_and_url_passwords(monkeypatch):
