@@ -415,6 +415,27 @@ def test_a_missing_backend_says_which_extra_to_install():
     assert "kinetoscope[hdfs]" in message
 
 
+@pytest.mark.parametrize("url, extra, module", [("gs://b/logs", "gcs", "gcsfs"), ("abfs://c/logs", "azure", "adlfs"),
+                                                ("hdfs://namenode:8020/logs", "hdfs", "pyarrow")])
+def test_a_logdir_whose_backend_is_not_installed_names_the_extra(url, extra, module):
+    try:
+        __import__(module)
+        pytest.skip(f"{module} is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(StorageError, match=rf"no filesystem for \w+:// is installed \(pip install 'kinetoscope\[{extra}\]'\)") as raised:
+        scan_logdir_checked(url)
+    assert not raised.value.transient  # a setup problem: not retried
+
+
+def test_remote_trace_urls_keep_the_logdirs_host_and_port():
+    from kinetoscope.trace.discovery import _url
+    assert _url("hdfs://namenode:8020/logs", "/logs", "/logs/run1", "w.1.pt.trace.json") == \
+        "hdfs://namenode:8020/logs/run1/w.1.pt.trace.json"
+    assert _url("s3://bucket/logs", "bucket/logs", "bucket/logs", "w.pt.trace.json") == "s3://bucket/logs/w.pt.trace.json"
+    assert _url(None, "/logs", "/logs", "w.pt.trace.json") is None  # local files keep their path
+
+
 def test_the_tensorboard_flag_applies_the_options_and_blanks_itself(monkeypatch, tmp_path):
     import argparse
 
