@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-v3
+STAMP := $(VENV)/.installed-v4
 ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c
 ACCEL := $(VENV)/.columns-built
 PORT ?= 6006

@@ -32,8 +32,19 @@ setup(
         "werkzeug>=2.2",
         "protobuf>=3.20",
     ],
-    extras_require={"test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6", "dask[distributed]>=2023.1"],
-                    "dask": ["dask[distributed]>=2023.1"]},
+    extras_require={
+        "test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6",
+                 # remote logdirs are tested against moto's S3 server on 127.0.0.1
+                 "moto[server]>=5.0", "s3fs>=2023.1", "boto3>=1.26",
+                 # the index runs on a local Dask cluster in the tests
+                 "dask[distributed]>=2023.1"],
+        # remote logdirs (fsspec backends); boto3 also lets TensorBoard itself read s3:// logdirs
+        "s3": ["s3fs>=2023.1", "boto3>=1.26"],
+        "gcs": ["gcsfs>=2023.1"],
+        "azure": ["adlfs>=2023.1"],
+        "hdfs": ["pyarrow>=10"],
+        "dask": ["dask[distributed]>=2023.1"],
+    },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = kinetoscope.tb_loader:KinetoscopeLoader"],
         "console_scripts": ["kinetoscope = kinetoscope.cli:main"],

@@ -333,3 +333,42 @@ def test_a_new_users_tour_at_two_widths(tour_tb, width):
     assert r["notice"] and "no-such-run" in r["notice"] and "instead" in r["notice"]
     assert r["missingState"]["t"] is None  # the link's window belonged to another span: not applied
     assert r["memory"] and r["memory"]["folded"] and r["memory"]["height"] < 60 and "none recorded" in r["memory"]["text"]
+
+
+def test_the_tab_loads_a_trace_from_an_s3_logdir(tmp_path):
+    """TensorBoard on `s3://bucket/logs`, served by a real S3 server on 127.0.0.1 (moto, started here): the
+    tab opens a real trace read from the bucket and draws its lanes, as it does from local disk."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    if not TRACES.is_dir():
+        pytest.skip(f"{TRACES} is missing")
+    from s3_server import moto_server, s3_env, tree, upload
+    with moto_server(tmp_path / "s3") as s3:
+        upload(s3.endpoint, "profiles", tree(TRACES / "resnet50_num_workers_0", "logs/resnet50"))
+        env = {**s3_env(s3.endpoint, tmp_path / "home"), "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+        server = TensorBoard("s3://profiles/logs", env=env)
+        try:
+            server.warm([s["id"] for s in server.spans()])
+            r = _check("remote", server, "resnet50")
+        finally:
+            server.stop()
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["logdir"] == "s3://profiles/logs" and r["scanError"] is None
+    assert "cpu" in r["kinds"] and "gpu" in r["kinds"] and r["cpuPixels"] > 1000 and r["gpuPixels"] > 1000
+    assert r["verdict"] == "dataloader-bound"
+
+
+def test_the_tab_says_why_a_remote_logdir_cannot_be_listed(tmp_path):
+    """No S3 server answers at the endpoint: the tab names the logdir and the problem (and the secret in
+    the environment shows nowhere)."""
+    pytest.importorskip("s3fs")
+    from s3_server import SECRET_KEY, free_port, s3_env
+    env = {**s3_env(f"http://127.0.0.1:{free_port()}", tmp_path / "home"), "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    server = TensorBoard("s3://profiles/logs", env=env)
+    try:
+        r = _check("scanerror", server)
+    finally:
+        server.stop()
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["shown"].startswith("Cannot list the logdir: s3://profiles/logs: cannot list: cannot reach the storage endpoint")
+    assert SECRET_KEY not in r["shown"]

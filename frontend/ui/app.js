@@ -170,6 +170,10 @@ export async function start(body) {
       pick(first.run, first.worker, first.span.id);
       return;
     }
+    if (body?.scan_error) { // a remote logdir that cannot be listed: say why (the server redacts secrets)
+      header.verdict.replaceChildren(message('error', `Cannot list the logdir: ${body.scan_error}.`, ` This page looks again every ${REFRESH_MS / 1000} s.`));
+      return;
+    }
     const text = body?.scan_complete === false ? 'Scanning the logdir\u2026'
       : 'No torch.profiler traces (*.pt.trace.json[.gz]) under the logdir yet.';
     header.verdict.replaceChildren(message('info', text, ` This page looks again every ${REFRESH_MS / 1000} s.`));

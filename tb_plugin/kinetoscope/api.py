@@ -32,6 +32,7 @@ from .trace.budgets import setting
 from .trace.discovery import TraceFile
 from .trace.loader import TraceError
 from .trace.model import TraceModel
+from .trace.remote import redact
 from .trace.source import args_or_reason
 from .trace.storage import FileIdentity, StorageError, iter_gzipped
 from .views.export import chrome_trace, event_view, window_rows
@@ -106,7 +107,7 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
         spans.append({"id": sid, "index": len(spans) + 1, "span": _span(f), "file": Path(f.path).name,
                       "size_bytes": f.size, "state": state["state"], "version": file_version(f),
                       "source": state["source"], "index_reason": state["index_reason"]})
-    return {"logdir": service.logdir, "scan_complete": complete,
+    return {"logdir": redact(service.logdir), "scan_complete": complete, "scan_error": service.scan_error,
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
                      for run, workers in runs.items()]}
 

@@ -22,9 +22,10 @@ from .index import runner as index_runner
 from .index.readers import missing, report_from_index
 from .trace.budgets import CLI_OPTIONS
 from .trace.cache import default_cache_dir
-from .trace.discovery import TraceFile, classify, scan_logdir
+from .trace.discovery import TraceFile, classify, scan_logdir_checked
 from .trace.loader import TraceError, load_trace, resource_message
-from .trace.storage import StorageError, identity, split_url
+from .trace.remote import OPTIONS_ENV, OptionsError, options_in_env, parse_options, redact
+from .trace.storage import StorageError, identity, is_remote, remote_error, split_url
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +43,20 @@ def _parser() -> argparse.ArgumentParser:
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
     report.add_argument("--no-index", action="store_true", help="ignore the sidecars of `kinetoscope index`; decode")
     index_runner.add_parser(sub)
+    report.add_argument("--storage-options", type=_storage_options, default=None, metavar="JSON",
+                        help=f"fsspec storage options for s3://, gs://, abfs://, hdfs:// paths: a JSON object, or @FILE "
+                             f"holding one (default ${OPTIONS_ENV}; credentials also come from the environment and the "
+                             f"backend's config files, and are never printed)")
     return parser
+
+
+def _storage_options(text: str) -> str:
+    """argparse type of --storage-options: checked now, applied by `options_in_env` (never echoed)."""
+    try:
+        parse_options(text)
+    except OptionsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def resolve(path: str) -> list[TraceFile]:
@@ -51,11 +65,20 @@ def resolve(path: str) -> list[TraceFile]:
     Raises:
         FileNotFoundError: PATH does not exist.
     """
-    fs, inner = split_url(path)
-    if not fs.exists(inner):
+    try:
+        fs, inner = split_url(path)
+        exists = fs.exists(inner)
+        folder = exists and fs.isdir(inner)
+    except (FileNotFoundError, MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - remote backends raise their own types: name the problem
+        if not is_remote(path) and isinstance(exc, (ValueError, ImportError)):
+            raise
+        raise remote_error(exc, path, "read") from None
+    if not exists:
         raise FileNotFoundError(path)
-    if fs.isdir(inner):
-        return scan_logdir(path)
+    if folder:
+        return scan_logdir_checked(path)
     name = os.path.basename(inner.rstrip("/"))
     worker, span, _ = classify(name) or (name, None, False)
     try:
@@ -89,8 +112,8 @@ def entry_for(trace: TraceFile, cache_dir, use_index: bool = False, notes: Optio
     except (RecursionError, MemoryError) as exc:
         return {**base, "error": {"message": f"{trace.path}: {resource_message(exc)}"}}
     except Exception as exc:  # noqa: BLE001 - one bad file never stops the report of the others
-        return {**base, "error": {"message": f"{trace.path}: internal error while analysing ({type(exc).__name__}: "
-                                             f"{str(exc)[:200]}); please report it with the file"}}
+        return {**base, "error": {"message": redact(f"{trace.path}: internal error while analysing ({type(exc).__name__}: "
+                                                    f"{str(exc)[:200]}); please report it with the file")}}
 
 
 @contextmanager
@@ -127,7 +150,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     args = _parser().parse_args(list(argv) if argv is not None else None)
     if args.command == "index":
         return index_runner.main(args)
-    with _budgets(args):
+    with _budgets(args), options_in_env(args.storage_options):
         return _report(args)
 
 
@@ -137,8 +160,11 @@ def _report(args: argparse.Namespace) -> int:
         try:
             found = resolve(path)
         except (FileNotFoundError, ValueError, ImportError) as exc:
-            print(f"kinetoscope: no such file or directory: {path} ({exc})", file=sys.stderr)
+            print(redact(f"kinetoscope: no such file or directory: {path} ({exc})"), file=sys.stderr)
             return 2
+        except StorageError as exc:  # a remote path that cannot be reached or read: the problem, redacted
+            print(redact(f"kinetoscope: {path}: {exc}"), file=sys.stderr)
+            return 1
         if not found:
             print(f"kinetoscope: no trace files under {path}", file=sys.stderr)
         traces.extend(found)

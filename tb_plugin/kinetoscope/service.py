@@ -46,10 +46,11 @@ import numpy as np
 from .errors import NotFound, NotReady, TraceFailed
 from .trace.budgets import setting
 from .trace.cache import default_cache_dir, load_cached
-from .trace.discovery import TraceFile, scan_logdir
+from .trace.discovery import TraceFile, scan_logdir_checked
 from .trace.loader import TraceError, load_trace
 from .trace.model import TraceModel
-from .trace.storage import StorageError, identity
+from .trace.remote import redact
+from .trace.storage import StorageError, identity, is_remote
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +203,7 @@ class TraceService:
         self._pool: Optional[ThreadPoolExecutor] = None
         self._large_pool: Optional[ThreadPoolExecutor] = None
         self._children: set[subprocess.Popen] = set()
+        self.scan_error: Optional[str] = None  # why the last scan could not list the logdir (None: it could)
         _services.add(self)
 
     # ---- scanning -------------------------------------------------------------------------------
@@ -245,9 +247,18 @@ class TraceService:
         """One scan in the caller's thread (used by the scanner and by tests)."""
         self._scanning = True
         try:
-            files = scan_logdir(self.logdir, self._sniff_cache)
+            files = scan_logdir_checked(self.logdir, self._sniff_cache)
+            self.scan_error = None
+        except StorageError as exc:  # unreachable, denied, missing: say why
+            self.scan_error = redact(f"{self.logdir}: {exc}")
+            log_once(("scan-error", self.logdir, str(exc)), "kinetoscope: %s", self.scan_error)
+            # a remote listing that failed says nothing about which traces exist: keep those found before
+            files = None if is_remote(self.logdir) else []
         finally:
             self._scanning = False
+        if files is None:
+            self._scan_finished()
+            return
         with self._lock:
             new = {span_id(f.path): f for f in files}
             for sid in list(self._entries):
@@ -259,7 +270,10 @@ class TraceService:
                     self._drop(sid)
                     self._entries[sid] = _Entry(file)
             self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
-            self._last_scan = time.monotonic()
+        self._scan_finished()
+
+    def _scan_finished(self) -> None:
+        self._last_scan = time.monotonic()
         self._scanned.set()
         with self._scan_done:
             self._scans += 1

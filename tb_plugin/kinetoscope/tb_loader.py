@@ -6,11 +6,13 @@ for this process and the decoder processes it starts, which read the budgets fro
 """
 from __future__ import annotations
 
+import json
 import os
 
 from tensorboard.plugins import base_plugin
 
 from .trace.budgets import CLI_OPTIONS
+from .trace.remote import OPTIONS_ENV, OptionsError, parse_options
 
 # (flag without its `--kinetoscope_` prefix, environment variable, what it bounds); the budgets first.
 FLAGS = tuple((option.lstrip("-").replace("-", "_"), env, bounds) for option, env, _, bounds in CLI_OPTIONS) + (
@@ -28,12 +30,26 @@ class KinetoscopeLoader(base_plugin.TBLoader):
         for name, env, bounds in FLAGS:
             group.add_argument(f"--kinetoscope_{name}", type=float, default=None, metavar="N",
                                help=f"Kinetoscope: {bounds} (default: ${env}, else see the README)")
+        group.add_argument("--kinetoscope_storage_options", type=str, default=None, metavar="JSON",
+                           help=f"Kinetoscope: fsspec storage options for a remote logdir (s3://, gs://, abfs://, "
+                                f"hdfs://), a JSON object or @FILE holding one (default: ${OPTIONS_ENV}; credentials "
+                                f"are better left to the environment or the backend's config files)")
 
     def fix_flags(self, flags) -> None:
         for name, _, _ in FLAGS:
             value = getattr(flags, f"kinetoscope_{name}", None)
             if value is not None and not value > 0:
                 raise base_plugin.FlagsError(f"--kinetoscope_{name} must be a positive number, not {value}")
+        options = getattr(flags, "kinetoscope_storage_options", None)
+        if options is not None:
+            try:
+                parsed = parse_options(options)
+            except OptionsError as exc:
+                raise base_plugin.FlagsError(f"--kinetoscope_storage_options: {exc}") from None
+            # In force from now on, for this process and its decoder processes; the flag itself is blanked,
+            # since TensorBoard serves every flag's value at /data/environment.
+            os.environ[OPTIONS_ENV] = json.dumps(parsed)
+            flags.kinetoscope_storage_options = "(set; not shown)"
 
     def load(self, context: base_plugin.TBContext):
         flags = getattr(context, "flags", None)

@@ -596,9 +596,29 @@ async function tour(browser, run, width, bareRun) {
     dark, darkBg, light, notice, missingState, memory };
 }
 
+/**
+ * The tab on a remote logdir (`s3://...`, served by an S3 server on 127.0.0.1): it loads a trace from the
+ * bucket and draws its lanes, as `smoke` checks; plus the logdir the plugin says it reads.
+ */
+async function remote(browser, run) {
+  const result = await smoke(browser, run);
+  const runs = await (await fetch(`${base}/data/plugin/kinetoscope/runs`)).json();
+  return { ...result, logdir: runs.logdir, scanError: runs.scan_error };
+}
+
+/** The tab on a remote logdir that cannot be listed: it says which and why, as an error message. */
+async function scanError(browser) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base);
+  const shown = await frame.waitForSelector('.ks-msg.ks-error', { timeout: 30000 }).then((h) => h.textContent(), () => null);
+  await page.screenshot({ path: shot('remote-scan-error') });
+  return { errors, httpErrors, shown };
+}
+
 const browser = await launch();
 try {
   const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour };
+  checks.remote = remote;
+  checks.scanerror = scanError;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

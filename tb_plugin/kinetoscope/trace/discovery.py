@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from stat import S_ISREG
 from typing import Optional
 
-from .storage import StorageError, modified_time, read_bytes, split_url
+from .storage import NOT_STORAGE_ERRORS, StorageError, is_remote, modified_time, read_bytes, remote_error, split_url
 
 log = logging.getLogger(__name__)
 
@@ -81,17 +81,36 @@ def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFi
             sniffed once, keyed by (path, size, mtime).
 
     Returns:
-        The trace files; unreadable entries are logged and skipped, never raised.
+        The trace files; unreadable entries are logged and skipped, never raised; a logdir that cannot
+        be listed is logged and gives none (`scan_logdir_checked` raises instead).
     """
-    fs, root = split_url(logdir)
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    root = root.rstrip("/") or "/"
-    found = []
     try:
-        walk = _local_walk(root) if protocol in ("file", "local") else list(fs.walk(root, detail=True))
-    except (OSError, ValueError) as exc:
+        return scan_logdir_checked(logdir, sniff_cache)
+    except StorageError as exc:
         log.warning("cannot list %s: %s", logdir, exc)
         return []
+
+
+def scan_logdir_checked(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFile]:
+    """`scan_logdir`, raising StorageError (naming the problem, secrets redacted) when the logdir cannot be
+    listed: a listing that failed says nothing about which traces exist."""
+    try:
+        fs, root = split_url(logdir)
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        root = root.rstrip("/") or "/"
+        walk = _local_walk(root) if protocol in ("file", "local") else list(fs.walk(root, detail=True, on_error="raise"))
+        if not walk and is_remote(logdir) and not fs.exists(root):
+            raise FileNotFoundError(f"{logdir} does not exist")
+    except NOT_STORAGE_ERRORS:
+        raise
+    except (OSError, ValueError) as exc:
+        if not is_remote(logdir):
+            raise StorageError(f"cannot list: {exc}", transient=True) from None
+        raise remote_error(exc, logdir, "list") from None
+    except Exception as exc:  # noqa: BLE001 - every backend raises its own types (botocore, aiohttp, azure...)
+        raise remote_error(exc, logdir, "list") from None
+    prefix = logdir.rstrip("/") if is_remote(logdir) else None
+    found = []
     for dirpath, _dirs, files in walk:
         if INDEX_FOLDER in posixpath.relpath(dirpath.rstrip("/") or "/", root).split("/"):
             continue
@@ -100,7 +119,7 @@ def scan_logdir(logdir: str, sniff_cache: Optional[dict] = None) -> list[TraceFi
             info = _followed(fs, info)
             if info is None:
                 continue
-            traced = _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache)
+            traced = _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache, _url(prefix, root, dirpath, name))
             if traced is not None:
                 found.append(traced)
     return sorted(found, key=lambda f: (f.run, f.worker, -1 if f.span is None else f.span, f.path))
@@ -158,13 +177,22 @@ def _run_name(root: str, dirpath: str) -> str:
     return posixpath.basename(root) or root if rel == "." else rel
 
 
-def _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache) -> Optional[TraceFile]:
+def _url(prefix: Optional[str], root: str, dirpath: str, name: str) -> Optional[str]:
+    """A remote file's URL: the logdir's URL as given (its protocol, host and port: `hdfs://nn:8020/logs`)
+    and the file's path below the logdir; None for local files."""
+    if prefix is None:
+        return None
+    rel = posixpath.relpath(posixpath.join(dirpath, name), root)
+    return f"{prefix}/{rel}"
+
+
+def _trace_file(fs, protocol, run, dirpath, name, info, sniff_cache, url: Optional[str] = None) -> Optional[TraceFile]:
     parsed = classify(name)
     if parsed is None:
         return None
     worker, span, needs_sniff = parsed
     inner = posixpath.join(dirpath, name)
-    path = inner if protocol in ("file", "local") else f"{protocol}://{inner.lstrip('/')}"
+    path = url or (inner if protocol in ("file", "local") else f"{protocol}://{inner.lstrip('/')}")
     size, mtime = int(info.get("size") or 0), modified_time(info)
     if needs_sniff and not _sniff(path, (path, size, mtime), sniff_cache):
         return None

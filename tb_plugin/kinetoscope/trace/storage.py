@@ -10,6 +10,7 @@ from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
 
 from .budgets import inflate_budget
+from .remote import describe, open_remote, options_for, redact
 
 try:  # ISA-L inflates about 3x faster than zlib; same API
     from isal import isal_zlib as _inflate_lib
@@ -19,6 +20,7 @@ except ImportError:  # pragma: no cover - isal is a declared dependency; zlib ke
     _INFLATE_ERRORS = (zlib.error,)
 
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_READ_BYTES = 4 << 20  # compressed bytes read per step of inflating (one request on a remote file)
 
 
 class StorageError(Exception):
@@ -52,13 +54,33 @@ class FileIdentity:
 def split_url(path: str):
     """The fsspec filesystem serving `path` and the path within it (local paths get the local filesystem).
 
-    fsspec is imported on first use: opening a local trace, the common case, never pays for it.
+    fsspec is imported on first use: opening a local trace, the common case, never pays for it. A remote
+    filesystem gets the storage options in force (`remote.options_for`: bounded timeouts, no listing cache,
+    the explicit options); a chained URL (`simplecache::s3://...`) only those of fsspec's own config.
     """
     import fsspec
 
     if "://" not in path and "::" not in path:
         path = os.path.abspath(os.path.expanduser(path))
-    return fsspec.core.url_to_fs(path)
+        return fsspec.core.url_to_fs(path)
+    kwargs = {} if "::" in path else options_for(fsspec.core.split_protocol(path)[0] or "file")
+    return fsspec.core.url_to_fs(path, **kwargs)
+
+
+def is_remote(path: str) -> bool:
+    """Whether `path` is an fsspec URL rather than a local path."""
+    return "://" in path or "::" in path
+
+
+def remote_error(exc: BaseException, path: str, action: str) -> StorageError:
+    """The StorageError for a failure of a remote filesystem: what went wrong, secrets redacted (see
+    `remote.describe`); transient unless it is about the setup (no backend, bad options)."""
+    protocol = path.split("://", 1)[0].rsplit("::", 1)[-1] if "://" in path else ""
+    message, transient = describe(exc, protocol)
+    return StorageError(f"cannot {action}: {message}", transient=transient)
+
+
+NOT_STORAGE_ERRORS = (MemoryError, RecursionError)  # resource failures, reported as such by the loader
 
 
 def modified_time(info: dict) -> float:
@@ -84,8 +106,10 @@ def identity(path: str) -> FileIdentity:
     try:
         fs, inner = split_url(path)
         info = fs.info(inner)
-    except (OSError, ValueError, ImportError) as exc:
-        raise StorageError(f"cannot stat: {exc}", transient=True) from None
+    except NOT_STORAGE_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every backend raises its own types (botocore, aiohttp, azure...)
+        raise remote_error(exc, path, "stat") from None
     return FileIdentity(path, int(info.get("size") or 0), modified_time(info))
 
 
@@ -103,12 +127,21 @@ def _regular_stat(path: str) -> os.stat_result:
     return stat
 
 
-def _open(path: str):
-    """A binary handle on a local path (raw, unbuffered: reads go straight into the caller's buffer) or URL."""
-    try:
-        if "://" in path or "::" in path:
+def _open(path: str, ranged: bool = False):
+    """A binary handle on a local path (raw, unbuffered: reads go straight into the caller's buffer) or URL.
+
+    A remote file streams through a bounded read-ahead, or with `ranged` (a byte range, a sniff) none:
+    each read is then one ranged request for exactly its bytes (`remote.open_remote`).
+    """
+    if is_remote(path):
+        try:
             fs, inner = split_url(path)
-            return fs.open(inner, "rb")
+            return open_remote(fs, inner, ranged)
+        except NOT_STORAGE_ERRORS:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every backend raises its own types
+            raise remote_error(exc, path, "read") from None
+    try:
         _regular_stat(path)
         return open(os.path.expanduser(path), "rb", buffering=0)
     except (OSError, ValueError, ImportError) as exc:
@@ -134,7 +167,7 @@ def read_bytes(path: str, limit: Optional[int] = None, max_bytes: Optional[int] 
         StorageError: unreadable, or a truncated/corrupt gzip stream (the torch handler writes `.gz` files
             non-atomically, so a reader can see half a file).
     """
-    with _open(path) as handle:
+    with _open(path, ranged=limit is not None) as handle:
         gz = _is_gzip(handle)
         if limit is not None:
             head = _read(handle, limit)
@@ -166,20 +199,20 @@ def _capped(blocks: Iterator[bytes], max_bytes: Optional[int]) -> Iterator[bytes
 def read_range(path: str, start: int, end: int) -> bytes:
     """Bytes [start, end) of the file's uncompressed content (end -1: to the end).
 
-    Plain files seek; gzip has no index, so its stream is inflated from the start and the bytes
-    before `start` are dropped as they come.
+    Plain files seek (remote ones: one ranged request); gzip has no index, so its stream is inflated from
+    the start up to `end` and the bytes before `start` are dropped as they come.
 
     Raises:
         StorageError: unreadable, or a truncated/corrupt gzip stream.
     """
     if start < 0 or (end != -1 and end < start):
         raise StorageError(f"bad byte range [{start}, {end})")
-    with _open(path) as handle:
+    with _open(path, ranged=True) as handle:
         if not _is_gzip(handle):
             try:
                 handle.seek(start)
             except (OSError, ValueError) as exc:
-                raise StorageError(f"cannot read: {exc}", transient=True) from None
+                raise _read_error(exc) from None
             if end == -1:
                 return _read(handle, -1)
             parts, want = [], end - start
@@ -232,8 +265,10 @@ def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[memoryview]:
         while True:
             try:
                 n = handle.readinto(block)
-            except (OSError, ValueError) as exc:
-                raise StorageError(f"cannot read: {exc}", transient=True) from None
+            except NOT_STORAGE_ERRORS:
+                raise
+            except Exception as exc:  # noqa: BLE001 - remote handles raise their backend's types
+                raise _read_error(exc) from None
             if not n:
                 break
             with memoryview(block) as view:
@@ -243,8 +278,18 @@ def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[memoryview]:
 def _read(handle, size: int) -> bytes:
     try:
         return handle.read(size)
-    except (OSError, ValueError) as exc:
-        raise StorageError(f"cannot read: {exc}", transient=True) from None
+    except NOT_STORAGE_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - remote handles raise their backend's types
+        raise _read_error(exc) from None
+
+
+def _read_error(exc: BaseException) -> StorageError:
+    """A failed read: local I/O errors as they were, anything else described (and redacted) by `remote`."""
+    if isinstance(exc, (OSError, ValueError)) and type(exc).__module__ == "builtins":
+        return StorageError(redact(f"cannot read: {exc}"), transient=True)
+    message, transient = describe(exc)
+    return StorageError(f"cannot read: {message}", transient=transient)
 
 
 def _compressed_size(handle) -> int:
@@ -281,7 +326,7 @@ def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
                     inflater = _inflate_lib.decompressobj(wbits=31) if data else inflater
         except _INFLATE_ERRORS as exc:
             raise StorageError(f"corrupt gzip: {exc}") from None
-        data = _read(handle, 4 << 20)
+        data = _read(handle, GZIP_READ_BYTES)
         total_in += len(data)
         if not data:
             break
