@@ -28,6 +28,8 @@ def main() -> int:
     parser.add_argument("--loadtest", type=Path, help="the markdown written by tests/bench/loadtest.py (make loadtest)")
     parser.add_argument("--ranks", type=Path, help="the markdown written by tests/bench/ranks_bench.py")
     parser.add_argument("--first-lanes", type=Path, help="the markdown written by tests/bench/first_lanes.py")
+    parser.add_argument("--section", action="append", default=[], metavar="TITLE=FILE",
+                        help="a further section: its heading and the markdown file holding its body (repeatable)")
     args = parser.parse_args()
     parts = [HEADER]
     if args.decode and args.decode.is_file():
@@ -46,6 +48,10 @@ def main() -> int:
         parts.append(args.ranks.read_text().strip() + "\n")
     if args.first_lanes and args.first_lanes.is_file():
         parts.append("# Time to first lanes: the tab against the CLI's cold report\n\n" + args.first_lanes.read_text().strip() + "\n")
+    for section in args.section:
+        title, _, name = section.partition("=")
+        if Path(name).is_file():
+            parts.append(f"# {title}\n\n" + Path(name).read_text().strip() + "\n")
     sys.stdout.write("\n\n".join(parts))
     return 0
 

@@ -122,6 +122,7 @@ def main() -> int:
     parser.add_argument("--skip-300mb", action="store_true")
     parser.add_argument("--cores", type=int, default=16, help="workers per machine in the projection")
     parser.add_argument("--bandwidth-gbps", type=float, default=10.0, help="network per machine in the projection")
+    parser.add_argument("--markdown", type=Path, help="also write the figures as a markdown section (make bench)")
     args = parser.parse_args()
     out: dict = {"load_average_at_start": os.getloadavg(), "cpus": os.cpu_count()}
 
@@ -183,7 +184,31 @@ def main() -> int:
     target = BENCH_DIR / "index_bench.json"
     target.write_text(json.dumps(out, indent=1))
     print(f"\nwritten {target}")
+    if args.markdown:
+        args.markdown.write_text(markdown(out, args))
     return 0
+
+
+def markdown(out: dict, args: argparse.Namespace) -> str:
+    """The figures as BENCHMARKS.md shows them, with the command and the machine's load."""
+    lines = [f"Command: `PYTHONPATH=tb_plugin .venv/bin/python tests/bench/index_bench.py --repeat {args.repeat}`; medians of "
+             f"{args.repeat}; {out['cpus']} cores, load average {out['load_average_at_start'][0]:.1f} at the start and "
+             f"{out['load_average_at_end'][0]:.1f} at the end.", "",
+             f"**{out['logdir']['traces']}-rank logdir** ({out['logdir']['gz_bytes'] / 1e6:.1f} MB gzipped), indexed from scratch:", "",
+             "| executor | wall s | indexing s (after the cluster is up) | summed per-trace s |", "|---|---|---|---|"]
+    for label, row in out["index32"].items():
+        lines.append(f"| `{label}` | {row['wall_s']:.1f} | {row['indexing_s']:.1f} | {row['task_s']:.1f} |")
+    if "per_trace_300mb" in out:
+        lines += ["", f"**One 300 MB trace**: indexed in {out['per_trace_300mb']['median_s']:.2f} s (decode, analyses, sha256, "
+                      "sidecar write). A fresh TensorBoard, first `runs` request to first `lanes` answer: "
+                      f"**{out['open_cold_indexed']['median_s']:.2f} s** from the sidecar, "
+                      f"{out['open_cold_decoding']['median_s']:.2f} s decoding.", "",
+                  f"**Projection, 1,000 ranks of 300 MB** ({args.cores} workers per machine, {args.bandwidth_gbps:g} Gbit/s "
+                  "each): the larger of 1000 x c / (M x workers) and 1000 x bytes / (M x bandwidth).", "",
+                  "| machines | compute s | network s | projected s |", "|---|---|---|---|"]
+        for p in out["projection"]:
+            lines.append(f"| {p['machines']} | {p['compute_s']:.0f} | {p['io_s']:.0f} | {max(p['compute_s'], p['io_s']):.0f} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
