@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Optional
 
 from . import __version__
+from . import diff as diff_cli
 from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_ranks, render_run
@@ -37,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     cache = report.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
+    diff_budgets = diff_cli.add_parser(sub).add_argument_group("budgets (default: the environment variables, see README)")
+    for option, env, metavar, bounds in CLI_OPTIONS:
+        diff_budgets.add_argument(option, type=float, metavar=metavar, help=f"{bounds} (${env})")
     return parser
 
 
@@ -112,6 +116,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
     with _budgets(args):
+        if args.command == "diff":
+            return diff_cli.run(args, resolve)
         return _report(args)
 
 

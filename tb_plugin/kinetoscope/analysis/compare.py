@@ -1,0 +1,232 @@
+"""Compare a baseline with a candidate (two spans, two runs, two logdirs): what changed, and why.
+
+Steps are matched by position: the first n steps of each side, n the smaller count (a side's spans in
+time order, their steps concatenated). Step figures are per matched step; the other figures come from
+each side's traces as a whole.
+
+Noise: a figure's step-to-step spread is the robust standard deviation of its per-step values, 1.4826
+times their median absolute deviation (a normal distribution's sigma; one slow first step does not
+inflate it, as it would a plain standard deviation). A change no larger than the spread of either side
+is `within noise`, neither a regression nor a gain. Figures without per-step values (launch offsets,
+memory peak) have no spread; a change under RESOLUTION of the baseline is `unchanged` for them.
+
+What changed the most: the mean step time is the sum of its parts (`compare_figures.PARTS`: compute,
+exposed communication, idle by cause, outside the device's activity), so its change is the sum of the
+parts' changes, and compute splits further into kernels by their share of kernel time. `ranked_changes`
+lists the fewest of those rows, largest change first, whose changes add up to the step-time change
+within COVERAGE (the rest is given as one figure).
+
+Multi-rank sides are compared rank by rank (ranks matched by rank number, else position) and as a whole:
+the whole job's step at position i is the mean over ranks of their step i, and so is each part.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .compare_figures import PART_LABELS, PARTS, Series, Side, pooled_percentile, totals, verdict_summary
+from .verdict import run_verdict
+
+MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation of a normal distribution
+COVERAGE = 0.05  # the ranked rows explain the step-time change to within 5% of it
+MAX_RANKED = 10  # rows in the ranked list at most
+MAX_KERNEL_ROWS = 12  # kernels (by |change|) that may enter the ranked list; the others form one row
+MAX_TABLE_ROWS = 200  # rows of each joined table
+# Figures without a spread: the caching allocator rounds blocks (512 B to 2 MiB) and launch percentiles move
+# with the host's scheduling, so identical runs differ by a fraction of a percent; 1% is beyond that.
+RESOLUTION = 0.01
+
+
+def spread(values: np.ndarray) -> Optional[float]:
+    """The robust step-to-step spread (1.4826 x MAD) of per-step values; None under two steps."""
+    if values.size < 2:
+        return None
+    return float(MAD_SIGMA * np.median(np.abs(values - np.median(values))))
+
+
+def status(delta: float, noise: Optional[float], base: float = 0.0) -> str:
+    """`unchanged`, `within noise`, `regression` (more time or memory) or `gain`."""
+    if delta == 0 or (noise is None and abs(delta) < RESOLUTION * abs(base)):
+        return "unchanged"
+    if noise is not None and abs(delta) <= noise:
+        return "within noise"
+    return "regression" if delta > 0 else "gain"
+
+
+def metric(name: str, label: str, unit: str, base: Optional[float], cand: Optional[float],
+           noise: Optional[float] = None) -> dict[str, Any]:
+    """One compared figure: both values, the change (absolute and % of the baseline), noise and status."""
+    if base is None or cand is None:
+        return {"name": name, "label": label, "unit": unit, "base": base, "cand": cand, "delta": None,
+                "delta_pct": None, "noise": noise, "status": "n/a"}
+    delta = cand - base
+    pct = 100.0 * delta / base if base else None
+    return {"name": name, "label": label, "unit": unit, "base": base, "cand": cand, "delta": delta, "delta_pct": pct,
+            "noise": noise, "status": status(delta, noise, base)}
+
+
+def _noise(a: np.ndarray, b: np.ndarray) -> Optional[float]:
+    spreads = [s for s in (spread(a), spread(b)) if s is not None]
+    return max(spreads) if spreads else None
+
+
+def step_metrics(base: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Figures of the matched steps (µs): step time median/p90/mean, and per-step means of the parts."""
+    us = {k: v / 1e3 for k, v in base.items()}, {k: v / 1e3 for k, v in cand.items()}
+    b, c = us
+    step_noise = _noise(b["step"], c["step"])
+    out = [metric("step_time", "step time (median)", "us", _stat(b["step"], np.median), _stat(c["step"], np.median), step_noise),
+           metric("step_time_p90", "step time (p90)", "us", _stat(b["step"], _p90), _stat(c["step"], _p90), step_noise),
+           metric("step_time_mean", "step time (mean)", "us", _stat(b["step"], np.mean), _stat(c["step"], np.mean),
+                  _noise(b["step"], c["step"]))]
+    for key, name, label in (("dataloader", "dataloader_wait", "DataLoader wait per step"),
+                             ("comm", "comm", "communication per step"),
+                             ("exposed_comm", "exposed_comm", "exposed communication per step"),
+                             ("compute", "compute", "compute per step"),
+                             ("idle", "idle", "device idle per step")):
+        out.append(metric(name, label, "us", _stat(b[key], np.mean), _stat(c[key], np.mean), _noise(b[key], c[key])))
+    for part in PARTS[2:]:
+        name = f"idle_{part}" if part != "outside" else "outside"
+        out.append(metric(name, PART_LABELS[part] + " per step", "us", _stat(b[part], np.mean), _stat(c[part], np.mean),
+                          _noise(b[part], c[part])))
+    return out
+
+
+def _p90(x: np.ndarray) -> float:
+    return float(np.percentile(x, 90))
+
+
+def _stat(x: np.ndarray, fn) -> Optional[float]:
+    return float(fn(x)) if x.size else None
+
+
+def matched(series: list[Series], n: int) -> dict[str, np.ndarray]:
+    """Per-step arrays of the first n steps, averaged over the ranks given (one rank: its own)."""
+    step = np.mean([s.step_ns[:n] for s in series], axis=0)
+    parts = np.mean([s.parts_ns[:n] for s in series], axis=0).reshape(n, len(PARTS))
+    out = {"step": step.reshape(n), "parts": parts, "dataloader": np.mean([s.per_step("dataloader_ns")[:n] for s in series], axis=0),
+           "comm": np.mean([s.per_step("comm_ns")[:n] for s in series], axis=0)}
+    out.update({p: parts[:, i] for i, p in enumerate(PARTS)})
+    out["idle"] = parts[:, 2:len(PARTS) - 1].sum(axis=1)
+    return out
+
+
+def ranked_changes(base: dict[str, np.ndarray], cand: dict[str, np.ndarray], base_kernels: Optional[dict],
+                   cand_kernels: Optional[dict]) -> dict[str, Any]:
+    """The rows (parts; compute split into kernels when both sides have kernel totals) whose changes add
+    up to the mean step-time change, largest first (module docstring)."""
+    delta_us = float(np.mean(cand["step"]) - np.mean(base["step"])) / 1e3 if base["step"].size else 0.0
+    rows = []
+    for i, part in enumerate(PARTS):
+        b, c = float(np.mean(base["parts"][:, i])) / 1e3, float(np.mean(cand["parts"][:, i])) / 1e3
+        if part == "compute" and base_kernels and cand_kernels:
+            rows += _kernel_rows(b, c, base_kernels, cand_kernels)
+        elif b or c:
+            rows.append({"name": PART_LABELS[part], "part": part, "kernel": None, "base_us": b, "cand_us": c,
+                         "delta_us": c - b})
+    rows.sort(key=lambda r: -abs(r["delta_us"]))
+    chosen, total = [], 0.0
+    for row in rows:
+        if len(chosen) >= MAX_RANKED or (chosen and abs(delta_us - total) <= COVERAGE * abs(delta_us)):
+            break
+        chosen.append(row)
+        total += row["delta_us"]
+    for row in chosen:
+        row["share_of_change"] = row["delta_us"] / delta_us if delta_us else None
+    return {"delta_us": delta_us, "rows": chosen, "explained_us": total, "rest_us": delta_us - total,
+            "rest_rows": len(rows) - len(chosen)}
+
+
+def _kernel_rows(base_us: float, cand_us: float, bk: dict, ck: dict) -> list[dict[str, Any]]:
+    """Compute per step split over kernels by their share of kernel time on each side."""
+    b_total, c_total = sum(v[0] for v in bk.values()) or 1.0, sum(v[0] for v in ck.values()) or 1.0
+    rows = []
+    for name in set(bk) | set(ck):
+        b = base_us * bk.get(name, (0.0, 0))[0] / b_total
+        c = cand_us * ck.get(name, (0.0, 0))[0] / c_total
+        rows.append({"name": name, "part": "compute", "kernel": name, "base_us": b, "cand_us": c, "delta_us": c - b})
+    rows.sort(key=lambda r: -abs(r["delta_us"]))
+    top, rest = rows[:MAX_KERNEL_ROWS], rows[MAX_KERNEL_ROWS:]
+    if rest:
+        b, c = sum(r["base_us"] for r in rest), sum(r["cand_us"] for r in rest)
+        top.append({"name": f"compute: {len(rest)} other kernels", "part": "compute", "kernel": None, "base_us": b,
+                    "cand_us": c, "delta_us": c - b})
+    return top
+
+
+def joined_table(base: dict, cand: dict, base_steps: int, cand_steps: int, limit: int = MAX_TABLE_ROWS) -> dict[str, Any]:
+    """Kernel or op totals joined by name, per step (µs), sorted by |change|; `rows_total` counts them all."""
+    rows = []
+    for name in set(base) | set(cand):
+        b, bn = base.get(name, (0.0, 0))
+        c, cn = cand.get(name, (0.0, 0))
+        b_us, c_us = b / 1e3 / max(base_steps, 1), c / 1e3 / max(cand_steps, 1)
+        rows.append({"name": name, "base_us": b_us, "cand_us": c_us, "delta_us": c_us - b_us,
+                     "delta_pct": 100.0 * (c_us - b_us) / b_us if b_us else None,
+                     "base_count": bn / max(base_steps, 1), "cand_count": cn / max(cand_steps, 1),
+                     "only_in": "base" if name not in cand else "cand" if name not in base else None})
+    rows.sort(key=lambda r: (-abs(r["delta_us"]), r["name"]))
+    return {"rows": rows[:limit], "rows_total": len(rows)}
+
+
+def compare_sides(base: Side, cand: Side) -> dict[str, Any]:
+    """The comparison of two sides (JSON-ready; times in µs, memory in bytes). Field list: HTTP_API.md, `compare`."""
+    out = _compare_series(list(base.ranks), list(cand.ranks), base.traces, cand.traces)
+    out["base"], out["cand"] = _side_entry(base), _side_entry(cand)
+    out["verdict"] = {"base": verdict_summary(run_verdict([t.verdict for t in base.traces])),
+                      "cand": verdict_summary(run_verdict([t.verdict for t in cand.traces]))}
+    out["verdict"]["changed"] = out["verdict"]["base"]["bound"] != out["verdict"]["cand"]["bound"]
+    out["ranks"] = _by_rank(base, cand) if len(base.ranks) > 1 or len(cand.ranks) > 1 else []
+    return out
+
+
+def _compare_series(base: list[Series], cand: list[Series], base_traces: tuple, cand_traces: tuple) -> dict[str, Any]:
+    nb, nc = min(s.step_ns.size for s in base), min(s.step_ns.size for s in cand)
+    n = min(nb, nc)
+    b, c = matched(base, n), matched(cand, n)
+    metrics = step_metrics(b, c)
+    metrics += [metric("launch_p50", "launch offset p50", "us", pooled_percentile(base_traces, 50),
+                       pooled_percentile(cand_traces, 50)),
+                metric("launch_p99", "launch offset p99", "us", pooled_percentile(base_traces, 99),
+                       pooled_percentile(cand_traces, 99)),
+                metric("memory_peak", "memory peak (allocated)", "bytes", _peak(base_traces), _peak(cand_traces))]
+    tables = all(t.tables for t in base_traces + cand_traces)
+    bk, ck = (totals(base_traces, "kernels"), totals(cand_traces, "kernels")) if tables else (None, None)
+    steps_b, steps_c = sum(s.step_ns.size for s in base), sum(s.step_ns.size for s in cand)
+    return {"steps": {"matched": n, "base": nb, "cand": nc, "unmatched_base": nb - n, "unmatched_cand": nc - n},
+            "metrics": metrics, "changes": ranked_changes(b, c, bk, ck),
+            "kernels": joined_table(bk, ck, steps_b, steps_c) if tables else None,
+            "ops": joined_table(totals(base_traces, "ops"), totals(cand_traces, "ops"), steps_b, steps_c) if tables else None}
+
+
+def _peak(traces: tuple) -> Optional[float]:
+    peaks = [t.memory_peak_bytes for t in traces if t.memory_peak_bytes is not None]
+    return float(max(peaks)) if peaks else None
+
+
+def _side_entry(s: Side) -> dict[str, Any]:
+    return {"label": s.label, "traces": len(s.traces), "ranks": [r.rank if r.rank is not None else r.worker for r in s.ranks],
+            "steps": int(sum(r.step_ns.size for r in s.ranks)), "failed": list(s.failed)}
+
+
+def _by_rank(base: Side, cand: Side) -> list[dict[str, Any]]:
+    """Rank by rank: ranks with the same number, else the same position; the figures without the tables."""
+    def key(s: Series, i: int):
+        return s.rank if s.rank is not None else f"#{i}"
+    bk = {key(s, i): s for i, s in enumerate(base.ranks)}
+    ck = {key(s, i): s for i, s in enumerate(cand.ranks)}
+    rows = []
+    for k in [k for k in bk if k in ck]:
+        b, c = bk[k], ck[k]
+        one = _compare_series([b], [c], b.spans, c.spans)
+        rows.append({"rank": k, "base_worker": b.worker, "cand_worker": c.worker, "steps": one["steps"],
+                     "metrics": [m for m in one["metrics"] if m["name"] in RANK_METRICS],
+                     "top_change": one["changes"]["rows"][0] if one["changes"]["rows"] else None,
+                     "verdict": {"base": run_verdict([t.verdict for t in b.spans]).bound,
+                                 "cand": run_verdict([t.verdict for t in c.spans]).bound}})
+    only = [f"base rank {k}" for k in bk if k not in ck] + [f"candidate rank {k}" for k in ck if k not in bk]
+    return rows + ([{"rank": None, "unmatched": only}] if only else [])
+
+
+RANK_METRICS = ("step_time", "step_time_p90", "dataloader_wait", "comm", "exposed_comm", "idle", "memory_peak")

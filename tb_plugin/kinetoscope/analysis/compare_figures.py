@@ -1,0 +1,169 @@
+"""What a comparison needs of one trace, and of one side (a span, a run, a logdir): kilobytes per trace.
+
+Every step's time splits into additive parts, so a change of the step time splits into the changes of
+its parts (`compare.ranked_changes`):
+
+    step      [ProfilerStep#7 .............................................................)
+    device          [compute....)[exposed)   [compute....)  (idle: cause)  |
+              |no device|compute |exposed | host | compute  |  dataloader  | outside (after)
+              ^ before the first device activity: the DataLoader wait there counts as `dataloader`
+
+    compute, exposed_comm, and idle by cause: `breakdown` (the step clipped to the device window);
+    dataloader also takes the DataLoader wait outside that window; `outside` is the rest of the step
+    outside the device window (a CPU-only trace: everything but the DataLoader wait).
+
+`compute` is split further into kernels in proportion to each kernel's time (`kernel_time_ns`): with
+several streams the kernels overlap, so only shares of the compute union can add up to it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from ..trace.kinds import is_comm_kernel_name
+from ..trace.model import TraceModel
+from . import intervals
+from .gpu_idle import CAUSE_NAMES
+from .report import Analysis, verdict_entry
+from .verdict import Verdict
+
+PARTS = ("compute", "exposed_comm", *CAUSE_NAMES, "outside")
+PART_LABELS = {
+    "compute": "compute", "exposed_comm": "exposed communication", "dataloader": "DataLoader wait (device idle)",
+    "comm": "idle: waiting on collectives", "sync": "idle: synchronization", "host": "idle: host not launching",
+    "launch": "idle: launch latency", "graph": "idle: inside CUDA graphs", "unlinked": "idle: next work unlinked",
+    "outside": "outside device activity",
+}
+QUANTILES = np.linspace(0.0, 100.0, 1001)  # launch offsets kept as this quantile grid (0.1 percentile apart)
+
+
+@dataclass(frozen=True)
+class TraceFigures:
+    """One trace's per-step figures (ns) and summary figures."""
+
+    worker: str
+    rank: Optional[int]
+    step_ns: np.ndarray  # per step (or one unit: the device window, else the trace, when it has no steps)
+    parts_ns: np.ndarray  # (steps, PARTS), each row adds up to step_ns
+    dataloader_ns: np.ndarray  # per step, the CPU-side DataLoader wait
+    comm_ns: np.ndarray  # per step, device communication (union)
+    launch_grid_us: np.ndarray  # launch offsets at QUANTILES (empty without launches)
+    launches: int
+    memory_peak_bytes: Optional[int]  # allocated, the largest over devices (not the CPU)
+    verdict: Verdict
+    kernels: dict[str, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, count)
+    ops: dict[str, tuple[float, int]] = field(default_factory=dict)  # CPU op -> (time ns, count)
+    tables: bool = False  # kernels and ops were filled from the op/kernel tables
+
+
+def trace_figures(model: TraceModel, analysis: Analysis, worker: str = "", rank: Optional[int] = None) -> TraceFigures:
+    """The figures of one analysed trace."""
+    steps, parts = analysis.steps, analysis.breakdown
+    if steps.count:
+        start, end = steps.start_ns, steps.end_ns
+    elif parts is not None:
+        start, end = parts.start_ns, parts.end_ns
+    else:
+        start, end = np.array([model.start_ns]), np.array([model.stop_ns])
+    dur = (end - start).astype(np.int64)
+    dl = intervals.covered(steps.dl_start_ns, steps.dl_end_ns, start, end).astype(np.int64)
+    table = np.zeros((dur.size, len(PARTS)), np.int64)
+    if parts is not None:
+        table[:, :parts.ns.shape[1]] = parts.ns
+        inside_dl = intervals.covered(steps.dl_start_ns, steps.dl_end_ns, parts.start_ns, parts.end_ns)
+        table[:, PARTS.index("dataloader")] += np.maximum(dl - inside_dl, 0)
+    else:
+        table[:, PARTS.index("dataloader")] = dl
+    table[:, PARTS.index("outside")] = dur - table.sum(axis=1)
+    busiest = analysis.idle.busiest()
+    comm = analysis.comm.of(busiest.device) if busiest is not None else None
+    comm_steps = (intervals.covered(comm.comm_starts_ns, comm.comm_ends_ns, start, end) if comm is not None
+                  else np.zeros(dur.size, np.int64))
+    offsets = analysis.launch.offset_ns
+    grid = np.percentile(offsets, QUANTILES) / 1e3 if offsets.size else np.zeros(0)
+    peak = max((s.peak_allocated_bytes for s in analysis.memory if s.device != "cpu"), default=None)
+    return TraceFigures(worker=worker, rank=rank, step_ns=dur, parts_ns=table, dataloader_ns=dl,
+                        comm_ns=np.asarray(comm_steps, np.int64), launch_grid_us=grid, launches=int(offsets.size),
+                        memory_peak_bytes=peak, verdict=analysis.verdict)
+
+
+def with_tables(figures: TraceFigures, kernels: dict[str, tuple[float, int]], ops: dict[str, tuple[float, int]]) -> TraceFigures:
+    """The figures with their kernel and op totals (name -> (time ns, count)); communication kernels are
+    left out of the kernels: their time is the `exposed_comm` part or hidden under compute."""
+    compute = {name: v for name, v in kernels.items() if not is_comm_kernel_name(name)}
+    return TraceFigures(**{**vars(figures), "kernels": compute, "ops": dict(ops), "tables": True})
+
+
+@dataclass(frozen=True)
+class Series:
+    """One rank's figures over a side's spans, in time order (steps concatenated)."""
+
+    worker: str
+    rank: Optional[int]
+    spans: tuple[TraceFigures, ...]
+
+    @property
+    def step_ns(self) -> np.ndarray:
+        return np.concatenate([s.step_ns for s in self.spans])
+
+    @property
+    def parts_ns(self) -> np.ndarray:
+        return np.concatenate([s.parts_ns for s in self.spans])
+
+    def per_step(self, name: str) -> np.ndarray:
+        return np.concatenate([getattr(s, name) for s in self.spans])
+
+
+@dataclass(frozen=True)
+class Side:
+    """A baseline or a candidate: its label and its ranks (one Series per worker), rank order."""
+
+    label: str
+    ranks: tuple[Series, ...]
+    failed: tuple[str, ...] = ()  # traces that could not be loaded, with the reason
+
+    @property
+    def traces(self) -> tuple[TraceFigures, ...]:
+        return tuple(t for r in self.ranks for t in r.spans)
+
+
+def side(label: str, traces: list[TraceFigures], failed: tuple[str, ...] = ()) -> Side:
+    """Group a side's traces (given in time order per worker) into ranks: by `rank`, else worker name."""
+    by_worker: dict[str, list[TraceFigures]] = {}
+    for t in traces:
+        by_worker.setdefault(t.worker, []).append(t)
+    series = [Series(worker=w, rank=spans[0].rank, spans=tuple(spans)) for w, spans in by_worker.items()]
+    series.sort(key=lambda s: (s.rank is None, s.rank if s.rank is not None else 0, s.worker))
+    return Side(label=label, ranks=tuple(series), failed=failed)
+
+
+def pooled_percentile(traces: tuple[TraceFigures, ...], q: float) -> Optional[float]:
+    """A launch-offset percentile over several traces, from their quantile grids weighted by launches."""
+    grids = [(t.launch_grid_us, t.launches) for t in traces if t.launches]
+    if not grids:
+        return None
+    values = np.concatenate([g for g, _ in grids])
+    weights = np.concatenate([np.full(g.size, n / g.size) for g, n in grids])
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
+    at = np.searchsorted(cum, q / 100.0 * cum[-1], side="left")
+    return float(values[order][min(at, values.size - 1)])
+
+
+def totals(traces: tuple[TraceFigures, ...], which: str) -> dict[str, tuple[float, int]]:
+    """Kernel or op totals (name -> (time ns, count)) summed over traces."""
+    out: dict[str, list] = {}
+    for t in traces:
+        for name, (ns, count) in getattr(t, which).items():
+            row = out.setdefault(name, [0.0, 0])
+            row[0] += ns
+            row[1] += count
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def verdict_summary(v: Verdict) -> dict[str, Any]:
+    """The verdict fields a comparison shows."""
+    e = verdict_entry(v)
+    return {k: e[k] for k in ("bound", "confidence", "share", "runner_up", "runner_up_share", "evidence", "suggestion")}

@@ -1,0 +1,111 @@
+"""`kinetoscope diff BASELINE CANDIDATE [--format text|json|markdown] [--fail-if RULE ...] [--ignore-noise]`.
+
+Each side is a trace file or a logdir, local or an fsspec URL (all its traces form the side: its spans in
+time order, one rank per worker). Exit status: 0 when no rule is broken, 1 when one is (the output names
+the rule, its figures and the top changes), 2 for a bad rule, a bad path, or a side with no trace that
+loads.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Optional
+
+from .analysis.compare import compare_sides
+from .analysis.compare_figures import Side, TraceFigures, side, trace_figures
+from .analysis.gate import RuleError, check, parse_rule
+from .analysis.report import analyze
+from .compare_formats import render
+from .trace.cache import default_cache_dir
+from .trace.discovery import TraceFile
+from .trace.loader import TraceError, load_trace, resource_message
+from .trace.model import TraceModel
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register the `diff` subcommand on the CLI's subparsers."""
+    diff = sub.add_parser("diff", help="compare a baseline with a candidate (files or logdirs); a CI gate with --fail-if",
+                          description=__doc__.split("\n\n")[0])
+    diff.add_argument("baseline", help="trace file or logdir (local path or fsspec URL)")
+    diff.add_argument("candidate", help="trace file or logdir (local path or fsspec URL)")
+    diff.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    diff.add_argument("--fail-if", action="append", default=[], metavar="RULE",
+                      help="exit 1 when the rule holds, e.g. 'step_time > +5%%' or 'exposed_comm > +2ms' (README: gate)")
+    diff.add_argument("--ignore-noise", action="store_true", help="a change within the step-to-step noise can break a rule")
+    cache = diff.add_mutually_exclusive_group()
+    cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
+    cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
+    return diff
+
+
+def rank_of(model: TraceModel) -> Optional[int]:
+    """The trace's `distributedInfo.rank`, when it is an integer."""
+    rank = (model.meta.get("distributed_info") or {}).get("rank")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+def figures_of(model: TraceModel, worker: str) -> TraceFigures:
+    """What a comparison needs of one loaded trace."""
+    return trace_figures(model, analyze(model), worker=worker, rank=rank_of(model))
+
+
+def load_side(label: str, traces: list[TraceFile], cache_dir: Any) -> Side:
+    """Load and digest a side's traces one model at a time; failures are kept with their reasons."""
+    figures, failed = [], []
+    for t in sorted(traces, key=lambda t: (t.worker, t.span if t.span is not None else -1, t.path)):
+        try:
+            figures.append(figures_of(load_trace(t.path, cache_dir=cache_dir), t.worker))
+        except TraceError as exc:
+            failed.append(str(exc))
+        except (RecursionError, MemoryError) as exc:
+            failed.append(f"{t.path}: {resource_message(exc)}")
+    return side(label, figures, tuple(failed))
+
+
+def run(args: argparse.Namespace, resolve) -> int:
+    """The `diff` subcommand (`resolve` turns a PATH argument into its traces, as `report` does)."""
+    try:
+        rules = [parse_rule(r) for r in args.fail_if]
+    except RuleError as exc:
+        print(f"kinetoscope diff: {exc}", file=sys.stderr)
+        return 2
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    sides = []
+    for path in (args.baseline, args.candidate):
+        try:
+            traces = resolve(path)
+        except (FileNotFoundError, ValueError, ImportError) as exc:
+            print(f"kinetoscope diff: no such file or directory: {path} ({exc})", file=sys.stderr)
+            return 2
+        loaded = load_side(path, traces, cache_dir)
+        if not loaded.ranks:
+            why = "; ".join(loaded.failed) or "no trace files"
+            print(f"kinetoscope diff: nothing to compare in {path}: {why}", file=sys.stderr)
+            return 2
+        sides.append(loaded)
+    result = compare_sides(*sides)
+    gate = check(rules, result["metrics"], ignore_noise=args.ignore_noise) if rules else None
+    _write(result, gate, args.format)
+    broken = [g for g in gate or [] if g["broken"]]
+    for g in broken:
+        print(f"kinetoscope diff: rule broken: {g['rule']!r} ({_figures(g)})", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def _write(result: dict[str, Any], gate: Optional[list[dict[str, Any]]], fmt: str) -> None:
+    if fmt == "json":
+        json.dump({**result, "gate": gate}, sys.stdout, indent=1, allow_nan=False, default=_finite)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(result, gate, markdown=fmt == "markdown"))
+
+
+def _finite(value: Any) -> Any:
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _figures(g: dict[str, Any]) -> str:
+    from .compare_formats import figure, pct
+    return (f"{figure(g['base'], g['unit'])} -> {figure(g['cand'], g['unit'])}, {figure(g['delta'], g['unit'], True)} "
+            f"{pct(g['delta_pct'])}")
