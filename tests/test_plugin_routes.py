@@ -94,7 +94,8 @@ def test_plugin_metadata_and_literal_route_table(logdir):
         assert instance.service().wait_scanned(5)  # get_plugin_apps starts the background scan
     finally:
         instance.service().close()
-    assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES)}
+    assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES),
+                      "/compare"}
 
 
 @pytest.mark.parametrize("make_logdir, active", [

@@ -21,6 +21,7 @@ from werkzeug import wrappers
 
 from . import api
 from .analysis.gpu_idle import CAUSE_NAMES
+from .compare_api import compare_impl
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError
 from .service import TraceService, log_once
 from .views.tables import GAP_SORTS
@@ -84,6 +85,14 @@ def run_arg(args) -> str:
     value = _raw(args, "run", required=True)
     if len(value) > MAX_RUN_NAME:
         raise BadRequest(f"run must be a run name from `runs` (at most {MAX_RUN_NAME} characters), not {value[:64]!r}...")
+    return value
+
+
+def named_run_arg(args, name: str) -> Optional[str]:
+    """An optional run name under another parameter name (`compare`'s base_run, cand_run)."""
+    value = _raw(args, name, required=False)
+    if value is not None and len(value) > MAX_RUN_NAME:
+        raise BadRequest(f"{name} must be a run name from `runs` (at most {MAX_RUN_NAME} characters), not {value[:64]!r}...")
     return value
 
 
@@ -245,6 +254,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/lanes": self.lanes_route,
             "/event": self.event_route,
             "/export": self.export_route,
+            "/compare": self.compare_route,
         }
 
     @_route
@@ -328,3 +338,10 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         packed = api.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
         disposition = [("Content-Disposition", f'attachment; filename="{filename}"')]
         return http_util.Respond(request, packed, "application/gzip", headers=disposition)
+
+    @_route
+    def compare_route(self, request):
+        args = request.args
+        return compare_impl(self.service(), base=span_arg(args, "base", required=False),
+                            cand=span_arg(args, "cand", required=False),
+                            base_run=named_run_arg(args, "base_run"), cand_run=named_run_arg(args, "cand_run"))

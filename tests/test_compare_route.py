@@ -1,0 +1,96 @@
+"""The `compare` route: spans or runs of the logdir compared, memoized, bounded; its errors."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+from conftest import SAMPLES
+from kinetoscope import api
+from kinetoscope.plugin import KinetoscopePlugin
+from kinetoscope.service import TraceService
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+
+sys.path.insert(0, str(SAMPLES))
+from synth.output import write_run  # noqa: E402
+from test_compare import scaled  # noqa: E402
+
+PREFIX = "/data/plugin/kinetoscope"
+
+
+@pytest.fixture(scope="module")
+def apps(tmp_path_factory):
+    root = tmp_path_factory.mktemp("logdir")
+    write_run(root / "base", "compute", era="2024", seed=1, steps=8, spans=2, use_gzip=False, worker="w")
+    for path in sorted((root / "base").glob("*.json")):
+        scaled(path, root / "slow" / path.name, 1.2)
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
+    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    yield plugin.get_plugin_apps()
+    plugin._service.close()
+
+
+def get(apps, route: str, query: str = "", method: str = "GET"):
+    return Client(apps["/" + route]).open(f"{PREFIX}/{route}{query}", method=method)
+
+
+@pytest.fixture(scope="module")
+def spans(apps):
+    runs = json.loads(get(apps, "runs").get_data())["runs"]
+    return {r["name"]: [s["id"] for w in r["workers"] for s in w["spans"]] for r in runs}
+
+
+def answer(apps, query: str, timeout_s: float = 60.0) -> dict:
+    """The route's answer once nothing is loading (409 or pending > 0 mean: ask again)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = get(apps, "compare", query)
+        doc = json.loads(response.get_data())
+        if response.status_code == 200 and not doc["pending"] or time.monotonic() > deadline:
+            assert response.status_code == 200, doc
+            return doc
+        time.sleep(0.05)
+
+
+def test_two_spans(apps, spans):
+    doc = answer(apps, f"?base={spans['base'][0]}&cand={spans['slow'][0]}")
+    result = doc["result"]
+    step = next(m for m in result["metrics"] if m["name"] == "step_time")
+    assert step["delta_pct"] == pytest.approx(20.0, abs=0.5) and step["status"] == "regression"
+    assert result["base"]["label"].startswith("base/w/span ") and result["steps"]["matched"] == 8
+    assert result["changes"]["rows"] and result["verdict"]["base"]["bound"] == result["verdict"]["cand"]["bound"]
+
+
+def test_two_runs_and_a_repeat_is_a_lookup(apps):
+    doc = answer(apps, "?base_run=base&cand_run=slow")
+    assert doc["failed"] == 0 and doc["result"]["steps"]["matched"] == 16 and doc["result"]["base"]["traces"] == 2
+    start = time.perf_counter()
+    again = json.loads(get(apps, "compare", "?base_run=base&cand_run=slow").get_data())
+    assert time.perf_counter() - start < 0.1 and again == doc
+
+
+def test_a_span_against_a_run(apps, spans):
+    doc = answer(apps, f"?base={spans['base'][1]}&cand_run=slow")
+    assert doc["result"]["steps"] == {"matched": 8, "base": 8, "cand": 16, "unmatched_base": 0, "unmatched_cand": 8}
+
+
+@pytest.mark.parametrize("query, code", [
+    ("", 400), ("?base=0123456789ab", 400), ("?base=zz&cand=0123456789ab", 400),
+    ("?base=0123456789ab&base_run=base&cand_run=slow", 400),
+    ("?base=0123456789ab&cand=0123456789ab", 404), ("?base_run=nope&cand_run=slow", 404),
+    ("?base_run=" + "x" * 5000 + "&cand_run=slow", 400),
+])
+def test_errors(apps, query, code):
+    response = get(apps, "compare", query)
+    assert response.status_code == code and "error" in json.loads(response.get_data())
+
+
+def test_wrong_method(apps):
+    assert get(apps, "compare", "?base_run=base&cand_run=slow", method="POST").status_code == 405
+
+
+def test_bounded(apps):
+    response = get(apps, "compare", "?base_run=base&cand_run=slow")
+    assert len(response.get_data()) < 2_000_000
