@@ -1,0 +1,310 @@
+"""The profiler tables: per operator, per GPU kernel (and memcpy/memset) and per nn.Module, for the whole
+trace or any window.
+
+API (other modules join these tables by name: `model.names[table.name_id[i]]`)::
+
+    index = TableIndex.build(model)                        # once per model, O(events); immutable, thread-safe
+    ops = op_table(model, index, window=None)              # -> OpTable, one row per CPU op name
+    mods = module_table(model, index, window=None)         # -> OpTable, one row per `nn.Module: ...` name
+    kernels = kernel_table(model, index, window=None)      # -> KernelTable, one row per kernel/memcpy/memset name
+    launchers = kernel_launchers(model, index, kernels.name_id[:5], window=None, top=3)
+        # -> {kernel name id: [(op name id, GPU ns, activities), ...]} the ops that launched each kernel
+    records(model, ops) / records(model, kernels)          # -> list of plain dicts (field -> value), rows in order
+
+`window` is None (the whole trace) or (start_ns, end_ns), absolute ns like `model.ts_ns`. An event counts in a
+window when it overlaps [start, end) (a zero-length one when it starts inside), and only the part of its
+duration inside the window counts: durations are clipped, calls are the events overlapping. The whole-trace
+tables are therefore exact sums of the trace's durations.
+
+Rows come sorted: ops by GPU total time, then CPU total (descending); kernels by total time (descending);
+ties by name id. Every time is int64 ns.
+
+OpTable rows (one per name; nested calls of the same name each count, as in torch.profiler):
+    name_id       model name id
+    calls         events of that name overlapping the window
+    cpu_total_ns  their (clipped) durations
+    cpu_self_ns   minus the (clipped) durations of their direct child ops (annotations are not ops)
+    cpu_max_ns    longest single (clipped) call
+    gpu_self_ns   GPU activity time (kernels, memcpys, memsets) whose launch call ran directly in the op
+    gpu_total_ns  the same, launched by the op or by any op nested in it (per call, summed over calls)
+    launches      launch calls of the op or its descendants whose GPU work ran in the window
+    cpu_mean_ns / gpu_mean_ns (properties): totals per call (0 when no call)
+  and for the table: linked_gpu_ns (GPU activity time in the window with a known launch call),
+  top_level_gpu_ns (gpu_total over the calls with no enclosing op; equals linked_gpu_ns - unowned_gpu_ns),
+  unowned_gpu_ns (linked time whose launch call ran outside every op).
+
+KernelTable rows:
+    name_id, kind (Kind: KERNEL, MEMCPY or MEMSET), calls, total_ns, min_ns, max_ns,
+    share (total / all GPU activity time in the window, over every device), tensor_core (name signature,
+    see `uses_tensor_cores`), mean_ns (property)
+  and for the table: device_ns (all GPU activity time in the window).
+
+An op is a `cpu_op` (aten::, c10d::, autograd nodes; 2021 `Operator` events that are not annotations), never
+`ProfilerStep#N` nor a `record_function` annotation. A module is a `python_function` named `nn.Module: ...`
+(recorded with `with_modules` / `with_stack`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import numpy as np
+
+from ..trace.kinds import Kind, LaneKind
+from ..trace.model import TraceModel, freeze_arrays
+from .op_forest import Forest, build_forest
+from .selectors import OpIndex, first_of_launch
+
+Window = Optional[tuple[int, int]]
+MODULE_PREFIX = "nn.Module: "
+# Kernel-name signatures of Tensor Core (matrix unit) kernels, per era (see trace-format.md for the eras):
+# Volta/Turing cuBLAS/cuDNN name the MMA shape (h884, s884, h1688, s1688, i8816, c1688), Ampere the 16x8x16
+# one (16816), CUTLASS says `tensorop`, cuBLASLt/cuDNN's XMMA kernels `xmma`, Hopper `gmma`/`wgmma`
+# (sm90_xmma_...), explicit `hmma`/`imma`/`mma_` instructions, and AMD Tensile `_MI<m>x<n>x<k>` (MFMA).
+_TENSOR_CORE = re.compile(r"(?:884|1688|16816|8816|tensorop|xmma|gmma|hmma|imma|_mma_|mma_sync|_MI\d+x\d+x\d+)",
+                          re.IGNORECASE)
+
+
+def uses_tensor_cores(name: str) -> bool:
+    """Whether a kernel name carries a Tensor Core (or AMD matrix core) signature."""
+    return _TENSOR_CORE.search(name) is not None
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Members sorted by group, for per-group min/max with one `reduceat`."""
+
+    order: np.ndarray  # int64 member positions sorted by group
+    bounds: np.ndarray  # int64 start of each group in `order`
+
+    @staticmethod
+    def of(group: np.ndarray, n_groups: int) -> _Groups:
+        order = np.argsort(group, kind="stable")
+        return _Groups(order, np.searchsorted(group[order], np.arange(n_groups)).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class TableIndex:
+    """What every table of one model needs, computed once (O(events)); windows then cost O(ops + activities)."""
+
+    act_rows: np.ndarray  # int64 GPU activity rows (kernel, memcpy, memset on GPU lanes), ascending
+    act_start_ns: np.ndarray
+    act_end_ns: np.ndarray
+    act_name_ix: np.ndarray  # int32 into act_name_ids
+    act_name_ids: np.ndarray  # int32 distinct activity names
+    act_name_kind: np.ndarray  # int8 Kind of each activity name (its first activity's)
+    act_first: np.ndarray  # bool: the first activity of its launch call (counts the launch once)
+    act_linked: np.ndarray  # bool: its launch call is known (it may still run outside every op)
+    act_groups: _Groups
+    tensor_core: np.ndarray  # bool per activity name
+    ops: Forest
+    op_groups: _Groups
+    modules: Forest
+    module_groups: _Groups
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @staticmethod
+    def build(model: TraceModel) -> TableIndex:
+        """Index a model for `op_table`, `module_table`, `kernel_table` and `kernel_launchers`."""
+        act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+        ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
+        kind_of = model.kind[act[first_at]]
+        ops = build_forest(model, op_rows(model), act)
+        modules = build_forest(model, module_rows(model), act)
+        return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
+                          kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
+                          np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
+                          ops, _Groups.of(ops.name_ix, ops.name_ids.size),
+                          modules, _Groups.of(modules.name_ix, modules.name_ids.size))
+
+
+def op_rows(model: TraceModel) -> np.ndarray:
+    """Rows of CPU ops (not annotations, not ProfilerStep), ascending."""
+    index = OpIndex(model)
+    parts = [index.nested(lane, annotation=False)[0] for lane in index.lanes]
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def module_rows(model: TraceModel) -> np.ndarray:
+    """Rows of `nn.Module: ...` python_function events on CPU lanes, ascending."""
+    ids = model.name_ids_where(lambda n: n.startswith(MODULE_PREFIX))
+    mask = model.name_in(ids) & (model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU)
+    return np.flatnonzero(mask)
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Per op (or module) name; see the module docstring for every field."""
+
+    name_id: np.ndarray
+    calls: np.ndarray
+    cpu_total_ns: np.ndarray
+    cpu_self_ns: np.ndarray
+    cpu_max_ns: np.ndarray
+    gpu_self_ns: np.ndarray
+    gpu_total_ns: np.ndarray
+    launches: np.ndarray
+    linked_gpu_ns: int
+    top_level_gpu_ns: int
+    unowned_gpu_ns: int
+    window: Window
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @property
+    def cpu_mean_ns(self) -> np.ndarray:
+        return self.cpu_total_ns // np.maximum(self.calls, 1)
+
+    @property
+    def gpu_mean_ns(self) -> np.ndarray:
+        return self.gpu_total_ns // np.maximum(self.calls, 1)
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """Per GPU activity name; see the module docstring for every field."""
+
+    name_id: np.ndarray
+    kind: np.ndarray
+    calls: np.ndarray
+    total_ns: np.ndarray
+    min_ns: np.ndarray
+    max_ns: np.ndarray
+    share: np.ndarray
+    tensor_core: np.ndarray
+    device_ns: int
+    window: Window
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @property
+    def mean_ns(self) -> np.ndarray:
+        return self.total_ns // np.maximum(self.calls, 1)
+
+
+def clip(start_ns: np.ndarray, end_ns: np.ndarray, window: Window) -> tuple[np.ndarray, np.ndarray]:
+    """Which intervals count in the window, and each one's duration inside it (0 where it does not count)."""
+    if window is None:
+        return np.ones(start_ns.size, bool), end_ns - start_ns
+    t0, t1 = int(window[0]), int(window[1])
+    inside = (start_ns < t1) & ((end_ns > t0) | (start_ns >= t0))
+    dur = np.minimum(end_ns, t1) - np.maximum(start_ns, t0)
+    return inside, np.where(inside, np.maximum(dur, 0), 0)
+
+
+def _sum(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per-group sums of int64 values (exact below 2^53 ns: 104 days)."""
+    return np.rint(np.bincount(groups, weights=values, minlength=n)).astype(np.int64)
+
+
+def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, largest: bool) -> np.ndarray:
+    """Per-group max (or min) of the masked values; 0 for a group with none."""
+    if groups.bounds.size == 0:
+        return np.zeros(0, np.int64)
+    fill = np.iinfo(np.int64).min if largest else np.iinfo(np.int64).max
+    picked = np.where(mask, values, fill)[groups.order]
+    reduce = np.maximum if largest else np.minimum
+    out = reduce.reduceat(picked, groups.bounds) if picked.size else np.full(groups.bounds.size, fill)
+    return np.where(out == fill, 0, out)
+
+
+def _forest_table(index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
+    n_names = forest.name_ids.size
+    inside, dur = clip(forest.start_ns, forest.end_ns, window)
+    has_parent = forest.parent >= 0
+    children = _sum(forest.parent[has_parent], dur[has_parent], forest.size)
+    self_ns = np.maximum(dur - children, 0)
+    act_in, act_dur = clip(index.act_start_ns, index.act_end_ns, window)
+    owned = forest.owner >= 0
+    gpu_self = _sum(forest.owner[owned], act_dur[owned], forest.size)
+    launches_self = np.bincount(forest.owner[owned], weights=(act_in & index.act_first)[owned], minlength=forest.size)
+    gpu_total = _subtree_totals(forest, gpu_self)
+    launches_total = _subtree_totals(forest, np.rint(launches_self).astype(np.int64))
+    linked_ns = int(act_dur[index.act_linked].sum())
+    top = int(gpu_total[~has_parent].sum())
+    name = forest.name_ix
+    calls = np.bincount(name[inside], minlength=n_names).astype(np.int64)
+    table = dict(calls=calls, cpu_total_ns=_sum(name, dur, n_names), cpu_self_ns=_sum(name, self_ns, n_names),
+                 cpu_max_ns=_group_extreme(groups, dur, inside, True), gpu_self_ns=_sum(name, gpu_self, n_names),
+                 gpu_total_ns=_sum(name, gpu_total, n_names), launches=_sum(name, launches_total, n_names))
+    keep = np.flatnonzero((calls > 0) | (table["gpu_total_ns"] > 0))
+    keep = keep[np.lexsort((forest.name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
+    return OpTable(name_id=forest.name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
+                   top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window)
+
+
+def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
+    """Each node's value plus all its descendants' (a prefix sum over the preorder positions)."""
+    cs = np.concatenate(([0], np.cumsum(per_node)))
+    return cs[forest.subtree_end] - cs[np.arange(forest.size)]
+
+
+def op_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
+    """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring."""
+    return _forest_table(index, index.ops, index.op_groups, window)
+
+
+def module_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
+    """The module table (one row per `nn.Module: ...` name); fields as in `op_table`."""
+    return _forest_table(index, index.modules, index.module_groups, window)
+
+
+def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) -> KernelTable:
+    """The kernel table (one row per kernel, memcpy or memset name) for the whole trace or a window."""
+    n = index.act_name_ids.size
+    inside, dur = clip(index.act_start_ns, index.act_end_ns, window)
+    calls = np.bincount(index.act_name_ix[inside], minlength=n).astype(np.int64)
+    total = _sum(index.act_name_ix, dur, n)
+    device_ns = int(total.sum())
+    share = total / device_ns if device_ns else np.zeros(n)
+    keep = np.flatnonzero(calls > 0)
+    keep = keep[np.lexsort((index.act_name_ids[keep], -total[keep]))]
+    return KernelTable(name_id=index.act_name_ids[keep], kind=index.act_name_kind[keep], calls=calls[keep],
+                       total_ns=total[keep], min_ns=_group_extreme(index.act_groups, dur, inside, False)[keep],
+                       max_ns=_group_extreme(index.act_groups, dur, inside, True)[keep], share=share[keep],
+                       tensor_core=index.tensor_core[keep], device_ns=device_ns, window=window)
+
+
+def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray, window: Window = None,
+                     top: int = 3) -> dict[int, list[tuple[int, int, int]]]:
+    """The ops that launched each of the given kernel names: up to `top` per name, by GPU time.
+
+    Returns:
+        {kernel name id: [(op name id, GPU ns in the window, activities), ...]}, largest first; activities
+        launched outside every op are listed under op name id -1.
+    """
+    wanted = np.isin(index.act_name_ids, np.asarray(name_ids, np.int64))
+    sel = np.flatnonzero(wanted[index.act_name_ix])
+    inside, dur = clip(index.act_start_ns[sel], index.act_end_ns[sel], window)
+    sel, dur = sel[inside], dur[inside]
+    owner = index.ops.owner[sel]
+    op_name = np.where(owner >= 0, index.ops.name_ids[index.ops.name_ix[np.maximum(owner, 0)]], -1).astype(np.int64)
+    kernel_name = index.act_name_ids[index.act_name_ix[sel]].astype(np.int64)
+    result: dict[int, list[tuple[int, int, int]]] = {int(k): [] for k in np.asarray(name_ids).tolist()}
+    if sel.size == 0:
+        return result
+    pairs, inverse = np.unique(np.stack([kernel_name, op_name]), axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    ns = _sum(inverse, dur, pairs.shape[1])
+    count = np.bincount(inverse, minlength=pairs.shape[1])
+    for j in np.lexsort((pairs[1], -ns)).tolist():
+        entries = result[int(pairs[0, j])]
+        if len(entries) < top:
+            entries.append((int(pairs[1, j]), int(ns[j]), int(count[j])))
+    return result
+
+
+def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
+    """A table's rows as plain dicts: `name` (the shown name) and every per-row field, in row order."""
+    per_row = [f.name for f in fields(table) if isinstance(getattr(table, f.name), np.ndarray)]
+    extra = ["cpu_mean_ns", "gpu_mean_ns"] if isinstance(table, OpTable) else ["mean_ns"]
+    columns = {key: getattr(table, key).tolist() for key in per_row + extra}
+    if "kind" in columns:
+        columns["kind"] = [Kind(k).name.lower() for k in columns["kind"]]
+    names = [model.shown_names[i] for i in columns["name_id"]]
+    return [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]
