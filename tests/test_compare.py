@@ -105,8 +105,11 @@ def test_compute_splits_into_kernels_by_their_share():
     kernels_b = {"gemm": (6e6, 1), "relu": (4e6, 1)}  # 60% / 40% of 10 ms
     kernels_c = {"gemm": (10e6, 1), "relu": (4e6, 1)}  # 10/14 and 4/14 of 14 ms
     ch = ranked_changes(_steps(base), _steps(cand), kernels_b, kernels_c)
-    assert [(r["kernel"], r["base_us"], r["cand_us"]) for r in ch["rows"]] == [("gemm", 6000.0, 10000.0)]
-    assert ch["rest_us"] == pytest.approx(0.0) and ch["rest_rows"] == 1  # relu: 4 ms on both sides
+    (compute,) = ch["rows"]
+    assert compute["part"] == "compute" and compute["delta_us"] == pytest.approx(4000.0)
+    assert [(k["kernel"], k["base_us"], k["cand_us"]) for k in compute["kernels"]] == [
+        ("gemm", 6000.0, 10000.0), (None, 4000.0, 4000.0)]  # relu, 4 ms on both sides, is the "other kernels" row
+    assert compute["kernels"][1]["name"] == "1 other kernels"
 
 
 # ---- the grammar ------------------------------------------------------------------------------------------
@@ -238,6 +241,21 @@ def test_ranked_changes_explain_the_step_change_within_5_percent():
     ch = compared(CONTROL, TEST)["changes"]
     assert ch["delta_us"] > 0 and len(ch["rows"]) <= 10
     assert sum(r["delta_us"] for r in ch["rows"]) == pytest.approx(ch["delta_us"], rel=0.05)
+
+
+@requires_shared
+def test_the_tables_are_joined_by_name_and_compute_splits_into_its_kernels():
+    result = compared(CONTROL, TEST)
+    compute = next(r for r in result["changes"]["rows"] if r["part"] == "compute")
+    assert sum(k["delta_us"] for k in compute["kernels"]) == pytest.approx(compute["delta_us"])
+    assert compute["kernels"][0]["kernel"] == result["kernels"]["rows"][0]["name"]  # both say what grew most
+    kernels, ops = result["kernels"], result["ops"]
+    assert 0 < len(kernels["rows"]) <= kernels["rows_total"] and len(ops["rows"]) <= 200
+    deltas = [abs(r["delta_us"]) for r in kernels["rows"]]
+    assert deltas == sorted(deltas, reverse=True)
+    assert not any("nccl" in r["name"].lower() for r in kernels["rows"])  # communication is a part of its own
+    assert {r["only_in"] for r in kernels["rows"]} <= {None, "base", "cand"}
+    assert all(r["base_us"] == 0 for r in kernels["rows"] if r["only_in"] == "cand")
 
 
 @requires_shared

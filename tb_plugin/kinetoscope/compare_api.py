@@ -10,7 +10,7 @@ from collections import OrderedDict
 from typing import Any, Optional
 
 from .analysis.compare import compare_sides
-from .analysis.compare_figures import Side, TraceFigures, side, trace_figures
+from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, with_tables
 from .api import LOAD_WAIT_S, _span, file_version
 from .diff import rank_of
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
@@ -53,7 +53,9 @@ def figures(service: TraceService, sid: str, wait_s: float) -> TraceFigures:
     if known is not None:
         return known
     loaded = service.get(sid, wait_s=wait_s)
-    made = trace_figures(loaded.model, loaded.prepared.analysis, worker=loaded.file.worker, rank=rank_of(loaded.model))
+    model, analysis = loaded.model, loaded.prepared.analysis
+    made = with_tables(model, trace_figures(model, analysis, worker=loaded.file.worker, rank=rank_of(model)), analysis,
+                       getattr(loaded.prepared, "tables_index", None))
     return _remember(_figures, key, made, MAX_FIGURES)
 
 

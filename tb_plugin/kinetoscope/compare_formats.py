@@ -79,21 +79,44 @@ def _changes(ch: dict[str, Any], markdown: bool) -> list[str]:
     lines = ["", "### What changed the most" if markdown else "What changed the most (per step, mean):"]
     if not ch["rows"]:
         return lines + ["nothing"]
-    rows = [[str(i + 1), r["name"], figure(r["delta_us"], "us", True), figure(r["base_us"], "us"), figure(r["cand_us"], "us"),
-             f"{100 * r['share_of_change']:.0f}%" if r.get("share_of_change") is not None else "-"]
-            for i, r in enumerate(ch["rows"])]
+    rows = []
+    for i, r in enumerate(ch["rows"]):
+        share = f"{100 * r['share_of_change']:.0f}%" if r.get("share_of_change") is not None else "-"
+        rows.append([str(i + 1), r["name"], figure(r["delta_us"], "us", True), figure(r["base_us"], "us"),
+                     figure(r["cand_us"], "us"), share])
+        for k in r.get("kernels") or []:
+            name = _short(k["name"]) if k["kernel"] else k["name"]
+            rows.append(["", ("↳ " if markdown else "  ") + (f"`{name}`" if markdown and k["kernel"] else name),
+                         figure(k["delta_us"], "us", True), figure(k["base_us"], "us"), figure(k["cand_us"], "us"), ""])
     lines += _table(["#", "where", "change per step", "baseline", "candidate", "of the change"], rows, markdown)
-    rest = (f"; the other {ch['rest_rows']} rows: {figure(ch['rest_us'], 'us', True)}" if ch["rest_rows"] else "")
-    lines.append(f"These add up to {figure(ch['explained_us'], 'us', True)} of the {figure(ch['delta_us'], 'us', True)} "
-                 f"change of the mean step time{rest}.")
+    rest = (f"; the other {ch['rest_rows']} parts: {figure(ch['rest_us'], 'us', True)}" if ch["rest_rows"] else "")
+    lines.append("")
+    lines.append(f"The numbered rows add up to {figure(ch['explained_us'], 'us', True)} of the "
+                 f"{figure(ch['delta_us'], 'us', True)} change of the mean step time{rest}.")
     return lines
+
+
+NAME_CHARS = 100  # kernel and op names shown in text and markdown (the JSON has them whole, up to 1,000)
+
+
+def _short(name: str) -> str:
+    """A kernel or op name for a table: C++ kernels without `void` and their parameter list (templates
+    tell overloads apart, parameters rarely do), then the first NAME_CHARS characters."""
+    if name.startswith("void "):
+        name, depth = name[5:], 0
+        for i, ch in enumerate(name):
+            depth += (ch == "<") - (ch == ">")
+            if ch == "(" and depth == 0 and i > 0:
+                name = name[:i]
+                break
+    return name if len(name) <= NAME_CHARS else name[:NAME_CHARS - 1] + "…"
 
 
 def _summary(result: dict[str, Any], markdown: bool) -> list[str]:
     rows = []
     for name in SUMMARY_METRICS:
         m = _metric(result, name)
-        if m["base"] is None and m["cand"] is None:
+        if not m["base"] and not m["cand"]:  # not measured, or zero on both sides (no communication, say)
             continue
         noise = f"±{figure(m['noise'], m['unit'])}" if m["noise"] is not None else "-"
         rows.append([m["label"], figure(m["base"], m["unit"]), figure(m["cand"], m["unit"]),
@@ -134,7 +157,7 @@ def _ranks(rows: list[dict[str, Any]], markdown: bool) -> list[str]:
 
 
 def _joined(table: dict[str, Any], what: str, markdown: bool) -> list[str]:
-    rows = [[r["name"][:80], figure(r["base_us"], "us"), figure(r["cand_us"], "us"), figure(r["delta_us"], "us", True),
+    rows = [[_short(r["name"]), figure(r["base_us"], "us"), figure(r["cand_us"], "us"), figure(r["delta_us"], "us", True),
              pct(r["delta_pct"]), f"{r['base_count']:.3g} → {r['cand_count']:.3g}"] for r in table["rows"][:TABLE_ROWS]]
     head = f"{what} joined by name, per step, largest change first ({min(TABLE_ROWS, table['rows_total'])} of {table['rows_total']})"
     body = _table(["name", "baseline", "candidate", "change", "%", "calls per step"], rows, markdown)

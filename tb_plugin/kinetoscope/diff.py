@@ -13,7 +13,7 @@ import sys
 from typing import Any, Optional
 
 from .analysis.compare import compare_sides
-from .analysis.compare_figures import Side, TraceFigures, side, trace_figures
+from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, with_tables
 from .analysis.gate import RuleError, check, parse_rule
 from .analysis.report import analyze
 from .compare_formats import render
@@ -46,8 +46,9 @@ def rank_of(model: TraceModel) -> Optional[int]:
 
 
 def figures_of(model: TraceModel, worker: str) -> TraceFigures:
-    """What a comparison needs of one loaded trace."""
-    return trace_figures(model, analyze(model), worker=worker, rank=rank_of(model))
+    """What a comparison needs of one loaded trace (its op and kernel tables included)."""
+    analysis = analyze(model)
+    return with_tables(model, trace_figures(model, analysis, worker=worker, rank=rank_of(model)), analysis)
 
 
 def load_side(label: str, traces: list[TraceFile], cache_dir: Any) -> Side:

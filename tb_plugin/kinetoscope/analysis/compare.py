@@ -12,9 +12,10 @@ memory peak) have no spread; a change under RESOLUTION of the baseline is `uncha
 
 What changed the most: the mean step time is the sum of its parts (`compare_figures.PARTS`: compute,
 exposed communication, idle by cause, outside the device's activity), so its change is the sum of the
-parts' changes, and compute splits further into kernels by their share of kernel time. `ranked_changes`
-lists the fewest of those rows, largest change first, whose changes add up to the step-time change
-within COVERAGE (the rest is given as one figure).
+parts' changes; `ranked_changes` lists the fewest parts, largest change first, whose changes add up to
+the step-time change within COVERAGE (the rest is given as one figure). Compute splits further into
+kernels by their share of kernel time on each side, and the compute row names the kernels whose changes
+add up to its own the same way.
 
 Multi-rank sides are compared rank by rank (ranks matched by rank number, else position) and as a whole:
 the whole job's step at position i is the mean over ranks of their step i, and so is each part.
@@ -31,7 +32,7 @@ from .verdict import run_verdict
 MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation of a normal distribution
 COVERAGE = 0.05  # the ranked rows explain the step-time change to within 5% of it
 MAX_RANKED = 10  # rows in the ranked list at most
-MAX_KERNEL_ROWS = 12  # kernels (by |change|) that may enter the ranked list; the others form one row
+MAX_KERNEL_ROWS = 8  # kernels named under the compute row (by |change|); the others form one row
 MAX_TABLE_ROWS = 200  # rows of each joined table
 # Figures without a spread: the caching allocator rounds blocks (512 B to 2 MiB) and launch percentiles move
 # with the host's scheduling, so identical runs differ by a fraction of a percent; 1% is beyond that.
@@ -114,58 +115,70 @@ def matched(series: list[Series], n: int) -> dict[str, np.ndarray]:
 
 def ranked_changes(base: dict[str, np.ndarray], cand: dict[str, np.ndarray], base_kernels: Optional[dict],
                    cand_kernels: Optional[dict]) -> dict[str, Any]:
-    """The rows (parts; compute split into kernels when both sides have kernel totals) whose changes add
-    up to the mean step-time change, largest first (module docstring)."""
+    """The parts whose changes add up to the mean step-time change, largest first (module docstring); the
+    compute row carries `kernels`, the kernels whose changes explain its own (when both sides have tables)."""
     delta_us = float(np.mean(cand["step"]) - np.mean(base["step"])) / 1e3 if base["step"].size else 0.0
     rows = []
     for i, part in enumerate(PARTS):
         b, c = float(np.mean(base["parts"][:, i])) / 1e3, float(np.mean(cand["parts"][:, i])) / 1e3
-        if part == "compute" and base_kernels and cand_kernels:
-            rows += _kernel_rows(b, c, base_kernels, cand_kernels)
-        elif b or c:
-            rows.append({"name": PART_LABELS[part], "part": part, "kernel": None, "base_us": b, "cand_us": c,
-                         "delta_us": c - b})
-    rows.sort(key=lambda r: -abs(r["delta_us"]))
-    chosen, total = [], 0.0
-    for row in rows:
-        if len(chosen) >= MAX_RANKED or (chosen and abs(delta_us - total) <= COVERAGE * abs(delta_us)):
-            break
-        chosen.append(row)
-        total += row["delta_us"]
+        if b or c:
+            row = {"name": PART_LABELS[part], "part": part, "base_us": b, "cand_us": c, "delta_us": c - b, "kernels": None}
+            if part == "compute" and base_kernels and cand_kernels:
+                row["kernels"] = kernel_changes(b, c, base_kernels, cand_kernels)
+            rows.append(row)
+    chosen, total = _explaining(rows, delta_us, MAX_RANKED)
     for row in chosen:
         row["share_of_change"] = row["delta_us"] / delta_us if delta_us else None
     return {"delta_us": delta_us, "rows": chosen, "explained_us": total, "rest_us": delta_us - total,
             "rest_rows": len(rows) - len(chosen)}
 
 
-def _kernel_rows(base_us: float, cand_us: float, bk: dict, ck: dict) -> list[dict[str, Any]]:
-    """Compute per step split over kernels by their share of kernel time on each side."""
+def _explaining(rows: list[dict[str, Any]], delta_us: float, most: int) -> tuple[list[dict[str, Any]], float]:
+    """The fewest rows, largest |change| first, whose changes add up to `delta_us` within COVERAGE."""
+    chosen, total = [], 0.0
+    for row in sorted(rows, key=lambda r: -abs(r["delta_us"])):
+        if len(chosen) >= most or (chosen and abs(delta_us - total) <= COVERAGE * abs(delta_us)):
+            break
+        chosen.append(row)
+        total += row["delta_us"]
+    return chosen, total
+
+
+def kernel_changes(base_us: float, cand_us: float, bk: dict, ck: dict) -> list[dict[str, Any]]:
+    """The compute part of each side split over kernels by their share of kernel time: the kernels that
+    explain the compute change (at most MAX_KERNEL_ROWS), then the others as one row (`kernel` None)."""
     b_total, c_total = sum(v[0] for v in bk.values()) or 1.0, sum(v[0] for v in ck.values()) or 1.0
     rows = []
     for name in set(bk) | set(ck):
         b = base_us * bk.get(name, (0.0, 0))[0] / b_total
         c = cand_us * ck.get(name, (0.0, 0))[0] / c_total
-        rows.append({"name": name, "part": "compute", "kernel": name, "base_us": b, "cand_us": c, "delta_us": c - b})
-    rows.sort(key=lambda r: -abs(r["delta_us"]))
-    top, rest = rows[:MAX_KERNEL_ROWS], rows[MAX_KERNEL_ROWS:]
+        rows.append({"name": name, "kernel": name, "base_us": b, "cand_us": c, "delta_us": c - b})
+    rows.sort(key=lambda r: (-abs(r["delta_us"]), r["name"]))
+    top, _ = _explaining(rows, cand_us - base_us, MAX_KERNEL_ROWS)
+    rest = rows[len(top):]
     if rest:
         b, c = sum(r["base_us"] for r in rest), sum(r["cand_us"] for r in rest)
-        top.append({"name": f"compute: {len(rest)} other kernels", "part": "compute", "kernel": None, "base_us": b,
-                    "cand_us": c, "delta_us": c - b})
+        top.append({"name": f"{len(rest)} other kernels", "kernel": None, "base_us": b, "cand_us": c, "delta_us": c - b})
     return top
 
 
 def joined_table(base: dict, cand: dict, base_steps: int, cand_steps: int, limit: int = MAX_TABLE_ROWS) -> dict[str, Any]:
-    """Kernel or op totals joined by name, per step (µs), sorted by |change|; `rows_total` counts them all."""
+    """Kernel or op totals (name -> (time ns, calls[, GPU ns])) joined by name, per step (µs), largest
+    |change| of time first; `rows_total` counts them all. Ops carry their GPU time too (`*_gpu_us`)."""
     rows = []
+    per_b, per_c = 1e3 * max(base_steps, 1), 1e3 * max(cand_steps, 1)
     for name in set(base) | set(cand):
-        b, bn = base.get(name, (0.0, 0))
-        c, cn = cand.get(name, (0.0, 0))
-        b_us, c_us = b / 1e3 / max(base_steps, 1), c / 1e3 / max(cand_steps, 1)
-        rows.append({"name": name, "base_us": b_us, "cand_us": c_us, "delta_us": c_us - b_us,
-                     "delta_pct": 100.0 * (c_us - b_us) / b_us if b_us else None,
-                     "base_count": bn / max(base_steps, 1), "cand_count": cn / max(cand_steps, 1),
-                     "only_in": "base" if name not in cand else "cand" if name not in base else None})
+        b, c = base.get(name), cand.get(name)
+        zero = (0.0,) * len(b if b is not None else c)
+        b, c = b or zero, c or zero
+        row = {"name": name, "base_us": b[0] / per_b, "cand_us": c[0] / per_c}
+        row["delta_us"] = row["cand_us"] - row["base_us"]
+        row["delta_pct"] = 100.0 * row["delta_us"] / row["base_us"] if row["base_us"] else None
+        row.update(base_count=b[1] * 1e3 / per_b, cand_count=c[1] * 1e3 / per_c,
+                   only_in="base" if name not in cand else "cand" if name not in base else None)
+        if len(b) > 2:
+            row.update(base_gpu_us=b[2] / per_b, cand_gpu_us=c[2] / per_c)
+        rows.append(row)
     rows.sort(key=lambda r: (-abs(r["delta_us"]), r["name"]))
     return {"rows": rows[:limit], "rows_total": len(rows)}
 

@@ -17,7 +17,7 @@ several streams the kernels overlap, so only shares of the compute union can add
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..trace.model import TraceModel
 from . import intervals
 from .gpu_idle import CAUSE_NAMES
 from .report import Analysis, verdict_entry
+from .tables import TableIndex, kernel_table, op_table
 from .verdict import Verdict
 
 PARTS = ("compute", "exposed_comm", *CAUSE_NAMES, "outside")
@@ -53,8 +54,8 @@ class TraceFigures:
     launches: int
     memory_peak_bytes: Optional[int]  # allocated, the largest over devices (not the CPU)
     verdict: Verdict
-    kernels: dict[str, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, count)
-    ops: dict[str, tuple[float, int]] = field(default_factory=dict)  # CPU op -> (time ns, count)
+    kernels: dict[str, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, calls)
+    ops: dict[str, tuple[float, int, float]] = field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
     tables: bool = False  # kernels and ops were filled from the op/kernel tables
 
 
@@ -89,11 +90,29 @@ def trace_figures(model: TraceModel, analysis: Analysis, worker: str = "", rank:
                         memory_peak_bytes=peak, verdict=analysis.verdict)
 
 
-def with_tables(figures: TraceFigures, kernels: dict[str, tuple[float, int]], ops: dict[str, tuple[float, int]]) -> TraceFigures:
-    """The figures with their kernel and op totals (name -> (time ns, count)); communication kernels are
-    left out of the kernels: their time is the `exposed_comm` part or hidden under compute."""
-    compute = {name: v for name, v in kernels.items() if not is_comm_kernel_name(name)}
-    return TraceFigures(**{**vars(figures), "kernels": compute, "ops": dict(ops), "tables": True})
+def with_tables(model: TraceModel, figures: TraceFigures, analysis: Analysis,
+                index: Optional[TableIndex] = None) -> TraceFigures:
+    """The figures with the trace's kernel and op tables (`analysis.tables`) over its steps (the whole
+    trace without steps), by name: kernels (memcpys and memsets too) -> (time, calls), ops -> (CPU time,
+    calls, GPU time). Communication kernels are left out of the kernels: their time is the
+    `exposed_comm` part, or hidden under compute."""
+    steps = analysis.steps
+    window = (int(steps.start_ns[0]), int(steps.end_ns.max())) if steps.count else None
+    index = index if index is not None else TableIndex.build(model)
+    names = model.shown_names
+    k = kernel_table(model, index, window)
+    kernels: dict[str, tuple[float, int]] = {}
+    for name_id, total, calls in zip(k.name_id.tolist(), k.total_ns.tolist(), k.calls.tolist()):
+        name = names[name_id]
+        if not is_comm_kernel_name(name):
+            before = kernels.get(name, (0.0, 0))  # names cut to the same text add up
+            kernels[name] = (before[0] + total, before[1] + calls)
+    o = op_table(model, index, window)
+    ops: dict[str, tuple[float, int, float]] = {}
+    for name_id, cpu, calls, gpu in zip(o.name_id.tolist(), o.cpu_total_ns.tolist(), o.calls.tolist(), o.gpu_total_ns.tolist()):
+        before = ops.get(names[name_id], (0.0, 0, 0.0))
+        ops[names[name_id]] = (before[0] + cpu, before[1] + calls, before[2] + gpu)
+    return replace(figures, kernels=kernels, ops=ops, tables=True)
 
 
 @dataclass(frozen=True)
@@ -152,15 +171,15 @@ def pooled_percentile(traces: tuple[TraceFigures, ...], q: float) -> Optional[fl
     return float(values[order][min(at, values.size - 1)])
 
 
-def totals(traces: tuple[TraceFigures, ...], which: str) -> dict[str, tuple[float, int]]:
-    """Kernel or op totals (name -> (time ns, count)) summed over traces."""
+def totals(traces: tuple[TraceFigures, ...], which: str) -> dict[str, tuple]:
+    """Kernel or op totals (name -> (time ns, calls[, GPU ns])) summed over traces."""
     out: dict[str, list] = {}
     for t in traces:
-        for name, (ns, count) in getattr(t, which).items():
-            row = out.setdefault(name, [0.0, 0])
-            row[0] += ns
-            row[1] += count
-    return {k: (v[0], v[1]) for k, v in out.items()}
+        for name, values in getattr(t, which).items():
+            row = out.setdefault(name, [0] * len(values))
+            for i, v in enumerate(values):
+                row[i] += v
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def verdict_summary(v: Verdict) -> dict[str, Any]:
