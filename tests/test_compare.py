@@ -282,3 +282,26 @@ def test_multi_rank_runs_are_compared_rank_by_rank_and_as_a_whole(tmp_path):
     assert whole["delta"] == pytest.approx(20_000.0, rel=0.05)
     ch = result["changes"]
     assert sum(r["delta_us"] for r in ch["rows"]) == pytest.approx(ch["delta_us"], rel=0.05)
+
+
+def test_traces_read_in_worker_processes_give_the_same_comparison(synth, capsys):
+    base, slow = str(synth / "seed1"), str(synth / "slow")
+    one = diff(base, slow, "--format", "json", "--jobs", "1", capsys=capsys)[1]
+    two = diff(base, slow, "--format", "json", "--jobs", "2", capsys=capsys)[1]
+    assert json.loads(one) == json.loads(two)
+
+
+def test_a_process_with_threads_spawns_its_workers(synth):
+    import threading
+
+    from kinetoscope.diff import figures_all
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()  # fork is unsafe now: the workers are spawned
+    try:
+        paths = [str(p) for p in sorted((synth / "seed1").glob("*.json")) + sorted((synth / "slow").glob("*.json"))]
+        outcomes = figures_all([(p, "w", None) for p in paths], workers=2)
+    finally:
+        stop.set()
+    assert [k for k, _ in outcomes] == ["ok", "ok"]
+    assert outcomes[1][1].step_ns.sum() == pytest.approx(1.2 * outcomes[0][1].step_ns.sum(), rel=1e-3)

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import sys
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Optional
 
 from .analysis.compare import compare_sides
@@ -33,6 +37,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     diff.add_argument("--fail-if", action="append", default=[], metavar="RULE",
                       help="exit 1 when the rule holds, e.g. 'step_time > +5%%' or 'exposed_comm > +2ms' (README: gate)")
     diff.add_argument("--ignore-noise", action="store_true", help="a change within the step-to-step noise can break a rule")
+    diff.add_argument("--jobs", type=int, default=None, metavar="N",
+                      help=f"traces read at once, each in a process of its own (default: the CPUs, at most {MAX_JOBS})")
     cache = diff.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
@@ -51,17 +57,43 @@ def figures_of(model: TraceModel, worker: str) -> TraceFigures:
     return with_tables(model, trace_figures(model, analysis, worker=worker, rank=rank_of(model)), analysis)
 
 
-def load_side(label: str, traces: list[TraceFile], cache_dir: Any) -> Side:
-    """Load and digest a side's traces one model at a time; failures are kept with their reasons."""
-    figures, failed = [], []
-    for t in sorted(traces, key=lambda t: (t.worker, t.span if t.span is not None else -1, t.path)):
-        try:
-            figures.append(figures_of(load_trace(t.path, cache_dir=cache_dir), t.worker))
-        except TraceError as exc:
-            failed.append(str(exc))
-        except (RecursionError, MemoryError) as exc:
-            failed.append(f"{t.path}: {resource_message(exc)}")
-    return side(label, figures, tuple(failed))
+MAX_JOBS = 4  # each job holds one model at a time (about 0.75x its file's size at its peak)
+
+
+def _figures_job(job: tuple[str, str, Any]) -> tuple[str, Any]:
+    """("ok", TraceFigures) or ("error", message) for one trace; runs in a worker process."""
+    path, worker, cache_dir = job
+    try:
+        return "ok", figures_of(load_trace(path, cache_dir=cache_dir), worker)
+    except TraceError as exc:
+        return "error", str(exc)
+    except (RecursionError, MemoryError) as exc:
+        return "error", f"{path}: {resource_message(exc)}"
+
+
+def _ordered(traces: list[TraceFile]) -> list[TraceFile]:
+    return sorted(traces, key=lambda t: (t.worker, t.span if t.span is not None else -1, t.path))
+
+
+def figures_all(jobs: list[tuple[str, str, Any]], workers: int) -> list[tuple[str, Any]]:
+    """Every job's outcome, in order: several traces are read at once in worker processes (decoding
+    holds one core per trace), one model per process at a time. Fork is cheap but only safe in a process
+    with a single thread; otherwise the workers are spawned."""
+    workers = min(workers, len(jobs))
+    if workers <= 1:
+        return [_figures_job(job) for job in jobs]
+    method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+        return list(pool.map(_figures_job, jobs))
+
+
+def load_side(label: str, traces: list[TraceFile], cache_dir: Any, workers: int = 1) -> Side:
+    """Load and digest a side's traces; failures are kept with their reasons."""
+    return _side_of(label, figures_all([(t.path, t.worker, cache_dir) for t in _ordered(traces)], workers))
+
+
+def _side_of(label: str, outcomes: list[tuple[str, Any]]) -> Side:
+    return side(label, [v for k, v in outcomes if k == "ok"], tuple(v for k, v in outcomes if k != "ok"))
 
 
 def run(args: argparse.Namespace, resolve) -> int:
@@ -72,19 +104,21 @@ def run(args: argparse.Namespace, resolve) -> int:
         print(f"kinetoscope diff: {exc}", file=sys.stderr)
         return 2
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
-    sides = []
+    found = []
     for path in (args.baseline, args.candidate):
         try:
-            traces = resolve(path)
+            found.append(_ordered(resolve(path)))
         except (FileNotFoundError, ValueError, ImportError) as exc:
             print(f"kinetoscope diff: no such file or directory: {path} ({exc})", file=sys.stderr)
             return 2
-        loaded = load_side(path, traces, cache_dir)
+    jobs = [(t.path, t.worker, cache_dir) for traces in found for t in traces]
+    outcomes = figures_all(jobs, args.jobs if args.jobs is not None else min(os.cpu_count() or 1, MAX_JOBS))
+    sides = [_side_of(args.baseline, outcomes[:len(found[0])]), _side_of(args.candidate, outcomes[len(found[0]):])]
+    for path, loaded in zip((args.baseline, args.candidate), sides):
         if not loaded.ranks:
             why = "; ".join(loaded.failed) or "no trace files"
             print(f"kinetoscope diff: nothing to compare in {path}: {why}", file=sys.stderr)
             return 2
-        sides.append(loaded)
     result = compare_sides(*sides)
     gate = check(rules, result["metrics"], ignore_noise=args.ignore_noise) if rules else None
     _write(result, gate, args.format)
