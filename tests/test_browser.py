@@ -294,3 +294,13 @@ def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
     assert r["straggler"] and r["straggler"].startswith("Rank 1 (rank1) holds the others back"), r["straggler"]
     assert r["rows"] == ["0", "1", "2", "3"] and r["heatCells"] == 20
     assert r["opened"], r
+
+
+def test_the_compare_panel_from_a_link_and_a_baseline_picked_in_it(traces_tb):
+    r = _check("compare", traces_tb, "resnet50_num_workers_4", "resnet50_num_workers_0")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["headline"].startswith("Step time (median)") and "gain" in r["headline"], r["headline"]
+    assert "dataloader-bound" in r["status"] and "\u2192 compute-bound" in r["status"], r["status"]
+    assert r["firstChange"][:2] == ["1", "DataLoader wait (device idle)"], r["firstChange"]
+    assert any(s.startswith("Kernels joined by name") for s in r["joined"]), r["joined"]
+    assert r["followed"] and r["spanBaseline"], r

@@ -18,6 +18,8 @@ export const HASH_KEY = 'ks';
  * @property {number} [t0Us] window start
  * @property {number} [t1Us] window end
  * @property {number} [sel] selected event row
+ * @property {string} [base] the Compare panel's baseline: `run:NAME` or `span:ID`
+ * @property {boolean} [candRun] the candidate is the whole run on screen, not its span
  */
 
 /** Keeps 3 decimals (nanoseconds): enough to restore a window exactly, short enough for a link. */
@@ -37,6 +39,10 @@ export function encodeState(state) {
     q.set('t', `${round3(t0Us)},${round3(t1Us)}`);
   }
   if (state.sel !== undefined && Number.isInteger(state.sel) && state.sel >= 0) q.set('sel', String(state.sel));
+  if (state.base && /^(run|span):./.test(state.base)) {
+    q.set('base', state.base);
+    if (state.candRun) q.set('cand', 'run');
+  }
   return q.toString();
 }
 
@@ -57,6 +63,11 @@ export function decodeState(text) {
   if (t.length === 2 && t.every(Number.isFinite) && t[0] < t[1]) [state.t0Us, state.t1Us] = t;
   const sel = Number(q.get('sel'));
   if (q.get('sel') && Number.isInteger(sel) && sel >= 0) state.sel = sel;
+  const base = q.get('base');
+  if (base && /^(run|span):./.test(base)) {
+    state.base = base;
+    if (q.get('cand') === 'run') state.candRun = true;
+  }
   return state;
 }
 

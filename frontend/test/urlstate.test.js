@@ -45,3 +45,12 @@ test('readHash ignores hashes without a state and broken escapes', () => {
   assert.equal(readHash(''), null);
   assert.equal(readHash('#kinetoscope&ks=%E0%A4%A'), null);
 });
+
+test('the comparison rides in the state: a baseline run or span, and a candidate run', () => {
+  const compared = { ...STATE, base: 'run:before fix & co', candRun: true };
+  assert.deepEqual(decodeState(encodeState(compared)), { ...compared, t0Us: 1250.123 });
+  assert.deepEqual(readHash(writeHash('#kinetoscope', { span: 'ab', base: 'span:0123456789ab' })), { span: 'ab', base: 'span:0123456789ab' });
+  assert.equal(encodeState({ base: 'nonsense', candRun: true }), '');
+  assert.deepEqual(decodeState('base=file:/etc/passwd&cand=run'), {});
+  assert.deepEqual(decodeState('base=run:r&cand=span'), { base: 'run:r' });
+});

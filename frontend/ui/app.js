@@ -11,6 +11,7 @@ import { forgetUnready, getWhenReady } from '../loading.js';
 import { isMultiRank } from '../model/ranks.js';
 import { findSpan, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
+import { ComparePanel } from './compare_panel.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
 import { el, errorText, message } from './dom.js';
 import { GapTable } from './gap_table.js';
@@ -48,7 +49,9 @@ export async function start(body) {
   const reveal = () => lanes.root.scrollIntoView({ block: 'nearest' });
   const details = new DetailsPanel(store, api, (row, zoom) => selectRow(row, zoom));
   const ranks = new RanksPanel(api, (run, worker, spanId) => pick(run, worker, spanId));
-  const sections = [ranks.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
+  const compare = new ComparePanel(store, api);
+  if (restore.base) store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun) } });
+  const sections = [ranks.root, compare.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
     new MemoryPanel(store, api).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new LaunchPanel(store, api).root];
@@ -127,6 +130,7 @@ export async function start(body) {
   function showRuns(body) {
     latest = runsOf(body);
     forgetUnready(api, spanList(latest).map((x) => x.span));
+    compare.setRuns(latest);
     if (store.state.span) {
       syncHeader();
       // The file on screen was replaced or completed, or a failed load is being retried: load it again.

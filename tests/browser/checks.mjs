@@ -454,9 +454,36 @@ async function ranks(browser, run) {
   return { errors, httpErrors, straggler, rows, heatCells, workerBefore, opened };
 }
 
+/**
+ * The Compare panel opened from a link (baseline run, candidate the run on screen): its headline, first
+ * ranked change and verdicts; then another baseline picked in its selector is followed by the URL.
+ */
+async function compare(browser, run, baseRun) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, base: `run:${baseRun}`, cand: 'run' }));
+  await waitReady(frame);
+  const headline = await frame.waitForSelector('.ks-compare strong', { timeout: 60000 }).then((h) => h.textContent(), () => null);
+  const status = await frame.textContent('.ks-compare > .ks-hint');
+  const firstChange = await frame.$$eval('.ks-compare .ks-compare-table tbody tr',
+    (trs) => (trs.length ? [...trs[0].querySelectorAll('td')].map((td) => td.textContent) : null));
+  const joined = await frame.$$eval('.ks-compare details summary', (ss) => ss.map((x) => x.textContent));
+  await frame.evaluate(() => document.querySelector('.ks-compare').scrollIntoView());
+  await page.screenshot({ path: shot('compare') });
+  const spanKey = await frame.$eval('select[aria-label="baseline"]', (s, prefix) => [...s.options]
+    .find((o) => o.value.startsWith('span:') && o.textContent.startsWith(prefix))?.value, `${baseRun} / `);
+  await frame.selectOption('select[aria-label="baseline"]', spanKey);
+  const baseInUrl = () => {
+    const part = new URL(page.url()).hash.split('&').find((p) => p.startsWith('ks='));
+    return new URLSearchParams(part ? decodeURIComponent(part.slice(3)) : '').get('base');
+  };
+  const followed = await until(async () => baseInUrl() === spanKey, 10000, 100);
+  const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun}/`), 60000, 200);
+  return { errors, httpErrors, headline, status, firstChange, joined, spanKey, followed, spanBaseline };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks,
+    compare };
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
