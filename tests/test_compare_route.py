@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLES
@@ -30,6 +31,13 @@ def apps(tmp_path_factory):
     plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
     yield plugin.get_plugin_apps()
     plugin._service.close()
+
+
+@pytest.fixture(scope="module")
+def synth_files(apps, tmp_path_factory):
+    """One span of the module's two runs: name -> path."""
+    root = Path(apps["/compare"].__self__.service().logdir)
+    return {run: sorted((root / run).glob("*.json"))[0] for run in ("base", "slow")}
 
 
 def get(apps, route: str, query: str = "", method: str = "GET"):
@@ -94,3 +102,27 @@ def test_wrong_method(apps):
 def test_bounded(apps):
     response = get(apps, "compare", "?base_run=base&cand_run=slow")
     assert len(response.get_data()) < 2_000_000
+
+
+def test_answers_are_bounded_whatever_the_names(tmp_path, capsys):
+    from conftest import plugin_apps, write_trace
+    from kinetoscope.cli import main
+    from test_bounded_responses import BOUND, huge_doc
+    with plugin_apps(huge_doc(), tmp_path / "tb") as (apps, sid):
+        response = get(apps, "compare", f"?base={sid}&cand={sid}")
+        assert response.status_code == 200 and len(response.get_data()) < BOUND
+    path = write_trace(tmp_path / "w.1.pt.trace.json", huge_doc())
+    for fmt in ("json", "text", "markdown"):
+        assert main(["diff", str(path), str(path), "--format", fmt, "--no-cache"]) == 0
+        assert len(capsys.readouterr().out) < BOUND
+
+
+def test_diff_reads_fsspec_urls(synth_files, capsys):
+    import fsspec
+    from kinetoscope.cli import main
+    fs = fsspec.filesystem("memory")
+    for name, path in synth_files.items():
+        fs.pipe(f"/cmp/{name}/w.1.pt.trace.json", path.read_bytes())
+    assert main(["diff", "memory://cmp/base", "memory://cmp/slow", "--no-cache", "--fail-if", "step_time > +5%"]) == 1
+    assert "'step_time > +5%'" in capsys.readouterr().err
+    assert main(["diff", "memory://cmp/base", "memory://cmp/nothing-here", "--no-cache"]) == 2

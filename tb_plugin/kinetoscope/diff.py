@@ -21,6 +21,7 @@ from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, w
 from .analysis.gate import RuleError, check, parse_rule
 from .analysis.report import analyze
 from .compare_formats import render
+from .service import PROCESS_LOCAL
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile
 from .trace.loader import TraceError, load_trace, resource_message
@@ -80,7 +81,7 @@ def figures_all(jobs: list[tuple[str, str, Any]], workers: int) -> list[tuple[st
     holds one core per trace), one model per process at a time. Fork is cheap but only safe in a process
     with a single thread; otherwise the workers are spawned."""
     workers = min(workers, len(jobs))
-    if workers <= 1:
+    if workers <= 1 or any(path.startswith(PROCESS_LOCAL) for path, _, _ in jobs):  # a worker cannot see memory://
         return [_figures_job(job) for job in jobs]
     method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:

@@ -34,6 +34,7 @@ COVERAGE = 0.05  # the ranked rows explain the step-time change to within 5% of 
 MAX_RANKED = 10  # rows in the ranked list at most
 MAX_KERNEL_ROWS = 8  # kernels named under the compute row (by |change|); the others form one row
 MAX_TABLE_ROWS = 200  # rows of each joined table
+MAX_RANK_ROWS = 256  # ranks compared one by one (about 1 kB each); the whole job's figures count them all
 # Figures without a spread: the caching allocator rounds blocks (512 B to 2 MiB) and launch percentiles move
 # with the host's scheduling, so identical runs differ by a fraction of a percent; 1% is beyond that.
 RESOLUTION = 0.01
@@ -230,7 +231,7 @@ def _by_rank(base: Side, cand: Side) -> list[dict[str, Any]]:
     bk = {key(s, i): s for i, s in enumerate(base.ranks)}
     ck = {key(s, i): s for i, s in enumerate(cand.ranks)}
     rows = []
-    for k in [k for k in bk if k in ck]:
+    for k in [k for k in bk if k in ck][:MAX_RANK_ROWS]:
         b, c = bk[k], ck[k]
         one = _compare_series([b], [c], b.spans, c.spans)
         rows.append({"rank": k, "base_worker": b.worker, "cand_worker": c.worker, "steps": one["steps"],
@@ -239,7 +240,7 @@ def _by_rank(base: Side, cand: Side) -> list[dict[str, Any]]:
                      "verdict": {"base": run_verdict([t.verdict for t in b.spans]).bound,
                                  "cand": run_verdict([t.verdict for t in c.spans]).bound}})
     only = [f"base rank {k}" for k in bk if k not in ck] + [f"candidate rank {k}" for k in ck if k not in bk]
-    return rows + ([{"rank": None, "unmatched": only}] if only else [])
+    return rows + ([{"rank": None, "unmatched": only[:MAX_RANK_ROWS]}] if only else [])
 
 
 RANK_METRICS = ("step_time", "step_time_p90", "dataloader_wait", "comm", "exposed_comm", "idle", "memory_peak")
