@@ -280,6 +280,12 @@ def test_multi_rank_runs_are_compared_rank_by_rank_and_as_a_whole(tmp_path):
         assert step["delta"] == pytest.approx(20_000.0, rel=0.05) and step["status"] == "regression"
     whole = next(m for m in result["metrics"] if m["name"] == "step_time")
     assert whole["delta"] == pytest.approx(20_000.0, rel=0.05)
+    figures = {m["name"]: m for m in result["metrics"]}
+    for side in ("base", "cand"):  # the job's per-step figures are the ranks' own, averaged
+        traces = load_side("x", resolve(str(tmp_path / ("even" if side == "base" else "slow"))), None).traces
+        assert figures["comm"][side] == pytest.approx(np.mean([t.comm_ns.mean() for t in traces]) / 1e3)
+        assert figures["dataloader_wait"][side] == pytest.approx(np.mean([t.dataloader_ns.mean() for t in traces]) / 1e3)
+        assert figures["exposed_comm"][side] <= figures["comm"][side]
     ch = result["changes"]
     assert sum(r["delta_us"] for r in ch["rows"]) == pytest.approx(ch["delta_us"], rel=0.05)
 
@@ -305,3 +311,15 @@ def test_a_process_with_threads_spawns_its_workers(synth):
         stop.set()
     assert [k for k, _ in outcomes] == ["ok", "ok"]
     assert outcomes[1][1].step_ns.sum() == pytest.approx(1.2 * outcomes[0][1].step_ns.sum(), rel=1e-3)
+
+
+def test_a_straggler_that_appears_is_named_with_the_wait_it_caused(tmp_path, capsys):
+    write_job(tmp_path / "even", ranks=4, steps=5, straggler=None)
+    write_job(tmp_path / "slow", ranks=4, steps=5, straggler=2, straggler_ms=20.0)
+    result = compared(tmp_path / "even", tmp_path / "slow")
+    assert result["stragglers"]["base"] == []
+    (found,) = result["stragglers"]["cand"]
+    assert found["rank"] == 2 and found["caused_wait_us"] > 0
+    code, out, _ = diff(str(tmp_path / "even"), str(tmp_path / "slow"), capsys=capsys)
+    assert code == 0 and "Stragglers: none → rank 2 (made the others wait " in out
+    assert "Rank by rank" in out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any, Optional
 
 from .analysis.compare import compare_sides
@@ -56,6 +57,7 @@ def figures(service: TraceService, sid: str, wait_s: float) -> TraceFigures:
     model, analysis = loaded.model, loaded.prepared.analysis
     made = with_tables(model, trace_figures(model, analysis, worker=loaded.file.worker, rank=rank_of(model)), analysis,
                        getattr(loaded.prepared, "tables_index", None))
+    made = replace(made, digest=replace(loaded.prepared.digest, worker=loaded.file.worker))
     return _remember(_figures, key, made, MAX_FIGURES)
 
 

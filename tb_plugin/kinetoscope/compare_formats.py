@@ -51,6 +51,8 @@ def render(result: dict[str, Any], gate: Optional[list[dict[str, Any]]] = None, 
     lines.append(f"{steps['matched']} steps matched by position ({steps['base']} in the baseline, {steps['cand']} in the "
                  f"candidate; {b['traces']} and {c['traces']} traces)")
     lines += _verdicts(result["verdict"], markdown)
+    if result.get("stragglers"):
+        lines.append(_stragglers(result["stragglers"]))
     if gate:
         lines += _gate(gate, markdown)
     lines += _changes(result["changes"], markdown)
@@ -63,6 +65,14 @@ def render(result: dict[str, Any], gate: Optional[list[dict[str, Any]]] = None, 
         for failure in entry["failed"]:
             lines.append(f"Not loaded ({side}): {failure}")
     return "\n".join(lines + [""])
+
+
+def _stragglers(s: dict[str, Any]) -> str:
+    def one(found):
+        if found is None:
+            return "not known"
+        return ", ".join(f"rank {x['rank']} (made the others wait {human_us(x['caused_wait_us'])})" for x in found) or "none"
+    return f"Stragglers: {one(s['base'])} → {one(s['cand'])}"
 
 
 def _verdicts(v: dict[str, Any], markdown: bool) -> list[str]:

@@ -14,11 +14,13 @@ import os
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from typing import Any, Optional
 
 from .analysis.compare import compare_sides
 from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, with_tables
 from .analysis.gate import RuleError, check, parse_rule
+from .analysis.ranks import rank_digest
 from .analysis.report import analyze
 from .compare_formats import render
 from .service import PROCESS_LOCAL
@@ -55,7 +57,8 @@ def rank_of(model: TraceModel) -> Optional[int]:
 def figures_of(model: TraceModel, worker: str) -> TraceFigures:
     """What a comparison needs of one loaded trace (its op and kernel tables included)."""
     analysis = analyze(model)
-    return with_tables(model, trace_figures(model, analysis, worker=worker, rank=rank_of(model)), analysis)
+    figures = with_tables(model, trace_figures(model, analysis, worker=worker, rank=rank_of(model)), analysis)
+    return replace(figures, digest=rank_digest(model, analysis, worker=worker))
 
 
 MAX_JOBS = 4  # each job holds one model at a time (about 0.75x its file's size at its peak)

@@ -27,6 +27,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .compare_figures import PART_LABELS, PARTS, Series, Side, pooled_percentile, totals, verdict_summary
+from .ranks import ranks_view
 from .verdict import run_verdict
 
 MAD_SIGMA = 1.4826  # median absolute deviation -> standard deviation of a normal distribution
@@ -80,18 +81,18 @@ def step_metrics(base: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> li
     step_noise = _noise(b["step"], c["step"])
     out = [metric("step_time", "step time (median)", "us", _stat(b["step"], np.median), _stat(c["step"], np.median), step_noise),
            metric("step_time_p90", "step time (p90)", "us", _stat(b["step"], _p90), _stat(c["step"], _p90), step_noise),
-           metric("step_time_mean", "step time (mean)", "us", _stat(b["step"], np.mean), _stat(c["step"], np.mean),
-                  _noise(b["step"], c["step"]))]
+           metric("step_time_mean", "step time (mean)", "us", _stat(b["step"], np.mean), _stat(c["step"], np.mean), step_noise)]
     for key, name, label in (("dataloader", "dataloader_wait", "DataLoader wait per step"),
                              ("comm", "comm", "communication per step"),
-                             ("exposed_comm", "exposed_comm", "exposed communication per step"),
-                             ("compute", "compute", "compute per step"),
+                             ("part:exposed_comm", "exposed_comm", "exposed communication per step"),
+                             ("part:compute", "compute", "compute per step"),
                              ("idle", "idle", "device idle per step")):
         out.append(metric(name, label, "us", _stat(b[key], np.mean), _stat(c[key], np.mean), _noise(b[key], c[key])))
     for part in PARTS[2:]:
         name = f"idle_{part}" if part != "outside" else "outside"
-        out.append(metric(name, PART_LABELS[part] + " per step", "us", _stat(b[part], np.mean), _stat(c[part], np.mean),
-                          _noise(b[part], c[part])))
+        key = f"part:{part}"
+        out.append(metric(name, PART_LABELS[part] + " per step", "us", _stat(b[key], np.mean), _stat(c[key], np.mean),
+                          _noise(b[key], c[key])))
     return out
 
 
@@ -109,7 +110,7 @@ def matched(series: list[Series], n: int) -> dict[str, np.ndarray]:
     parts = np.mean([s.parts_ns[:n] for s in series], axis=0).reshape(n, len(PARTS))
     out = {"step": step.reshape(n), "parts": parts, "dataloader": np.mean([s.per_step("dataloader_ns")[:n] for s in series], axis=0),
            "comm": np.mean([s.per_step("comm_ns")[:n] for s in series], axis=0)}
-    out.update({p: parts[:, i] for i, p in enumerate(PARTS)})
+    out.update({f"part:{p}": parts[:, i] for i, p in enumerate(PARTS)})  # "comm", "dataloader" are causes too
     out["idle"] = parts[:, 2:len(PARTS) - 1].sum(axis=1)
     return out
 
@@ -191,8 +192,20 @@ def compare_sides(base: Side, cand: Side) -> dict[str, Any]:
     out["verdict"] = {"base": verdict_summary(run_verdict([t.verdict for t in base.traces])),
                       "cand": verdict_summary(run_verdict([t.verdict for t in cand.traces]))}
     out["verdict"]["changed"] = out["verdict"]["base"]["bound"] != out["verdict"]["cand"]["bound"]
-    out["ranks"] = _by_rank(base, cand) if len(base.ranks) > 1 or len(cand.ranks) > 1 else []
+    multi = len(base.ranks) > 1 or len(cand.ranks) > 1
+    out["ranks"] = _by_rank(base, cand) if multi else []
+    out["stragglers"] = {"base": _stragglers(base), "cand": _stragglers(cand)} if multi else None
     return out
+
+
+def _stragglers(s: Side) -> Optional[list[dict[str, Any]]]:
+    """The side's stragglers (`ranks.ranks_view`): rank, worker, caused wait, collectives waited for; None
+    when its traces carry no digests."""
+    digests = [t.digest for t in s.traces]
+    if len(s.ranks) < 2 or any(d is None for d in digests):
+        return None
+    view = ranks_view(digests)
+    return [{k: x[k] for k in ("rank", "worker", "caused_wait_us", "waited_for", "of")} for x in view["stragglers"]]
 
 
 def _compare_series(base: list[Series], cand: list[Series], base_traces: tuple, cand_traces: tuple) -> dict[str, Any]:

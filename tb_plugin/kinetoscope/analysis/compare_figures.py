@@ -57,6 +57,7 @@ class TraceFigures:
     kernels: dict[str, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, calls)
     ops: dict[str, tuple[float, int, float]] = field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
     tables: bool = False  # kernels and ops were filled from the op/kernel tables
+    digest: Any = field(default=None, repr=False)  # the trace's `ranks.RankDigest` (multi-rank sides: stragglers)
 
 
 def trace_figures(model: TraceModel, analysis: Analysis, worker: str = "", rank: Optional[int] = None) -> TraceFigures:
