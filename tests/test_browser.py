@@ -303,4 +303,7 @@ def test_the_compare_panel_from_a_link_and_a_baseline_picked_in_it(traces_tb):
     assert "dataloader-bound" in r["status"] and "\u2192 compute-bound" in r["status"], r["status"]
     assert r["firstChange"][:2] == ["1", "DataLoader wait (device idle)"], r["firstChange"]
     assert any(s.startswith("Kernels joined by name") for s in r["joined"]), r["joined"]
+    assert [lane["side"] for lane in r["strip"]] == ["base", "cand"]
+    assert all(lane["steps"] == ["#1", "#2", "#3", "#4", "#5", "#6"] and lane["parts"] >= 6 for lane in r["strip"]), r["strip"]
+    assert r["aligned"] == ["#3", "#3"]
     assert r["followed"] and r["spanBaseline"], r

@@ -202,3 +202,43 @@ export function rankRows(result) {
   }
   return { rows, unmatched };
 }
+
+/** Colours of the step parts in the step strip: idle causes as the gap shading, compute and exposed communication apart. */
+export const PART_COLORS = /** @type {Record<string, string>} */ ({ compute: '#81c784', exposed_comm: '#4db6ac', outside: '#e0e0e0' });
+/** Labels of the step parts. */
+export const PART_LABELS = /** @type {Record<string, string>} */ ({ compute: 'compute', exposed_comm: 'exposed communication',
+  outside: 'outside device activity' });
+
+/**
+ * Both sides' steps on one time axis from the start of step `alignAt` (0-based, matched by position):
+ * each step split into its parts, as rectangles in µs from that start.
+ * @param {any} series the route's `series`
+ * @param {number} alignAt first step shown
+ * @param {number} count steps shown per side
+ * @returns {{spanUs: number, rects: {side: 'base' | 'cand', step: number, part: string, t0Us: number, t1Us: number}[],
+ *   steps: {side: 'base' | 'cand', step: number, t0Us: number, t1Us: number}[]}}
+ */
+export function stripLayout(series, alignAt, count) {
+  /** @type {{side: 'base' | 'cand', step: number, part: string, t0Us: number, t1Us: number}[]} */
+  const rects = [];
+  /** @type {{side: 'base' | 'cand', step: number, t0Us: number, t1Us: number}[]} */
+  const steps = [];
+  let spanUs = 0;
+  const parts = series?.parts ?? [];
+  for (const side of /** @type {const} */ (['base', 'cand'])) {
+    const s = series?.[side];
+    if (!s) continue;
+    let t = 0;
+    for (let i = alignAt; i < Math.min(alignAt + count, s.step_us.length); i++) {
+      let x = t;
+      (s.parts_us[i] ?? []).forEach((/** @type {number} */ us, /** @type {number} */ j) => {
+        if (us > 0) rects.push({ side, step: i, part: parts[j], t0Us: x, t1Us: x + us });
+        x += Math.max(us, 0);
+      });
+      steps.push({ side, step: i, t0Us: t, t1Us: t + s.step_us[i] });
+      t += s.step_us[i];
+    }
+    spanUs = Math.max(spanUs, t);
+  }
+  return { spanUs, rects, steps };
+}

@@ -3,7 +3,7 @@ import test from 'node:test';
 
 import {
   baseOptions, changeRows, changesNote, compareParams, formatFigure, formatPct, headline, isBaseKey, joinedRows, rankRows,
-  shortName, summaryRows, verdictLine,
+  shortName, stripLayout, summaryRows, verdictLine,
 } from '../model/compare.js';
 
 const RUNS = [
@@ -97,4 +97,17 @@ test('names: C++ kernels without void and parameters, then cut', () => {
   assert.equal(shortName('Memcpy HtoD (Pageable -> Device)'), 'Memcpy HtoD (Pageable -> Device)');
   assert.equal(shortName('x'.repeat(150)).length, 100);
   assert.ok(shortName('x'.repeat(150)).endsWith('\u2026'));
+});
+
+test('the step strip: both sides from the chosen step on one axis, steps split into their parts', () => {
+  const series = { parts: ['compute', 'exposed_comm', 'dataloader'],
+    base: { step_us: [10, 20, 30], parts_us: [[5, 0, 5], [10, 5, 5], [30, 0, 0]] },
+    cand: { step_us: [8, 9], parts_us: [[8, 0, 0], [4, 4, 1]] } };
+  const strip = stripLayout(series, 1, 5);
+  assert.equal(strip.spanUs, 50);
+  assert.deepEqual(strip.steps, [{ side: 'base', step: 1, t0Us: 0, t1Us: 20 }, { side: 'base', step: 2, t0Us: 20, t1Us: 50 },
+    { side: 'cand', step: 1, t0Us: 0, t1Us: 9 }]);
+  assert.deepEqual(strip.rects.filter((r) => r.side === 'base').map((r) => [r.step, r.part, r.t0Us, r.t1Us]),
+    [[1, 'compute', 0, 10], [1, 'exposed_comm', 10, 15], [1, 'dataloader', 15, 20], [2, 'compute', 20, 50]]);
+  assert.deepEqual(stripLayout(null, 0, 3), { spanUs: 0, rects: [], steps: [] });
 });

@@ -12,6 +12,7 @@ import { waitLoaded } from '../loading.js';
 import {
   baseOptions, changeRows, changesNote, compareParams, headline, joinedRows, rankRows, stepsLine, summaryRows, verdictLine,
 } from '../model/compare.js';
+import { CompareStrip } from './compare_strip.js';
 import { el, errorText, message } from './dom.js';
 import { POLL_MS } from './run_verdict.js';
 
@@ -42,6 +43,7 @@ export class ComparePanel {
       el('option', { value: 'span' }, 'the span on screen'), el('option', { value: 'run' }, 'its whole run'));
     this.status = el('div', { class: 'ks-hint' });
     this.body = el('div', { class: 'ks-compare-body' });
+    this.strip = new CompareStrip();
     this.root = el('section', { class: 'ks-section ks-compare' }, el('h3', {}, 'Compare'),
       el('div', { class: 'ks-compare-pick' }, 'Baseline ', this.baseSelect, ' against ', this.candSelect), this.status, this.body);
     /** @type {string} the parameters last asked for */
@@ -117,6 +119,7 @@ export class ComparePanel {
         changes.map((r) => ['', `ks-compare-name${r.child ? ' ks-compare-child' : ''}`, SIGN_CLASS[r.sign] ?? '', '', '', '']),
         changes.map((r) => r.full)),
       el('div', { class: 'ks-hint' }, changesNote(result)),
+      this.strip.root,
       el('h4', {}, 'Summary'),
       table(['figure', 'baseline', 'candidate', 'change', '%', 'noise', ''],
         summaryRows(result).map((r) => [r.label, r.base, r.cand, r.change, r.pct, r.noise, r.status]),
@@ -137,6 +140,7 @@ export class ComparePanel {
           rows.map((r) => [r.name, r.base, r.cand, r.change, r.pct, r.calls, r.only]),
           rows.map((r) => ['ks-compare-name', '', '', SIGN_CLASS[r.sign] ?? '', '', '', '']), rows.map((r) => r.full))));
     }
+    this.strip.show(result.series);
     this.body.replaceChildren(...parts);
   }
 }

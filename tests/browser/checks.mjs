@@ -466,6 +466,11 @@ async function compare(browser, run, baseRun) {
   const firstChange = await frame.$$eval('.ks-compare .ks-compare-table tbody tr',
     (trs) => (trs.length ? [...trs[0].querySelectorAll('td')].map((td) => td.textContent) : null));
   const joined = await frame.$$eval('.ks-compare details summary', (ss) => ss.map((x) => x.textContent));
+  const strip = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => ({ side: l.dataset.side,
+    steps: [...l.querySelectorAll('.ks-compare-step')].map((s) => s.textContent), parts: l.querySelectorAll('.ks-compare-part').length })));
+  await frame.fill('.ks-compare-align', '3');
+  await frame.dispatchEvent('.ks-compare-align', 'change');
+  const aligned = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => l.querySelector('.ks-compare-step')?.textContent));
   await frame.evaluate(() => document.querySelector('.ks-compare').scrollIntoView());
   await page.screenshot({ path: shot('compare') });
   const spanKey = await frame.$eval('select[aria-label="baseline"]', (s, prefix) => [...s.options]
@@ -477,7 +482,7 @@ async function compare(browser, run, baseRun) {
   };
   const followed = await until(async () => baseInUrl() === spanKey, 10000, 100);
   const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun}/`), 60000, 200);
-  return { errors, httpErrors, headline, status, firstChange, joined, spanKey, followed, spanBaseline };
+  return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline };
 }
 
 const browser = await launch();

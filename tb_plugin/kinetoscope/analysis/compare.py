@@ -35,6 +35,7 @@ COVERAGE = 0.05  # the ranked rows explain the step-time change to within 5% of 
 MAX_RANKED = 10  # rows in the ranked list at most
 MAX_KERNEL_ROWS = 8  # kernels named under the compute row (by |change|); the others form one row
 MAX_TABLE_ROWS = 200  # rows of each joined table
+MAX_SERIES_STEPS = 400  # matched steps whose parts the answer lists (for the tab's step strip), about 90 kB
 MAX_RANK_ROWS = 256  # ranks compared one by one (about 1 kB each); the whole job's figures count them all
 # Figures without a spread: the caching allocator rounds blocks (512 B to 2 MiB) and launch percentiles move
 # with the host's scheduling, so identical runs differ by a fraction of a percent; 1% is beyond that.
@@ -223,8 +224,16 @@ def _compare_series(base: list[Series], cand: list[Series], base_traces: tuple, 
     steps_b, steps_c = sum(s.step_ns.size for s in base), sum(s.step_ns.size for s in cand)
     return {"steps": {"matched": n, "base": nb, "cand": nc, "unmatched_base": nb - n, "unmatched_cand": nc - n},
             "metrics": metrics, "changes": ranked_changes(b, c, bk, ck),
+            "series": {"parts": list(PARTS), "base": _series(b), "cand": _series(c)},
             "kernels": joined_table(bk, ck, steps_b, steps_c) if tables else None,
             "ops": joined_table(totals(base_traces, "ops"), totals(cand_traces, "ops"), steps_b, steps_c) if tables else None}
+
+
+def _series(steps: dict[str, np.ndarray]) -> dict[str, list]:
+    """The first MAX_SERIES_STEPS matched steps: duration and parts (µs, PARTS order), rounded to 0.1 µs."""
+    cut = slice(0, MAX_SERIES_STEPS)
+    return {"step_us": np.round(steps["step"][cut] / 1e3, 1).tolist(),
+            "parts_us": np.round(steps["parts"][cut] / 1e3, 1).tolist()}
 
 
 def _peak(traces: tuple) -> Optional[float]:
