@@ -23,7 +23,9 @@ OpTable rows (one per name; nested calls of the same name each count, as in torc
     name_id       model name id
     calls         events of that name overlapping the window
     cpu_total_ns  their (clipped) durations
-    cpu_self_ns   minus the (clipped) durations of their direct child ops (annotations are not ops)
+    cpu_self_ns   minus the (clipped) durations of their direct child ops (annotations are not ops) and of the
+                  runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made directly in them, as torch.profiler
+                  and torch-tb-profiler count host self time
     cpu_max_ns    longest single (clipped) call
     gpu_self_ns   GPU activity time (kernels, memcpys, memsets) whose launch call ran directly in the op
     gpu_total_ns  the same, launched by the op or by any op nested in it (per call, summed over calls)
@@ -51,7 +53,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..trace.kinds import Kind, LaneKind
+from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
 from .op_forest import Forest, build_forest
 from .selectors import OpIndex, first_of_launch
@@ -112,8 +114,9 @@ class TableIndex:
         act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
         ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
         kind_of = model.kind[act[first_at]]
-        ops = build_forest(model, op_rows(model), act)
-        modules = build_forest(model, module_rows(model), act)
+        calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
+        ops = build_forest(model, op_rows(model), act, calls)
+        modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
@@ -213,11 +216,16 @@ def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, larges
     return np.where(out == fill, 0, out)
 
 
-def _forest_table(index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
+def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
     n_names = forest.name_ids.size
     inside, dur = clip(forest.start_ns, forest.end_ns, window)
     has_parent = forest.parent >= 0
     children = _sum(forest.parent[has_parent], dur[has_parent], forest.size)
+    call_owned = forest.call_owner >= 0
+    if call_owned.any():  # runtime calls made inside an op are not its own CPU work (as torch.profiler counts)
+        calls = forest.call_rows[call_owned]
+        _, call_dur = clip(model.ts_ns[calls], model.end_ns[calls], window)
+        children += _sum(forest.call_owner[call_owned], call_dur, forest.size)
     self_ns = np.maximum(dur - children, 0)
     act_in, act_dur = clip(index.act_start_ns, index.act_end_ns, window)
     owned = forest.owner >= 0
@@ -246,12 +254,12 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
 
 def op_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
     """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring."""
-    return _forest_table(index, index.ops, index.op_groups, window)
+    return _forest_table(model, index, index.ops, index.op_groups, window)
 
 
 def module_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
     """The module table (one row per `nn.Module: ...` name); fields as in `op_table`."""
-    return _forest_table(index, index.modules, index.module_groups, window)
+    return _forest_table(model, index, index.modules, index.module_groups, window)
 
 
 def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) -> KernelTable:
