@@ -21,8 +21,10 @@ from werkzeug import wrappers
 
 from . import api
 from .analysis.gpu_idle import CAUSE_NAMES
+from .analysis.search import MAX_QUERY_CHARS
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError
 from .service import TraceService, log_once
+from .views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_KINDS, TABLE_SORTS
 from .views.tables import GAP_SORTS
 
 JSON = "application/json"
@@ -245,6 +247,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/lanes": self.lanes_route,
             "/event": self.event_route,
             "/export": self.export_route,
+            "/tables": self.tables_route,
+            "/search": self.search_route,
         }
 
     @_route
@@ -328,3 +332,24 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         packed = api.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
         disposition = [("Content-Disposition", f'attachment; filename="{filename}"')]
         return http_util.Respond(request, packed, "application/gzip", headers=disposition)
+
+    @_route
+    def tables_route(self, request):
+        args = request.args
+        start, end = window_args(args)
+        query = _raw(args, "filter", False)
+        if query is not None and len(query) > MAX_QUERY_CHARS:
+            raise BadRequest(f"filter must be at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+        return api.tables_impl(self.service(), span_arg(args), by=choice_arg(args, "by", TABLE_KINDS, "op"),
+                               start_us=start, end_us=end, sort=choice_arg(args, "sort", TABLE_SORTS, "") or None,
+                               query=query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+                               limit=int_arg(args, "limit", 100, 1, MAX_LIMIT))
+
+    @_route
+    def search_route(self, request):
+        args = request.args
+        query = _raw(args, "q", True)
+        if len(query) > MAX_QUERY_CHARS:
+            raise BadRequest(f"q must be at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+        return api.search_impl(self.service(), span_arg(args), query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+                               limit=int_arg(args, "limit", 100, 1, MAX_SEARCH_LIMIT))
