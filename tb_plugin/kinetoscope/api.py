@@ -88,9 +88,9 @@ def prepare(model: TraceModel) -> Prepared:
         index = build_lane_index(model)
     except TraceTooLong as exc:
         raise TraceError("<trace>", str(exc)) from None
-    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis), launch_tables=tables,
-                    digest=rank_digest(model, analysis, worker=""), tables=TableIndex.build(model),
-                    search=SearchIndex.build(model))
+    table_index = TableIndex.build(model)
+    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis, table_index), launch_tables=tables,
+                    digest=rank_digest(model, analysis, worker=""), tables=table_index, search=SearchIndex.build(model))
 
 
 def _span(file: TraceFile) -> Optional[str]:

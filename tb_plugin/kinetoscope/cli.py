@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import Optional
 
-from . import __version__
+from . import __version__, table_cli
 from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_ranks, render_run
@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     cache = report.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the files")
+    table_cli.add_parser(sub)
     return parser
 
 
@@ -111,6 +112,8 @@ def multi_rank_views(entries: list[dict]) -> dict[str, dict]:
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
+    if args.command == "table":
+        return table_cli.run(args)
     with _budgets(args):
         return _report(args)
 
