@@ -294,3 +294,19 @@ def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
     assert r["straggler"] and r["straggler"].startswith("Rank 1 (rank1) holds the others back"), r["straggler"]
     assert r["rows"] == ["0", "1", "2", "3"] and r["heatCells"] == 20
     assert r["opened"], r
+
+
+def test_area_selection_changes_the_tables_and_search_steps_through_occurrences(traces_tb):
+    """Shift+drag over 20-40% of the lanes: the kernel table shows that window only (fewer calls), the area
+    is in the link and reopening the link shows the same window; search says "n of m" and selects each hit."""
+    r = _check("area", traces_tb, "resnet50_num_workers_0")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["windowed"] and r["linkArea"] and r["tableWindow"] == r["restoredWindow"]
+    start, end = map(float, r["tableWindow"].split(","))
+    assert (start, end) == pytest.approx(tuple(map(float, r["linkArea"].split(","))), abs=1e-3)
+    before, after = dict(r["before"]), dict(r["after"])
+    assert sum(after.values()) < sum(before.values())
+    assert all(after[name] <= before.get(name, after[name]) for name in after)
+    first, second = r["search"]
+    assert first.startswith("1 of ") and second.startswith("2 of ") and first.split(" of ")[1] == second.split(" of ")[1]
+    assert r["selected"] == "aten::cudnn_convolution_backward_input"
