@@ -39,8 +39,11 @@ class Forest:
     parent: np.ndarray  # int64 position of the enclosing node, -1 for top-level ones
     subtree_end: np.ndarray  # int64 exclusive end position of each node's subtree
     owner: np.ndarray  # int64 per activity of the index (see `TableIndex.act_rows`): owning position or -1
-    call_rows: np.ndarray  # int64 runtime/driver calls on CPU lanes (cudaLaunchKernel, cudaMemcpy...), ascending
-    call_owner: np.ndarray  # int64 innermost node running when each call started, or -1 (calls are not self time)
+    call_rows: np.ndarray  # int64 runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made inside a node, ascending
+    call_owner: np.ndarray  # int64 the innermost node running when each call started (calls are not its self time)
+    call_start_ns: np.ndarray  # int64
+    call_end_ns: np.ndarray  # int64
+    child: np.ndarray  # int64 positions of the nodes that have a parent
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -75,8 +78,10 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     owner[linked] = _owners(model.lane[launch[linked]], model.ts_ns[launch[linked]], start, end, parent, lane_ids, ptr)
     call_rows = np.asarray(call_rows, np.int64)
     call_owner = _owners(model.lane[call_rows], model.ts_ns[call_rows], start, end, parent, lane_ids, ptr)
+    owned = call_owner >= 0
+    call_rows, call_owner = call_rows[owned], call_owner[owned]
     return Forest(rows, start, end, name_ix.astype(np.int32), name_ids.astype(np.int32), parent, subtree_end, owner,
-                  call_rows, call_owner)
+                  call_rows, call_owner, model.ts_ns[call_rows], model.end_ns[call_rows], np.flatnonzero(parent >= 0))
 
 
 def _parents(depth: np.ndarray) -> np.ndarray:
