@@ -66,8 +66,9 @@ bench: install browser-deps
 		$(T)/resnet50_nw0_x30.pt.trace.json --runs 3 --also-pure > .bench/decode.md
 	$(BIN)/python tests/browser/bench_frames.py --runs 3 | tail -1 > .bench/frames.txt
 	$(BIN)/python tests/bench/ranks_bench.py --out .bench/ranks.md > /dev/null
+	$(BIN)/python tests/bench/tables_bench.py --out .bench/tables.md > /dev/null
 	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md \
-		--decode .bench/decode.md --frames .bench/frames.txt --loadtest .bench/loadtest.md --ranks .bench/ranks.md > BENCHMARKS.md
+		--decode .bench/decode.md --frames .bench/frames.txt --loadtest .bench/loadtest.md --ranks .bench/ranks.md --tables .bench/tables.md > BENCHMARKS.md
 
 # 32 clients for 60 s against a real TensorBoard on 127.0.0.1 while a cold logdir (samples, ../shared/traces,
 # hostile files) loads; `make bench` copies the result (.bench/loadtest.md) into BENCHMARKS.md.

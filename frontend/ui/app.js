@@ -26,6 +26,7 @@ import { createShareButtons } from './share.js';
 import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
 import { Store } from './store.js';
+import { TablesPanel } from './tables_panel.js';
 import { readInitialState, startUrlSync } from './urlsync.js';
 
 /**
@@ -55,6 +56,7 @@ export async function start(body) {
     new MemoryPanel(store, api).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new LaunchPanel(store, api).root];
+  sections.splice(3, 0, new TablesPanel(store, api, (row) => selectRow(row, false), reveal).root);
   header.actions.append(...createShareButtons(store));
   body.classList.add('ks-body');
   body.replaceChildren(header.root, el('main', { class: 'ks-main' }, sections));
@@ -166,7 +168,7 @@ export async function start(body) {
       header.setRunVerdict(null);
     }
     loadedEntry = findSpan(latest, ref.id)?.span ?? null;
-    store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null,
+    store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null, area: null,
       runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null });
     syncHeader();
     header.setVerdict(null, null);
@@ -179,7 +181,9 @@ export async function start(body) {
       const bounds = { t0Us: 0, t1Us: Math.max(Number(summary.duration_us) || 0, 1e-3) };
       const win = link.t0Us !== undefined && link.t1Us !== undefined
         ? clampWindow({ t0Us: link.t0Us, t1Us: link.t1Us }, bounds) : bounds;
-      store.set({ summary, bounds, win });
+      const area = link.a0Us !== undefined && link.a1Us !== undefined && link.a0Us < bounds.t1Us
+        ? { t0Us: Math.max(bounds.t0Us, link.a0Us), t1Us: Math.min(bounds.t1Us, link.a1Us) } : null;
+      store.set({ summary, bounds, win, area });
       header.setVerdict(summary, null);
       pollRunVerdict();
       if (store.state.selRow !== null) selectRow(store.state.selRow, false);

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import Optional
 
-from . import __version__
+from . import __version__, table_cli
 from . import diff as diff_cli
 from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     diff_budgets = diff_cli.add_parser(sub).add_argument_group("budgets (default: the environment variables, see README)")
     for option, env, metavar, bounds in CLI_OPTIONS:
         diff_budgets.add_argument(option, type=float, metavar=metavar, help=f"{bounds} (${env})")
+    table_cli.add_parser(sub)
     return parser
 
 
@@ -115,6 +116,8 @@ def multi_rank_views(entries: list[dict]) -> dict[str, dict]:
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
+    if args.command == "table":
+        return table_cli.run(args)
     with _budgets(args):
         if args.command == "diff":
             return diff_cli.run(args, resolve)

@@ -56,7 +56,7 @@ def figures(service: TraceService, sid: str, wait_s: float) -> TraceFigures:
     loaded = service.get(sid, wait_s=wait_s)
     model, analysis = loaded.model, loaded.prepared.analysis
     made = with_tables(model, trace_figures(model, analysis, worker=loaded.file.worker, rank=rank_of(model)), analysis,
-                       getattr(loaded.prepared, "tables_index", None))
+                       loaded.prepared.tables)  # the index built at load
     made = replace(made, digest=replace(loaded.prepared.digest, worker=loaded.file.worker))
     return _remember(_figures, key, made, MAX_FIGURES)
 

@@ -39,6 +39,11 @@ class Forest:
     parent: np.ndarray  # int64 position of the enclosing node, -1 for top-level ones
     subtree_end: np.ndarray  # int64 exclusive end position of each node's subtree
     owner: np.ndarray  # int64 per activity of the index (see `TableIndex.act_rows`): owning position or -1
+    call_rows: np.ndarray  # int64 runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made inside a node, ascending
+    call_owner: np.ndarray  # int64 the innermost node running when each call started (calls are not its self time)
+    call_start_ns: np.ndarray  # int64
+    call_end_ns: np.ndarray  # int64
+    child: np.ndarray  # int64 positions of the nodes that have a parent
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -48,7 +53,7 @@ class Forest:
         return int(self.rows.size)
 
 
-def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray) -> Forest:
+def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call_rows: np.ndarray) -> Forest:
     """The forest of `rows` (CPU-lane rows, ascending) and the owner of each of `act_rows` (GPU activities).
 
     Args:
@@ -56,6 +61,7 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray) -> F
         rows: the nodes: model rows on CPU lanes, ascending.
         act_rows: GPU activity rows; each is owned by the innermost node running on its launch call's
             lane at the call's start (-1 when it has no launch call or no node runs then).
+        call_rows: runtime/driver calls on CPU lanes; each is owned the same way (by where it starts).
     """
     rows = np.asarray(rows, np.int64)
     start, end = model.ts_ns[rows], model.end_ns[rows]
@@ -66,8 +72,16 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray) -> F
     parent = _parents(depth)
     subtree_end = np.arange(rows.size, dtype=np.int64) + _subtree_sizes(depth, parent)
     name_ids, name_ix = np.unique(model.name_id[rows], return_inverse=True)
-    owner = _owners(model, act_rows, start, end, parent, lane_ids, ptr)
-    return Forest(rows, start, end, name_ix.astype(np.int32), name_ids.astype(np.int32), parent, subtree_end, owner)
+    launch = model.launch_idx[act_rows]
+    owner = np.full(act_rows.size, -1, np.int64)
+    linked = np.flatnonzero(launch >= 0)
+    owner[linked] = _owners(model.lane[launch[linked]], model.ts_ns[launch[linked]], start, end, parent, lane_ids, ptr)
+    call_rows = np.asarray(call_rows, np.int64)
+    call_owner = _owners(model.lane[call_rows], model.ts_ns[call_rows], start, end, parent, lane_ids, ptr)
+    owned = call_owner >= 0
+    call_rows, call_owner = call_rows[owned], call_owner[owned]
+    return Forest(rows, start, end, name_ix.astype(np.int32), name_ids.astype(np.int32), parent, subtree_end, owner,
+                  call_rows, call_owner, model.ts_ns[call_rows], model.end_ns[call_rows], np.flatnonzero(parent >= 0))
 
 
 def _parents(depth: np.ndarray) -> np.ndarray:
@@ -99,16 +113,13 @@ def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
     return size
 
 
-def _owners(model: TraceModel, act_rows: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
             lane_ids: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    """Innermost node running on each activity's launch lane when the launch call started, or -1."""
-    owner = np.full(act_rows.size, -1, np.int64)
-    launch = model.launch_idx[act_rows]
-    linked = np.flatnonzero(launch >= 0)
-    if linked.size == 0 or start.size == 0:
+    """Innermost node running on `lane[i]` at `t[i]` (start <= t < end), or -1."""
+    owner = np.full(t.size, -1, np.int64)
+    if t.size == 0 or start.size == 0:
         return owner
-    t = model.ts_ns[launch[linked]]
-    lane = model.lane[launch[linked]]
+    linked = np.arange(t.size)
     k = np.searchsorted(lane_ids, lane)
     on_lane = (k < lane_ids.size) & (lane_ids[np.minimum(k, lane_ids.size - 1)] == lane)
     linked, t, k = linked[on_lane], t[on_lane], k[on_lane]

@@ -23,7 +23,9 @@ OpTable rows (one per name; nested calls of the same name each count, as in torc
     name_id       model name id
     calls         events of that name overlapping the window
     cpu_total_ns  their (clipped) durations
-    cpu_self_ns   minus the (clipped) durations of their direct child ops (annotations are not ops)
+    cpu_self_ns   minus the (clipped) durations of their direct child ops (annotations are not ops) and of the
+                  runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made directly in them, as torch.profiler
+                  and torch-tb-profiler count host self time
     cpu_max_ns    longest single (clipped) call
     gpu_self_ns   GPU activity time (kernels, memcpys, memsets) whose launch call ran directly in the op
     gpu_total_ns  the same, launched by the op or by any op nested in it (per call, summed over calls)
@@ -51,7 +53,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..trace.kinds import Kind, LaneKind
+from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
 from .op_forest import Forest, build_forest
 from .selectors import OpIndex, first_of_launch
@@ -112,8 +114,9 @@ class TableIndex:
         act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
         ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
         kind_of = model.kind[act[first_at]]
-        ops = build_forest(model, op_rows(model), act)
-        modules = build_forest(model, module_rows(model), act)
+        calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
+        ops = build_forest(model, op_rows(model), act, calls)
+        modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
@@ -198,8 +201,8 @@ def clip(start_ns: np.ndarray, end_ns: np.ndarray, window: Window) -> tuple[np.n
 
 
 def _sum(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Per-group sums of int64 values (exact below 2^53 ns: 104 days)."""
-    return np.rint(np.bincount(groups, weights=values, minlength=n)).astype(np.int64)
+    """Per-group sums of int64 values (float64 sums of integers are exact below 2^53 ns: 104 days)."""
+    return np.bincount(groups, weights=values, minlength=n).astype(np.int64)
 
 
 def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, largest: bool) -> np.ndarray:
@@ -213,11 +216,13 @@ def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, larges
     return np.where(out == fill, 0, out)
 
 
-def _forest_table(index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
+def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
     n_names = forest.name_ids.size
     inside, dur = clip(forest.start_ns, forest.end_ns, window)
-    has_parent = forest.parent >= 0
-    children = _sum(forest.parent[has_parent], dur[has_parent], forest.size)
+    children = _sum(forest.parent[forest.child], dur[forest.child], forest.size)
+    if forest.call_rows.size:  # runtime calls made inside an op are not its own CPU work (as torch.profiler counts)
+        _, call_dur = clip(forest.call_start_ns, forest.call_end_ns, window)
+        children += _sum(forest.call_owner, call_dur, forest.size)
     self_ns = np.maximum(dur - children, 0)
     act_in, act_dur = clip(index.act_start_ns, index.act_end_ns, window)
     owned = forest.owner >= 0
@@ -226,7 +231,7 @@ def _forest_table(index: TableIndex, forest: Forest, groups: _Groups, window: Wi
     gpu_total = _subtree_totals(forest, gpu_self)
     launches_total = _subtree_totals(forest, np.rint(launches_self).astype(np.int64))
     linked_ns = int(act_dur[index.act_linked].sum())
-    top = int(gpu_total[~has_parent].sum())
+    top = int(gpu_total[forest.parent < 0].sum())
     name = forest.name_ix
     calls = np.bincount(name[inside], minlength=n_names).astype(np.int64)
     table = dict(calls=calls, cpu_total_ns=_sum(name, dur, n_names), cpu_self_ns=_sum(name, self_ns, n_names),
@@ -246,12 +251,12 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
 
 def op_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
     """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring."""
-    return _forest_table(index, index.ops, index.op_groups, window)
+    return _forest_table(model, index, index.ops, index.op_groups, window)
 
 
 def module_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
     """The module table (one row per `nn.Module: ...` name); fields as in `op_table`."""
-    return _forest_table(index, index.modules, index.module_groups, window)
+    return _forest_table(model, index, index.modules, index.module_groups, window)
 
 
 def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) -> KernelTable:
@@ -278,24 +283,29 @@ def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray,
         {kernel name id: [(op name id, GPU ns in the window, activities), ...]}, largest first; activities
         launched outside every op are listed under op name id -1.
     """
-    wanted = np.isin(index.act_name_ids, np.asarray(name_ids, np.int64))
-    sel = np.flatnonzero(wanted[index.act_name_ix])
+    name_ids = np.asarray(name_ids, np.int64).reshape(-1)
+    result: dict[int, list[tuple[int, int, int]]] = {int(k): [] for k in name_ids.tolist()}
+    local = np.full(index.act_name_ids.size, -1, np.int64)  # activity name index -> position among name_ids
+    pos = np.searchsorted(index.act_name_ids, name_ids)
+    found = (pos < index.act_name_ids.size) & (index.act_name_ids[np.minimum(pos, index.act_name_ids.size - 1)] == name_ids)
+    local[pos[found]] = np.flatnonzero(found)
+    sel = np.flatnonzero(local[index.act_name_ix] >= 0) if local.size else np.zeros(0, np.int64)
     inside, dur = clip(index.act_start_ns[sel], index.act_end_ns[sel], window)
     sel, dur = sel[inside], dur[inside]
-    owner = index.ops.owner[sel]
-    op_name = np.where(owner >= 0, index.ops.name_ids[index.ops.name_ix[np.maximum(owner, 0)]], -1).astype(np.int64)
-    kernel_name = index.act_name_ids[index.act_name_ix[sel]].astype(np.int64)
-    result: dict[int, list[tuple[int, int, int]]] = {int(k): [] for k in np.asarray(name_ids).tolist()}
     if sel.size == 0:
         return result
-    pairs, inverse = np.unique(np.stack([kernel_name, op_name]), axis=1, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    ns = _sum(inverse, dur, pairs.shape[1])
-    count = np.bincount(inverse, minlength=pairs.shape[1])
-    for j in np.lexsort((pairs[1], -ns)).tolist():
-        entries = result[int(pairs[0, j])]
+    owner = index.ops.owner[sel]
+    op_ix = np.where(owner >= 0, index.ops.name_ix[np.maximum(owner, 0)], -1).astype(np.int64) + 1  # 0: no op
+    width = index.ops.name_ids.size + 1
+    pairs, inverse = np.unique(local[index.act_name_ix[sel]] * width + op_ix, return_inverse=True)  # one int64 sort
+    ns = _sum(inverse.reshape(-1), dur, pairs.size)
+    count = np.bincount(inverse.reshape(-1), minlength=pairs.size)
+    kernel_local, op_of = pairs // width, pairs % width - 1
+    op_name = np.where(op_of >= 0, index.ops.name_ids[np.maximum(op_of, 0)], -1)
+    for j in np.lexsort((op_name, -ns)).tolist():
+        entries = result[int(name_ids[kernel_local[j]])]
         if len(entries) < top:
-            entries.append((int(pairs[1, j]), int(ns[j]), int(count[j])))
+            entries.append((int(op_name[j]), int(ns[j]), int(count[j])))
     return result
 
 
