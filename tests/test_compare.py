@@ -160,6 +160,7 @@ def test_a_slower_candidate_fails_the_gate_and_identical_runs_pass(synth, capsys
     code, out, err = diff(base, slow, "--fail-if", "step_time > +5%", capsys=capsys)
     assert code == 1
     assert "rule broken: 'step_time > +5%'" in err and "BROKEN" in out and "+20.0%" in out
+    assert "top changes per step: compute +" in err
     assert "What changed the most" in out  # the top changes come with the failure
     code, out, _ = diff(base, base, "--fail-if", "step_time > +5%", capsys=capsys)
     assert code == 0 and "Gate: passed" in out

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from conftest import SAMPLES
@@ -22,11 +21,17 @@ PREFIX = "/data/plugin/kinetoscope"
 
 
 @pytest.fixture(scope="module")
-def apps(tmp_path_factory):
+def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("logdir")
     write_run(root / "base", "compute", era="2024", seed=1, steps=8, spans=2, use_gzip=False, worker="w")
     for path in sorted((root / "base").glob("*.json")):
         scaled(path, root / "slow" / path.name, 1.2)
+    return root
+
+
+@pytest.fixture(scope="module")
+def apps(logdir):
+    root = logdir
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
     plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
     yield plugin.get_plugin_apps()
@@ -34,10 +39,9 @@ def apps(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def synth_files(apps, tmp_path_factory):
+def synth_files(logdir):
     """One span of the module's two runs: name -> path."""
-    root = Path(apps["/compare"].__self__.service().logdir)
-    return {run: sorted((root / run).glob("*.json"))[0] for run in ("base", "slow")}
+    return {run: sorted((logdir / run).glob("*.json"))[0] for run in ("base", "slow")}
 
 
 def get(apps, route: str, query: str = "", method: str = "GET"):

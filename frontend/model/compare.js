@@ -12,7 +12,8 @@ import { spanLabel } from './runs.js';
 
 /** Figures of the summary table, in order (names of the route's `metrics`). */
 export const SUMMARY_METRICS = ['step_time', 'step_time_p90', 'step_time_mean', 'compute', 'comm', 'exposed_comm', 'idle',
-  'dataloader_wait', 'launch_p50', 'launch_p99', 'memory_peak'];
+  'idle_dataloader', 'idle_host', 'idle_sync', 'idle_launch', 'idle_comm', 'idle_graph', 'idle_unlinked', 'outside', 'dataloader_wait',
+  'launch_p50', 'launch_p99', 'memory_peak'];
 /** Rows of each joined table shown. */
 export const TABLE_ROWS = 20;
 

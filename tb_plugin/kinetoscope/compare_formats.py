@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 from .formats import _table, human_bytes, human_us
 
-SUMMARY_METRICS = ("step_time", "step_time_p90", "step_time_mean", "compute", "comm", "exposed_comm", "idle",
+SUMMARY_METRICS = ("step_time", "step_time_p90", "step_time_mean", "compute", "comm", "exposed_comm", "idle", "idle_dataloader",
+                   "idle_host", "idle_sync", "idle_launch", "idle_comm", "idle_graph", "idle_unlinked", "outside",
                    "dataloader_wait", "launch_p50", "launch_p99", "memory_peak")
 TABLE_ROWS = 15  # kernel and op rows shown (the JSON has MAX_TABLE_ROWS)
 

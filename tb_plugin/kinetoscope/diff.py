@@ -22,7 +22,7 @@ from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, w
 from .analysis.gate import RuleError, check, parse_rule
 from .analysis.ranks import rank_digest
 from .analysis.report import analyze
-from .compare_formats import render
+from .compare_formats import figure, pct, render
 from .service import PROCESS_LOCAL
 from .trace.cache import default_cache_dir
 from .trace.discovery import TraceFile
@@ -127,8 +127,10 @@ def run(args: argparse.Namespace, resolve) -> int:
     gate = check(rules, result["metrics"], ignore_noise=args.ignore_noise) if rules else None
     _write(result, gate, args.format)
     broken = [g for g in gate or [] if g["broken"]]
+    top = result["changes"]["rows"][:3]
     for g in broken:
-        print(f"kinetoscope diff: rule broken: {g['rule']!r} ({_figures(g)})", file=sys.stderr)
+        print(f"kinetoscope diff: rule broken: {g['rule']!r} ({_figures(g)}); top changes per step: "
+              + ", ".join(f"{r['name']} {_change(r['delta_us'])}" for r in top), file=sys.stderr)
     return 1 if broken else 0
 
 
@@ -144,7 +146,10 @@ def _finite(value: Any) -> Any:
     raise TypeError(f"not JSON: {type(value).__name__}")
 
 
+def _change(us: float) -> str:
+    return figure(us, "us", True)
+
+
 def _figures(g: dict[str, Any]) -> str:
-    from .compare_formats import figure, pct
     return (f"{figure(g['base'], g['unit'])} -> {figure(g['cand'], g['unit'])}, {figure(g['delta'], g['unit'], True)} "
             f"{pct(g['delta_pct'])}")
