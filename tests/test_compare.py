@@ -324,3 +324,16 @@ def test_a_straggler_that_appears_is_named_with_the_wait_it_caused(tmp_path, cap
     code, out, _ = diff(str(tmp_path / "even"), str(tmp_path / "slow"), capsys=capsys)
     assert code == 0 and "Stragglers: none → rank 2 (made the others wait " in out
     assert "Rank by rank" in out
+
+
+def test_a_side_without_steps_is_compared_as_one_step_and_says_so(tmp_path, capsys):
+    from conftest import kernel, launch, op, trace_doc, write_trace
+    events = [op("aten::mm", 0, 50), launch(1, 5, 1), kernel("gemm", 10, 400, 1)]
+    write_trace(tmp_path / "a" / "w.1.pt.trace.json", trace_doc(events))
+    write_trace(tmp_path / "b" / "w.1.pt.trace.json", trace_doc([op("ProfilerStep#1", 0, 600)] + events))
+    result = compared(tmp_path / "a", tmp_path / "b")
+    assert result["steps"]["matched"] == 1
+    assert result["warnings"] == ["the baseline has no ProfilerStep in 1 of its 1 traces: each of those is compared as one "
+                                  "step (its device window, else the whole trace)"]
+    code, out, _ = diff(str(tmp_path / "a"), str(tmp_path / "b"), capsys=capsys)
+    assert code == 0 and "Note: the baseline has no ProfilerStep" in out

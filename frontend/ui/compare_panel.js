@@ -113,7 +113,7 @@ export class ComparePanel {
     this.status.replaceChildren(el('strong', {}, headline(result)), el('br'), verdictLine(result), el('br'), stepsLine(result),
       ` \u00b7 baseline: ${result.base?.label ?? ''}, candidate: ${result.cand?.label ?? ''}`);
     const changes = changeRows(result);
-    const parts = [el('h4', {}, 'What changed the most (per step, mean)'),
+    const parts = [...(result.warnings ?? []).map((/** @type {string} */ w) => message('warn', w)),el('h4', {}, 'What changed the most (per step, mean)'),
       table(['#', 'where', 'change', 'baseline', 'candidate', 'of the change'],
         changes.map((r) => [r.rank, r.child ? `\u21b3 ${r.name}` : r.name, r.change, r.base, r.cand, r.share]),
         changes.map((r) => ['', `ks-compare-name${r.child ? ' ks-compare-child' : ''}`, SIGN_CLASS[r.sign] ?? '', '', '', '']),

@@ -51,6 +51,7 @@ def render(result: dict[str, Any], gate: Optional[list[dict[str, Any]]] = None, 
     steps = result["steps"]
     lines.append(f"{steps['matched']} steps matched by position ({steps['base']} in the baseline, {steps['cand']} in the "
                  f"candidate; {b['traces']} and {c['traces']} traces)")
+    lines += [f"Note: {w}" for w in result.get("warnings") or []]
     lines += _verdicts(result["verdict"], markdown)
     if result.get("stragglers"):
         lines.append(_stragglers(result["stragglers"]))

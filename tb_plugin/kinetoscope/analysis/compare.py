@@ -193,6 +193,9 @@ def compare_sides(base: Side, cand: Side) -> dict[str, Any]:
     out["verdict"] = {"base": verdict_summary(run_verdict([t.verdict for t in base.traces])),
                       "cand": verdict_summary(run_verdict([t.verdict for t in cand.traces]))}
     out["verdict"]["changed"] = out["verdict"]["base"]["bound"] != out["verdict"]["cand"]["bound"]
+    out["warnings"] = [f"the {name} has no ProfilerStep in {sum(not t.from_steps for t in s.traces)} of its {len(s.traces)} "
+                       "traces: each of those is compared as one step (its device window, else the whole trace)"
+                       for name, s in (("baseline", base), ("candidate", cand)) if any(not t.from_steps for t in s.traces)]
     multi = len(base.ranks) > 1 or len(cand.ranks) > 1
     out["ranks"] = _by_rank(base, cand) if multi else []
     out["stragglers"] = {"base": _stragglers(base), "cand": _stragglers(cand)} if multi else None

@@ -58,6 +58,7 @@ class TraceFigures:
     ops: dict[str, tuple[float, int, float]] = field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
     tables: bool = False  # kernels and ops were filled from the op/kernel tables
     digest: Any = field(default=None, repr=False)  # the trace's `ranks.RankDigest` (multi-rank sides: stragglers)
+    from_steps: bool = True  # False: no ProfilerStep, the one unit is the device window (else the trace)
 
 
 def trace_figures(model: TraceModel, analysis: Analysis, worker: str = "", rank: Optional[int] = None) -> TraceFigures:
@@ -88,7 +89,7 @@ def trace_figures(model: TraceModel, analysis: Analysis, worker: str = "", rank:
     peak = max((s.peak_allocated_bytes for s in analysis.memory if s.device != "cpu"), default=None)
     return TraceFigures(worker=worker, rank=rank, step_ns=dur, parts_ns=table, dataloader_ns=dl,
                         comm_ns=np.asarray(comm_steps, np.int64), launch_grid_us=grid, launches=int(offsets.size),
-                        memory_peak_bytes=peak, verdict=analysis.verdict)
+                        memory_peak_bytes=peak, verdict=analysis.verdict, from_steps=bool(steps.count))
 
 
 def with_tables(model: TraceModel, figures: TraceFigures, analysis: Analysis,
