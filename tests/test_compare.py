@@ -337,3 +337,11 @@ def test_a_side_without_steps_is_compared_as_one_step_and_says_so(tmp_path, caps
                                   "step (its device window, else the whole trace)"]
     code, out, _ = diff(str(tmp_path / "a"), str(tmp_path / "b"), capsys=capsys)
     assert code == 0 and "Note: the baseline has no ProfilerStep" in out
+
+
+def test_kernels_and_ops_beyond_the_cap_add_up_in_one_row(monkeypatch):
+    from kinetoscope.analysis import compare_figures
+    monkeypatch.setattr(compare_figures, "MAX_NAMES", 2)
+    rows = {"a": (5.0, 1, 1.0), "b": (3.0, 2, 0.0), "c": (2.0, 3, 4.0), "d": (1.0, 4, 0.5)}
+    assert compare_figures._top(rows, "(other ops)") == {"a": (5.0, 1, 1.0), "b": (3.0, 2, 0.0), "(other ops)": (3.0, 7, 4.5)}
+    assert compare_figures._top({"a": (1.0, 1)}, "(other kernels)") == {"a": (1.0, 1)}

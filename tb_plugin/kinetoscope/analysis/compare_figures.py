@@ -37,6 +37,10 @@ PART_LABELS = {
     "launch": "idle: launch latency", "graph": "idle: inside CUDA graphs", "unlinked": "idle: next work unlinked",
     "outside": "outside device activity",
 }
+# Kernels and ops kept per trace, by time (a hostile trace may name a million): the rest add up in one row, so
+# shares stay exact and a comparison's figures stay a few hundred kB per trace at most.
+MAX_NAMES = 2000
+OTHER_KERNELS, OTHER_OPS = "(other kernels)", "(other ops)"
 QUANTILES = np.linspace(0.0, 100.0, 1001)  # launch offsets kept as this quantile grid (0.1 percentile apart)
 
 
@@ -114,7 +118,17 @@ def with_tables(model: TraceModel, figures: TraceFigures, analysis: Analysis,
     for name_id, cpu, calls, gpu in zip(o.name_id.tolist(), o.cpu_total_ns.tolist(), o.calls.tolist(), o.gpu_total_ns.tolist()):
         before = ops.get(names[name_id], (0.0, 0, 0.0))
         ops[names[name_id]] = (before[0] + cpu, before[1] + calls, before[2] + gpu)
-    return replace(figures, kernels=kernels, ops=ops, tables=True)
+    return replace(figures, kernels=_top(kernels, OTHER_KERNELS), ops=_top(ops, OTHER_OPS), tables=True)
+
+
+def _top(rows: dict[str, tuple], other: str) -> dict[str, tuple]:
+    """The MAX_NAMES rows with the most time, the others summed into one row named `other`."""
+    if len(rows) <= MAX_NAMES:
+        return rows
+    ranked = sorted(rows, key=lambda name: -rows[name][0])
+    kept = {name: rows[name] for name in ranked[:MAX_NAMES]}
+    kept[other] = tuple(sum(values) for values in zip(*(rows[name] for name in ranked[MAX_NAMES:])))
+    return kept
 
 
 @dataclass(frozen=True)
