@@ -17,7 +17,7 @@ from .diff import rank_of
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import TraceService
 
-MAX_FIGURES = 256  # traces whose figures are kept: two 64-rank runs twice (about 50 kB each on ResNet-50; at most
+MAX_FIGURES = 256  # traces whose figures are kept: two 64-rank runs twice (33 kB pickled for the 10x ResNet-50, 70 kB for HTA test; at most
 # 2,000 kernel and 2,000 op names of up to 1,000 characters, so a few MB for a hostile trace)
 MAX_RESULTS = 32  # comparisons kept
 MAX_LABEL = 200  # characters of a side's label
