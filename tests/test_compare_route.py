@@ -130,3 +130,20 @@ def test_diff_reads_fsspec_urls(synth_files, capsys):
     assert main(["diff", "memory://cmp/base", "memory://cmp/slow", "--no-cache", "--fail-if", "step_time > +5%"]) == 1
     assert "'step_time > +5%'" in capsys.readouterr().err
     assert main(["diff", "memory://cmp/base", "memory://cmp/nothing-here", "--no-cache"]) == 2
+
+
+def test_multi_rank_runs_through_the_route_name_the_straggler(tmp_path):
+    from synth.multirank import write_job
+    write_job(tmp_path / "logdir" / "even", ranks=4, steps=5, straggler=None)
+    write_job(tmp_path / "logdir" / "slow", ranks=4, steps=5, straggler=1, straggler_ms=20.0)
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(tmp_path / "logdir"), multiplexer=None))
+    plugin._service = TraceService(str(tmp_path / "logdir"), cache_dir=None, rescan_s=3600, decode_in_child=False,
+                                   prepare=api.prepare)
+    try:
+        result = answer(plugin.get_plugin_apps(), "?base_run=even&cand_run=slow")["result"]
+    finally:
+        plugin._service.close()
+    assert result["base"]["ranks"] == [0, 1, 2, 3] and [r["rank"] for r in result["ranks"]] == [0, 1, 2, 3]
+    assert result["stragglers"]["base"] == [] and [s["rank"] for s in result["stragglers"]["cand"]] == [1]
+    step = next(m for m in result["metrics"] if m["name"] == "step_time")
+    assert step["delta"] == pytest.approx(20_000.0, rel=0.05)
