@@ -212,7 +212,10 @@ def _stragglers(s: Side) -> Optional[list[dict[str, Any]]]:
     return [{k: x[k] for k in ("rank", "worker", "caused_wait_us", "waited_for", "of")} for x in view["stragglers"]]
 
 
-def _compare_series(base: list[Series], cand: list[Series], base_traces: tuple, cand_traces: tuple) -> dict[str, Any]:
+def _compare_series(base: list[Series], cand: list[Series], base_traces: tuple, cand_traces: tuple,
+                    detail: bool = True) -> dict[str, Any]:
+    """Steps, metrics and ranked changes of two sets of ranks; with `detail`, the kernels under compute, the
+    joined tables and the per-step series too."""
     nb, nc = min(s.step_ns.size for s in base), min(s.step_ns.size for s in cand)
     n = min(nb, nc)
     b, c = matched(base, n), matched(cand, n)
@@ -222,12 +225,12 @@ def _compare_series(base: list[Series], cand: list[Series], base_traces: tuple, 
                 metric("launch_p99", "launch offset p99", "us", pooled_percentile(base_traces, 99),
                        pooled_percentile(cand_traces, 99)),
                 metric("memory_peak", "memory peak (allocated)", "bytes", _peak(base_traces), _peak(cand_traces))]
-    tables = all(t.tables for t in base_traces + cand_traces)
+    tables = detail and all(t.tables for t in base_traces + cand_traces)
     bk, ck = (totals(base_traces, "kernels"), totals(cand_traces, "kernels")) if tables else (None, None)
     steps_b, steps_c = sum(s.step_ns.size for s in base), sum(s.step_ns.size for s in cand)
     return {"steps": {"matched": n, "base": nb, "cand": nc, "unmatched_base": nb - n, "unmatched_cand": nc - n},
             "metrics": metrics, "changes": ranked_changes(b, c, bk, ck),
-            "series": {"parts": list(PARTS), "base": _series(b), "cand": _series(c)},
+            "series": {"parts": list(PARTS), "base": _series(b), "cand": _series(c)} if detail else None,
             "kernels": joined_table(bk, ck, steps_b, steps_c) if tables else None,
             "ops": joined_table(totals(base_traces, "ops"), totals(cand_traces, "ops"), steps_b, steps_c) if tables else None}
 
@@ -258,7 +261,7 @@ def _by_rank(base: Side, cand: Side) -> list[dict[str, Any]]:
     rows = []
     for k in [k for k in bk if k in ck][:MAX_RANK_ROWS]:
         b, c = bk[k], ck[k]
-        one = _compare_series([b], [c], b.spans, c.spans)
+        one = _compare_series([b], [c], b.spans, c.spans, detail=False)
         rows.append({"rank": k, "base_worker": b.worker, "cand_worker": c.worker, "steps": one["steps"],
                      "metrics": [m for m in one["metrics"] if m["name"] in RANK_METRICS],
                      "top_change": one["changes"]["rows"][0] if one["changes"]["rows"] else None,
