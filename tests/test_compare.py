@@ -345,3 +345,14 @@ def test_kernels_and_ops_beyond_the_cap_add_up_in_one_row(monkeypatch):
     rows = {"a": (5.0, 1, 1.0), "b": (3.0, 2, 0.0), "c": (2.0, 3, 4.0), "d": (1.0, 4, 0.5)}
     assert compare_figures._top(rows, "(other ops)") == {"a": (5.0, 1, 1.0), "b": (3.0, 2, 0.0), "(other ops)": (3.0, 7, 4.5)}
     assert compare_figures._top({"a": (1.0, 1)}, "(other kernels)") == {"a": (1.0, 1)}
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("void cudnn::dgrad<float, 512>(int, float const*)", "cudnn::dgrad<float, 512>"),
+    ("void at::native::(anonymous namespace)::fill<float>(float*, int)", "at::native::(anonymous namespace)::fill<float>"),
+    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),
+    ("aten::add", "aten::add"), ("k" * 150, "k" * 99 + "…"),
+])
+def test_names_in_text_drop_the_parameter_list(name, shown):
+    from kinetoscope.compare_formats import _short
+    assert _short(name) == shown

@@ -30,9 +30,10 @@ export function shortName(name) {
   if (out.startsWith('void ')) {
     out = out.slice(5);
     let depth = 0;
-    for (let i = 1; i < out.length; i++) {
-      depth += out[i] === '<' ? 1 : out[i] === '>' ? -1 : 0;
-      if (out[i] === '(' && depth === 0) {
+    // the parameter list: the group of parentheses that ends the name ("(anonymous namespace)" stays)
+    for (let i = out.length - 1; i > 0 && out.endsWith(')'); i--) {
+      depth += out[i] === ')' ? 1 : out[i] === '(' ? -1 : 0;
+      if (depth === 0) {
         out = out.slice(0, i);
         break;
       }

@@ -95,6 +95,8 @@ test('joined tables and ranks', () => {
 test('names: C++ kernels without void and parameters, then cut', () => {
   assert.equal(shortName('void cudnn::detail::dgrad_engine<float, 512, 6>(int, int, float const*)'), 'cudnn::detail::dgrad_engine<float, 512, 6>');
   assert.equal(shortName('Memcpy HtoD (Pageable -> Device)'), 'Memcpy HtoD (Pageable -> Device)');
+  assert.equal(shortName('void at::native::(anonymous namespace)::fill<float>(float*, int)'), 'at::native::(anonymous namespace)::fill<float>');
+  assert.equal(shortName('void k<(f)(int)>()'), 'k<(f)(int)>');
   assert.equal(shortName('x'.repeat(150)).length, 100);
   assert.ok(shortName('x'.repeat(150)).endsWith('\u2026'));
 });

@@ -116,10 +116,10 @@ def _short(name: str) -> str:
     tell overloads apart, parameters rarely do), then the first NAME_CHARS characters."""
     if name.startswith("void "):
         name, depth = name[5:], 0
-        for i, ch in enumerate(name):
-            depth += (ch == "<") - (ch == ">")
-            if ch == "(" and depth == 0 and i > 0:
-                name = name[:i]
+        for i in range(len(name) - 1, 0, -1):  # the parameter list: the group of parentheses that ends the name
+            depth += (name[i] == ")") - (name[i] == "(")
+            if depth == 0:
+                name = name[:i] if name[i] == "(" and name.endswith(")") else name
                 break
     return name if len(name) <= NAME_CHARS else name[:NAME_CHARS - 1] + "…"
 

@@ -6,8 +6,8 @@ each side's traces as a whole.
 
 Noise: a figure's step-to-step spread is the robust standard deviation of its per-step values, 1.4826
 times their median absolute deviation (a normal distribution's sigma; one slow first step does not
-inflate it, as it would a plain standard deviation). A change no larger than the spread of either side
-is `within noise`, neither a regression nor a gain. Figures without per-step values (launch offsets,
+inflate it, as it would a plain standard deviation), and at least 1 µs (NOISE_FLOOR_US). A change no
+larger than the spread of either side is `within noise`, neither a regression nor a gain. Figures without per-step values (launch offsets,
 memory peak) have no spread; a change under RESOLUTION of the baseline is `unchanged` for them.
 
 What changed the most: the mean step time is the sum of its parts (`compare_figures.PARTS`: compute,
@@ -40,6 +40,10 @@ MAX_RANK_ROWS = 256  # ranks compared one by one (about 1 kB each); the whole jo
 # Figures without a spread: the caching allocator rounds blocks (512 B to 2 MiB) and launch percentiles move
 # with the host's scheduling, so identical runs differ by a fraction of a percent; 1% is beyond that.
 RESOLUTION = 0.01
+# Per-step figures: Kineto writes whole microseconds in most eras, so a figure's change under 1 µs per step is
+# below what the traces resolve; it is the least noise there is, even when most steps have the same value
+# (their median absolute deviation is then 0).
+NOISE_FLOOR_US = 1.0
 
 
 def spread(values: np.ndarray) -> Optional[float]:
@@ -71,8 +75,9 @@ def metric(name: str, label: str, unit: str, base: Optional[float], cand: Option
 
 
 def _noise(a: np.ndarray, b: np.ndarray) -> Optional[float]:
+    """The larger spread of two sides' per-step values (µs), at least NOISE_FLOOR_US; None under two steps."""
     spreads = [s for s in (spread(a), spread(b)) if s is not None]
-    return max(spreads) if spreads else None
+    return max(*spreads, NOISE_FLOOR_US) if spreads else None
 
 
 def step_metrics(base: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> list[dict[str, Any]]:
