@@ -104,6 +104,13 @@ def test_empty_window_and_empty_trace(hand, tmp_path):
     assert T.kernel_table(empty, eindex).name_id.size == 0
     assert T.records(empty, T.op_table(empty, eindex))[0]["calls"] == 1
     assert T.module_table(empty, eindex).name_id.size == 0
+    bare = load_trace(str(write_trace(tmp_path / "k.pt.trace.json", trace_doc([kernel("k", 0, 1, 5), kernel("k", 2, 1, 6)]))),
+                      cache_dir=None)  # kernels whose launches were not recorded, and no op at all
+    bindex = T.TableIndex.build(bare)
+    ktable = T.kernel_table(bare, bindex)
+    assert ktable.calls.tolist() == [2]
+    assert T.kernel_launchers(bare, bindex, ktable.name_id) == {int(ktable.name_id[0]): [(-1, 2000, 2)]}  # (no op)
+    assert T.op_table(bare, bindex).linked_gpu_ns == 0
 
 
 def test_modules(tmp_path):

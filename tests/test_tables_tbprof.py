@@ -50,5 +50,18 @@ def test_every_kernel_matches_torch_tb_profiler(model_index):
         assert (row["calls"], _us(row["total_ns"]), _us(row["max_ns"]), _us(row["min_ns"])) == (
             theirs["calls"], theirs["total_us"], theirs["max_us"], theirs["min_us"])
         assert row["tensor_core"] == (theirs["tensor_cores"] == "Yes")
+        # both weight each call by its duration; theirs are rounded to 2 decimals
+        assert row["blocks_per_sm"] == pytest.approx(theirs["mean_blocks_per_sm"], abs=0.006)
+        assert row["occupancy"] == pytest.approx(theirs["mean_occupancy_pct"], abs=0.006)
     top = [model.names[i] for i in table.name_id[:10].tolist()]
     assert top == [k["name"] for k in REFERENCE["kernels"][:10]]
+
+
+@requires_shared
+def test_memcpy_rows_carry_bytes_and_bandwidth(model_index):
+    model, index = model_index
+    rows = {r["name"]: r for r in T.records(model, T.kernel_table(model, index))}
+    copy = rows["Memcpy HtoD (Pageable -> Device)"]
+    assert copy["kind"] == "memcpy" and copy["bytes"] == 115607040.0  # 6 batches: 32x3x224x224 float32 images + 32 int64 labels
+    assert copy["bandwidth_gbps"] == pytest.approx(copy["bytes"] / copy["total_ns"])
+    assert copy["grid"] is None and rows[REFERENCE["kernels"][0]["name"]]["bytes"] is None

@@ -9,7 +9,7 @@
  * @property {string} key field of a `tables` row
  * @property {string} sort the route's sort key ('' when the column does not sort)
  * @property {string} head
- * @property {'text' | 'count' | 'dur' | 'share' | 'flag' | 'launchers'} kind
+ * @property {'text' | 'count' | 'dur' | 'share' | 'flag' | 'launchers' | 'bytes' | 'number'} kind
  * @property {string} [title]
  */
 
@@ -37,6 +37,14 @@ const OP_COLUMNS = {
     { key: 'max_us', sort: 'max', head: 'Max', kind: 'dur' },
     { key: 'share', sort: 'share', head: 'Share', kind: 'share', title: 'of all device time in the window' },
     { key: 'tensor_core', sort: '', head: 'Tensor Cores', kind: 'flag', title: 'by kernel-name signature' },
+    { key: 'grid', sort: '', head: 'Grid', kind: 'number', title: 'blocks (x*y*z), mean over the calls weighted by their time' },
+    { key: 'block', sort: '', head: 'Block', kind: 'number', title: 'threads per block (x*y*z), time-weighted mean' },
+    { key: 'registers', sort: '', head: 'Regs', kind: 'number', title: 'registers per thread, time-weighted mean' },
+    { key: 'shared_mem', sort: '', head: 'Shared mem', kind: 'bytes', title: 'shared memory per block, time-weighted mean' },
+    { key: 'blocks_per_sm', sort: '', head: 'Blocks/SM', kind: 'number', title: 'below 1, some SMs sit idle (time-weighted mean)' },
+    { key: 'occupancy', sort: '', head: 'Occupancy %', kind: 'number', title: 'estimated achieved occupancy, time-weighted mean' },
+    { key: 'bytes', sort: '', head: 'Bytes', kind: 'bytes', title: 'memcpy/memset: bytes moved in the window' },
+    { key: 'bandwidth_gbps', sort: '', head: 'GB/s', kind: 'number', title: 'memcpy/memset bandwidth' },
     { key: 'launched_by', sort: '', head: 'Launched by', kind: 'launchers' },
   ],
 };

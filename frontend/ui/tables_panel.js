@@ -7,7 +7,7 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
-import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { windowAround } from '../model/scale.js';
 import { defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 import { el, errorText, message } from './dom.js';
@@ -188,6 +188,8 @@ function cell(column, value) {
     case 'count': return Number(value).toLocaleString();
     case 'share': return [el('span', { class: 'ks-bar' }, el('span', { style: { width: `${Math.min(100, 100 * (Number(value) || 0))}%` } })), formatShare(value)];
     case 'flag': return value ? 'yes' : '';
+    case 'bytes': return value === null || value === undefined ? '' : formatBytes(Number(value));
+    case 'number': return value === null || value === undefined ? '' : Number(value).toLocaleString(undefined, { maximumFractionDigits: 2 });
     case 'launchers': return (value ?? []).map((/** @type {any} */ v) => `${v.name} (${formatDuration(v.gpu_us)})`).join(', ');
     default: return String(value ?? '');
   }

@@ -22,7 +22,8 @@ from .trace.loader import TraceError, load_trace
 _TEXT_COLUMNS = {
     "op": ("name", "calls", "cpu_total_us", "cpu_self_us", "cpu_mean_us", "cpu_max_us", "gpu_self_us", "gpu_total_us",
            "gpu_mean_us", "launches"),
-    "kernel": ("name", "kind", "calls", "total_us", "mean_us", "min_us", "max_us", "share", "tensor_core", "launched_by"),
+    "kernel": ("name", "kind", "calls", "total_us", "mean_us", "min_us", "max_us", "share", "tensor_core", "grid", "block",
+               "registers", "shared_mem", "blocks_per_sm", "occupancy", "bytes", "bandwidth_gbps", "launched_by"),
 }
 _TEXT_COLUMNS["module"] = _TEXT_COLUMNS["op"]
 
@@ -92,6 +93,10 @@ def _cell(key: str, value: Any) -> str:
         return human_us(value)
     if key == "share":
         return f"{100 * value:.2f}%"
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
     return str(value)
 
 

@@ -34,7 +34,8 @@ def main(trace: str, out: str) -> int:
               "operators_count": len(ops),
               "kernels": [{"name": k["Name"], "calls": k["Calls"], "total_us": k["Total Duration (us)"],
                            "max_us": k["Max Duration (us)"], "min_us": k["Min Duration (us)"],
-                           "tensor_cores": k["Tensor Cores Used"]} for k in kernels]}
+                           "tensor_cores": k["Tensor Cores Used"], "mean_blocks_per_sm": k.get("Mean Blocks Per SM"),
+                           "mean_occupancy_pct": k.get("Mean Est. Achieved Occupancy (%)")} for k in kernels]}
     Path(out).write_text(json.dumps(result, indent=1) + "\n")
     return 0
 

@@ -38,7 +38,12 @@ OpTable rows (one per name; nested calls of the same name each count, as in torc
 KernelTable rows:
     name_id, kind (Kind: KERNEL, MEMCPY or MEMSET), calls, total_ns, min_ns, max_ns,
     share (total / all GPU activity time in the window, over every device), tensor_core (name signature,
-    see `uses_tensor_cores`), mean_ns (property)
+    see `uses_tensor_cores`), mean_ns (property);
+    bytes, bandwidth_gbps (memcpy/memset: bytes moved in the window, each copy's bytes times its share inside
+    it, and bytes per ns of copy time = GB/s; NaN when the trace records no bytes);
+    grid, block, registers, shared_mem, blocks_per_sm, occupancy (kernels: the launch shape as Kineto records it
+    (grid and block as x*y*z), means over the calls weighted by their time in the window, as torch-tb-profiler
+    weights "mean blocks per SM" and "mean est. achieved occupancy"; NaN when not recorded)
   and for the table: device_ns (all GPU activity time in the window).
 
 An op is a `cpu_op` (aten::, c10d::, autograd nodes; 2021 `Operator` events that are not annotations), never
@@ -100,6 +105,7 @@ class TableIndex:
     act_linked: np.ndarray  # bool: its launch call is known (it may still run outside every op)
     act_groups: _Groups
     tensor_core: np.ndarray  # bool per activity name
+    act_args: np.ndarray  # float64 (activities, len(ARG_FIELDS)): the model's gpu_arg_* columns per activity, NaN absent
     ops: Forest
     op_groups: _Groups
     modules: Forest
@@ -120,8 +126,23 @@ class TableIndex:
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
-                          ops, _Groups.of(ops.name_ix, ops.name_ids.size),
+                          _activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
                           modules, _Groups.of(modules.name_ix, modules.name_ids.size))
+
+
+ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
+
+
+def _activity_args(model: TraceModel, act: np.ndarray) -> np.ndarray:
+    """The `gpu_arg_*` columns aligned with the activity rows (both ascending)."""
+    out = np.full((act.size, len(ARG_FIELDS)), np.nan)
+    rows = model.gpu_arg_row
+    pos = np.searchsorted(act, rows)
+    hit = (pos < act.size) & (act[np.minimum(pos, max(act.size - 1, 0))] == rows) if act.size else np.zeros(rows.size, bool)
+    for k, name in enumerate(ARG_FIELDS):
+        out[pos[hit], k] = getattr(model, f"gpu_arg_{name}")[hit]
+    out[out < 0] = np.nan  # the model's -1: not recorded
+    return out
 
 
 def op_rows(model: TraceModel) -> np.ndarray:
@@ -179,6 +200,14 @@ class KernelTable:
     max_ns: np.ndarray
     share: np.ndarray
     tensor_core: np.ndarray
+    bytes: np.ndarray  # float64 memcpy/memset bytes moved in the window (NaN: not recorded)
+    bandwidth_gbps: np.ndarray  # float64 bytes / time (GB/s)
+    grid: np.ndarray  # float64 duration-weighted mean over the calls: grid size (blocks), NaN when not recorded
+    block: np.ndarray  # ... block size (threads)
+    registers: np.ndarray  # ... registers per thread
+    shared_mem: np.ndarray  # ... shared memory per block (bytes)
+    blocks_per_sm: np.ndarray  # ... blocks per SM
+    occupancy: np.ndarray  # ... estimated achieved occupancy (%)
     device_ns: int
     window: Window
 
@@ -269,10 +298,36 @@ def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) ->
     share = total / device_ns if device_ns else np.zeros(n)
     keep = np.flatnonzero(calls > 0)
     keep = keep[np.lexsort((index.act_name_ids[keep], -total[keep]))]
+    args = _arg_means(index, inside, dur, n)
     return KernelTable(name_id=index.act_name_ids[keep], kind=index.act_name_kind[keep], calls=calls[keep],
                        total_ns=total[keep], min_ns=_group_extreme(index.act_groups, dur, inside, False)[keep],
                        max_ns=_group_extreme(index.act_groups, dur, inside, True)[keep], share=share[keep],
-                       tensor_core=index.tensor_core[keep], device_ns=device_ns, window=window)
+                       tensor_core=index.tensor_core[keep], **{k: v[keep] for k, v in args.items()},
+                       device_ns=device_ns, window=window)
+
+
+def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Per name: bytes moved (each copy's bytes times the share of it inside the window) and their bandwidth;
+    the launch fields as means weighted by each call's time in the window (NaN where no call records them)."""
+    full = index.act_end_ns - index.act_start_ns
+    frac = np.divide(dur, full, out=np.where(inside, 1.0, 0.0), where=full > 0)
+    out: dict[str, np.ndarray] = {}
+    values = index.act_args[:, 0]
+    has = inside & ~np.isnan(values)
+    moved = np.bincount(index.act_name_ix[has], weights=values[has] * frac[has], minlength=n)
+    moved_ns = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
+    out["bytes"] = np.where(np.bincount(index.act_name_ix[has], minlength=n) > 0, moved, np.nan)
+    out["bandwidth_gbps"] = np.divide(moved, moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
+    for k, name in enumerate(ARG_FIELDS[1:], start=1):
+        values = index.act_args[:, k]
+        has = inside & ~np.isnan(values)
+        weight = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
+        total = np.bincount(index.act_name_ix[has], weights=values[has] * dur[has], minlength=n)
+        plain = np.bincount(index.act_name_ix[has], weights=values[has], minlength=n)
+        count = np.bincount(index.act_name_ix[has], minlength=n)
+        mean = np.divide(total, weight, out=np.divide(plain, count, out=np.full(n, np.nan), where=count > 0), where=weight > 0)
+        out[name] = mean
+    return out
 
 
 def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray, window: Window = None,
@@ -295,13 +350,16 @@ def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray,
     if sel.size == 0:
         return result
     owner = index.ops.owner[sel]
-    op_ix = np.where(owner >= 0, index.ops.name_ix[np.maximum(owner, 0)], -1).astype(np.int64) + 1  # 0: no op
+    op_ix = np.zeros(sel.size, np.int64)  # 0: no op
+    if index.ops.size:
+        op_ix = np.where(owner >= 0, index.ops.name_ix[np.maximum(owner, 0)], -1).astype(np.int64) + 1
     width = index.ops.name_ids.size + 1
     pairs, inverse = np.unique(local[index.act_name_ix[sel]] * width + op_ix, return_inverse=True)  # one int64 sort
     ns = _sum(inverse.reshape(-1), dur, pairs.size)
     count = np.bincount(inverse.reshape(-1), minlength=pairs.size)
     kernel_local, op_of = pairs // width, pairs % width - 1
-    op_name = np.where(op_of >= 0, index.ops.name_ids[np.maximum(op_of, 0)], -1)
+    op_name = np.full(op_of.size, -1, np.int64)
+    op_name[op_of >= 0] = index.ops.name_ids[op_of[op_of >= 0]]
     for j in np.lexsort((op_name, -ns)).tolist():
         entries = result[int(name_ids[kernel_local[j]])]
         if len(entries) < top:
@@ -316,5 +374,8 @@ def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
     columns = {key: getattr(table, key).tolist() for key in per_row + extra}
     if "kind" in columns:
         columns["kind"] = [Kind(k).name.lower() for k in columns["kind"]]
+    for key in ("bytes", "bandwidth_gbps", *ARG_FIELDS):  # NaN (not recorded) as None: JSON has no NaN
+        if key in columns:
+            columns[key] = [None if v != v else v for v in columns[key]]
     names = [model.shown_names[i] for i in columns["name_id"]]
     return [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]

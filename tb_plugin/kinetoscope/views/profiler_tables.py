@@ -101,7 +101,9 @@ def _kernel_rows(model: TraceModel, index: T.TableIndex, tab: T.KernelTable, pag
     launchers = T.kernel_launchers(model, index, tab.name_id[page], window, top=LAUNCHERS)
     columns = {"calls": tab.calls[page].tolist(), "total_us": _us(tab.total_ns[page]), "mean_us": _us(tab.mean_ns[page]),
                "min_us": _us(tab.min_ns[page]), "max_us": _us(tab.max_ns[page]),
-               "share": np.round(tab.share[page], 6).tolist(), "tensor_core": tab.tensor_core[page].tolist()}
+               "share": np.round(tab.share[page], 6).tolist(), "tensor_core": tab.tensor_core[page].tolist(),
+               **{key: [None if v != v else round(v, 3) for v in getattr(tab, key)[page].tolist()]
+                  for key in ("bytes", "bandwidth_gbps", *T.ARG_FIELDS[1:])}}
     rows = []
     for i, (name, name_id, kind) in enumerate(zip(names, tab.name_id[page].tolist(), tab.kind[page].tolist())):
         by_op = [{"name": model.shown_names[o] if o >= 0 else NO_OP, "gpu_us": ns / 1e3, "calls": n}
