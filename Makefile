@@ -71,8 +71,10 @@ bench: install browser-deps
 	$(BIN)/python tests/bench/remote_bench.py $(T)/resnet50_nw0_x10.pt.trace.json.gz $(T)/resnet50_nw0_x10.pt.trace.json \
 		--runs 3 > .bench/remote.md
 	cd tests/bench && PYTHONPATH=../../tb_plugin ../../$(BIN)/python index_bench.py --repeat 3 --markdown ../../.bench/index.md > /dev/null
+	$(BIN)/python tests/bench/tables_bench.py --out .bench/tables.md > /dev/null
 	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md \
 		--decode .bench/decode.md --frames .bench/frames.txt --loadtest .bench/loadtest.md --ranks .bench/ranks.md --first-lanes .bench/first_lanes.md \
+		--tables .bench/tables.md \
 		--section "Remote logdirs: time to first lanes from S3 (moto on 127.0.0.1) and from local disk=.bench/remote.md" \
 		--section "Shareable index and Dask scale-out (kinetoscope index)=.bench/index.md" > BENCHMARKS.md
 

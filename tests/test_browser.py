@@ -372,3 +372,32 @@ def test_the_tab_says_why_a_remote_logdir_cannot_be_listed(tmp_path):
     assert r["errors"] == [] and r["httpErrors"] == []
     assert r["shown"].startswith("Cannot list the logdir: s3://profiles/logs: cannot list: cannot reach the storage endpoint")
     assert SECRET_KEY not in r["shown"]
+
+
+def test_the_compare_panel_from_a_link_and_a_baseline_picked_in_it(traces_tb):
+    r = _check("compare", traces_tb, "resnet50_num_workers_4", "resnet50_num_workers_0")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["headline"].startswith("Step time (median)") and "gain" in r["headline"], r["headline"]
+    assert "dataloader-bound" in r["status"] and "\u2192 compute-bound" in r["status"], r["status"]
+    assert r["firstChange"][:2] == ["1", "DataLoader wait (device idle)"], r["firstChange"]
+    assert any(s.startswith("Kernels joined by name") for s in r["joined"]), r["joined"]
+    assert [lane["side"] for lane in r["strip"]] == ["base", "cand"]
+    assert all(lane["steps"] == ["#1", "#2", "#3", "#4", "#5", "#6"] and lane["parts"] >= 6 for lane in r["strip"]), r["strip"]
+    assert r["aligned"] == ["#3", "#3"]
+    assert r["followed"] and r["spanBaseline"], r
+
+
+def test_area_selection_changes_the_tables_and_search_steps_through_occurrences(traces_tb):
+    """Shift+drag over 20-40% of the lanes: the kernel table shows that window only (fewer calls), the area
+    is in the link and reopening the link shows the same window; search says "n of m" and selects each hit."""
+    r = _check("area", traces_tb, "resnet50_num_workers_0")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["windowed"] and r["linkArea"] and r["tableWindow"] == r["restoredWindow"]
+    start, end = map(float, r["tableWindow"].split(","))
+    assert (start, end) == pytest.approx(tuple(map(float, r["linkArea"].split(","))), abs=1e-3)
+    before, after = dict(r["before"]), dict(r["after"])
+    assert sum(after.values()) < sum(before.values())
+    assert all(after[name] <= before.get(name, after[name]) for name in after)
+    first, second = r["search"]
+    assert first.startswith("1 of ") and second.startswith("2 of ") and first.split(" of ")[1] == second.split(" of ")[1]
+    assert r["selected"] == "aten::cudnn_convolution_backward_input"

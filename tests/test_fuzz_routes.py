@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from werkzeug.test import Client
 
 PREFIX = "/data/plugin/kinetoscope"
-ROUTES = ("runs", "status", "summary", "verdict", "ranks", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
+ROUTES = ("runs", "status", "summary", "verdict", "ranks", "gaps", "launches", "memory", "stalls", "lanes", "event", "export",
+          "compare")
 PARAMS = ("span", "run", "device", "cause", "min_us", "start_us", "end_us", "sort", "offset", "limit", "bins", "top",
-          "max_points", "width_px", "row", "args", "load")
+          "max_points", "width_px", "row", "args", "load",
+          "base", "cand", "base_run", "cand_run")
 ALLOWED = {200, 400, 404, 405, 409, 422}
 MAX_BODY = 2_000_000
 

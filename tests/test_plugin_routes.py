@@ -21,6 +21,7 @@ from werkzeug.test import Client
 PREFIX = "/data/plugin/kinetoscope"
 XSS = "<img src=x onerror=alert(1)>"
 DATA_ROUTES = ("summary", "markdown", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
+DATA_ROUTES += ("tables", "search")  # the profiler tables and the name search (issue 16)
 
 
 def gpu_doc() -> dict:
@@ -94,7 +95,8 @@ def test_plugin_metadata_and_literal_route_table(logdir):
         assert instance.service().wait_scanned(5)  # get_plugin_apps starts the background scan
     finally:
         instance.service().close()
-    assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES)}
+    assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES),
+                      "/compare"}
 
 
 @pytest.mark.parametrize("make_logdir, active", [
@@ -149,6 +151,8 @@ SHAPES = {
                                 "flows", "merged", "rects"}),
     "event": ("&row=0", {"row", "name", "kind", "lane", "start_us", "dur_us", "launch", "activities"}),
     "export": ("", {"traceEvents", "baseTimeNanoseconds", "displayTimeUnit", "otherData"}),
+    "tables": ("&by=kernel&start_us=0&end_us=500", {"by", "sort", "filter", "total", "offset", "limit", "window", "rows"}),
+    "search": ("&q=aten", {"query", "total", "offset", "limit", "names", "hits"}),
 }
 
 
@@ -245,6 +249,9 @@ BAD = [
     ("lanes", "?span={gpu}&end_us=-1e16"), ("memory", "?span={gpu}&end_us=1e20"),
     ("event", "?span={gpu}"), ("event", "?span={gpu}&row=x"), ("event", "?span={gpu}&row=-1"), ("event", "?span={gpu}&row=0&args=yes"),
     ("export", "?span={gpu}&start_us=2&end_us=1"), ("export", "?span={gpu}&end_us=-inf"),
+    ("tables", "?span={gpu}&by=stack"), ("tables", "?span={gpu}&sort=size"), ("tables", "?span={gpu}&by=kernel&sort=cpu_self"),
+    ("tables", "?span={gpu}&limit=501"), ("tables", "?span={gpu}&start_us=5&end_us=1"), ("tables", "?span={gpu}&filter=" + "x" * 201),
+    ("search", "?span={gpu}"), ("search", "?span={gpu}&q=" + "x" * 201), ("search", "?span={gpu}&q=a&limit=0"),
 ]
 
 

@@ -18,6 +18,10 @@ export const HASH_KEY = 'ks';
  * @property {number} [t0Us] window start
  * @property {number} [t1Us] window end
  * @property {number} [sel] selected event row
+ * @property {string} [base] the Compare panel's baseline: `run:NAME` or `span:ID`
+ * @property {boolean} [candRun] the candidate is the whole run on screen, not its span
+ * @property {number} [a0Us] area selection start (the Tables panel shows only [a0Us, a1Us])
+ * @property {number} [a1Us] area selection end
  */
 
 /** Keeps 3 decimals (nanoseconds): enough to restore a window exactly, short enough for a link. */
@@ -37,6 +41,14 @@ export function encodeState(state) {
     q.set('t', `${round3(t0Us)},${round3(t1Us)}`);
   }
   if (state.sel !== undefined && Number.isInteger(state.sel) && state.sel >= 0) q.set('sel', String(state.sel));
+  if (state.base && /^(run|span):./.test(state.base)) {
+    q.set('base', state.base);
+    if (state.candRun) q.set('cand', 'run');
+  }
+  const { a0Us, a1Us } = state;
+  if (a0Us !== undefined && a1Us !== undefined && Number.isFinite(a0Us) && Number.isFinite(a1Us) && a0Us < a1Us) {
+    q.set('a', `${round3(a0Us)},${round3(a1Us)}`);
+  }
   return q.toString();
 }
 
@@ -57,6 +69,13 @@ export function decodeState(text) {
   if (t.length === 2 && t.every(Number.isFinite) && t[0] < t[1]) [state.t0Us, state.t1Us] = t;
   const sel = Number(q.get('sel'));
   if (q.get('sel') && Number.isInteger(sel) && sel >= 0) state.sel = sel;
+  const base = q.get('base');
+  if (base && /^(run|span):./.test(base)) {
+    state.base = base;
+    if (q.get('cand') === 'run') state.candRun = true;
+  }
+  const a = (q.get('a') || '').split(',').map(Number);
+  if (a.length === 2 && a.every(Number.isFinite) && a[0] < a[1]) [state.a0Us, state.a1Us] = a;
   return state;
 }
 

@@ -45,3 +45,21 @@ test('readHash ignores hashes without a state and broken escapes', () => {
   assert.equal(readHash(''), null);
   assert.equal(readHash('#kinetoscope&ks=%E0%A4%A'), null);
 });
+
+test('the comparison rides in the state: a baseline run or span, and a candidate run', () => {
+  const compared = { ...STATE, base: 'run:before fix & co', candRun: true };
+  assert.deepEqual(decodeState(encodeState(compared)), { ...compared, t0Us: 1250.123 });
+  assert.deepEqual(readHash(writeHash('#kinetoscope', { span: 'ab', base: 'span:0123456789ab' })), { span: 'ab', base: 'span:0123456789ab' });
+  assert.equal(encodeState({ base: 'nonsense', candRun: true }), '');
+  assert.deepEqual(decodeState('base=file:/etc/passwd&cand=run'), {});
+  assert.deepEqual(decodeState('base=run:r&cand=span'), { base: 'run:r' });
+});
+
+test('the area selection rides in the link, malformed areas are dropped', () => {
+  const state = { span: 'ab', a0Us: 100.12345, a1Us: 2000 };
+  assert.equal(encodeState(state), 'span=ab&a=100.123%2C2000');
+  assert.deepEqual(decodeState(encodeState(state)), { span: 'ab', a0Us: 100.123, a1Us: 2000 });
+  assert.equal(encodeState({ span: 'ab', a0Us: 5, a1Us: 5 }), 'span=ab');
+  assert.deepEqual(decodeState('a=9,3'), {});
+  assert.deepEqual(decodeState('a=x,3'), {});
+});

@@ -11,6 +11,7 @@ import { forgetUnready, getWhenReady } from '../loading.js';
 import { isMultiRank } from '../model/ranks.js';
 import { findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
+import { ComparePanel } from './compare_panel.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
 import { collapsible, el, errorText, message } from './dom.js';
 import { GapTable } from './gap_table.js';
@@ -26,6 +27,7 @@ import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
 import { followTheme } from './theme.js';
 import { Store } from './store.js';
+import { TablesPanel } from './tables_panel.js';
 import { readInitialState, startUrlSync } from './urlsync.js';
 
 /**
@@ -53,11 +55,14 @@ export async function start(body) {
   };
   const details = new DetailsPanel(store, api, (row, zoom) => selectRow(row, zoom));
   const ranks = new RanksPanel(api, (run, worker, spanId) => pick(run, worker, spanId));
-  const sections = [ranks.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
+  const compare = new ComparePanel(store, api);
+  if (restore.base) store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun) } });
+  const sections = [ranks.root, compare.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
     new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new LaunchPanel(store, api).root];
-  for (const section of [ranks.root, ...sections.slice(2)]) {
+  sections.splice(3, 0, new TablesPanel(store, api, (row) => selectRow(row, false), reveal).root);
+  for (const section of sections.filter((s) => s !== lanes.root)) {
     for (const s of section.classList.contains('ks-grid') ? [...section.children] : [section]) {
       if (!s.dataset.foldable) collapsible(/** @type {HTMLElement} */ (s));
     }
@@ -145,6 +150,7 @@ export async function start(body) {
   function showRuns(body) {
     latest = runsOf(body);
     forgetUnready(api, spanList(latest).map((x) => x.span));
+    compare.setRuns(latest);
     if (store.state.span) {
       syncHeader();
       // The file on screen was replaced or completed, or a failed load is being retried: load it again.
@@ -189,7 +195,7 @@ export async function start(body) {
       header.setRunVerdict(null);
     }
     loadedEntry = findSpan(latest, ref.id)?.span ?? null;
-    store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null,
+    store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null, area: null,
       runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null });
     syncHeader();
     header.setVerdict(null, null);
@@ -202,7 +208,9 @@ export async function start(body) {
       const bounds = { t0Us: 0, t1Us: Math.max(Number(summary.duration_us) || 0, 1e-3) };
       const win = link.t0Us !== undefined && link.t1Us !== undefined
         ? clampWindow({ t0Us: link.t0Us, t1Us: link.t1Us }, bounds) : bounds;
-      store.set({ summary, bounds, win });
+      const area = link.a0Us !== undefined && link.a1Us !== undefined && link.a0Us < bounds.t1Us
+        ? { t0Us: Math.max(bounds.t0Us, link.a0Us), t1Us: Math.min(bounds.t1Us, link.a1Us) } : null;
+      store.set({ summary, bounds, win, area });
       header.setVerdict(summary, null);
       pollRunVerdict();
       if (store.state.selRow !== null) selectRow(store.state.selRow, false);

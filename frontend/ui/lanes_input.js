@@ -2,13 +2,15 @@
 /**
  * Mouse and keyboard on the lanes canvas: wheel zoom around the cursor, drag to pan (and scroll
  * lanes vertically), click to select or collapse, double-click to zoom to a gap, step or event,
- * W/S zoom and A/D pan, 0 for the whole trace, Escape to clear the selection.
+ * W/S zoom and A/D pan, 0 for the whole trace, Escape to clear the selection. Shift+drag selects an area
+ * (the Tables panel then shows only it; Shift+click or Escape clears it).
  */
 import { gapSolid, gapText } from '../model/colors.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { GUTTER_W } from '../model/layout.js';
 import { panBy, windowAround, zoomAround } from '../model/scale.js';
+import { areaFromDrag } from '../model/tables.js';
 
 /** Wheel delta (pixels) that zooms by e: trackpads send many small deltas, mice ~100 per notch. */
 const WHEEL_PX_PER_E = 500;
@@ -26,7 +28,7 @@ export function attachLanesInput(view, store, handlers) {
   const canvas = view.canvas;
   /** @param {import('../model/scale.js').Window} win */
   const setWin = (win) => store.set({ win });
-  /** @type {{x: number, y: number, win: import('../model/scale.js').Window, scroll: number, moved: boolean, usPerPx: number} | null} */
+  /** @type {{x: number, y: number, win: import('../model/scale.js').Window, scroll: number, moved: boolean, usPerPx: number, area?: boolean} | null} */
   let drag = null;
   let pointerX = -1;
 
@@ -50,7 +52,8 @@ export function attachLanesInput(view, store, handlers) {
     handlers.hover(null, 0, 0); // a click answers in the Selection panel: no hover box left over it
     canvas.focus({ preventScroll: true });
     canvas.setPointerCapture(e.pointerId);
-    drag = { x: e.offsetX, y: e.offsetY, win: store.state.win, scroll: view.scrollYCss, moved: false, usPerPx: view.scale().usPerPx };
+    drag = { x: e.offsetX, y: e.offsetY, win: store.state.win, scroll: view.scrollYCss, moved: false, usPerPx: view.scale().usPerPx,
+      area: e.shiftKey && e.offsetX >= GUTTER_W };
   });
 
   canvas.addEventListener('pointermove', (e) => {
@@ -61,6 +64,10 @@ export function attachLanesInput(view, store, handlers) {
       if (!drag.moved && Math.hypot(dx, dy) < DRAG_SLOP_PX) return;
       drag.moved = true;
       handlers.hover(null, 0, 0);
+      if (drag.area) {
+        store.set({ area: areaFromDrag(drag.x, Math.max(GUTTER_W, e.offsetX), view.scale(), store.state.bounds) });
+        return;
+      }
       setWin(panBy(drag.win, -dx * drag.usPerPx, store.state.bounds));
       view.scrollBy(drag.scroll - dy - view.scrollYCss);
       return;
@@ -70,8 +77,13 @@ export function attachLanesInput(view, store, handlers) {
 
   canvas.addEventListener('pointerup', (e) => {
     const wasClick = drag && !drag.moved;
+    const areaClick = wasClick && drag?.area;
     drag = null;
     if (!wasClick) return;
+    if (areaClick) {
+      store.set({ area: null });
+      return;
+    }
     const hit = view.hitAt(e.offsetX, e.offsetY);
     if (hit?.area === 'group' && hit.group !== undefined) view.toggleGroup(view.layout.groups[hit.group].key);
     else if (hit?.area === 'gutter' && hit.pin) view.togglePin(view.layout.blocks[hit.block].laneId);
@@ -103,7 +115,10 @@ export function attachLanesInput(view, store, handlers) {
     else if (key === 'a') setWin(panBy(win, -span * KEY_PAN_FRAC, bounds));
     else if (key === 'd') setWin(panBy(win, span * KEY_PAN_FRAC, bounds));
     else if (key === '0') setWin(bounds);
-    else if (key === 'escape') handlers.select(null);
+    else if (key === 'escape') {
+      handlers.select(null);
+      store.set({ area: null });
+    }
     else return;
     e.preventDefault();
   };

@@ -35,7 +35,7 @@ export function createLanesPanel(store, api) {
       el('i', { style: { background: c.solid } }), c.cause)),
     el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
     hiddenNote,
-    el('span', { class: 'ks-keys' }, 'click: select \u00b7 double-click: zoom to gap/step/event \u00b7 wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 0: all \u00b7 labels: collapse, pin'));
+    el('span', { class: 'ks-keys' }, 'click: select \u00b7 double-click: zoom to gap/step/event \u00b7 Shift+drag: select an area for the tables \u00b7 wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 0: all \u00b7 labels: collapse, pin'));
 
   /** @param {number} row @param {string} key */
   async function hoverDetails(row, key) {

@@ -70,6 +70,7 @@ export class LanesView {
       if (changed.has('spanError') && store.state.spanError) this.showStatus(message('error', store.state.spanError));
       // The window's bounds come with the summary: fetch nothing before it.
       if ((changed.has('win') || changed.has('summary')) && store.state.summary) this.loader.update();
+      if (changed.has('area')) this.canvas.dataset.area = store.state.area ? `${store.state.area.t0Us},${store.state.area.t1Us}` : '';
       this.view.requestRedraw();
     });
   }
@@ -198,5 +199,23 @@ export class LanesView {
     const frame = { ctx, scale: this.scale(), widthCss, heightCss, data, widths: this.widths, scrollYCss: this.scrollYCss,
       stalledAt: (tUs) => this.stalledAt(tUs) };
     drawLanes(frame, this.layout, this.byLane, this.store.state.sel, this.hover, new Set(this.pinned));
+    drawArea(ctx, frame.scale, this.store.state.area ?? null, heightCss);
   }
+}
+
+/**
+ * The area selection (Shift+drag) as a tinted band with edges, over every lane.
+ * @param {CanvasRenderingContext2D} ctx @param {TimeScale} scale
+ * @param {import('../model/scale.js').Window | null} area @param {number} heightCss
+ */
+function drawArea(ctx, scale, area, heightCss) {
+  if (!area) return;
+  const x0 = Math.max(GUTTER_W, scale.tToX(area.t0Us));
+  const x1 = Math.min(scale.tToX(area.t1Us), scale.x1Css);
+  if (x1 <= x0) return;
+  ctx.fillStyle = 'rgba(66, 133, 244, 0.15)';
+  ctx.fillRect(x0, 0, x1 - x0, heightCss);
+  ctx.fillStyle = 'rgba(66, 133, 244, 0.9)';
+  ctx.fillRect(x0, 0, 1, heightCss);
+  ctx.fillRect(x1 - 1, 0, 1, heightCss);
 }

@@ -24,13 +24,16 @@
  * @property {number | null} selRow a selection restored from a link, before its details arrive
  * @property {string | null} spanError why the span cannot be shown (its trace failed to load)
  * @property {any} runVerdict the `verdict?run=` answer of the span's run (null: none, or a one-span run)
+ * @property {{base: string, candRun: boolean} | null} compare the Compare panel's baseline (`run:NAME` or `span:ID`) and
+ *   whether the candidate is the run on screen rather than its span
+ * @property {import('../model/scale.js').Window | null} [area] the area selected in the lanes (Shift+drag): the tables show only it
  */
 
 export class Store {
   constructor() {
     /** @type {State} */
     this.state = { span: null, summary: null, bounds: { t0Us: 0, t1Us: 1 }, win: { t0Us: 0, t1Us: 1 }, sel: null, selRow: null,
-      spanError: null, runVerdict: null };
+      spanError: null, runVerdict: null, compare: null, area: null };
     /** @type {Set<(changed: Set<string>) => void>} */
     this.listeners = new Set();
   }

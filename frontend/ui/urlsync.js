@@ -38,7 +38,8 @@ export function viewState(s) {
   if (!s.span) return {};
   const whole = s.win.t0Us <= s.bounds.t0Us && s.win.t1Us >= s.bounds.t1Us;
   return { run: s.span.run, worker: s.span.worker, span: s.span.id, ...(s.summary && !whole ? { t0Us: s.win.t0Us, t1Us: s.win.t1Us } : {}),
-    sel: s.sel?.row ?? s.selRow ?? undefined };
+    sel: s.sel?.row ?? s.selRow ?? undefined, ...(s.compare ? { base: s.compare.base, candRun: s.compare.candRun || undefined } : {}),
+    ...(s.area ? { a0Us: s.area.t0Us, a1Us: s.area.t1Us } : {}) };
 }
 
 /** Writes the state into the URL now. @param {import('./store.js').State} s */
@@ -54,7 +55,7 @@ export function writeUrl(s) {
 export function startUrlSync(store) {
   let timer = 0;
   store.subscribe((changed) => {
-    if (!['span', 'win', 'sel', 'summary'].some((k) => changed.has(k))) return;
+    if (!['span', 'win', 'sel', 'summary', 'compare', 'area'].some((k) => changed.has(k))) return;
     clearTimeout(timer);
     timer = window.setTimeout(() => writeUrl(store.state), WRITE_DELAY_MS);
   });

@@ -54,7 +54,19 @@ function spanBlock(summary, runAnswer, withRun) {
       asRun ? el('span', { class: 'ks-as-run', title: `on its own this span says ${summary.verdict?.bound}` }, '(as the run)') : null),
     v.evidence ? el('div', { class: 'ks-evidence' }, String(v.evidence)) : null,
     reasons.length ? el('div', { class: 'ks-reasons' }, 'Why there is not enough data:', el('ul', {}, reasons.map((r) => el('li', {}, r)))) : null,
-    v.suggestion ? el('div', { class: 'ks-suggestion' }, el('b', {}, 'Suggestion: '), String(v.suggestion)) : null);
+    v.suggestion ? el('div', { class: 'ks-suggestion' }, el('b', {}, 'Suggestion: '), String(v.suggestion)) : null,
+    insightsBlock(summary.insights));
+}
+
+/**
+ * What to do next from the tables (`summary.insights`): each pattern's evidence and its suggestion.
+ * @param {any} insights
+ */
+function insightsBlock(insights) {
+  if (!Array.isArray(insights) || insights.length === 0) return null;
+  return el('div', { class: 'ks-next' }, el('b', {}, 'What to do next (from the tables):'),
+    el('ul', { class: 'ks-insights' }, insights.map((/** @type {any} */ i) => el('li', { dataset: { kind: String(i.kind) } },
+      el('b', {}, `${i.kind}: `), String(i.evidence), el('br'), el('i', {}, 'Suggestion: '), String(i.suggestion)))));
 }
 
 /**

@@ -24,6 +24,8 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
 from .analysis.launch_offsets import launch_table, percentiles_us
 from .analysis.ranks import RankDigest, rank_digest, ranks_view
 from .analysis.report import Analysis, analyze, report_entry, verdict_entry
+from .analysis.search import SearchIndex
+from .analysis.tables import TableIndex
 from .analysis.verdict import harmonized_by_worker, run_verdict
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .formats import md, render_entry, title_of, verdict_lines
@@ -38,6 +40,7 @@ from .trace.storage import FileIdentity, StorageError, iter_gzipped
 from .views.export import chrome_trace, event_view, window_rows
 from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
 from .views.lanes import lanes_view, window_ns
+from .views.profiler_tables import search_view, tables_view
 from .views.series import log_histogram, memory_view
 from .views.tables import gaps_view, stalls_view
 
@@ -62,10 +65,25 @@ class Prepared:
     report: dict[str, Any]
     launch_tables: dict[str, list[dict[str, Any]]]  # "kernel"/"op" -> rows (MAX_TOP), sliced per request
     digest: RankDigest  # what the ranks view needs; the service keeps it after the model is evicted
+    tables: Optional[TableIndex] = None  # the profiler tables' index (analysis/tables.py)
+    search: Optional[SearchIndex] = None  # the name search's index (analysis/search.py)
 
     @property
     def nbytes(self) -> int:
-        return self.index.nbytes
+        return self.index.nbytes + _nbytes(self.tables) + _nbytes(self.search)
+
+
+def _nbytes(obj: Any) -> int:
+    """Bytes held by the numpy arrays of a dataclass (nested ones included)."""
+    if obj is None:
+        return 0
+    total = 0
+    for value in vars(obj).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+        elif hasattr(value, "__dataclass_fields__"):
+            total += _nbytes(value)
+    return total
 
 
 def prepare(model: TraceModel) -> Prepared:
@@ -80,8 +98,9 @@ def prepare(model: TraceModel) -> Prepared:
         index = build_lane_index(model)
     except TraceTooLong as exc:
         raise TraceError("<trace>", str(exc)) from None
-    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis), launch_tables=tables,
-                    digest=rank_digest(model, analysis, worker=""))
+    table_index = TableIndex.build(model)
+    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis, table_index), launch_tables=tables,
+                    digest=rank_digest(model, analysis, worker=""), tables=table_index, search=SearchIndex.build(model))
 
 
 def _span(file: TraceFile) -> Optional[str]:
@@ -343,3 +362,24 @@ def _safe(text: str) -> str:
     """A file-name-safe rendering of a run or span name."""
     cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
     return cleaned.strip("._") or "trace"
+
+
+def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Optional[float] = None,
+                end_us: Optional[float] = None, sort: Optional[str] = None, query: Optional[str] = None,
+                offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    """One page of the operator, kernel or module table, for the whole span or a window (`views/profiler_tables`)."""
+    loaded = _load(service, sid)
+    model, prepared = loaded.model, loaded.prepared
+    index = prepared.tables or TableIndex.build(model)
+    window = None if start_us is None and end_us is None else _window(model, start_us, end_us)
+    try:
+        return tables_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def search_impl(service: TraceService, sid: str, query: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    """The op and kernel occurrences whose name contains `query`, in time order, one page at a time."""
+    loaded = _load(service, sid)
+    index = loaded.prepared.search or SearchIndex.build(loaded.model)
+    return search_view(loaded.model, index, query, offset=offset, limit=limit)

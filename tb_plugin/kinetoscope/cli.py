@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import Optional
 
-from . import __version__
+from . import __version__, table_cli
+from . import diff as diff_cli
 from .analysis.ranks import rank_digest, ranks_view
 from .analysis.report import analyze, report_entry, with_run_verdicts
 from .formats import RENDERERS, render_overview, render_ranks, render_run
@@ -47,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"fsspec storage options for s3://, gs://, abfs://, hdfs:// paths: a JSON object, or @FILE "
                              f"holding one (default ${OPTIONS_ENV}; credentials also come from the environment and the "
                              f"backend's config files, and are never printed)")
+    diff_budgets = diff_cli.add_parser(sub).add_argument_group("budgets (default: the environment variables, see README)")
+    for option, env, metavar, bounds in CLI_OPTIONS:
+        diff_budgets.add_argument(option, type=float, metavar=metavar, help=f"{bounds} (${env})")
+    table_cli.add_parser(sub)
     return parser
 
 
@@ -150,7 +155,11 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     args = _parser().parse_args(list(argv) if argv is not None else None)
     if args.command == "index":
         return index_runner.main(args)
-    with _budgets(args), options_in_env(args.storage_options):
+    if args.command == "table":
+        return table_cli.run(args)
+    with _budgets(args), options_in_env(getattr(args, "storage_options", None)):
+        if args.command == "diff":
+            return diff_cli.run(args, resolve)
         return _report(args)
 
 

@@ -83,8 +83,8 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
         lines.append(f"{entry['events']:,} events over {human_us(entry['duration_us'])}{md(skipped) if markdown else skipped}")
     if "verdict" not in entry:
         return "\n".join(lines + [""])
-    lines += [""] + verdict_lines(entry["verdict"], markdown)
-    for section in (_devices, _steps, _launch, _memory, _warnings):
+    lines += [""] + verdict_lines(entry["verdict"], markdown) + insight_lines(entry.get("insights") or [])
+    for section in (_devices, _steps, _launch, _memory, _tables, _warnings):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
 
@@ -251,6 +251,41 @@ def _warnings(entry: dict, markdown: bool) -> list[str]:
     if not warnings:
         return []
     return _heading("Warnings", markdown) + [f"- {md(w) if markdown else w}" for w in warnings[:50]]
+
+
+def insight_lines(insights: list[dict]) -> list[str]:
+    """The insights from the tables, as the verdict's "what to do next" (each: evidence, then its suggestion)."""
+    if not insights:
+        return []
+    lines = ["  What to do next (from the tables):"]
+    for i in insights:
+        lines += [f"  - {i['kind']}: {i['evidence']}", f"    Suggestion: {i['suggestion']}"]
+    return lines
+
+
+def _short(name: str, chars: int = 60) -> str:
+    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
+
+
+def _tables(entry: dict, markdown: bool) -> list[str]:
+    """The top ops (by GPU time they launched, then CPU time) and kernels (by total time)."""
+    tables = entry.get("tables")
+    if not tables:
+        return []
+    lines: list[str] = []
+    if tables["ops"]:
+        rows = [[_short(r["name"]), str(r["calls"]), human_us(r["cpu_total_us"]), human_us(r["cpu_self_us"]),
+                 human_us(r["gpu_self_us"]), human_us(r["gpu_total_us"]), str(r["launches"])] for r in tables["ops"]]
+        lines += ["", f"Top operators ({len(rows)} of {tables['ops_totals']['rows']}):"]
+        lines += _table(["op", "calls", "cpu total", "cpu self", "gpu self", "gpu total", "launches"], rows, markdown)
+    if tables["kernels"]:
+        rows = [[_short(r["name"]), r["kind"], str(r["calls"]), human_us(r["total_us"]), human_us(r["mean_us"]),
+                 human_us(r["max_us"]), f"{100 * r['share']:.1f}%", "yes" if r["tensor_core"] else "",
+                 _short(r["launched_by"][0]["name"], 30) if r["launched_by"] else ""] for r in tables["kernels"]]
+        lines += ["", f"Top kernels ({len(rows)} of {tables['kernels_totals']['rows']}):"]
+        lines += _table(["kernel", "kind", "calls", "total", "mean", "max", "share", "tensor cores", "launched by"], rows,
+                        markdown)
+    return lines
 
 
 RENDERERS: dict[str, Callable[[dict], str]] = {

@@ -21,9 +21,12 @@ from werkzeug import wrappers
 
 from . import api
 from .analysis.gpu_idle import CAUSE_NAMES
+from .analysis.search import MAX_QUERY_CHARS
+from .compare_api import compare_impl
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError
 from .index.readers import SidecarIndex
 from .service import TraceService, log_once
+from .views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_KINDS, TABLE_SORTS
 from .views.tables import GAP_SORTS
 
 JSON = "application/json"
@@ -91,6 +94,14 @@ def run_arg(args) -> str:
     value = _raw(args, "run", required=True)
     if len(value) > MAX_RUN_NAME:
         raise BadRequest(f"run must be a run name from `runs` (at most {MAX_RUN_NAME} characters), not {value[:64]!r}...")
+    return value
+
+
+def named_run_arg(args, name: str) -> Optional[str]:
+    """An optional run name under another parameter name (`compare`'s base_run, cand_run)."""
+    value = _raw(args, name, required=False)
+    if value is not None and len(value) > MAX_RUN_NAME:
+        raise BadRequest(f"{name} must be a run name from `runs` (at most {MAX_RUN_NAME} characters), not {value[:64]!r}...")
     return value
 
 
@@ -262,6 +273,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/lanes": self.lanes_route,
             "/event": self.event_route,
             "/export": self.export_route,
+            "/compare": self.compare_route,
+            "/tables": self.tables_route,
+            "/search": self.search_route,
         }
 
     @_route
@@ -356,3 +370,31 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         packed = api.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
         disposition = [("Content-Disposition", f'attachment; filename="{filename}"')]
         return http_util.Respond(request, packed, "application/gzip", headers=disposition)
+
+    @_route
+    def compare_route(self, request):
+        args = request.args
+        return compare_impl(self.service(), base=span_arg(args, "base", required=False),
+                            cand=span_arg(args, "cand", required=False),
+                            base_run=named_run_arg(args, "base_run"), cand_run=named_run_arg(args, "cand_run"))
+
+    @_route
+    def tables_route(self, request):
+        args = request.args
+        start, end = window_args(args)
+        query = _raw(args, "filter", False)
+        if query is not None and len(query) > MAX_QUERY_CHARS:
+            raise BadRequest(f"filter must be at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+        return api.tables_impl(self.service(), span_arg(args), by=choice_arg(args, "by", TABLE_KINDS, "op"),
+                               start_us=start, end_us=end, sort=choice_arg(args, "sort", TABLE_SORTS, "") or None,
+                               query=query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+                               limit=int_arg(args, "limit", 100, 1, MAX_LIMIT))
+
+    @_route
+    def search_route(self, request):
+        args = request.args
+        query = _raw(args, "q", True)
+        if len(query) > MAX_QUERY_CHARS:
+            raise BadRequest(f"q must be at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+        return api.search_impl(self.service(), span_arg(args), query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+                               limit=int_arg(args, "limit", 100, 1, MAX_SEARCH_LIMIT))

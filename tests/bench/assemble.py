@@ -16,7 +16,8 @@ Targets (from the issues): decode at least 200 MB/s of uncompressed JSON on one 
 the plain-decode floor; peak RSS at most a third of the smaller peer's; warm reopen of the 30x trace under
 1 s; `lanes` p99 under 50 ms with bodies under 1 MB; `summary` of a cached span under 20 ms; frame time while
 panning and zooming under 16 ms median; the `ranks` route of a 64-rank job under 100 ms once loaded, and the
-whole job's peak memory within 2x of its largest rank's.
+whole job's peak memory within 2x of its largest rank's; the `tables` route under 100 ms p99 for any window and
+`search` under 50 ms p99 on the 10x trace.
 """
 
 
@@ -30,6 +31,7 @@ def main() -> int:
     parser.add_argument("--first-lanes", type=Path, help="the markdown written by tests/bench/first_lanes.py")
     parser.add_argument("--section", action="append", default=[], metavar="TITLE=FILE",
                         help="a further section: its heading and the markdown file holding its body (repeatable)")
+    parser.add_argument("--tables", type=Path, help="the markdown written by tests/bench/tables_bench.py")
     args = parser.parse_args()
     parts = [HEADER]
     if args.decode and args.decode.is_file():
@@ -52,6 +54,8 @@ def main() -> int:
         title, _, name = section.partition("=")
         if Path(name).is_file():
             parts.append(f"# {title}\n\n" + Path(name).read_text().strip() + "\n")
+    if args.tables and args.tables.is_file():
+        parts.append(args.tables.read_text().strip() + "\n")
     sys.stdout.write("\n\n".join(parts))
     return 0
 

@@ -614,9 +614,88 @@ async function scanError(browser) {
   return { errors, httpErrors, shown };
 }
 
+/**
+ * The Compare panel opened from a link (baseline run, candidate the run on screen): its headline, first
+ * ranked change and verdicts; then another baseline picked in its selector is followed by the URL.
+ */
+async function compare(browser, run, baseRun) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, base: `run:${baseRun}`, cand: 'run' }));
+  await waitReady(frame);
+  const headline = await frame.waitForSelector('.ks-compare strong', { timeout: 60000 }).then((h) => h.textContent(), () => null);
+  const status = await frame.textContent('.ks-compare > .ks-hint');
+  const firstChange = await frame.$$eval('.ks-compare .ks-compare-table tbody tr',
+    (trs) => (trs.length ? [...trs[0].querySelectorAll('td')].map((td) => td.textContent) : null));
+  const joined = await frame.$$eval('.ks-compare details summary', (ss) => ss.map((x) => x.textContent));
+  const strip = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => ({ side: l.dataset.side,
+    steps: [...l.querySelectorAll('.ks-compare-step')].map((s) => s.textContent), parts: l.querySelectorAll('.ks-compare-part').length })));
+  await frame.fill('.ks-compare-align', '3');
+  await frame.dispatchEvent('.ks-compare-align', 'change');
+  const aligned = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => l.querySelector('.ks-compare-step')?.textContent));
+  await frame.evaluate(() => document.querySelector('.ks-compare').scrollIntoView());
+  await page.screenshot({ path: shot('compare') });
+  const spanKey = await frame.$eval('select[aria-label="baseline"]', (s, prefix) => [...s.options]
+    .find((o) => o.value.startsWith('span:') && o.textContent.startsWith(prefix))?.value, `${baseRun} / `);
+  await frame.selectOption('select[aria-label="baseline"]', spanKey);
+  const baseInUrl = () => {
+    const part = new URL(page.url()).hash.split('&').find((p) => p.startsWith('ks='));
+    return new URLSearchParams(part ? decodeURIComponent(part.slice(3)) : '').get('base');
+  };
+  const followed = await until(async () => baseInUrl() === spanKey, 10000, 100);
+  const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun}/`), 60000, 200);
+  return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline };
+}
+
+/**
+ * Issue 16: Shift+drag over the lanes selects an area; the Tables panel then shows only it (the kernel calls
+ * drop), the area rides in the link and a second page opened on it shows the same table; the search box
+ * steps through the occurrences of a name ("n of m") and selects each one.
+ */
+async function area(browser, run) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const tableCalls = async () => frame.$$eval('.ks-profiler-table tbody tr', (trs) => trs.slice(0, 5).map((tr) => [tr.dataset.name,
+    Number(tr.querySelector('td[data-col="calls"]').textContent.replace(/[^0-9]/g, ''))]));
+  await frame.click('.ks-tables .ks-tab[data-by="kernel"]');
+  await frame.waitForSelector('.ks-profiler-table[data-by="kernel"] tbody tr', { timeout: 30000 });
+  const before = await tableCalls();
+  const g = await geometry(frame);
+  const y = g.top + g.lanes[0].yCss + 10;
+  const x0 = g.left + g.gutter + (g.width - g.gutter - g.right) * 0.2;
+  const x1 = g.left + g.gutter + (g.width - g.gutter - g.right) * 0.4;
+  await page.keyboard.down('Shift');
+  await page.mouse.move(x0, y);
+  await page.mouse.down();
+  await page.mouse.move(x1, y, { steps: 10 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  const windowed = await until(async () => (await frame.$eval('.ks-tables .ks-table-wrap', (e) => e.dataset.window || '')) !== '', 15000, 100);
+  await page.waitForTimeout(300);
+  const after = await tableCalls();
+  const tableWindow = await frame.$eval('.ks-tables .ks-table-wrap', (e) => e.dataset.window);
+  await page.waitForTimeout(500);
+  const part = new URL(page.url()).hash.split('&').find((p) => p.startsWith('ks='));
+  const linkArea = new URLSearchParams(part ? decodeURIComponent(part.slice(3)) : '').get('a');
+  await page.screenshot({ path: shot('area') });
+  const second = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+  await second.goto(page.url());
+  const frame2 = await (await import('./lib.mjs')).pluginFrame(second);
+  await waitReady(frame2);
+  await until(async () => (await frame2.$eval('.ks-tables .ks-table-wrap', (e) => e.dataset.window || '').catch(() => '')) !== '', 15000, 100);
+  const restoredWindow = await frame2.$eval('.ks-tables .ks-table-wrap', (e) => e.dataset.window).catch(() => null);
+  await frame.fill('.ks-search', 'cudnn_convolution_backward_input');
+  await frame.press('.ks-search', 'Enter');
+  await until(async () => /of/.test(await frame.textContent('.ks-search-count')), 15000, 100);
+  const first = await frame.textContent('.ks-search-count');
+  await frame.click('.ks-search-next');
+  await until(async () => (await frame.textContent('.ks-search-count')).startsWith('2 of'), 15000, 100);
+  const second2 = await frame.textContent('.ks-search-count');
+  const selected = await frame.waitForSelector('.ks-details-name', { timeout: 15000 }).then((h) => h.textContent(), () => null);
+  return { errors, httpErrors, before, after, windowed, tableWindow, linkArea, restoredWindow, search: [first, second2], selected };
+}
+
 const browser = await launch();
 try {
-  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour };
+  const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour, compare, area };
   checks.remote = remote;
   checks.scanerror = scanError;
   if (!checks[check]) throw new Error(`unknown check ${check}`);

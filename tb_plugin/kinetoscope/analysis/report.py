@@ -5,7 +5,7 @@ prints and the `summary` route serves (times in µs relative to the trace start)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -21,10 +21,13 @@ from .culprits import sync_culprit, top_culprits
 from .dataloader_stalls import Steps, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
+from .insights import insight_entries, insights
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
 from .selectors import OpIndex, activity_rows_by_device
 from .sufficiency import sufficiency
+from .table_report import tables_entry
+from .tables import TableIndex
 from .verdict import Verdict, device_verdict, harmonized_by_worker, not_enough, run_verdict
 
 
@@ -39,6 +42,7 @@ class Analysis:
     comm: Communication
     breakdown: Optional[Breakdown]  # of the busiest device; None without device activity
     verdict: Verdict
+    insights: tuple = ()  # insights.Insight: suggestions beside the verdict (they never change it)
 
 
 def analyze(model: TraceModel) -> Analysis:
@@ -52,7 +56,8 @@ def analyze(model: TraceModel) -> Analysis:
     memory = memory_timeline(model, steps.start_ns, steps.end_ns, ops=ops)
     parts = breakdown(busiest, comm.of(busiest.device), steps.start_ns, steps.end_ns) if busiest else None
     verdict = _verdict(model, ops, idle, steps, launch, comm, parts, acts)
-    return Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
+    analysis = Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
+    return replace(analysis, insights=insights(model, analysis, ops))
 
 
 def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
@@ -136,8 +141,9 @@ def _us(ns, origin: int = 0) -> float:
     return (float(ns) - origin) / 1e3
 
 
-def report_entry(model: TraceModel, analysis: Analysis) -> dict:
-    """The JSON report of one trace (times in µs; field list in HTTP_API.md, `summary`)."""
+def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIndex] = None) -> dict:
+    """The JSON report of one trace (times in µs; field list in HTTP_API.md, `summary`); `tables`: the
+    model's TableIndex when the caller has one (else it is built)."""
     t0 = model.start_ns
     launch = analysis.launch
     return {
@@ -157,6 +163,8 @@ def report_entry(model: TraceModel, analysis: Analysis) -> dict:
         "memory": [memory_entry(s, t0) for s in analysis.memory],
         "breakdown": breakdown_entry(analysis.breakdown),
         "verdict": verdict_entry(analysis.verdict),
+        "insights": insight_entries(analysis.insights),
+        "tables": tables_entry(model, tables),
     }
 
 

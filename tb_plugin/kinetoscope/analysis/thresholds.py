@@ -63,3 +63,27 @@ STARTUP_CALL_SHARE = 0.25
 # device records were dropped and idle time cannot be trusted.
 MISSING_DEVICE_SHARE = 0.5
 MIN_LAUNCHES = 20
+
+# --- insights from the tables (analysis/insights.py): suggestions beside the verdict, never a verdict ------
+# An elementwise kernel shorter than this moves a few MB at most: its launch and memory round trip cost as
+# much as its arithmetic, which is what fusing it into its neighbours removes. 20 µs is about four launches.
+FUSION_SHORT_US = 20.0
+# A run of this many such kernels back to back on one stream, launched from one op region, is a candidate:
+# fusing three or more saves at least two launches and two memory round trips per occurrence.
+FUSION_MIN_RUN = 3
+# Named only when the launch calls of all the runs take this share of the judged time: below 1% fusing
+# cannot change the step time visibly.
+FUSION_MIN_SHARE = 0.01
+# The first step is warm-up (allocator growth, cuDNN autotuning, compilation) when it takes at least twice
+# the median of the others; steady steps vary by tens of percent, not by 2x.
+WARMUP_RATIO = 2.0
+WARMUP_MIN_STEPS = 3
+# Reserved memory at the allocated peak this many times the allocated bytes means blocks are split and
+# stranded: the caching allocator's rounding (2 MiB blocks, 20 MiB segments) keeps it within ~1.2x.
+FRAGMENTATION_RATIO = 1.5
+# ... and at least this much is stranded: a few hundred MiB is not worth tuning the allocator for.
+FRAGMENTATION_MIN_BYTES = 512 << 20
+# Tiny batches: most kernels (this share of the launches, at least MIN_LAUNCHES of them) finish before the
+# call that launched them returns, so the GPU does less per launch than the host needs to issue it; and
+# half of the GPU time is in kernels shorter than the median launch call (the work-carrying kernels are short too).
+TINY_BATCH_SHARE = 0.5

@@ -20,7 +20,8 @@ import numpy as np
 
 from .budgets import BudgetExceeded
 from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
-from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, is_collective_name, is_comm_kernel_name, kind_of_category
+from .gpu_args import GpuArgs
+from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel
 
@@ -230,6 +231,7 @@ class ColumnBuilder:
         self.n = 0
         self._ordinal = 0  # events of the pieces so far, skipped ones included: the next piece's first ordinal
         self._collectives = CollectiveFields()
+        self._gpu_args = GpuArgs()
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
             source_index: Any = None, piece_events: Optional[int] = None) -> None:
@@ -269,6 +271,8 @@ class ColumnBuilder:
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
         cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
         self._collectives.add(events, cols["name"], self._names.table, off)
+        self._gpu_args.add(events, np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.KERNEL,))),
+                           np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.MEMCPY, Kind.MEMSET))), off)
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
@@ -280,6 +284,12 @@ class ColumnBuilder:
         firsts = np.fromiter(self._cats.table.values(), np.int64, len(self._cats.table))
         on_gpu = np.array([kind_of_category(c) in GPU_KINDS for c in self._cats.table], bool)
         return on_gpu[np.searchsorted(firsts, cat_first)]
+
+    def _cat_kind(self, cat_first: np.ndarray, kinds: tuple) -> np.ndarray:
+        """Whether each row's category (by first-seen row id) maps onto one of `kinds`."""
+        firsts = np.fromiter(self._cats.table.values(), np.int64, len(self._cats.table))
+        wanted = np.array([kind_of_category(c) in kinds for c in self._cats.table], bool)
+        return wanted[np.searchsorted(firsts, cat_first)]
 
     def _flow_ids(self, ids: np.ndarray, events: list[Event], rows: np.ndarray) -> np.ndarray:
         """Flow ids; string (or huge) ids from other writers are interned as negative numbers."""
@@ -335,6 +345,7 @@ class ColumnBuilder:
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
         coll = self._collectives.columns(rows)
+        coll.update(self._gpu_args.columns(rows))
         del x_rows
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),

@@ -49,6 +49,14 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
     group_size: Any = msgspec.field(default=None, name="Group size")
     dtype: Any = msgspec.field(default=None, name="dtype")
+    # GPU activity fields for the kernel table (trace/gpu_args.py): Any, so an ill-typed one never costs its event.
+    copy_bytes: Any = msgspec.field(default=None, name="bytes")  # memcpy/memset (the memory events' is "Bytes")
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
 
 
 NO_ARGS = Args()

@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 7  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 8  # bump when the model's layout or its decoding semantics change (invalidates caches)
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
@@ -85,6 +85,15 @@ class TraceModel:
     coll_pg: np.ndarray  # int32 into `coll_strings` (process group name), -1 when absent
     coll_name: np.ndarray  # int32 into `coll_strings` (collective name), -1 when absent
     coll_dtype: np.ndarray  # int32 into `coll_strings`, -1 when absent
+    # GPU activity args (trace/gpu_args.py) of the activities that carry any: float64, -1 when absent
+    gpu_arg_row: np.ndarray  # int64 event row, ascending
+    gpu_arg_bytes: np.ndarray  # memcpy/memset bytes
+    gpu_arg_grid: np.ndarray  # kernel grid size (blocks: x*y*z)
+    gpu_arg_block: np.ndarray  # kernel block size (threads: x*y*z)
+    gpu_arg_registers: np.ndarray  # registers per thread
+    gpu_arg_shared_mem: np.ndarray  # shared memory bytes per block
+    gpu_arg_blocks_per_sm: np.ndarray  # blocks per SM (as Kineto reports it)
+    gpu_arg_occupancy: np.ndarray  # estimated achieved occupancy, %
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]

@@ -1,0 +1,112 @@
+// @ts-check
+/**
+ * The profiler tables and the name search, as the page needs them: columns per table, sort toggling,
+ * the area a drag selects, and stepping through search hits one page at a time. Pure: no DOM.
+ */
+
+/**
+ * @typedef {object} TableColumn
+ * @property {string} key field of a `tables` row
+ * @property {string} sort the route's sort key ('' when the column does not sort)
+ * @property {string} head
+ * @property {'text' | 'count' | 'dur' | 'share' | 'flag' | 'launchers' | 'bytes' | 'number'} kind
+ * @property {string} [title]
+ */
+
+/** @type {Record<string, TableColumn[]>} */
+const OP_COLUMNS = {
+  op: [
+    { key: 'name', sort: 'name', head: 'Operator', kind: 'text' },
+    { key: 'calls', sort: 'calls', head: 'Calls', kind: 'count' },
+    { key: 'cpu_total_us', sort: 'cpu_total', head: 'CPU total', kind: 'dur' },
+    { key: 'cpu_self_us', sort: 'cpu_self', head: 'CPU self', kind: 'dur', title: 'minus child ops and the runtime calls it made' },
+    { key: 'cpu_mean_us', sort: 'cpu_mean', head: 'CPU mean', kind: 'dur' },
+    { key: 'cpu_max_us', sort: 'cpu_max', head: 'CPU max', kind: 'dur' },
+    { key: 'gpu_self_us', sort: 'gpu_self', head: 'GPU self', kind: 'dur', title: 'device time of what the op launched itself' },
+    { key: 'gpu_total_us', sort: 'gpu_total', head: 'GPU total', kind: 'dur', title: 'device time launched by the op and the ops inside it' },
+    { key: 'gpu_mean_us', sort: 'gpu_mean', head: 'GPU mean', kind: 'dur' },
+    { key: 'launches', sort: 'launches', head: 'Launches', kind: 'count' },
+  ],
+  kernel: [
+    { key: 'name', sort: 'name', head: 'Kernel', kind: 'text' },
+    { key: 'kind', sort: '', head: 'Kind', kind: 'text' },
+    { key: 'calls', sort: 'calls', head: 'Calls', kind: 'count' },
+    { key: 'total_us', sort: 'total', head: 'Total', kind: 'dur' },
+    { key: 'mean_us', sort: 'mean', head: 'Mean', kind: 'dur' },
+    { key: 'min_us', sort: 'min', head: 'Min', kind: 'dur' },
+    { key: 'max_us', sort: 'max', head: 'Max', kind: 'dur' },
+    { key: 'share', sort: 'share', head: 'Share', kind: 'share', title: 'of all device time in the window' },
+    { key: 'tensor_core', sort: '', head: 'Tensor Cores', kind: 'flag', title: 'by kernel-name signature' },
+    { key: 'grid', sort: '', head: 'Grid', kind: 'number', title: 'blocks (x*y*z), mean over the calls weighted by their time' },
+    { key: 'block', sort: '', head: 'Block', kind: 'number', title: 'threads per block (x*y*z), time-weighted mean' },
+    { key: 'registers', sort: '', head: 'Regs', kind: 'number', title: 'registers per thread, time-weighted mean' },
+    { key: 'shared_mem', sort: '', head: 'Shared mem', kind: 'bytes', title: 'shared memory per block, time-weighted mean' },
+    { key: 'blocks_per_sm', sort: '', head: 'Blocks/SM', kind: 'number', title: 'below 1, some SMs sit idle (time-weighted mean)' },
+    { key: 'occupancy', sort: '', head: 'Occupancy %', kind: 'number', title: 'estimated achieved occupancy, time-weighted mean' },
+    { key: 'bytes', sort: '', head: 'Bytes', kind: 'bytes', title: 'memcpy/memset: bytes moved in the window' },
+    { key: 'bandwidth_gbps', sort: '', head: 'GB/s', kind: 'number', title: 'memcpy/memset bandwidth' },
+    { key: 'launched_by', sort: '', head: 'Launched by', kind: 'launchers' },
+  ],
+};
+
+/** @param {string} by `op`, `kernel` or `module` @returns {TableColumn[]} */
+export function tableColumns(by) {
+  if (by === 'kernel') return OP_COLUMNS.kernel;
+  const cols = OP_COLUMNS.op;
+  return by === 'module' ? [{ ...cols[0], head: 'Module' }, ...cols.slice(1)] : cols;
+}
+
+/** The default sort of a table (as the route's). @param {string} by */
+export function defaultSort(by) {
+  return by === 'kernel' ? '-total' : '-gpu_total';
+}
+
+/**
+ * The sort after a click on a column: the same column flips; a new one starts descending (names ascending).
+ * @param {string} current e.g. `-gpu_total` @param {TableColumn} column
+ * @returns {string}
+ */
+export function nextSort(current, column) {
+  if (!column.sort) return current;
+  if (current.replace(/^-/, '') === column.sort) return current.startsWith('-') ? column.sort : `-${column.sort}`;
+  return column.kind === 'text' ? column.sort : `-${column.sort}`;
+}
+
+/** A drag shorter than this many CSS pixels is a click, not an area. */
+export const MIN_AREA_PX = 3;
+
+/**
+ * The area [t0, t1] µs between two x positions of a drag (either order), clamped to the bounds; null when
+ * the drag is too short to mean an area.
+ * @param {number} x0Css @param {number} x1Css
+ * @param {{xToT: (x: number) => number}} scale
+ * @param {{t0Us: number, t1Us: number}} bounds
+ * @returns {{t0Us: number, t1Us: number} | null}
+ */
+export function areaFromDrag(x0Css, x1Css, scale, bounds) {
+  if (Math.abs(x1Css - x0Css) < MIN_AREA_PX) return null;
+  const a = scale.xToT(Math.min(x0Css, x1Css));
+  const b = scale.xToT(Math.max(x0Css, x1Css));
+  const t0Us = Math.max(bounds.t0Us, a);
+  const t1Us = Math.min(bounds.t1Us, b);
+  return t1Us > t0Us ? { t0Us, t1Us } : null;
+}
+
+/**
+ * Search hit number `n` (0-based) after a step of `delta`, wrapping around `total`; and the page offset that
+ * holds it when the loaded page [offset, offset + count) does not.
+ * @param {number} n @param {number} delta @param {number} total
+ * @param {{offset: number, count: number, limit: number}} page
+ * @returns {{n: number, fetchOffset: number | null}}
+ */
+export function searchStep(n, delta, total, page) {
+  if (total <= 0) return { n: -1, fetchOffset: null };
+  const next = (((n + delta) % total) + total) % total;
+  const inPage = next >= page.offset && next < page.offset + page.count;
+  return { n: next, fetchOffset: inPage ? null : Math.floor(next / page.limit) * page.limit };
+}
+
+/** "3 of 120", or "no match". @param {number} n @param {number} total */
+export function searchLabel(n, total) {
+  return total > 0 && n >= 0 ? `${(n + 1).toLocaleString()} of ${total.toLocaleString()}` : 'no match';
+}

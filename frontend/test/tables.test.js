@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { areaFromDrag, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
+
+test('columns per table, module names its first column', () => {
+  assert.equal(tableColumns('op')[0].head, 'Operator');
+  assert.equal(tableColumns('module')[0].head, 'Module');
+  assert.ok(tableColumns('kernel').some((c) => c.key === 'launched_by'));
+  assert.equal(defaultSort('kernel'), '-total');
+  assert.equal(defaultSort('op'), '-gpu_total');
+});
+
+test('sort toggles on the same column and starts descending on a new one', () => {
+  const cols = tableColumns('op');
+  const calls = cols.find((c) => c.key === 'calls');
+  const name = cols[0];
+  assert.equal(nextSort('-gpu_total', calls), '-calls');
+  assert.equal(nextSort('-calls', calls), 'calls');
+  assert.equal(nextSort('calls', calls), '-calls');
+  assert.equal(nextSort('-calls', name), 'name');
+  assert.equal(nextSort('-calls', { ...name, sort: '' }), '-calls');
+});
+
+test('an area from a drag, either direction, clamped; a click is none', () => {
+  const scale = { xToT: (x) => x * 10 };
+  const bounds = { t0Us: 0, t1Us: 1000 };
+  assert.deepEqual(areaFromDrag(10, 30, scale, bounds), { t0Us: 100, t1Us: 300 });
+  assert.deepEqual(areaFromDrag(30, 10, scale, bounds), { t0Us: 100, t1Us: 300 });
+  assert.deepEqual(areaFromDrag(90, 200, scale, bounds), { t0Us: 900, t1Us: 1000 });
+  assert.equal(areaFromDrag(10, 11, scale, bounds), null);
+  assert.equal(areaFromDrag(150, 200, scale, bounds), null);
+});
+
+test('search steps wrap and ask for the page that holds the hit', () => {
+  const page = { offset: 0, count: 100, limit: 100 };
+  assert.deepEqual(searchStep(0, 1, 250, page), { n: 1, fetchOffset: null });
+  assert.deepEqual(searchStep(99, 1, 250, page), { n: 100, fetchOffset: 100 });
+  assert.deepEqual(searchStep(0, -1, 250, page), { n: 249, fetchOffset: 200 });
+  assert.deepEqual(searchStep(249, 1, 250, { offset: 200, count: 50, limit: 100 }), { n: 0, fetchOffset: 0 });
+  assert.deepEqual(searchStep(0, 1, 0, page), { n: -1, fetchOffset: null });
+  assert.equal(searchLabel(2, 120), '3 of 120');
+  assert.equal(searchLabel(-1, 0), 'no match');
+});

@@ -1,0 +1,196 @@
+// @ts-check
+/**
+ * The Tables panel: the operator, kernel and module tables (`tables` route) for the whole span or the area
+ * selected in the lanes (Shift+drag; it lives in the link), sorted on the server by a click on a column,
+ * filtered by name and paged; and the search box over op and kernel names (`search` route) with "n of m",
+ * next/previous, which jumps the lanes to each occurrence and selects it.
+ */
+import { LatestChannel } from '../api.js';
+import { getWhenReady } from '../loading.js';
+import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { windowAround } from '../model/scale.js';
+import { defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
+import { el, errorText, message } from './dom.js';
+
+const PAGE = 50;
+const SEARCH_PAGE = 100;
+const FILTER_DELAY_MS = 250;
+
+export class TablesPanel {
+  /**
+   * @param {import('./store.js').Store} store @param {import('../api.js').Api} api
+   * @param {(row: number) => void} selectRow selects an event row (details, outline) @param {() => void} reveal
+   */
+  constructor(store, api, selectRow, reveal) {
+    this.store = store;
+    this.api = api;
+    this.selectRow = selectRow;
+    this.reveal = reveal;
+    this.channel = new LatestChannel();
+    this.searchChannel = new LatestChannel();
+    this.by = 'op';
+    this.sort = defaultSort('op');
+    this.offset = 0;
+    this.filter = '';
+    this.filterTimer = 0;
+    /** @type {{query: string, total: number, n: number, offset: number, hits: any, names: string[]}} */
+    this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
+    this.tabs = el('div', { class: 'ks-tabs', role: 'tablist' }, ['op', 'kernel', 'module'].map((by) => el('button', {
+      class: 'ks-tab', role: 'tab', dataset: { by }, onclick: () => this.show(by) }, { op: 'Operators', kernel: 'Kernels', module: 'Modules' }[by])));
+    this.filterInput = el('input', { class: 'ks-filter', type: 'search', placeholder: 'filter by name', 'aria-label': 'filter the table by name',
+      oninput: () => { clearTimeout(this.filterTimer); this.filterTimer = window.setTimeout(() => this.setFilter(this.filterInput.value), FILTER_DELAY_MS); } });
+    this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
+    this.table = el('div', { class: 'ks-table-wrap' });
+    this.pager = el('div', { class: 'ks-pager' });
+    this.searchInput = el('input', { class: 'ks-search', type: 'search', placeholder: 'find an op or kernel in the lanes', 'aria-label': 'search op and kernel names',
+      onkeydown: (/** @type {KeyboardEvent} */ e) => { if (e.key === 'Enter') { e.preventDefault(); this.find(this.searchInput.value, e.shiftKey ? -1 : 1); } } });
+    this.searchCount = el('span', { class: 'ks-search-count', 'aria-live': 'polite' });
+    const searchBar = el('div', { class: 'ks-search-bar' }, this.searchInput,
+      el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
+      el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
+    this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput), this.scope, this.table, this.pager);
+    store.subscribe((changed) => {
+      if (changed.has('span')) this.reset();
+      if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
+        this.offset = 0;
+        this.load();
+      }
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+    });
+    this.markTabs();
+  }
+
+  reset() {
+    this.channel.cancel();
+    this.searchChannel.cancel();
+    this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
+    this.searchCount.textContent = '';
+    this.table.replaceChildren(message('info', 'Loading tables\u2026'));
+  }
+
+  /** @param {string} by */
+  show(by) {
+    this.by = by;
+    this.sort = defaultSort(by);
+    this.offset = 0;
+    this.markTabs();
+    this.load();
+  }
+
+  markTabs() {
+    for (const tab of this.tabs.children) tab.setAttribute('aria-selected', String(/** @type {HTMLElement} */ (tab).dataset.by === this.by));
+  }
+
+  /** @param {string} text */
+  setFilter(text) {
+    this.filter = text.trim();
+    this.offset = 0;
+    this.load();
+  }
+
+  async load() {
+    const { span, area } = this.store.state;
+    if (!span || !this.store.state.summary) return;
+    /** @type {Record<string, string | number>} */
+    const params = { span: span.id, by: this.by, sort: this.sort, offset: this.offset, limit: PAGE };
+    if (this.filter) params.filter = this.filter;
+    if (area) Object.assign(params, { start_us: area.t0Us, end_us: area.t1Us });
+    this.scope.replaceChildren(...(area
+      ? [`Selected area ${formatTimestamp(area.t0Us)} \u2013 ${formatTimestamp(area.t1Us)} (${formatDuration(area.t1Us - area.t0Us)}) `,
+        el('button', { class: 'ks-link ks-clear-area', onclick: () => this.store.set({ area: null }) }, 'show the whole trace')]
+      : ['Whole trace. Shift+drag in the lanes to see only an area.']));
+    try {
+      const r = await this.channel.run((signal) => getWhenReady(this.api, 'tables', params, signal));
+      if (r.stale) return;
+      this.render(r.value);
+    } catch (err) {
+      this.table.replaceChildren(message('error', `Tables: ${errorText(err)}`));
+    }
+  }
+
+  /** @param {any} body */
+  render(body) {
+    const columns = tableColumns(this.by);
+    this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
+    if (!body.rows.length) {
+      this.table.replaceChildren(message('info', this.filter ? `No ${this.by} names contain \u201c${this.filter}\u201d here.`
+        : this.by === 'module' ? 'No nn.Module regions in this trace (profile with with_stack=True or with_modules=True).' : `No ${this.by}s here.`));
+      this.pager.replaceChildren();
+      return;
+    }
+    const head = columns.map((c) => el('th', { class: c.sort ? 'ks-sortable' : '', title: c.title, dataset: { sort: c.sort },
+      'aria-sort': c.sort && this.sort.replace(/^-/, '') === c.sort ? (this.sort.startsWith('-') ? 'descending' : 'ascending') : 'none',
+      onclick: () => { const s = nextSort(this.sort, c); if (s !== this.sort) { this.sort = s; this.offset = 0; this.load(); } } }, c.head));
+    const rows = body.rows.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name } },
+      columns.map((c) => el('td', { dataset: { col: c.key }, title: c.kind === 'text' ? row[c.key] : undefined }, cell(c, row[c.key])))));
+    this.table.replaceChildren(el('table', { class: 'ks-table ks-profiler-table', dataset: { by: this.by } },
+      el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));
+    const last = Math.min(body.total, this.offset + body.rows.length);
+    this.pager.replaceChildren(`${(this.offset + 1).toLocaleString()}\u2013${last.toLocaleString()} of ${Number(body.total).toLocaleString()} `,
+      el('button', { disabled: this.offset === 0, onclick: () => { this.offset = Math.max(0, this.offset - PAGE); this.load(); } }, 'previous'),
+      el('button', { disabled: last >= body.total, onclick: () => { this.offset += PAGE; this.load(); } }, 'next'));
+  }
+
+  /** Steps to the next (1) or previous (-1) occurrence of `text`, asking the server for the hits when needed. @param {string} text @param {number} delta */
+  async find(text, delta) {
+    const { span } = this.store.state;
+    const query = text.trim();
+    if (!span || !query) return;
+    try {
+      const fresh = query !== this.search.query;
+      if (fresh) await this.fetchHits(query, 0);
+      // A new query starts at the first hit (next) or the last (previous); then each step moves by one.
+      const step = searchStep(fresh ? (delta > 0 ? -1 : 0) : this.search.n, delta, this.search.total,
+        { offset: this.search.offset, count: this.search.hits?.row.length ?? 0, limit: SEARCH_PAGE });
+      if (step.fetchOffset !== null) await this.fetchHits(query, step.fetchOffset);
+      this.search.n = step.n;
+      this.searchCount.textContent = searchLabel(step.n, this.search.total);
+      this.searchCount.dataset.n = String(step.n);
+      this.searchCount.dataset.total = String(this.search.total);
+      if (step.n >= 0) this.jump(step.n - this.search.offset);
+    } catch (err) {
+      if (errorText(err) !== 'superseded') this.searchCount.textContent = `search failed: ${errorText(err)}`;
+    }
+  }
+
+  /** @param {string} query @param {number} offset */
+  async fetchHits(query, offset) {
+    const { span } = this.store.state;
+    if (!span) return;
+    const r = await this.searchChannel.run((signal) => getWhenReady(this.api, 'search', { span: span.id, q: query, offset, limit: SEARCH_PAGE }, signal));
+    if (r.stale) throw new Error('superseded');
+    this.search = { ...this.search, query, total: Number(r.value.total), offset, hits: r.value.hits, names: r.value.names };
+  }
+
+  /** Zooms the lanes around hit `i` of the loaded page and selects it. @param {number} i */
+  jump(i) {
+    const h = this.search.hits;
+    if (!h || i < 0 || i >= h.row.length) return;
+    const startUs = Number(h.start_us[i]);
+    const endUs = startUs + Math.max(Number(h.dur_us[i]), 0.001);
+    const { win, bounds } = this.store.state;
+    const widthUs = Math.max(win.t1Us - win.t0Us, (endUs - startUs) * 3);
+    const inView = startUs >= win.t0Us && endUs <= win.t1Us;
+    if (!inView) this.store.set({ win: windowAround(startUs - widthUs / 3, startUs + widthUs * 2 / 3, 0, bounds) });
+    this.selectRow(Number(h.row[i]));
+    this.reveal();
+  }
+}
+
+/**
+ * @param {import('../model/tables.js').TableColumn} column @param {any} value
+ * @returns {import('./dom.js').Child | import('./dom.js').Child[]}
+ */
+function cell(column, value) {
+  switch (column.kind) {
+    case 'dur': return formatDuration(Number(value));
+    case 'count': return Number(value).toLocaleString();
+    case 'share': return [el('span', { class: 'ks-bar' }, el('span', { style: { width: `${Math.min(100, 100 * (Number(value) || 0))}%` } })), formatShare(value)];
+    case 'flag': return value ? 'yes' : '';
+    case 'bytes': return value === null || value === undefined ? '' : formatBytes(Number(value));
+    case 'number': return value === null || value === undefined ? '' : Number(value).toLocaleString(undefined, { maximumFractionDigits: 2 });
+    case 'launchers': return (value ?? []).map((/** @type {any} */ v) => `${v.name} (${formatDuration(v.gpu_us)})`).join(', ');
+    default: return String(value ?? '');
+  }
+}

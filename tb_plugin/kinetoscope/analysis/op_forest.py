@@ -1,0 +1,138 @@
+"""Nested CPU events (ops, or nn.Module regions) as a forest in preorder, with the GPU work each one launched.
+
+The model's rows are sorted by (lane, ts, -dur), which is a preorder walk of every lane's nesting: a node's
+descendants are the rows right after it, up to the first row at its depth or above. So with a node's
+subtree size, "everything launched by this op or its descendants" is a contiguous range of positions, and a
+per-window total is one prefix sum:
+
+    position:   0        1          2         3        4
+    node:       [aten::conv2d.............................)
+                         [aten::convolution.........)
+                                    [cudnn_conv)  [add_)
+                                                        [aten::relu)    <- depth 1 again: sibling of 1
+    subtree(0) = [0, 5)   subtree(1) = [1, 4)   gpu_total(1) = cs[4] - cs[1]
+
+A GPU activity belongs to the innermost node running on its launch call's thread when the call started.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace.build import nesting_depth
+from ..trace.model import TraceModel, freeze_arrays
+
+
+@dataclass(frozen=True)
+class Forest:
+    """Nested CPU events of one role (ops, or modules) in preorder, and each GPU activity's owner among them.
+
+    Positions index these arrays; `rows` maps them back to model rows.
+    """
+
+    rows: np.ndarray  # int64 model rows, ascending (= preorder per lane, lanes one after another)
+    start_ns: np.ndarray  # int64
+    end_ns: np.ndarray  # int64
+    name_ix: np.ndarray  # int32 index into `name_ids`
+    name_ids: np.ndarray  # int32 model name ids of the distinct names, ascending
+    parent: np.ndarray  # int64 position of the enclosing node, -1 for top-level ones
+    subtree_end: np.ndarray  # int64 exclusive end position of each node's subtree
+    owner: np.ndarray  # int64 per activity of the index (see `TableIndex.act_rows`): owning position or -1
+    call_rows: np.ndarray  # int64 runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made inside a node, ascending
+    call_owner: np.ndarray  # int64 the innermost node running when each call started (calls are not its self time)
+    call_start_ns: np.ndarray  # int64
+    call_end_ns: np.ndarray  # int64
+    child: np.ndarray  # int64 positions of the nodes that have a parent
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @property
+    def size(self) -> int:
+        return int(self.rows.size)
+
+
+def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call_rows: np.ndarray) -> Forest:
+    """The forest of `rows` (CPU-lane rows, ascending) and the owner of each of `act_rows` (GPU activities).
+
+    Args:
+        model: the trace.
+        rows: the nodes: model rows on CPU lanes, ascending.
+        act_rows: GPU activity rows; each is owned by the innermost node running on its launch call's
+            lane at the call's start (-1 when it has no launch call or no node runs then).
+        call_rows: runtime/driver calls on CPU lanes; each is owned the same way (by where it starts).
+    """
+    rows = np.asarray(rows, np.int64)
+    start, end = model.ts_ns[rows], model.end_ns[rows]
+    lanes = model.lane[rows]
+    lane_ids, lane_lo = np.unique(lanes, return_index=True)
+    ptr = np.append(lane_lo, rows.size).astype(np.int64)
+    depth = nesting_depth(start, end - start, ptr).astype(np.int64)
+    parent = _parents(depth)
+    subtree_end = np.arange(rows.size, dtype=np.int64) + _subtree_sizes(depth, parent)
+    name_ids, name_ix = np.unique(model.name_id[rows], return_inverse=True)
+    launch = model.launch_idx[act_rows]
+    owner = np.full(act_rows.size, -1, np.int64)
+    linked = np.flatnonzero(launch >= 0)
+    owner[linked] = _owners(model.lane[launch[linked]], model.ts_ns[launch[linked]], start, end, parent, lane_ids, ptr)
+    call_rows = np.asarray(call_rows, np.int64)
+    call_owner = _owners(model.lane[call_rows], model.ts_ns[call_rows], start, end, parent, lane_ids, ptr)
+    owned = call_owner >= 0
+    call_rows, call_owner = call_rows[owned], call_owner[owned]
+    return Forest(rows, start, end, name_ix.astype(np.int32), name_ids.astype(np.int32), parent, subtree_end, owner,
+                  call_rows, call_owner, model.ts_ns[call_rows], model.end_ns[call_rows], np.flatnonzero(parent >= 0))
+
+
+def _parents(depth: np.ndarray) -> np.ndarray:
+    """Per node, the last earlier node one level up (its parent), or -1.
+
+    A node's depth is at most its predecessor's plus one and every lane starts at depth 0, so that node
+    is on the same lane.
+    """
+    parent = np.full(depth.size, -1, np.int64)
+    by_level = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
+    for level in range(1, bounds.size - 1):
+        above, here = by_level[bounds[level - 1]:bounds[level]], by_level[bounds[level]:bounds[level + 1]]
+        if here.size and above.size:
+            k = np.searchsorted(above, here) - 1
+            parent[here[k >= 0]] = above[k[k >= 0]]
+    return parent
+
+
+def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Nodes in each node's subtree (itself included), summed bottom-up one level at a time."""
+    size = np.ones(depth.size, np.int64)
+    by_level = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
+    for level in range(bounds.size - 2, 0, -1):
+        here = by_level[bounds[level]:bounds[level + 1]]
+        here = here[parent[here] >= 0]
+        size += np.bincount(parent[here], weights=size[here], minlength=depth.size).astype(np.int64)
+    return size
+
+
+def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+            lane_ids: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """Innermost node running on `lane[i]` at `t[i]` (start <= t < end), or -1."""
+    owner = np.full(t.size, -1, np.int64)
+    if t.size == 0 or start.size == 0:
+        return owner
+    linked = np.arange(t.size)
+    k = np.searchsorted(lane_ids, lane)
+    on_lane = (k < lane_ids.size) & (lane_ids[np.minimum(k, lane_ids.size - 1)] == lane)
+    linked, t, k = linked[on_lane], t[on_lane], k[on_lane]
+    lo, hi = ptr[k], ptr[k + 1]
+    cand = np.empty(linked.size, np.int64)
+    for j in np.unique(k).tolist():  # one searchsorted per lane (a few dozen lanes at most)
+        sel = np.flatnonzero(k == j)
+        cand[sel] = ptr[j] + np.searchsorted(start[ptr[j]:ptr[j + 1]], t[sel], side="right") - 1
+    cand = np.where(cand >= lo, cand, -1)
+    while True:  # climb out of nodes that ended before the call started (one step per nesting level)
+        ended = (cand >= 0) & (end[np.maximum(cand, 0)] <= t)
+        if not ended.any():
+            break
+        cand = np.where(ended, parent[np.maximum(cand, 0)], cand)
+    owner[linked] = np.where((cand >= 0) & (cand < hi), cand, -1)
+    return owner

@@ -1,0 +1,381 @@
+"""The profiler tables: per operator, per GPU kernel (and memcpy/memset) and per nn.Module, for the whole
+trace or any window.
+
+API (other modules join these tables by name: `model.names[table.name_id[i]]`)::
+
+    index = TableIndex.build(model)                        # once per model, O(events); immutable, thread-safe
+    ops = op_table(model, index, window=None)              # -> OpTable, one row per CPU op name
+    mods = module_table(model, index, window=None)         # -> OpTable, one row per `nn.Module: ...` name
+    kernels = kernel_table(model, index, window=None)      # -> KernelTable, one row per kernel/memcpy/memset name
+    launchers = kernel_launchers(model, index, kernels.name_id[:5], window=None, top=3)
+        # -> {kernel name id: [(op name id, GPU ns, activities), ...]} the ops that launched each kernel
+    records(model, ops) / records(model, kernels)          # -> list of plain dicts (field -> value), rows in order
+
+`window` is None (the whole trace) or (start_ns, end_ns), absolute ns like `model.ts_ns`. An event counts in a
+window when it overlaps [start, end) (a zero-length one when it starts inside), and only the part of its
+duration inside the window counts: durations are clipped, calls are the events overlapping. The whole-trace
+tables are therefore exact sums of the trace's durations.
+
+Rows come sorted: ops by GPU total time, then CPU total (descending); kernels by total time (descending);
+ties by name id. Every time is int64 ns.
+
+OpTable rows (one per name; nested calls of the same name each count, as in torch.profiler):
+    name_id       model name id
+    calls         events of that name overlapping the window
+    cpu_total_ns  their (clipped) durations
+    cpu_self_ns   minus the (clipped) durations of their direct child ops (annotations are not ops) and of the
+                  runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made directly in them, as torch.profiler
+                  and torch-tb-profiler count host self time
+    cpu_max_ns    longest single (clipped) call
+    gpu_self_ns   GPU activity time (kernels, memcpys, memsets) whose launch call ran directly in the op
+    gpu_total_ns  the same, launched by the op or by any op nested in it (per call, summed over calls)
+    launches      launch calls of the op or its descendants whose GPU work ran in the window
+    cpu_mean_ns / gpu_mean_ns (properties): totals per call (0 when no call)
+  and for the table: linked_gpu_ns (GPU activity time in the window with a known launch call),
+  top_level_gpu_ns (gpu_total over the calls with no enclosing op; equals linked_gpu_ns - unowned_gpu_ns),
+  unowned_gpu_ns (linked time whose launch call ran outside every op).
+
+KernelTable rows:
+    name_id, kind (Kind: KERNEL, MEMCPY or MEMSET), calls, total_ns, min_ns, max_ns,
+    share (total / all GPU activity time in the window, over every device), tensor_core (name signature,
+    see `uses_tensor_cores`), mean_ns (property);
+    bytes, bandwidth_gbps (memcpy/memset: bytes moved in the window, each copy's bytes times its share inside
+    it, and bytes per ns of copy time = GB/s; NaN when the trace records no bytes);
+    grid, block, registers, shared_mem, blocks_per_sm, occupancy (kernels: the launch shape as Kineto records it
+    (grid and block as x*y*z), means over the calls weighted by their time in the window, as torch-tb-profiler
+    weights "mean blocks per SM" and "mean est. achieved occupancy"; NaN when not recorded)
+  and for the table: device_ns (all GPU activity time in the window).
+
+An op is a `cpu_op` (aten::, c10d::, autograd nodes; 2021 `Operator` events that are not annotations), never
+`ProfilerStep#N` nor a `record_function` annotation. A module is a `python_function` named `nn.Module: ...`
+(recorded with `with_modules` / `with_stack`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import numpy as np
+
+from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
+from ..trace.model import TraceModel, freeze_arrays
+from .op_forest import Forest, build_forest
+from .selectors import OpIndex, first_of_launch
+
+Window = Optional[tuple[int, int]]
+MODULE_PREFIX = "nn.Module: "
+# Kernel-name signatures of Tensor Core (matrix unit) kernels, per era (see trace-format.md for the eras):
+# Volta/Turing cuBLAS/cuDNN name the MMA shape (h884, s884, h1688, s1688, i8816, c1688), Ampere the 16x8x16
+# one (16816), CUTLASS says `tensorop`, cuBLASLt/cuDNN's XMMA kernels `xmma`, Hopper `gmma`/`wgmma`
+# (sm90_xmma_...), explicit `hmma`/`imma`/`mma_` instructions, and AMD Tensile `_MI<m>x<n>x<k>` (MFMA).
+_TENSOR_CORE = re.compile(r"(?:884|1688|16816|8816|tensorop|xmma|gmma|hmma|imma|_mma_|mma_sync|_MI\d+x\d+x\d+)",
+                          re.IGNORECASE)
+
+
+def uses_tensor_cores(name: str) -> bool:
+    """Whether a kernel name carries a Tensor Core (or AMD matrix core) signature."""
+    return _TENSOR_CORE.search(name) is not None
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Members sorted by group, for per-group min/max with one `reduceat`."""
+
+    order: np.ndarray  # int64 member positions sorted by group
+    bounds: np.ndarray  # int64 start of each group in `order`
+
+    @staticmethod
+    def of(group: np.ndarray, n_groups: int) -> _Groups:
+        order = np.argsort(group, kind="stable")
+        return _Groups(order, np.searchsorted(group[order], np.arange(n_groups)).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class TableIndex:
+    """What every table of one model needs, computed once (O(events)); windows then cost O(ops + activities)."""
+
+    act_rows: np.ndarray  # int64 GPU activity rows (kernel, memcpy, memset on GPU lanes), ascending
+    act_start_ns: np.ndarray
+    act_end_ns: np.ndarray
+    act_name_ix: np.ndarray  # int32 into act_name_ids
+    act_name_ids: np.ndarray  # int32 distinct activity names
+    act_name_kind: np.ndarray  # int8 Kind of each activity name (its first activity's)
+    act_first: np.ndarray  # bool: the first activity of its launch call (counts the launch once)
+    act_linked: np.ndarray  # bool: its launch call is known (it may still run outside every op)
+    act_groups: _Groups
+    tensor_core: np.ndarray  # bool per activity name
+    act_args: np.ndarray  # float64 (activities, len(ARG_FIELDS)): the model's gpu_arg_* columns per activity, NaN absent
+    ops: Forest
+    op_groups: _Groups
+    modules: Forest
+    module_groups: _Groups
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @staticmethod
+    def build(model: TraceModel) -> TableIndex:
+        """Index a model for `op_table`, `module_table`, `kernel_table` and `kernel_launchers`."""
+        act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+        ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
+        kind_of = model.kind[act[first_at]]
+        calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
+        ops = build_forest(model, op_rows(model), act, calls)
+        modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
+        return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
+                          kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
+                          np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
+                          _activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
+                          modules, _Groups.of(modules.name_ix, modules.name_ids.size))
+
+
+ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
+
+
+def _activity_args(model: TraceModel, act: np.ndarray) -> np.ndarray:
+    """The `gpu_arg_*` columns aligned with the activity rows (both ascending)."""
+    out = np.full((act.size, len(ARG_FIELDS)), np.nan)
+    rows = model.gpu_arg_row
+    pos = np.searchsorted(act, rows)
+    hit = (pos < act.size) & (act[np.minimum(pos, max(act.size - 1, 0))] == rows) if act.size else np.zeros(rows.size, bool)
+    for k, name in enumerate(ARG_FIELDS):
+        out[pos[hit], k] = getattr(model, f"gpu_arg_{name}")[hit]
+    out[out < 0] = np.nan  # the model's -1: not recorded
+    return out
+
+
+def op_rows(model: TraceModel) -> np.ndarray:
+    """Rows of CPU ops (not annotations, not ProfilerStep), ascending."""
+    index = OpIndex(model)
+    parts = [index.nested(lane, annotation=False)[0] for lane in index.lanes]
+    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def module_rows(model: TraceModel) -> np.ndarray:
+    """Rows of `nn.Module: ...` python_function events on CPU lanes, ascending."""
+    ids = model.name_ids_where(lambda n: n.startswith(MODULE_PREFIX))
+    mask = model.name_in(ids) & (model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU)
+    return np.flatnonzero(mask)
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """Per op (or module) name; see the module docstring for every field."""
+
+    name_id: np.ndarray
+    calls: np.ndarray
+    cpu_total_ns: np.ndarray
+    cpu_self_ns: np.ndarray
+    cpu_max_ns: np.ndarray
+    gpu_self_ns: np.ndarray
+    gpu_total_ns: np.ndarray
+    launches: np.ndarray
+    linked_gpu_ns: int
+    top_level_gpu_ns: int
+    unowned_gpu_ns: int
+    window: Window
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @property
+    def cpu_mean_ns(self) -> np.ndarray:
+        return self.cpu_total_ns // np.maximum(self.calls, 1)
+
+    @property
+    def gpu_mean_ns(self) -> np.ndarray:
+        return self.gpu_total_ns // np.maximum(self.calls, 1)
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """Per GPU activity name; see the module docstring for every field."""
+
+    name_id: np.ndarray
+    kind: np.ndarray
+    calls: np.ndarray
+    total_ns: np.ndarray
+    min_ns: np.ndarray
+    max_ns: np.ndarray
+    share: np.ndarray
+    tensor_core: np.ndarray
+    bytes: np.ndarray  # float64 memcpy/memset bytes moved in the window (NaN: not recorded)
+    bandwidth_gbps: np.ndarray  # float64 bytes / time (GB/s)
+    grid: np.ndarray  # float64 duration-weighted mean over the calls: grid size (blocks), NaN when not recorded
+    block: np.ndarray  # ... block size (threads)
+    registers: np.ndarray  # ... registers per thread
+    shared_mem: np.ndarray  # ... shared memory per block (bytes)
+    blocks_per_sm: np.ndarray  # ... blocks per SM
+    occupancy: np.ndarray  # ... estimated achieved occupancy (%)
+    device_ns: int
+    window: Window
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+    @property
+    def mean_ns(self) -> np.ndarray:
+        return self.total_ns // np.maximum(self.calls, 1)
+
+
+def clip(start_ns: np.ndarray, end_ns: np.ndarray, window: Window) -> tuple[np.ndarray, np.ndarray]:
+    """Which intervals count in the window, and each one's duration inside it (0 where it does not count)."""
+    if window is None:
+        return np.ones(start_ns.size, bool), end_ns - start_ns
+    t0, t1 = int(window[0]), int(window[1])
+    inside = (start_ns < t1) & ((end_ns > t0) | (start_ns >= t0))
+    dur = np.minimum(end_ns, t1) - np.maximum(start_ns, t0)
+    return inside, np.where(inside, np.maximum(dur, 0), 0)
+
+
+def _sum(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per-group sums of int64 values (float64 sums of integers are exact below 2^53 ns: 104 days)."""
+    return np.bincount(groups, weights=values, minlength=n).astype(np.int64)
+
+
+def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, largest: bool) -> np.ndarray:
+    """Per-group max (or min) of the masked values; 0 for a group with none."""
+    if groups.bounds.size == 0:
+        return np.zeros(0, np.int64)
+    fill = np.iinfo(np.int64).min if largest else np.iinfo(np.int64).max
+    picked = np.where(mask, values, fill)[groups.order]
+    reduce = np.maximum if largest else np.minimum
+    out = reduce.reduceat(picked, groups.bounds) if picked.size else np.full(groups.bounds.size, fill)
+    return np.where(out == fill, 0, out)
+
+
+def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
+    n_names = forest.name_ids.size
+    inside, dur = clip(forest.start_ns, forest.end_ns, window)
+    children = _sum(forest.parent[forest.child], dur[forest.child], forest.size)
+    if forest.call_rows.size:  # runtime calls made inside an op are not its own CPU work (as torch.profiler counts)
+        _, call_dur = clip(forest.call_start_ns, forest.call_end_ns, window)
+        children += _sum(forest.call_owner, call_dur, forest.size)
+    self_ns = np.maximum(dur - children, 0)
+    act_in, act_dur = clip(index.act_start_ns, index.act_end_ns, window)
+    owned = forest.owner >= 0
+    gpu_self = _sum(forest.owner[owned], act_dur[owned], forest.size)
+    launches_self = np.bincount(forest.owner[owned], weights=(act_in & index.act_first)[owned], minlength=forest.size)
+    gpu_total = _subtree_totals(forest, gpu_self)
+    launches_total = _subtree_totals(forest, np.rint(launches_self).astype(np.int64))
+    linked_ns = int(act_dur[index.act_linked].sum())
+    top = int(gpu_total[forest.parent < 0].sum())
+    name = forest.name_ix
+    calls = np.bincount(name[inside], minlength=n_names).astype(np.int64)
+    table = dict(calls=calls, cpu_total_ns=_sum(name, dur, n_names), cpu_self_ns=_sum(name, self_ns, n_names),
+                 cpu_max_ns=_group_extreme(groups, dur, inside, True), gpu_self_ns=_sum(name, gpu_self, n_names),
+                 gpu_total_ns=_sum(name, gpu_total, n_names), launches=_sum(name, launches_total, n_names))
+    keep = np.flatnonzero((calls > 0) | (table["gpu_total_ns"] > 0))
+    keep = keep[np.lexsort((forest.name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
+    return OpTable(name_id=forest.name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
+                   top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window)
+
+
+def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
+    """Each node's value plus all its descendants' (a prefix sum over the preorder positions)."""
+    cs = np.concatenate(([0], np.cumsum(per_node)))
+    return cs[forest.subtree_end] - cs[np.arange(forest.size)]
+
+
+def op_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
+    """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring."""
+    return _forest_table(model, index, index.ops, index.op_groups, window)
+
+
+def module_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
+    """The module table (one row per `nn.Module: ...` name); fields as in `op_table`."""
+    return _forest_table(model, index, index.modules, index.module_groups, window)
+
+
+def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) -> KernelTable:
+    """The kernel table (one row per kernel, memcpy or memset name) for the whole trace or a window."""
+    n = index.act_name_ids.size
+    inside, dur = clip(index.act_start_ns, index.act_end_ns, window)
+    calls = np.bincount(index.act_name_ix[inside], minlength=n).astype(np.int64)
+    total = _sum(index.act_name_ix, dur, n)
+    device_ns = int(total.sum())
+    share = total / device_ns if device_ns else np.zeros(n)
+    keep = np.flatnonzero(calls > 0)
+    keep = keep[np.lexsort((index.act_name_ids[keep], -total[keep]))]
+    args = _arg_means(index, inside, dur, n)
+    return KernelTable(name_id=index.act_name_ids[keep], kind=index.act_name_kind[keep], calls=calls[keep],
+                       total_ns=total[keep], min_ns=_group_extreme(index.act_groups, dur, inside, False)[keep],
+                       max_ns=_group_extreme(index.act_groups, dur, inside, True)[keep], share=share[keep],
+                       tensor_core=index.tensor_core[keep], **{k: v[keep] for k, v in args.items()},
+                       device_ns=device_ns, window=window)
+
+
+def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Per name: bytes moved (each copy's bytes times the share of it inside the window) and their bandwidth;
+    the launch fields as means weighted by each call's time in the window (NaN where no call records them)."""
+    full = index.act_end_ns - index.act_start_ns
+    frac = np.divide(dur, full, out=np.where(inside, 1.0, 0.0), where=full > 0)
+    out: dict[str, np.ndarray] = {}
+    values = index.act_args[:, 0]
+    has = inside & ~np.isnan(values)
+    moved = np.bincount(index.act_name_ix[has], weights=values[has] * frac[has], minlength=n)
+    moved_ns = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
+    out["bytes"] = np.where(np.bincount(index.act_name_ix[has], minlength=n) > 0, moved, np.nan)
+    out["bandwidth_gbps"] = np.divide(moved, moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
+    for k, name in enumerate(ARG_FIELDS[1:], start=1):
+        values = index.act_args[:, k]
+        has = inside & ~np.isnan(values)
+        weight = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
+        total = np.bincount(index.act_name_ix[has], weights=values[has] * dur[has], minlength=n)
+        plain = np.bincount(index.act_name_ix[has], weights=values[has], minlength=n)
+        count = np.bincount(index.act_name_ix[has], minlength=n)
+        mean = np.divide(total, weight, out=np.divide(plain, count, out=np.full(n, np.nan), where=count > 0), where=weight > 0)
+        out[name] = mean
+    return out
+
+
+def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray, window: Window = None,
+                     top: int = 3) -> dict[int, list[tuple[int, int, int]]]:
+    """The ops that launched each of the given kernel names: up to `top` per name, by GPU time.
+
+    Returns:
+        {kernel name id: [(op name id, GPU ns in the window, activities), ...]}, largest first; activities
+        launched outside every op are listed under op name id -1.
+    """
+    name_ids = np.asarray(name_ids, np.int64).reshape(-1)
+    result: dict[int, list[tuple[int, int, int]]] = {int(k): [] for k in name_ids.tolist()}
+    local = np.full(index.act_name_ids.size, -1, np.int64)  # activity name index -> position among name_ids
+    pos = np.searchsorted(index.act_name_ids, name_ids)
+    found = (pos < index.act_name_ids.size) & (index.act_name_ids[np.minimum(pos, index.act_name_ids.size - 1)] == name_ids)
+    local[pos[found]] = np.flatnonzero(found)
+    sel = np.flatnonzero(local[index.act_name_ix] >= 0) if local.size else np.zeros(0, np.int64)
+    inside, dur = clip(index.act_start_ns[sel], index.act_end_ns[sel], window)
+    sel, dur = sel[inside], dur[inside]
+    if sel.size == 0:
+        return result
+    owner = index.ops.owner[sel]
+    op_ix = np.zeros(sel.size, np.int64)  # 0: no op
+    if index.ops.size:
+        op_ix = np.where(owner >= 0, index.ops.name_ix[np.maximum(owner, 0)], -1).astype(np.int64) + 1
+    width = index.ops.name_ids.size + 1
+    pairs, inverse = np.unique(local[index.act_name_ix[sel]] * width + op_ix, return_inverse=True)  # one int64 sort
+    ns = _sum(inverse.reshape(-1), dur, pairs.size)
+    count = np.bincount(inverse.reshape(-1), minlength=pairs.size)
+    kernel_local, op_of = pairs // width, pairs % width - 1
+    op_name = np.full(op_of.size, -1, np.int64)
+    op_name[op_of >= 0] = index.ops.name_ids[op_of[op_of >= 0]]
+    for j in np.lexsort((op_name, -ns)).tolist():
+        entries = result[int(name_ids[kernel_local[j]])]
+        if len(entries) < top:
+            entries.append((int(op_name[j]), int(ns[j]), int(count[j])))
+    return result
+
+
+def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
+    """A table's rows as plain dicts: `name` (the shown name) and every per-row field, in row order."""
+    per_row = [f.name for f in fields(table) if isinstance(getattr(table, f.name), np.ndarray)]
+    extra = ["cpu_mean_ns", "gpu_mean_ns"] if isinstance(table, OpTable) else ["mean_ns"]
+    columns = {key: getattr(table, key).tolist() for key in per_row + extra}
+    if "kind" in columns:
+        columns["kind"] = [Kind(k).name.lower() for k in columns["kind"]]
+    for key in ("bytes", "bandwidth_gbps", *ARG_FIELDS):  # NaN (not recorded) as None: JSON has no NaN
+        if key in columns:
+            columns[key] = [None if v != v else v for v in columns[key]]
+    names = [model.shown_names[i] for i in columns["name_id"]]
+    return [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]

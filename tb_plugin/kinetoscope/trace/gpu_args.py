@@ -1,0 +1,103 @@
+"""The args of GPU activities the kernel table shows, read per chunk: bytes moved (memcpy, memset), and the
+launch shape of kernels (grid and block sizes, registers per thread, shared memory, blocks per SM,
+estimated achieved occupancy; trace-format.md §kernel args).
+
+Only GPU-category events are looked at (a tenth to a fifth of a trace), once each, as their chunk is
+built; the values become sparse model columns (`gpu_arg_*`: one row per activity that has any of them, -1 where
+a field is absent or unusable: every one of them is a count, a size or a share, never negative).
+"""
+from __future__ import annotations
+
+import math
+from itertools import chain
+from operator import attrgetter, itemgetter
+
+import numpy as np
+
+_LIMIT = float(1 << 62)
+_NAN = math.nan
+
+
+def _numbers(values: list) -> np.ndarray:
+    """Finite numbers within ±2^62 as float64, NaN elsewhere (absent, bool, string, list...).
+
+    One C-level conversion when every value is a number (the common case: a kernel's fields); a filtering
+    pass first when some are not (a memcpy has no registers).
+    """
+    try:  # numeric strings and bools convert too: harmless in a displayed statistic
+        out = np.fromiter(values, np.float64, len(values))
+    except (TypeError, ValueError, OverflowError):
+        out = np.fromiter([v if type(v) is float or (type(v) is int and -_LIMIT < v < _LIMIT) else _NAN for v in values],
+                          np.float64, len(values))
+    out[~((out >= 0) & (out < _LIMIT))] = np.nan  # negative, NaN, inf and huge values: none of these fields can be
+    return out
+
+
+def _products(values: list) -> np.ndarray:
+    """x*y*z of `[x, y, z]` grids or blocks (whole numbers >= 1), NaN for anything else."""
+    out = np.full(len(values), np.nan)
+    try:  # every kernel of a Kineto trace has both: one C-level conversion of the flattened lists
+        picked = np.arange(len(values)) if set(map(len, values)) == {3} else None
+        dims = np.fromiter(chain.from_iterable(values), np.float64, 3 * len(values)).reshape(-1, 3) if picked is not None else None
+    except (TypeError, ValueError, OverflowError):
+        picked = None
+    if picked is None:  # some absent or malformed: keep the 3-number lists, read one by one
+        picked = np.array([i for i, v in enumerate(values) if type(v) is list and len(v) == 3], np.int64)
+        if picked.size == 0:
+            return out
+        dims = np.array([[d if type(d) in (int, float) and -_LIMIT < d < _LIMIT else _NAN for d in values[i]]
+                         for i in picked.tolist()], np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.all((dims >= 1) & (dims == np.floor(dims)) & (dims < _LIMIT), axis=1)
+        product = np.prod(dims, axis=1)
+    out[picked[ok]] = product[ok]
+    out[~(out < _LIMIT)] = np.nan
+    return out
+
+
+# (model column suffix, Args attribute, reader of a list of values, read on kernels (else on memcpys/memsets))
+FIELDS = (("bytes", "copy_bytes", _numbers, False), ("grid", "grid", _products, True), ("block", "block", _products, True),
+          ("registers", "registers", _numbers, True), ("shared_mem", "shared_memory", _numbers, True),
+          ("blocks_per_sm", "blocks_per_sm", _numbers, True), ("occupancy", "occupancy", _numbers, True))
+_GET = {attr: attrgetter(attr) for _, attr, _, _ in FIELDS}
+_ARGS = attrgetter("args")
+
+
+class GpuArgs:
+    """Collects the fields of GPU activities chunk by chunk; `columns` lays them out by final event row."""
+
+    def __init__(self) -> None:
+        self._rows: list[np.ndarray] = []
+        self._values: list[np.ndarray] = []
+
+    def add(self, events: list, kernel_rows: np.ndarray, copy_rows: np.ndarray, off: int) -> None:
+        """Read the fields of the chunk's kernels and copies (chunk indices; the chunk starts at raw row `off`)."""
+        for rows, on_kernels in ((kernel_rows, True), (copy_rows, False)):
+            if rows.size == 0:
+                continue
+            picked = itemgetter(*rows.tolist())(events)
+            args = list(map(_ARGS, picked if rows.size > 1 else (picked,)))
+            values = np.full((len(args), len(FIELDS)), np.nan)
+            for k, (_, attr, read, kernel_field) in enumerate(FIELDS):
+                if kernel_field == on_kernels:
+                    values[:, k] = read(list(map(_GET[attr], args)))
+            present = ~np.isnan(values).all(axis=1)
+            self._rows.append(rows[present] + off)
+            self._values.append(values[present])
+
+    def columns(self, final_raw_rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The model's `gpu_arg_*` columns; `final_raw_rows[k]` is the raw row that became event row k."""
+        raw = np.concatenate(self._rows) if self._rows else np.zeros(0, np.int64)
+        values = np.concatenate(self._values) if self._values else np.zeros((0, len(FIELDS)))
+        if raw.size:
+            where = np.full(int(raw.max()) + 1, -1, np.int64)
+            hit = final_raw_rows <= raw.max()
+            where[final_raw_rows[hit]] = np.flatnonzero(hit)
+            event_row = where[raw]
+        else:
+            event_row = raw.astype(np.int64)
+        kept = event_row >= 0
+        order = np.argsort(event_row[kept], kind="stable")  # kernels and copies of a chunk interleave
+        values = values[kept][order]
+        return {"gpu_arg_row": event_row[kept][order].astype(np.int64),
+                **{f"gpu_arg_{name}": np.where(np.isnan(values[:, k]), -1.0, values[:, k]) for k, (name, _, _, _) in enumerate(FIELDS)}}

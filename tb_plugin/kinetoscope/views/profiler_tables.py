@@ -1,0 +1,133 @@
+"""The profiler tables and the name search as route answers: sorted, filtered, paged, bounded, times in µs."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..analysis import tables as T
+from ..analysis.search import SearchIndex, find
+from ..analysis.selectors import NO_OP
+from ..trace.kinds import Kind
+from ..trace.model import TraceModel
+
+TABLE_KINDS = ("op", "kernel", "module")
+_OP_KEYS = {"name": None, "calls": "calls", "cpu_total": "cpu_total_ns", "cpu_self": "cpu_self_ns",
+            "cpu_mean": "cpu_mean_ns", "cpu_max": "cpu_max_ns", "gpu_self": "gpu_self_ns", "gpu_total": "gpu_total_ns",
+            "gpu_mean": "gpu_mean_ns", "launches": "launches"}
+_KERNEL_KEYS = {"name": None, "calls": "calls", "total": "total_ns", "mean": "mean_ns", "min": "min_ns", "max": "max_ns",
+                "share": "share"}
+OP_SORTS = tuple(k for key in _OP_KEYS for k in (key, f"-{key}"))
+KERNEL_SORTS = tuple(k for key in _KERNEL_KEYS for k in (key, f"-{key}"))
+TABLE_SORTS = tuple(dict.fromkeys(OP_SORTS + KERNEL_SORTS))
+DEFAULT_SORT = {"op": "-gpu_total", "module": "-gpu_total", "kernel": "-total"}
+MAX_LIMIT = 500  # rows per page: 500 rows of 1,000-character names (and 3 launchers each) stay under 2 MB
+MAX_FILTER_CHARS = 200
+LAUNCHERS = 3  # ops named per kernel row
+
+
+def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window):
+    """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace)."""
+    if by == "kernel":
+        return T.kernel_table(model, index, window)
+    return (T.module_table if by == "module" else T.op_table)(model, index, window)
+
+
+def _us(values: np.ndarray) -> list[float]:
+    return (np.asarray(values, np.int64) / 1e3).tolist()
+
+
+def _order(model: TraceModel, tab: Any, by: str, sort: str, query: Optional[str]) -> np.ndarray:
+    """Row positions kept by the name filter, in the requested order (ties keep the table's own order)."""
+    keep = np.arange(tab.name_id.size)
+    if query:
+        needle = query.strip().lower()[:MAX_FILTER_CHARS]
+        keep = np.array([i for i, n in enumerate(tab.name_id.tolist()) if needle in model.names[n].lower()], np.int64)
+    key = sort.lstrip("-")
+    keys = _KERNEL_KEYS if by == "kernel" else _OP_KEYS
+    if key not in keys:
+        raise ValueError(f"sort {sort!r} does not apply to the {by} table")
+    if keys[key] is None:
+        names = [model.names[n].lower() for n in tab.name_id[keep].tolist()]
+        order = np.array(sorted(range(len(names)), key=names.__getitem__), np.int64)
+        order = order[::-1] if sort.startswith("-") else order
+    else:
+        values = getattr(tab, keys[key])[keep]
+        order = np.argsort(-values if sort.startswith("-") else values, kind="stable")
+    return keep[order]
+
+
+def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", window: T.Window = None,
+                sort: Optional[str] = None, query: Optional[str] = None, offset: int = 0,
+                limit: int = 100) -> dict[str, Any]:
+    """One page of a profiler table.
+
+    Args:
+        model: the trace; index: its `TableIndex`.
+        by: `op`, `kernel` or `module`.
+        window: absolute (start_ns, end_ns), or None for the whole trace.
+        sort: a key of OP_SORTS / KERNEL_SORTS (`-` first: descending); None: the table's default.
+        query: keep names containing this (case-insensitive).
+        offset, limit: the page (limit at most MAX_LIMIT).
+
+    Raises:
+        ValueError: a sort key that does not apply to this table.
+    """
+    tab = table(model, index, by, window)
+    sort = sort or DEFAULT_SORT[by]
+    kept = _order(model, tab, by, sort, query)
+    page = kept[offset: offset + min(limit, MAX_LIMIT)]
+    base = model.start_ns
+    out: dict[str, Any] = {
+        "by": by, "sort": sort, "filter": query or "", "total": int(kept.size), "rows_in_window": int(tab.name_id.size),
+        "offset": offset, "limit": limit,
+        "window": None if window is None else {"start_us": (window[0] - base) / 1e3, "end_us": (window[1] - base) / 1e3}}
+    names = [model.shown_names[i] for i in tab.name_id[page].tolist()]
+    if by == "kernel":
+        out["device_us"] = tab.device_ns / 1e3
+        out["rows"] = _kernel_rows(model, index, tab, page, names, window)
+    else:
+        out.update(linked_gpu_us=tab.linked_gpu_ns / 1e3, top_level_gpu_us=tab.top_level_gpu_ns / 1e3,
+                   unowned_gpu_us=tab.unowned_gpu_ns / 1e3)
+        columns = {"calls": tab.calls[page].tolist(), **{f"{k}_us": _us(getattr(tab, f"{k}_ns")[page]) for k in (
+            "cpu_total", "cpu_self", "cpu_mean", "cpu_max", "gpu_self", "gpu_total", "gpu_mean")},
+            "launches": tab.launches[page].tolist()}
+        out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
+    return out
+
+
+def _kernel_rows(model: TraceModel, index: T.TableIndex, tab: T.KernelTable, page: np.ndarray, names: list[str],
+                 window: T.Window) -> list[dict[str, Any]]:
+    launchers = T.kernel_launchers(model, index, tab.name_id[page], window, top=LAUNCHERS)
+    columns = {"calls": tab.calls[page].tolist(), "total_us": _us(tab.total_ns[page]), "mean_us": _us(tab.mean_ns[page]),
+               "min_us": _us(tab.min_ns[page]), "max_us": _us(tab.max_ns[page]),
+               "share": np.round(tab.share[page], 6).tolist(), "tensor_core": tab.tensor_core[page].tolist(),
+               **{key: [None if v != v else round(v, 3) for v in getattr(tab, key)[page].tolist()]
+                  for key in ("bytes", "bandwidth_gbps", *T.ARG_FIELDS[1:])}}
+    rows = []
+    for i, (name, name_id, kind) in enumerate(zip(names, tab.name_id[page].tolist(), tab.kind[page].tolist())):
+        by_op = [{"name": model.shown_names[o] if o >= 0 else NO_OP, "gpu_us": ns / 1e3, "calls": n}
+                 for o, ns, n in launchers.get(name_id, [])]
+        rows.append({"name": name, "kind": Kind(kind).name.lower(), **{k: v[i] for k, v in columns.items()},
+                     "launched_by": by_op})
+    return rows
+
+
+MAX_SEARCH_LIMIT = 1000
+
+
+def search_view(model: TraceModel, index: SearchIndex, query: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    """The occurrences of a name query, in time order: `total` (the m of "n of m") and one page of them.
+
+    Each occurrence: its event `row`, `lane` (the lanes view's lane index), `start_us`, `dur_us` and `name`
+    (an index into the page's `names`).
+    """
+    matches = find(index, query)
+    page = matches.rows[offset: offset + min(limit, MAX_SEARCH_LIMIT)]
+    ids, name_ix = np.unique(model.name_id[page], return_inverse=True)
+    base = model.start_ns
+    return {"query": query, "total": int(matches.rows.size), "names_matched": int(matches.name_ids.size),
+            "offset": offset, "limit": limit, "names": [model.shown_names[i] for i in ids.tolist()],
+            "hits": {"row": page.tolist(), "lane": model.lane[page].tolist(),
+                     "start_us": ((model.ts_ns[page] - base) / 1e3).tolist(), "dur_us": _us(model.dur_ns[page]),
+                     "name": name_ix.reshape(-1).tolist()}}

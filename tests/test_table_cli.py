@@ -1,0 +1,67 @@
+"""`kinetoscope table` and the report's top tables: every format, the window, and usage errors."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope.cli import main
+from kinetoscope.table_cli import parse_window
+
+
+@pytest.fixture
+def trace(tmp_path, no_cache):
+    events = [op("aten::mm", 0, 100), launch(10, 5, 1), kernel("gemm", 20, 30, 1), op("aten::add_", 200, 20),
+              launch(205, 5, 2), kernel("add_k", 230, 4, 2)]
+    return str(write_trace(tmp_path / "w.1.pt.trace.json", trace_doc(events)))
+
+
+def test_json_rows_and_totals(trace, capsys):
+    assert main(["table", trace, "--by", "op", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in doc["rows"]] == ["aten::mm", "aten::add_"]
+    assert doc["rows"][0]["gpu_total_us"] == 30.0 and doc["rows"][0]["cpu_self_us"] == 95.0
+    assert doc["totals"] == {"rows": 2, "linked_gpu_us": 34.0, "top_level_gpu_us": 34.0, "unowned_gpu_us": 0.0}
+
+
+def test_csv_kernels_in_a_window(trace, capsys):
+    assert main(["table", trace, "--by", "kernel", "--window", "0:100", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["name"], r["calls"], r["total_us"], r["launched_by"]) for r in rows] == [("gemm", "1", "30.0", "aten::mm=30.0")]
+
+
+def test_text_modules_empty_and_errors(trace, capsys):
+    assert main(["table", trace, "--by", "module"]) == 0
+    assert capsys.readouterr().out.startswith("name")
+    assert main(["table", trace, "--window", "9:3"]) == 2
+    assert "--window" in capsys.readouterr().err
+    assert main(["table", trace + ".missing"]) in (1, 2)
+
+
+@pytest.mark.parametrize("text, expected", [(None, None), ("1:2", (1.0, 2.0)), (":5", (None, 5.0)), ("5:", (5.0, None))])
+def test_parse_window(text, expected):
+    assert parse_window(text) == expected
+
+
+@pytest.mark.parametrize("text", ["1", "a:b", "1:2:3", "3:3"])
+def test_parse_window_refuses(text):
+    with pytest.raises(ValueError):
+        parse_window(text)
+
+
+@pytest.mark.parametrize("fmt, marker", [("text", "Top kernels (2 of 2):"), ("markdown", "| kernel | kind |")])
+def test_report_prints_top_ops_and_kernels(trace, capsys, fmt, marker):
+    assert main(["report", trace, "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert marker in out and "Top operators (2 of 2):" in out
+
+
+def test_report_json_has_every_table_field(trace, capsys):
+    assert main(["report", trace, "--format", "json"]) == 0
+    tables = json.loads(capsys.readouterr().out)["traces"][0]["tables"]
+    assert tables["kernels"][0]["launched_by"] == [{"name": "aten::mm", "gpu_us": 30.0, "calls": 1}]
+    assert {"calls", "cpu_total_us", "cpu_self_us", "cpu_max_us", "gpu_self_us", "gpu_total_us", "launches", "cpu_mean_us",
+            "gpu_mean_us"} <= set(tables["ops"][0])
+    assert tables["ops_totals"]["rows"] == 2 and tables["modules"] == []

@@ -1,0 +1,67 @@
+"""analysis.tables against torch-tb-profiler 0.4.3's own Operator and Kernel views of resnet50_num_workers_0
+(tests/reference/tbprof_resnet50_nw0.json, written by tests/reference/tbprof_tables.py from the old plugin's
+RunGenerator). Its figures are whole µs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SHARED_TRACES, requires_shared
+from kinetoscope.analysis import tables as T
+from kinetoscope.trace.loader import load_trace
+
+REFERENCE = json.loads((Path(__file__).parent / "reference" / "tbprof_resnet50_nw0.json").read_text())
+TRACE = SHARED_TRACES / "resnet50_num_workers_0" / REFERENCE["trace"]
+
+
+@pytest.fixture(scope="module")
+def model_index():
+    model = load_trace(str(TRACE), cache_dir=None)
+    return model, T.TableIndex.build(model)
+
+
+def _us(ns: int) -> int:
+    return int(round(ns / 1e3))
+
+
+@requires_shared
+def test_top_operators_match_torch_tb_profiler(model_index):
+    """The 15 ops with the most device self time, with calls, device self/total and host self/total."""
+    model, index = model_index
+    table = T.op_table(model, index)
+    order = np.lexsort((-table.cpu_total_ns, -table.gpu_self_ns))[:len(REFERENCE["operators_top"])]
+    mine = [(model.names[table.name_id[i]], int(table.calls[i]), _us(table.gpu_self_ns[i]), _us(table.gpu_total_ns[i]),
+             _us(table.cpu_self_ns[i]), _us(table.cpu_total_ns[i])) for i in order.tolist()]
+    theirs = [(op["name"], op["calls"], op["device_self_duration"], op["device_total_duration"],
+               op["host_self_duration"], op["host_total_duration"]) for op in REFERENCE["operators_top"]]
+    assert mine == theirs
+
+
+@requires_shared
+def test_every_kernel_matches_torch_tb_profiler(model_index):
+    model, index = model_index
+    table = T.kernel_table(model, index)
+    mine = {model.names[r["name_id"]]: r for r in T.records(model, table) if r["kind"] == "kernel"}
+    assert len(mine) == len(REFERENCE["kernels"])
+    for theirs in REFERENCE["kernels"]:
+        row = mine[theirs["name"]]
+        assert (row["calls"], _us(row["total_ns"]), _us(row["max_ns"]), _us(row["min_ns"])) == (
+            theirs["calls"], theirs["total_us"], theirs["max_us"], theirs["min_us"])
+        assert row["tensor_core"] == (theirs["tensor_cores"] == "Yes")
+        # both weight each call by its duration; theirs are rounded to 2 decimals
+        assert row["blocks_per_sm"] == pytest.approx(theirs["mean_blocks_per_sm"], abs=0.006)
+        assert row["occupancy"] == pytest.approx(theirs["mean_occupancy_pct"], abs=0.006)
+    top = [model.names[i] for i in table.name_id[:10].tolist()]
+    assert top == [k["name"] for k in REFERENCE["kernels"][:10]]
+
+
+@requires_shared
+def test_memcpy_rows_carry_bytes_and_bandwidth(model_index):
+    model, index = model_index
+    rows = {r["name"]: r for r in T.records(model, T.kernel_table(model, index))}
+    copy = rows["Memcpy HtoD (Pageable -> Device)"]
+    assert copy["kind"] == "memcpy" and copy["bytes"] == 115607040.0  # 6 batches: 32x3x224x224 float32 images + 32 int64 labels
+    assert copy["bandwidth_gbps"] == pytest.approx(copy["bytes"] / copy["total_ns"])
+    assert copy["grid"] is None and rows[REFERENCE["kernels"][0]["name"]]["bytes"] is None

@@ -1,0 +1,61 @@
+"""views.profiler_tables through the plugin's routes: sort, filter, paging, windows, search "n of m"."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import kernel, launch, op, plugin_apps, trace_doc
+from werkzeug.test import Client
+
+PREFIX = "/data/plugin/kinetoscope"
+
+
+def _doc():
+    events = []
+    for i in range(6):  # aten::relu launches relu_k at 100 i + 20; aten::mm launches gemm at 100 i + 60
+        t = 100 * i
+        events += [op("aten::relu", t, 30), launch(t + 5, 5, 2 * i + 1), kernel("relu_k", t + 20, 4, 2 * i + 1),
+                   op("aten::mm", t + 40, 40), launch(t + 45, 5, 2 * i + 2), kernel("gemm", t + 60, 20, 2 * i + 2)]
+    return trace_doc(events)
+
+
+@pytest.fixture(scope="module")
+def routes(tmp_path_factory):
+    with plugin_apps(_doc(), tmp_path_factory.mktemp("pt")) as (apps, sid):
+        def get(route, query):
+            response = Client(apps[f"/{route}"]).get(f"{PREFIX}/{route}?span={sid}&{query}")
+            return response.status_code, json.loads(response.get_data())
+        yield get
+
+
+def test_sort_filter_and_page(routes):
+    code, body = routes("tables", "by=op&sort=name")
+    assert code == 200 and [r["name"] for r in body["rows"]] == ["aten::mm", "aten::relu"]
+    _, body = routes("tables", "by=op")  # default: GPU total, descending
+    assert [(r["name"], r["gpu_total_us"], r["calls"], r["launches"]) for r in body["rows"]] == [
+        ("aten::mm", 120.0, 6, 6), ("aten::relu", 24.0, 6, 6)]
+    _, body = routes("tables", "by=op&filter=RELU")
+    assert body["total"] == 1 and body["rows"][0]["name"] == "aten::relu"
+    _, body = routes("tables", "by=kernel&sort=calls&offset=1&limit=1")
+    assert body["total"] == 2 and len(body["rows"]) == 1 and body["offset"] == 1
+
+
+def test_window_changes_the_tables(routes):
+    _, whole = routes("tables", "by=kernel")
+    _, part = routes("tables", "by=kernel&start_us=0&end_us=150")
+    assert {r["name"]: r["calls"] for r in whole["rows"]} == {"gemm": 6, "relu_k": 6}
+    assert {r["name"]: r["calls"] for r in part["rows"]} == {"gemm": 1, "relu_k": 2}
+    assert part["window"] == {"start_us": 0.0, "end_us": 150.0} and whole["window"] is None
+    assert part["rows"][0]["launched_by"] == [{"name": "aten::mm", "gpu_us": 20.0, "calls": 1}]
+
+
+def test_search_n_of_m(routes):
+    code, body = routes("search", "q=relu")
+    assert code == 200 and body["total"] == 12 and body["names_matched"] == 2  # 6 ops + 6 kernels
+    starts = body["hits"]["start_us"]
+    assert starts == sorted(starts) and starts[:2] == [0.0, 20.0]
+    assert [body["names"][i] for i in body["hits"]["name"][:2]] == ["aten::relu", "relu_k"]
+    _, page = routes("search", "q=relu&offset=10&limit=5")
+    assert page["hits"]["start_us"] == starts[10:] and page["total"] == 12
+    _, none = routes("search", "q=%20%20")
+    assert none["total"] == 0 and none["hits"]["row"] == []
