@@ -8,16 +8,13 @@ import gzip
 import json
 import os
 import shutil
-import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import SAMPLES, SHARED_TRACES
 from s3_server import ACCESS_KEY, SECRET_KEY, bytes_requested, moto_server, s3_env, tree, upload
-from test_e2e_tensorboard import PLUGIN, TENSORBOARD, _wait_for_port, fetch, wait_until
+from test_e2e_tensorboard import PLUGIN, TENSORBOARD, fetch, tensorboard, wait_until
 
 pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
@@ -27,23 +24,9 @@ pytestmark = pytest.mark.skipif(not TENSORBOARD.exists(), reason="no tensorboard
 BUCKET = "team-profiles"
 
 
-@contextmanager
-def remote_tensorboard(logdir: str, env: dict, tmp_path: Path, extra: tuple = ()) -> Iterator[str]:
+def remote_tensorboard(logdir: str, env: dict, tmp_path: Path, extra: tuple = ()):
     """`tensorboard --logdir s3://... --load_fast false` on a free local port; yields its base URL."""
-    log = tmp_path / "tb-remote.err"
-    with open(log, "w") as err:
-        proc = subprocess.Popen([str(TENSORBOARD), "--logdir", logdir, "--host", "127.0.0.1", "--port", "0",
-                                 "--load_fast", "false", *extra],
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=tmp_path)
-    try:
-        yield f"http://127.0.0.1:{_wait_for_port(proc, log)}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
+    return tensorboard(logdir, tmp_path, extra=extra, env=env, log_name="tb-remote.err")
 
 
 @pytest.fixture

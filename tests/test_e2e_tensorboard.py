@@ -28,12 +28,14 @@ pytestmark = pytest.mark.skipif(not TENSORBOARD.exists(), reason="no tensorboard
 
 
 @contextmanager
-def tensorboard(logdir: Path, tmp_path: Path, load_fast: Optional[str] = "false", extra: tuple = ()) -> Iterator[str]:
-    """Start `tensorboard --logdir LOGDIR` on a free local port; yield its base URL; always stop it.
+def tensorboard(logdir, tmp_path: Path, load_fast: Optional[str] = "false", extra: tuple = (),
+                env: Optional[dict] = None, log_name: Optional[str] = None) -> Iterator[str]:
+    """Start `tensorboard --logdir LOGDIR` (a path or a URL) on a free local port; yield its base URL; always
+    stop it. `env` replaces the environment (default: this one, with a cache under tmp_path).
 
     `load_fast=None` keeps TensorBoard's default (the Rust data server; no multiplexer for plugins)."""
-    log = tmp_path / f"tb-{logdir.name}.err"
-    env = {**os.environ, "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    log = tmp_path / (log_name or f"tb-{re.sub(r'[^A-Za-z0-9._-]', '_', str(logdir).rstrip('/').rsplit('/', 1)[-1])}.err")
+    env = env if env is not None else {**os.environ, "KINETOSCOPE_CACHE_DIR": str(tmp_path / "cache")}
     with open(log, "w") as err:
         flags = [] if load_fast is None else ["--load_fast", load_fast]
         proc = subprocess.Popen([str(TENSORBOARD), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0", *flags,
