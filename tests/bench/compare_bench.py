@@ -96,6 +96,7 @@ def route_figures(a: Path, b: Path, cache_dir: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--markdown", type=Path, help="also write the figures as a markdown section (make bench)")
     args = parser.parse_args()
     a, b = traces(BENCH_DIR / "traces")
     with tempfile.TemporaryDirectory() as cache:
@@ -103,10 +104,20 @@ def main() -> int:
         cli_seconds(a, b, "--cache-dir", cache)  # fills the cache
         cached = [cli_seconds(a, b, "--cache-dir", cache) for _ in range(args.runs)]
         route = route_figures(a, b, cache)
-    print(json.dumps({"baseline_mb": round(a.stat().st_size / 1e6, 1), "candidate_mb": round(b.stat().st_size / 1e6, 1),
-                      "diff_nocache_s": round(statistics.median(nocache), 3), "diff_nocache_runs_s": [round(x, 3) for x in nocache],
-                      "diff_cached_s": round(statistics.median(cached), 3), "diff_cached_runs_s": [round(x, 3) for x in cached],
-                      **route, "cpus": os.cpu_count(), "load_average": os.getloadavg()}, indent=1))
+    out = {"baseline_mb": round(a.stat().st_size / 1e6, 1), "candidate_mb": round(b.stat().st_size / 1e6, 1),
+           "diff_nocache_s": round(statistics.median(nocache), 3), "diff_nocache_runs_s": [round(x, 3) for x in nocache],
+           "diff_cached_s": round(statistics.median(cached), 3), "diff_cached_runs_s": [round(x, 3) for x in cached],
+           **route, "cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    print(json.dumps(out, indent=1))
+    if args.markdown:
+        args.markdown.write_text(
+            f"Command: `PYTHONPATH=tb_plugin .venv/bin/python tests/bench/compare_bench.py --runs {args.runs}`; baseline "
+            f"{a.name} ({out['baseline_mb']} MB), candidate {b.name} ({out['candidate_mb']} MB); load average "
+            f"{out['load_average'][0]:.1f} at the end.\n\n| what | time | target |\n|---|---|---|\n"
+            f"| `compare` route, both spans loaded, first request | {out['route_cold_s']:.3f} s | under 2 s |\n"
+            f"| the same request again (median of 20) | {out['route_warm_ms']:.2f} ms | under 100 ms |\n"
+            f"| `kinetoscope diff A B`, fresh process, model cache filled | {out['diff_cached_s']:.2f} s | - |\n"
+            f"| `kinetoscope diff A B --no-cache` (both decoded) | {out['diff_nocache_s']:.2f} s | - |\n")
     return 0
 
 
