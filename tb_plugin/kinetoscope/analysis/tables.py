@@ -91,7 +91,7 @@ class _Groups:
         return _Groups(order, np.searchsorted(group[order], np.arange(n_groups)).astype(np.int64))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a cache key for its whole-trace tables
 class TableIndex:
     """What every table of one model needs, computed once (O(events)); windows then cost O(ops + activities)."""
 
@@ -105,7 +105,9 @@ class TableIndex:
     act_linked: np.ndarray  # bool: its launch call is known (it may still run outside every op)
     act_groups: _Groups
     tensor_core: np.ndarray  # bool per activity name
-    act_args: np.ndarray  # float64 (activities, len(ARG_FIELDS)): the model's gpu_arg_* columns per activity, NaN absent
+    act_values: np.ndarray  # float64 (len(ARG_FIELDS), activities): the model's gpu_arg_* columns per activity, 0 absent
+    act_present: np.ndarray  # float64 (len(ARG_FIELDS) * activities): 1 where recorded, else 0
+    act_arg_keys: np.ndarray  # int64 (len(ARG_FIELDS) * activities): field * names + name index (one bincount for all)
     ops: Forest
     op_groups: _Groups
     modules: Forest
@@ -126,23 +128,24 @@ class TableIndex:
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
-                          _activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
+                          *_activity_args(model, act, ix, ids.size), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
                           modules, _Groups.of(modules.name_ix, modules.name_ids.size))
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
 
 
-def _activity_args(model: TraceModel, act: np.ndarray) -> np.ndarray:
-    """The `gpu_arg_*` columns aligned with the activity rows (both ascending)."""
+def _activity_args(model: TraceModel, act: np.ndarray, name_ix: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """The `gpu_arg_*` columns aligned with the activity rows (both ascending), as (values, present, keys)."""
     out = np.full((act.size, len(ARG_FIELDS)), np.nan)
     rows = model.gpu_arg_row
     pos = np.searchsorted(act, rows)
     hit = (pos < act.size) & (act[np.minimum(pos, max(act.size - 1, 0))] == rows) if act.size else np.zeros(rows.size, bool)
     for k, name in enumerate(ARG_FIELDS):
         out[pos[hit], k] = getattr(model, f"gpu_arg_{name}")[hit]
-    out[out < 0] = np.nan  # the model's -1: not recorded
-    return out
+    present = out >= 0  # NaN (no row) and the model's -1: not recorded
+    keys = (np.arange(len(ARG_FIELDS), dtype=np.int64)[:, None] * n + np.asarray(name_ix, np.int64)[None, :]).ravel()
+    return np.where(present, out, 0.0).T.copy(), present.T.astype(np.float64).ravel(), keys
 
 
 def op_rows(model: TraceModel) -> np.ndarray:
@@ -308,25 +311,23 @@ def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) ->
 
 def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int) -> dict[str, np.ndarray]:
     """Per name: bytes moved (each copy's bytes times the share of it inside the window) and their bandwidth;
-    the launch fields as means weighted by each call's time in the window (NaN where no call records them)."""
+    the launch fields as means weighted by each call's time in the window (NaN where no call records them, or
+    where every call that does lasted 0 ns). All fields in two bincounts over (field, name) keys."""
     full = index.act_end_ns - index.act_start_ns
-    frac = np.divide(dur, full, out=np.where(inside, 1.0, 0.0), where=full > 0)
-    out: dict[str, np.ndarray] = {}
-    values = index.act_args[:, 0]
-    has = inside & ~np.isnan(values)
-    moved = np.bincount(index.act_name_ix[has], weights=values[has] * frac[has], minlength=n)
-    moved_ns = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
-    out["bytes"] = np.where(np.bincount(index.act_name_ix[has], minlength=n) > 0, moved, np.nan)
-    out["bandwidth_gbps"] = np.divide(moved, moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
-    for k, name in enumerate(ARG_FIELDS[1:], start=1):
-        values = index.act_args[:, k]
-        has = inside & ~np.isnan(values)
-        weight = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
-        total = np.bincount(index.act_name_ix[has], weights=values[has] * dur[has], minlength=n)
-        plain = np.bincount(index.act_name_ix[has], weights=values[has], minlength=n)
-        count = np.bincount(index.act_name_ix[has], minlength=n)
-        mean = np.divide(total, weight, out=np.divide(plain, count, out=np.full(n, np.nan), where=count > 0), where=weight > 0)
-        out[name] = mean
+    frac = np.divide(dur, full, out=inside.astype(np.float64), where=full > 0)
+    fields = len(ARG_FIELDS)
+    present = index.act_present.reshape(fields, -1)
+    weight = np.where(inside, dur, 0).astype(np.float64) * present  # (fields, activities)
+    weight[0] = frac * present[0]  # bytes: each copy counts by its share inside the window
+    value_sum = np.bincount(index.act_arg_keys, weights=(weight * index.act_values).ravel(), minlength=fields * n)
+    weight_sum = np.bincount(index.act_arg_keys, weights=weight.ravel(), minlength=fields * n)
+    value_sum, weight_sum = value_sum.reshape(fields, n), weight_sum.reshape(fields, n)
+    out = {name: np.divide(value_sum[k], weight_sum[k], out=np.full(n, np.nan), where=weight_sum[k] > 0)
+           for k, name in enumerate(ARG_FIELDS) if k}
+    copies = np.bincount(index.act_name_ix, weights=present[0] * inside, minlength=n)
+    moved_ns = np.bincount(index.act_name_ix, weights=np.where(inside, dur, 0) * present[0], minlength=n)
+    out["bytes"] = np.where(copies > 0, value_sum[0], np.nan)
+    out["bandwidth_gbps"] = np.divide(value_sum[0], moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
     return out
 
 

@@ -1,6 +1,8 @@
 """The profiler tables and the name search as route answers: sorted, filtered, paged, bounded, times in µs."""
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Optional
 
 import numpy as np
@@ -26,8 +28,25 @@ MAX_FILTER_CHARS = 200
 LAUNCHERS = 3  # ops named per kernel row
 
 
+_WHOLE: weakref.WeakKeyDictionary[T.TableIndex, dict] = weakref.WeakKeyDictionary()  # index -> by -> whole-trace table
+_WHOLE_LOCK = threading.Lock()
+
+
 def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window):
-    """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace)."""
+    """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace, computed once
+    per index: the tables are immutable, and the whole trace is what the panel opens on)."""
+    if window is None:
+        with _WHOLE_LOCK:
+            cached = _WHOLE.get(index, {}).get(by)
+        if cached is None:
+            cached = _compute(model, index, by, None)
+            with _WHOLE_LOCK:
+                _WHOLE.setdefault(index, {})[by] = cached
+        return cached
+    return _compute(model, index, by, window)
+
+
+def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window):
     if by == "kernel":
         return T.kernel_table(model, index, window)
     return (T.module_table if by == "module" else T.op_table)(model, index, window)
