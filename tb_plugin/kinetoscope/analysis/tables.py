@@ -106,8 +106,7 @@ class TableIndex:
     act_groups: _Groups
     tensor_core: np.ndarray  # bool per activity name
     act_values: np.ndarray  # float64 (len(ARG_FIELDS), activities): the model's gpu_arg_* columns per activity, 0 absent
-    act_present: np.ndarray  # float64 (len(ARG_FIELDS) * activities): 1 where recorded, else 0
-    act_arg_keys: np.ndarray  # int64 (len(ARG_FIELDS) * activities): field * names + name index (one bincount for all)
+    act_present: np.ndarray  # bool (len(ARG_FIELDS), activities): recorded
     ops: Forest
     op_groups: _Groups
     modules: Forest
@@ -128,15 +127,15 @@ class TableIndex:
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
-                          *_activity_args(model, act, ix, ids.size), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
+                          *_activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
                           modules, _Groups.of(modules.name_ix, modules.name_ids.size))
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
 
 
-def _activity_args(model: TraceModel, act: np.ndarray, name_ix: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
-    """The `gpu_arg_*` columns aligned with the activity rows (both ascending), as (values, present, keys)."""
+def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The `gpu_arg_*` columns aligned with the activity rows (both ascending), as (values, present)."""
     out = np.full((act.size, len(ARG_FIELDS)), np.nan)
     rows = model.gpu_arg_row
     pos = np.searchsorted(act, rows)
@@ -144,8 +143,7 @@ def _activity_args(model: TraceModel, act: np.ndarray, name_ix: np.ndarray, n: i
     for k, name in enumerate(ARG_FIELDS):
         out[pos[hit], k] = getattr(model, f"gpu_arg_{name}")[hit]
     present = out >= 0  # NaN (no row) and the model's -1: not recorded
-    keys = (np.arange(len(ARG_FIELDS), dtype=np.int64)[:, None] * n + np.asarray(name_ix, np.int64)[None, :]).ravel()
-    return np.where(present, out, 0.0).T.copy(), present.T.astype(np.float64).ravel(), keys
+    return np.where(present, out, 0.0).T.copy(), present.T.copy()
 
 
 def op_rows(model: TraceModel) -> np.ndarray:
@@ -316,11 +314,12 @@ def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int) -
     full = index.act_end_ns - index.act_start_ns
     frac = np.divide(dur, full, out=inside.astype(np.float64), where=full > 0)
     fields = len(ARG_FIELDS)
-    present = index.act_present.reshape(fields, -1)
+    present = index.act_present
     weight = np.where(inside, dur, 0).astype(np.float64) * present  # (fields, activities)
     weight[0] = frac * present[0]  # bytes: each copy counts by its share inside the window
-    value_sum = np.bincount(index.act_arg_keys, weights=(weight * index.act_values).ravel(), minlength=fields * n)
-    weight_sum = np.bincount(index.act_arg_keys, weights=weight.ravel(), minlength=fields * n)
+    keys = (np.arange(fields, dtype=np.int64)[:, None] * n + index.act_name_ix[None, :]).ravel()
+    value_sum = np.bincount(keys, weights=(weight * index.act_values).ravel(), minlength=fields * n)
+    weight_sum = np.bincount(keys, weights=weight.ravel(), minlength=fields * n)
     value_sum, weight_sum = value_sum.reshape(fields, n), weight_sum.reshape(fields, n)
     out = {name: np.divide(value_sum[k], weight_sum[k], out=np.full(n, np.nan), where=weight_sum[k] > 0)
            for k, name in enumerate(ARG_FIELDS) if k}
