@@ -19,6 +19,8 @@ PREFIX = "/data/plugin/kinetoscope"
 ROUTES = ("runs", "status", "summary", "verdict", "ranks", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
 PARAMS = ("span", "run", "device", "cause", "min_us", "start_us", "end_us", "sort", "offset", "limit", "bins", "top",
           "max_points", "width_px", "row", "args", "load")
+ROUTES += ("tables", "search")  # issue 16
+PARAMS += ("by", "filter", "q")
 ALLOWED = {200, 400, 404, 405, 409, 422}
 MAX_BODY = 2_000_000
 
