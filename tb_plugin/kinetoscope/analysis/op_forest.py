@@ -86,6 +86,17 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
                   np.flatnonzero(parent >= 0).astype(i32))
 
 
+def innermost_at(model: TraceModel, forest: Forest, lane: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Position of the innermost node of `forest` running on `lane[i]` at `t[i]` (start <= t < end), or -1."""
+    if forest.size == 0:
+        return np.full(np.size(t), -1, np.int64)
+    lanes = model.lane[forest.rows]
+    lane_ids, lane_lo = np.unique(lanes, return_index=True)
+    ptr = np.append(lane_lo, forest.size).astype(np.int64)
+    return _owners(np.asarray(lane), np.asarray(t, np.int64), forest.start_ns, forest.end_ns,
+                   forest.parent.astype(np.int64), lane_ids, ptr)
+
+
 def _parents(depth: np.ndarray) -> np.ndarray:
     """Per node, the last earlier node one level up (its parent), or -1.
 
