@@ -36,6 +36,7 @@ def apps_and_id(tmp_path_factory):
 @pytest.mark.parametrize("route, query", [
     ("summary", ""), ("gaps", "&device=0"), ("launches", ""), ("stalls", ""), ("lanes", "&width_px=800"),
     ("event", "&row=1"), ("export", ""), ("memory", ""),
+    ("tables", "&by=op&limit=500"), ("tables", "&by=kernel&limit=500"), ("search", "&q=k&limit=1000"),
 ])
 def test_every_route_is_bounded(apps_and_id, route, query):
     apps, sid = apps_and_id

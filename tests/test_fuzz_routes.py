@@ -21,6 +21,9 @@ ROUTES = ("runs", "status", "summary", "verdict", "ranks", "gaps", "launches", "
 PARAMS = ("span", "run", "device", "cause", "min_us", "start_us", "end_us", "sort", "offset", "limit", "bins", "top",
           "max_points", "width_px", "row", "args", "load",
           "base", "cand", "base_run", "cand_run")
+ROUTES += ("tables", "search")  # issue 16
+PARAMS += ("by", "filter", "q", "group", "check", "whole", "wait_ms")
+ROUTES += ("markdown",)
 ALLOWED = {200, 400, 404, 405, 409, 422}
 MAX_BODY = 2_000_000
 

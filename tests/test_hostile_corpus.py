@@ -82,6 +82,7 @@ def test_the_cli_names_the_error_or_reports_within_bounds(corpus, case, tmp_path
 
 
 ROUTES = ("summary", "gaps", "launches", "stalls", "lanes", "memory", "export", "event")
+ROUTES += ("tables", "search")  # issue 16: `search` without q is a documented 400
 DOCUMENTED = {200, 400, 404, 409, 422}
 
 

@@ -251,6 +251,7 @@ BAD = [
     ("export", "?span={gpu}&start_us=2&end_us=1"), ("export", "?span={gpu}&end_us=-inf"),
     ("tables", "?span={gpu}&by=stack"), ("tables", "?span={gpu}&sort=size"), ("tables", "?span={gpu}&by=kernel&sort=cpu_self"),
     ("tables", "?span={gpu}&limit=501"), ("tables", "?span={gpu}&start_us=5&end_us=1"), ("tables", "?span={gpu}&filter=" + "x" * 201),
+    ("tables", "?span={gpu}&group=shapes"),
     ("search", "?span={gpu}"), ("search", "?span={gpu}&q=" + "x" * 201), ("search", "?span={gpu}&q=a&limit=0"),
 ]
 

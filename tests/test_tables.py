@@ -198,3 +198,27 @@ def test_memcpy_rows_are_kept(shared_models):
     kinds = {r["kind"] for r in T.records(model, T.kernel_table(model, index))}
     assert {"kernel", "memcpy"} <= kinds
     assert Kind.MEMCPY in set(index.act_name_kind.tolist())
+
+
+def test_ops_grouped_by_their_innermost_user_frame(tmp_path):
+    """with_stack: python_function frames around the ops; builtins and nn.Module regions are climbed past."""
+    pf = "python_function"
+    doc = trace_doc([
+        op("train.py(10): step", 0, 100, cat=pf), op("nn.Module: Linear_0", 5, 40, cat=pf),
+        op("torch/nn/modules/linear.py(125): forward", 6, 38, cat=pf), op("<built-in method linear>", 7, 36, cat=pf),
+        op("aten::linear", 8, 30), launch(9, 2, 1), kernel("gemm", 50, 10, 1),
+        op("train.py(12): loss", 60, 30, cat=pf), op("aten::linear", 61, 20), launch(62, 2, 2), kernel("gemm", 70, 5, 2),
+        op("aten::linear", 120, 5),  # outside every frame
+    ])
+    model = load_trace(str(write_trace(tmp_path / "s.pt.trace.json", doc)), cache_dir=None)
+    index = T.TableIndex.build(model)
+    rows = {(r["name"], r["frame"]): r for r in T.records(model, T.op_table(model, index, by_stack=True))}
+    assert set(rows) == {("aten::linear", "torch/nn/modules/linear.py(125): forward"), ("aten::linear", "train.py(12): loss"),
+                         ("aten::linear", None)}
+    assert rows[("aten::linear", "torch/nn/modules/linear.py(125): forward")]["gpu_total_ns"] == 10_000
+    assert rows[("aten::linear", "train.py(12): loss")]["calls"] == 1 and rows[("aten::linear", None)]["calls"] == 1
+    plain = T.op_table(model, index)
+    assert plain.frame_id is None and plain.calls.tolist() == [3]
+    bare = T.TableIndex.build(load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))),
+                                         cache_dir=None))
+    assert bare.stack is None

@@ -59,3 +59,10 @@ def test_search_n_of_m(routes):
     assert page["hits"]["start_us"] == starts[10:] and page["total"] == 12
     _, none = routes("search", "q=%20%20")
     assert none["total"] == 0 and none["hits"]["row"] == []
+
+
+def test_group_by_stack_without_frames_is_the_plain_table(routes):
+    code, body = routes("tables", "by=op&group=stack")
+    assert code == 200 and body["group"] == "stack" and [r["frame"] for r in body["rows"]] == [None, None]
+    code, body = routes("tables", "by=kernel&group=stack")
+    assert code == 400 and "group=stack" in body["error"]["message"]

@@ -49,10 +49,14 @@ const OP_COLUMNS = {
   ],
 };
 
-/** @param {string} by `op`, `kernel` or `module` @returns {TableColumn[]} */
-export function tableColumns(by) {
+/**
+ * @param {string} by `op`, `kernel` or `module` @param {boolean} [byStack] op rows per (op, Python frame)
+ * @returns {TableColumn[]}
+ */
+export function tableColumns(by, byStack = false) {
   if (by === 'kernel') return OP_COLUMNS.kernel;
   const cols = OP_COLUMNS.op;
+  if (by === 'op' && byStack) return [cols[0], { key: 'frame', sort: '', head: 'Python frame', kind: 'text', title: 'innermost user frame around the call' }, ...cols.slice(1)];
   return by === 'module' ? [{ ...cols[0], head: 'Module' }, ...cols.slice(1)] : cols;
 }
 

@@ -39,6 +39,13 @@ export class TablesPanel {
       class: 'ks-tab', role: 'tab', dataset: { by }, onclick: () => this.show(by) }, { op: 'Operators', kernel: 'Kernels', module: 'Modules' }[by])));
     this.filterInput = el('input', { class: 'ks-filter', type: 'search', placeholder: 'filter by name', 'aria-label': 'filter the table by name',
       oninput: () => { clearTimeout(this.filterTimer); this.filterTimer = window.setTimeout(() => this.setFilter(this.filterInput.value), FILTER_DELAY_MS); } });
+    this.byStack = false;
+    this.stackBox = el('label', { class: 'ks-hint', title: 'one row per op and the innermost Python frame that called it (traces recorded with with_stack=True)' },
+      el('input', { type: 'checkbox', class: 'ks-by-stack', onchange: (/** @type {Event} */ e) => {
+        this.byStack = /** @type {HTMLInputElement} */ (e.target).checked;
+        this.offset = 0;
+        this.load();
+      } }), ' by call stack frame');
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
     this.table = el('div', { class: 'ks-table-wrap' });
     this.pager = el('div', { class: 'ks-pager' });
@@ -49,7 +56,7 @@ export class TablesPanel {
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
     this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
-      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput), this.scope, this.table, this.pager);
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox), this.scope, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
@@ -80,6 +87,7 @@ export class TablesPanel {
 
   markTabs() {
     for (const tab of this.tabs.children) tab.setAttribute('aria-selected', String(/** @type {HTMLElement} */ (tab).dataset.by === this.by));
+    this.stackBox.style.display = this.by === 'op' ? '' : 'none';
   }
 
   /** @param {string} text */
@@ -95,6 +103,7 @@ export class TablesPanel {
     /** @type {Record<string, string | number>} */
     const params = { span: span.id, by: this.by, sort: this.sort, offset: this.offset, limit: PAGE };
     if (this.filter) params.filter = this.filter;
+    if (this.by === 'op' && this.byStack) params.group = 'stack';
     if (area) Object.assign(params, { start_us: area.t0Us, end_us: area.t1Us });
     this.scope.replaceChildren(...(area
       ? [`Selected area ${formatTimestamp(area.t0Us)} \u2013 ${formatTimestamp(area.t1Us)} (${formatDuration(area.t1Us - area.t0Us)}) `,
@@ -111,7 +120,7 @@ export class TablesPanel {
 
   /** @param {any} body */
   render(body) {
-    const columns = tableColumns(this.by);
+    const columns = tableColumns(this.by, body.group === 'stack');
     this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
     if (!body.rows.length) {
       this.table.replaceChildren(message('info', this.filter ? `No ${this.by} names contain \u201c${this.filter}\u201d here.`

@@ -366,14 +366,15 @@ def _safe(text: str) -> str:
 
 def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Optional[float] = None,
                 end_us: Optional[float] = None, sort: Optional[str] = None, query: Optional[str] = None,
-                offset: int = 0, limit: int = 100) -> dict[str, Any]:
+                offset: int = 0, limit: int = 100, group: str = "name") -> dict[str, Any]:
     """One page of the operator, kernel or module table, for the whole span or a window (`views/profiler_tables`)."""
     loaded = _load(service, sid)
     model, prepared = loaded.model, loaded.prepared
     index = prepared.tables or TableIndex.build(model)
     window = None if start_us is None and end_us is None else _window(model, start_us, end_us)
     try:
-        return tables_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit)
+        return tables_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
+                           group=group)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
 

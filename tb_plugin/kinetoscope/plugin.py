@@ -26,7 +26,7 @@ from .compare_api import compare_impl
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError
 from .index.readers import SidecarIndex
 from .service import TraceService, log_once
-from .views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_KINDS, TABLE_SORTS
+from .views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS
 from .views.tables import GAP_SORTS
 
 JSON = "application/json"
@@ -388,7 +388,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         return api.tables_impl(self.service(), span_arg(args), by=choice_arg(args, "by", TABLE_KINDS, "op"),
                                start_us=start, end_us=end, sort=choice_arg(args, "sort", TABLE_SORTS, "") or None,
                                query=query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
-                               limit=int_arg(args, "limit", 100, 1, MAX_LIMIT))
+                               limit=int_arg(args, "limit", 100, 1, MAX_LIMIT),
+                               group=choice_arg(args, "group", TABLE_GROUPS, "name"))
 
     @_route
     def search_route(self, request):

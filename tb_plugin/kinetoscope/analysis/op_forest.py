@@ -36,14 +36,14 @@ class Forest:
     end_ns: np.ndarray  # int64
     name_ix: np.ndarray  # int32 index into `name_ids`
     name_ids: np.ndarray  # int32 model name ids of the distinct names, ascending
-    parent: np.ndarray  # int64 position of the enclosing node, -1 for top-level ones
-    subtree_end: np.ndarray  # int64 exclusive end position of each node's subtree
-    owner: np.ndarray  # int64 per activity of the index (see `TableIndex.act_rows`): owning position or -1
+    parent: np.ndarray  # int32 position of the enclosing node, -1 for top-level ones
+    subtree_end: np.ndarray  # int32 exclusive end position of each node's subtree
+    owner: np.ndarray  # int32 per activity of the index (see `TableIndex.act_rows`): owning position or -1
     call_rows: np.ndarray  # int64 runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made inside a node, ascending
-    call_owner: np.ndarray  # int64 the innermost node running when each call started (calls are not its self time)
+    call_owner: np.ndarray  # int32 the innermost node running when each call started (calls are not its self time)
     call_start_ns: np.ndarray  # int64
     call_end_ns: np.ndarray  # int64
-    child: np.ndarray  # int64 positions of the nodes that have a parent
+    child: np.ndarray  # int32 positions of the nodes that have a parent
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -80,8 +80,21 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     call_owner = _owners(model.lane[call_rows], model.ts_ns[call_rows], start, end, parent, lane_ids, ptr)
     owned = call_owner >= 0
     call_rows, call_owner = call_rows[owned], call_owner[owned]
-    return Forest(rows, start, end, name_ix.astype(np.int32), name_ids.astype(np.int32), parent, subtree_end, owner,
-                  call_rows, call_owner, model.ts_ns[call_rows], model.end_ns[call_rows], np.flatnonzero(parent >= 0))
+    i32 = np.int32  # positions stay far below 2^31 (the event budget) and halve the index's memory
+    return Forest(rows, start, end, name_ix.astype(i32), name_ids.astype(i32), parent.astype(i32), subtree_end.astype(i32),
+                  owner.astype(i32), call_rows, call_owner.astype(i32), model.ts_ns[call_rows], model.end_ns[call_rows],
+                  np.flatnonzero(parent >= 0).astype(i32))
+
+
+def innermost_at(model: TraceModel, forest: Forest, lane: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Position of the innermost node of `forest` running on `lane[i]` at `t[i]` (start <= t < end), or -1."""
+    if forest.size == 0:
+        return np.full(np.size(t), -1, np.int64)
+    lanes = model.lane[forest.rows]
+    lane_ids, lane_lo = np.unique(lanes, return_index=True)
+    ptr = np.append(lane_lo, forest.size).astype(np.int64)
+    return _owners(np.asarray(lane), np.asarray(t, np.int64), forest.start_ns, forest.end_ns,
+                   forest.parent.astype(np.int64), lane_ids, ptr)
 
 
 def _parents(depth: np.ndarray) -> np.ndarray:

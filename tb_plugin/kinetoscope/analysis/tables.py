@@ -5,6 +5,7 @@ API (other modules join these tables by name: `model.names[table.name_id[i]]`)::
 
     index = TableIndex.build(model)                        # once per model, O(events); immutable, thread-safe
     ops = op_table(model, index, window=None)              # -> OpTable, one row per CPU op name
+    op_table(model, index, window, by_stack=True)          # -> one row per (op name, innermost user Python frame)
     mods = module_table(model, index, window=None)         # -> OpTable, one row per `nn.Module: ...` name
     kernels = kernel_table(model, index, window=None)      # -> KernelTable, one row per kernel/memcpy/memset name
     launchers = kernel_launchers(model, index, kernels.name_id[:5], window=None, top=3)
@@ -53,14 +54,14 @@ An op is a `cpu_op` (aten::, c10d::, autograd nodes; 2021 `Operator` events that
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Optional
 
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
-from .op_forest import Forest, build_forest
+from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
 
 Window = Optional[tuple[int, int]]
@@ -91,7 +92,7 @@ class _Groups:
         return _Groups(order, np.searchsorted(group[order], np.arange(n_groups)).astype(np.int64))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a cache key for its whole-trace tables
 class TableIndex:
     """What every table of one model needs, computed once (O(events)); windows then cost O(ops + activities)."""
 
@@ -105,11 +106,13 @@ class TableIndex:
     act_linked: np.ndarray  # bool: its launch call is known (it may still run outside every op)
     act_groups: _Groups
     tensor_core: np.ndarray  # bool per activity name
-    act_args: np.ndarray  # float64 (activities, len(ARG_FIELDS)): the model's gpu_arg_* columns per activity, NaN absent
+    act_values: np.ndarray  # float64 (len(ARG_FIELDS), activities): the model's gpu_arg_* columns per activity, 0 absent
+    act_present: np.ndarray  # bool (len(ARG_FIELDS), activities): recorded
     ops: Forest
     op_groups: _Groups
     modules: Forest
     module_groups: _Groups
+    stack: Optional[_StackGroups] = None  # op calls grouped by (name, top user frame); None: no python frames
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -123,26 +126,62 @@ class TableIndex:
         calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
         ops = build_forest(model, op_rows(model), act, calls)
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
+        stack = _stack_groups(model, ops)
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
-                          _activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
-                          modules, _Groups.of(modules.name_ix, modules.name_ids.size))
+                          *_activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
+                          modules, _Groups.of(modules.name_ix, modules.name_ids.size), stack)
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
 
 
-def _activity_args(model: TraceModel, act: np.ndarray) -> np.ndarray:
-    """The `gpu_arg_*` columns aligned with the activity rows (both ascending)."""
+def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The `gpu_arg_*` columns aligned with the activity rows (both ascending), as (values, present)."""
     out = np.full((act.size, len(ARG_FIELDS)), np.nan)
     rows = model.gpu_arg_row
     pos = np.searchsorted(act, rows)
     hit = (pos < act.size) & (act[np.minimum(pos, max(act.size - 1, 0))] == rows) if act.size else np.zeros(rows.size, bool)
     for k, name in enumerate(ARG_FIELDS):
         out[pos[hit], k] = getattr(model, f"gpu_arg_{name}")[hit]
-    out[out < 0] = np.nan  # the model's -1: not recorded
-    return out
+    present = out >= 0  # NaN (no row) and the model's -1: not recorded
+    return np.where(present, out, 0.0).T.copy(), present.T.copy()
+
+
+@dataclass(frozen=True)
+class _StackGroups:
+    """Op calls grouped by (op name, the innermost user Python frame around the call)."""
+
+    group_ix: np.ndarray  # int32 per op position
+    name_ids: np.ndarray  # int32 op name id per group
+    frame_ids: np.ndarray  # int32 frame name id per group (-1: no frame)
+    groups: _Groups
+
+    def __post_init__(self) -> None:
+        freeze_arrays(self)
+
+
+def is_user_frame(name: str) -> bool:
+    """A `with_stack` frame of code (`file.py(123): func`), not a builtin call nor an `nn.Module: ...` region."""
+    return not name.startswith(("<built-in", MODULE_PREFIX))
+
+
+def _stack_groups(model: TraceModel, ops: Forest) -> Optional[_StackGroups]:
+    """Each op call's innermost user frame (python_function events, `with_stack=True`) and the groups they make."""
+    frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU))
+    if frames.size == 0 or ops.size == 0:
+        return None
+    frames = frames[model.name_in(model.name_ids_where(is_user_frame), frames)]  # builtins and modules: climb past
+    forest = build_forest(model, frames, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    pos = innermost_at(model, forest, model.lane[ops.rows], ops.start_ns)
+    frame = np.where(pos >= 0, forest.name_ids[forest.name_ix[np.maximum(pos, 0)]] if forest.size else -1, -1)
+    key = ops.name_ix.astype(np.int64) * (len(model.names) + 1) + (frame.astype(np.int64) + 1)
+    keys, group_ix = np.unique(key, return_inverse=True)
+    group_ix = group_ix.reshape(-1).astype(np.int32)
+    name_ids = ops.name_ids[keys // (len(model.names) + 1)]
+    frame_ids = (keys % (len(model.names) + 1) - 1).astype(np.int32)
+    return _StackGroups(group_ix, name_ids.astype(np.int32), frame_ids, _Groups.of(group_ix, keys.size))
 
 
 def op_rows(model: TraceModel) -> np.ndarray:
@@ -175,6 +214,7 @@ class OpTable:
     top_level_gpu_ns: int
     unowned_gpu_ns: int
     window: Window
+    frame_id: Optional[np.ndarray] = None  # grouped by stack: the frame name id of each row (-1: none)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -245,8 +285,11 @@ def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, larges
     return np.where(out == fill, 0, out)
 
 
-def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: _Groups, window: Window) -> OpTable:
-    n_names = forest.name_ids.size
+def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: _Groups, window: Window,
+                  stack: Optional[_StackGroups] = None) -> OpTable:
+    name, name_ids = (forest.name_ix, forest.name_ids) if stack is None else (stack.group_ix, stack.name_ids)
+    groups = groups if stack is None else stack.groups
+    n_names = name_ids.size
     inside, dur = clip(forest.start_ns, forest.end_ns, window)
     children = _sum(forest.parent[forest.child], dur[forest.child], forest.size)
     if forest.call_rows.size:  # runtime calls made inside an op are not its own CPU work (as torch.profiler counts)
@@ -261,15 +304,15 @@ def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: 
     launches_total = _subtree_totals(forest, np.rint(launches_self).astype(np.int64))
     linked_ns = int(act_dur[index.act_linked].sum())
     top = int(gpu_total[forest.parent < 0].sum())
-    name = forest.name_ix
     calls = np.bincount(name[inside], minlength=n_names).astype(np.int64)
     table = dict(calls=calls, cpu_total_ns=_sum(name, dur, n_names), cpu_self_ns=_sum(name, self_ns, n_names),
                  cpu_max_ns=_group_extreme(groups, dur, inside, True), gpu_self_ns=_sum(name, gpu_self, n_names),
                  gpu_total_ns=_sum(name, gpu_total, n_names), launches=_sum(name, launches_total, n_names))
     keep = np.flatnonzero((calls > 0) | (table["gpu_total_ns"] > 0))
-    keep = keep[np.lexsort((forest.name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
-    return OpTable(name_id=forest.name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
-                   top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window)
+    keep = keep[np.lexsort((keep, name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
+    return OpTable(name_id=name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
+                   top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window,
+                   frame_id=None if stack is None else stack.frame_ids[keep])
 
 
 def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
@@ -278,8 +321,19 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
     return cs[forest.subtree_end] - cs[np.arange(forest.size)]
 
 
-def op_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
-    """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring."""
+def op_table(model: TraceModel, index: TableIndex, window: Window = None, by_stack: bool = False) -> OpTable:
+    """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring.
+
+    With `by_stack`, one row per (op name, innermost user Python frame around the call): `frame_id` names the
+    frame (`file.py(123): func`, from `with_stack=True` python_function events; -1 where none runs). A trace
+    without Python frames gives the plain table with every `frame_id` -1.
+    """
+    if by_stack:
+        stack = index.stack
+        if stack is None:
+            plain = _forest_table(model, index, index.ops, index.op_groups, window)
+            return replace(plain, frame_id=np.full(plain.name_id.size, -1, np.int32))
+        return _forest_table(model, index, index.ops, index.op_groups, window, stack)
     return _forest_table(model, index, index.ops, index.op_groups, window)
 
 
@@ -308,25 +362,24 @@ def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) ->
 
 def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int) -> dict[str, np.ndarray]:
     """Per name: bytes moved (each copy's bytes times the share of it inside the window) and their bandwidth;
-    the launch fields as means weighted by each call's time in the window (NaN where no call records them)."""
+    the launch fields as means weighted by each call's time in the window (NaN where no call records them, or
+    where every call that does lasted 0 ns). All fields in two bincounts over (field, name) keys."""
     full = index.act_end_ns - index.act_start_ns
-    frac = np.divide(dur, full, out=np.where(inside, 1.0, 0.0), where=full > 0)
-    out: dict[str, np.ndarray] = {}
-    values = index.act_args[:, 0]
-    has = inside & ~np.isnan(values)
-    moved = np.bincount(index.act_name_ix[has], weights=values[has] * frac[has], minlength=n)
-    moved_ns = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
-    out["bytes"] = np.where(np.bincount(index.act_name_ix[has], minlength=n) > 0, moved, np.nan)
-    out["bandwidth_gbps"] = np.divide(moved, moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
-    for k, name in enumerate(ARG_FIELDS[1:], start=1):
-        values = index.act_args[:, k]
-        has = inside & ~np.isnan(values)
-        weight = np.bincount(index.act_name_ix[has], weights=dur[has], minlength=n)
-        total = np.bincount(index.act_name_ix[has], weights=values[has] * dur[has], minlength=n)
-        plain = np.bincount(index.act_name_ix[has], weights=values[has], minlength=n)
-        count = np.bincount(index.act_name_ix[has], minlength=n)
-        mean = np.divide(total, weight, out=np.divide(plain, count, out=np.full(n, np.nan), where=count > 0), where=weight > 0)
-        out[name] = mean
+    frac = np.divide(dur, full, out=inside.astype(np.float64), where=full > 0)
+    fields = len(ARG_FIELDS)
+    present = index.act_present
+    weight = np.where(inside, dur, 0).astype(np.float64) * present  # (fields, activities)
+    weight[0] = frac * present[0]  # bytes: each copy counts by its share inside the window
+    keys = (np.arange(fields, dtype=np.int64)[:, None] * n + index.act_name_ix[None, :]).ravel()
+    value_sum = np.bincount(keys, weights=(weight * index.act_values).ravel(), minlength=fields * n)
+    weight_sum = np.bincount(keys, weights=weight.ravel(), minlength=fields * n)
+    value_sum, weight_sum = value_sum.reshape(fields, n), weight_sum.reshape(fields, n)
+    out = {name: np.divide(value_sum[k], weight_sum[k], out=np.full(n, np.nan), where=weight_sum[k] > 0)
+           for k, name in enumerate(ARG_FIELDS) if k}
+    copies = np.bincount(index.act_name_ix, weights=present[0] * inside, minlength=n)
+    moved_ns = np.bincount(index.act_name_ix, weights=np.where(inside, dur, 0) * present[0], minlength=n)
+    out["bytes"] = np.where(copies > 0, value_sum[0], np.nan)
+    out["bandwidth_gbps"] = np.divide(value_sum[0], moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
     return out
 
 
@@ -377,5 +430,7 @@ def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
     for key in ("bytes", "bandwidth_gbps", *ARG_FIELDS):  # NaN (not recorded) as None: JSON has no NaN
         if key in columns:
             columns[key] = [None if v != v else v for v in columns[key]]
+    if "frame_id" in columns:
+        columns["frame"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("frame_id")]
     names = [model.shown_names[i] for i in columns["name_id"]]
     return [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]

@@ -1,6 +1,8 @@
 """The profiler tables and the name search as route answers: sorted, filtered, paged, bounded, times in µs."""
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Optional
 
 import numpy as np
@@ -12,6 +14,7 @@ from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 
 TABLE_KINDS = ("op", "kernel", "module")
+TABLE_GROUPS = ("name", "stack")
 _OP_KEYS = {"name": None, "calls": "calls", "cpu_total": "cpu_total_ns", "cpu_self": "cpu_self_ns",
             "cpu_mean": "cpu_mean_ns", "cpu_max": "cpu_max_ns", "gpu_self": "gpu_self_ns", "gpu_total": "gpu_total_ns",
             "gpu_mean": "gpu_mean_ns", "launches": "launches"}
@@ -26,11 +29,31 @@ MAX_FILTER_CHARS = 200
 LAUNCHERS = 3  # ops named per kernel row
 
 
-def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window):
-    """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace)."""
+_WHOLE: weakref.WeakKeyDictionary[T.TableIndex, dict] = weakref.WeakKeyDictionary()  # index -> by -> whole-trace table
+_WHOLE_LOCK = threading.Lock()
+
+
+def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, by_stack: bool = False):
+    """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace, computed once
+    per index: the tables are immutable, and the whole trace is what the panel opens on)."""
+    key = (by, by_stack)
+    if window is None:
+        with _WHOLE_LOCK:
+            cached = _WHOLE.get(index, {}).get(key)
+        if cached is None:
+            cached = _compute(model, index, by, None, by_stack)
+            with _WHOLE_LOCK:
+                _WHOLE.setdefault(index, {})[key] = cached
+        return cached
+    return _compute(model, index, by, window, by_stack)
+
+
+def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, by_stack: bool):
     if by == "kernel":
         return T.kernel_table(model, index, window)
-    return (T.module_table if by == "module" else T.op_table)(model, index, window)
+    if by == "module":
+        return T.module_table(model, index, window)
+    return T.op_table(model, index, window, by_stack=by_stack)
 
 
 def _us(values: np.ndarray) -> list[float]:
@@ -42,7 +65,9 @@ def _order(model: TraceModel, tab: Any, by: str, sort: str, query: Optional[str]
     keep = np.arange(tab.name_id.size)
     if query:
         needle = query.strip().lower()[:MAX_FILTER_CHARS]
-        keep = np.array([i for i, n in enumerate(tab.name_id.tolist()) if needle in model.names[n].lower()], np.int64)
+        frames = tab.frame_id.tolist() if getattr(tab, "frame_id", None) is not None else [-1] * tab.name_id.size
+        keep = np.array([i for i, (n, f) in enumerate(zip(tab.name_id.tolist(), frames))
+                         if needle in model.names[n].lower() or (f >= 0 and needle in model.names[f].lower())], np.int64)
     key = sort.lstrip("-")
     keys = _KERNEL_KEYS if by == "kernel" else _OP_KEYS
     if key not in keys:
@@ -59,7 +84,7 @@ def _order(model: TraceModel, tab: Any, by: str, sort: str, query: Optional[str]
 
 def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", window: T.Window = None,
                 sort: Optional[str] = None, query: Optional[str] = None, offset: int = 0,
-                limit: int = 100) -> dict[str, Any]:
+                limit: int = 100, group: str = "name") -> dict[str, Any]:
     """One page of a profiler table.
 
     Args:
@@ -67,19 +92,22 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         by: `op`, `kernel` or `module`.
         window: absolute (start_ns, end_ns), or None for the whole trace.
         sort: a key of OP_SORTS / KERNEL_SORTS (`-` first: descending); None: the table's default.
-        query: keep names containing this (case-insensitive).
+        query: keep names (or, grouped by stack, frames) containing this (case-insensitive).
         offset, limit: the page (limit at most MAX_LIMIT).
+        group: `name`, or `stack` (op table only): one row per (op, innermost user Python frame).
 
     Raises:
-        ValueError: a sort key that does not apply to this table.
+        ValueError: a sort key that does not apply to this table, or `group=stack` on another table.
     """
-    tab = table(model, index, by, window)
+    if group == "stack" and by != "op":
+        raise ValueError(f"group=stack applies to the op table, not by={by!r}")
+    tab = table(model, index, by, window, group == "stack")
     sort = sort or DEFAULT_SORT[by]
     kept = _order(model, tab, by, sort, query)
     page = kept[offset: offset + min(limit, MAX_LIMIT)]
     base = model.start_ns
     out: dict[str, Any] = {
-        "by": by, "sort": sort, "filter": query or "", "total": int(kept.size), "rows_in_window": int(tab.name_id.size),
+        "by": by, "group": group, "sort": sort, "filter": query or "", "total": int(kept.size), "rows_in_window": int(tab.name_id.size),
         "offset": offset, "limit": limit,
         "window": None if window is None else {"start_us": (window[0] - base) / 1e3, "end_us": (window[1] - base) / 1e3}}
     names = [model.shown_names[i] for i in tab.name_id[page].tolist()]
@@ -92,6 +120,8 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         columns = {"calls": tab.calls[page].tolist(), **{f"{k}_us": _us(getattr(tab, f"{k}_ns")[page]) for k in (
             "cpu_total", "cpu_self", "cpu_mean", "cpu_max", "gpu_self", "gpu_total", "gpu_mean")},
             "launches": tab.launches[page].tolist()}
+        if tab.frame_id is not None:
+            columns["frame"] = [model.shown_names[f] if f >= 0 else None for f in tab.frame_id[page].tolist()]
         out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
     return out
 

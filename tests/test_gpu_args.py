@@ -1,0 +1,54 @@
+"""trace.gpu_args: the kernel launch shape and copy bytes kept as sparse model columns; ill-typed values are
+absent (-1), never a lost event."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope.trace.gpu_args import _numbers, _products
+from kinetoscope.trace.loader import load_trace
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([1, 2.5, 0], [1.0, 2.5, 0.0]),
+    ([None, "12", True, -3, float("inf"), 1 << 70, 7], [math.nan, 12.0, 1.0, math.nan, math.nan, math.nan, 7.0]),
+    ([None, "abc", [1], 4], [math.nan, math.nan, math.nan, 4.0]),
+])
+def test_numbers(values, expected):
+    np.testing.assert_array_equal(_numbers(values), np.array(expected))
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([[2, 3, 4], [1, 1, 1]], [24.0, 1.0]),
+    ([[2, 3, 4], None, [0, 1, 1], [2, "x", 1], [1.5, 1, 1], [5, 1], "7"], [24.0, math.nan, math.nan, math.nan, math.nan, math.nan,
+                                                                           math.nan]),
+    ([[1 << 40, 1 << 40, 1]], [math.nan]),
+])
+def test_products(values, expected):
+    np.testing.assert_array_equal(_products(values), np.array(expected))
+
+
+def _kernel_args(name: str, ts: float, dur: float, corr: int, **args) -> dict:
+    event = kernel(name, ts, dur, corr)
+    event["args"].update(args)
+    return event
+
+
+def test_model_columns_and_hostile_values(tmp_path):
+    events = [op("aten::mm", 0, 50), launch(1, 2, 1), launch(5, 2, 2), launch(9, 2, 3),
+              _kernel_args("gemm", 10, 5, 1, grid=[4, 2, 1], block=[128, 1, 1], **{
+                  "registers per thread": 64, "shared memory": 4096, "blocks per SM": 0.1, "est. achieved occupancy %": 25}),
+              _kernel_args("gemm", 20, 5, 2, grid="4,2,1", block=None, **{"registers per thread": "lots",
+                                                                           "est. achieved occupancy %": -5}),
+              {**_kernel_args("Memcpy HtoD", 30, 10, 3, bytes=1_000_000), "cat": "gpu_memcpy"}]
+    model = load_trace(str(write_trace(tmp_path / "t.pt.trace.json", trace_doc(events))), cache_dir=None)
+    assert model.n_events == 7 and not model.skipped  # the ill-typed fields cost nothing
+    rows = model.gpu_arg_row.tolist()
+    names = [model.names[model.name_id[r]] for r in rows]
+    assert names == ["gemm", "Memcpy HtoD"]  # the second gemm has nothing usable: no row
+    assert model.gpu_arg_grid.tolist() == [8.0, -1.0] and model.gpu_arg_block.tolist() == [128.0, -1.0]
+    assert model.gpu_arg_registers.tolist() == [64.0, -1.0] and model.gpu_arg_shared_mem.tolist() == [4096.0, -1.0]
+    assert model.gpu_arg_occupancy.tolist() == [25.0, -1.0] and model.gpu_arg_bytes.tolist() == [-1.0, 1_000_000.0]
+    assert model.gpu_arg_blocks_per_sm.tolist() == [0.1, -1.0]
