@@ -28,7 +28,7 @@ class NestedIndex:
         self.starts_ns = np.asarray(starts_ns, np.int64)
         self.ends_ns = np.asarray(ends_ns, np.int64)
         depth = nesting_depth(self.starts_ns, self.ends_ns - self.starts_ns, np.array([0, self.starts_ns.size]))
-        self.parent = _parents(depth.astype(np.int64))
+        self.parent = parents_by_depth(depth.astype(np.int64))
         self.max_depth = int(depth.max(initial=0))
         self._by_end: Optional[np.ndarray] = None  # sorted on the first last_ended_before
 
@@ -51,7 +51,7 @@ class NestedIndex:
         return np.where(k >= 0, self._by_end[np.maximum(k, 0)], -1)
 
 
-def _parents(depth: np.ndarray) -> np.ndarray:
+def parents_by_depth(depth: np.ndarray) -> np.ndarray:
     """Per interval, the last earlier interval one level up (its parent), or -1; one pass per level."""
     parent = np.full(depth.size, -1, np.int64)
     by_level = np.argsort(depth, kind="stable")  # within a level, still in start order

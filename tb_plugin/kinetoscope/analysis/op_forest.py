@@ -22,6 +22,7 @@ import numpy as np
 
 from ..trace.build import nesting_depth
 from ..trace.model import TraceModel, freeze_arrays
+from .nesting import parents_by_depth
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     lane_ids, lane_lo = np.unique(lanes, return_index=True)
     ptr = np.append(lane_lo, rows.size).astype(np.int64)
     depth = nesting_depth(start, end - start, ptr).astype(np.int64)
-    parent = _parents(depth)
+    parent = parents_by_depth(depth)  # a node's depth is at most its predecessor's + 1: parents share its lane
     subtree_end = np.arange(rows.size, dtype=np.int64) + _subtree_sizes(depth, parent)
     name_ids, name_ix = np.unique(model.name_id[rows], return_inverse=True)
     launch = model.launch_idx[act_rows]
@@ -95,23 +96,6 @@ def innermost_at(model: TraceModel, forest: Forest, lane: np.ndarray, t: np.ndar
     ptr = np.append(lane_lo, forest.size).astype(np.int64)
     return _owners(np.asarray(lane), np.asarray(t, np.int64), forest.start_ns, forest.end_ns,
                    forest.parent.astype(np.int64), lane_ids, ptr)
-
-
-def _parents(depth: np.ndarray) -> np.ndarray:
-    """Per node, the last earlier node one level up (its parent), or -1.
-
-    A node's depth is at most its predecessor's plus one and every lane starts at depth 0, so that node
-    is on the same lane.
-    """
-    parent = np.full(depth.size, -1, np.int64)
-    by_level = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
-    for level in range(1, bounds.size - 1):
-        above, here = by_level[bounds[level - 1]:bounds[level]], by_level[bounds[level]:bounds[level + 1]]
-        if here.size and above.size:
-            k = np.searchsorted(above, here) - 1
-            parent[here[k >= 0]] = above[k[k >= 0]]
-    return parent
 
 
 def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
