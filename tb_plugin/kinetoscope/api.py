@@ -150,7 +150,10 @@ def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool 
 
 def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
     """The analysis report of one span."""
-    loaded = _load(service, sid)
+    return _summary(sid, _load(service, sid))
+
+
+def _summary(sid: str, loaded: Loaded) -> dict[str, Any]:
     f = loaded.file
     return {"id": sid, "run": f.run, "worker": f.worker, "span": _span(f), **loaded.prepared.report}
 
@@ -158,9 +161,10 @@ def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
 def markdown_impl(service: TraceService, sid: str) -> dict[str, Any]:
     """The span's summary as markdown, from the one renderer the CLI uses (`formats.render_entry`): the
     run's verdict first when the run has several spans, then the span's, harmonized as the tab shows it."""
-    summary = summary_impl(service, sid)
-    run = run_verdict_impl(service, summary["run"])
-    f = _load(service, sid).file
+    loaded = _load(service, sid)
+    f = loaded.file
+    summary = _summary(sid, loaded)
+    run = run_verdict_impl(service, f.run)
     path = f.path if "://" in f.path else os.path.relpath(f.path, os.path.abspath(service.logdir))
     entry = {**summary, "path": path, "error": None}
     mine = next((row["verdict"] for row in run["spans"] if row["id"] == sid and row["verdict"]), None)

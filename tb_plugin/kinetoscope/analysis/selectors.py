@@ -83,9 +83,16 @@ def cpu_compute_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
 
     rows = cpu_rows(model)
     rows = rows[(model.kind[rows] == Kind.CPU_OP) & ~model.name_in(model.name_ids_where(not_work), rows)]
-    legacy = np.array([c == LEGACY_OP_CATEGORY for c in model.cats], bool)
-    rows = rows[~(legacy[model.cat_id[rows]] & model.name_in(model.name_ids_where(is_annotation_name), rows))]
+    rows = rows[~legacy_annotation_mask(model, rows)]
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
+
+
+def legacy_annotation_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
+    """Which of `rows` are region annotations that 2021 files write as operators (category `Operator`, a
+    name that labels a region, `kinds.is_annotation_name`; collectives are operators)."""
+    legacy = np.array([c == LEGACY_OP_CATEGORY for c in model.cats], bool)
+    ids = model.name_ids_where(lambda n: is_annotation_name(n) and not is_collective_name(n))
+    return legacy[model.cat_id[rows]] & model.name_in(ids, rows)
 
 
 def comm_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
@@ -149,10 +156,7 @@ class OpIndex:
         cuts = np.flatnonzero(np.diff(lanes)) + 1
         self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
         self._depth: dict[int, np.ndarray] = {}
-        annotation_ids = model.name_ids_where(lambda n: is_annotation_name(n) and not is_collective_name(n))
-        legacy = np.array([c == LEGACY_OP_CATEGORY for c in model.cats], bool)
-        self._annotation_rows = ops[(model.kind[ops] == Kind.USER_ANNOTATION) | (
-            legacy[model.cat_id[ops]] & model.name_in(annotation_ids, ops))]
+        self._annotation_rows = ops[(model.kind[ops] == Kind.USER_ANNOTATION) | legacy_annotation_mask(model, ops)]
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property
