@@ -571,7 +571,8 @@ async function tour(browser, run, width, bareRun) {
     const el = document.querySelector('.ks-link-notice');
     return el && !el.hidden ? el.textContent : null;
   }), 15000, 200);
-  const missingState = urlState(missing.page);
+  // The page writes the view it opened into the URL once its summary is in: read the link after that.
+  const missingState = await poll(() => { const st = urlState(missing.page); return st.span ? st : null; }, 15000, 100) ?? urlState(missing.page);
   await missing.page.screenshot({ path: shot(`tour-${width}-notice`) });
   // A trace without memory events: the memory panel folds to its heading.
   const bare = await openPlugin(browser, base, ksSuffix({ run: bareRun }), viewport);
