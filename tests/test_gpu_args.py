@@ -7,13 +7,14 @@ import math
 import numpy as np
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.trace.gpu_args import _numbers, _products
+from kinetoscope.trace import build
+from kinetoscope.trace.gpu_args import GpuArgs, _numbers, _products
 from kinetoscope.trace.loader import load_trace
 
 
 @pytest.mark.parametrize("values, expected", [
     ([1, 2.5, 0], [1.0, 2.5, 0.0]),
-    ([None, "12", True, -3, float("inf"), 1 << 70, 7], [math.nan, 12.0, 1.0, math.nan, math.nan, math.nan, 7.0]),
+    ([None, "12", True, -3, float("inf"), 1 << 70, 7], [math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, 7.0]),
     ([None, "abc", [1], 4], [math.nan, math.nan, math.nan, 4.0]),
 ])
 def test_numbers(values, expected):
@@ -52,3 +53,48 @@ def test_model_columns_and_hostile_values(tmp_path):
     assert model.gpu_arg_registers.tolist() == [64.0, -1.0] and model.gpu_arg_shared_mem.tolist() == [4096.0, -1.0]
     assert model.gpu_arg_occupancy.tolist() == [25.0, -1.0] and model.gpu_arg_bytes.tolist() == [-1.0, 1_000_000.0]
     assert model.gpu_arg_blocks_per_sm.tolist() == [0.1, -1.0]
+
+
+_SPELLINGS = ['[4, 2, 1]', '[4,2,1]', ' [ 4 ,\n2, 1 ] ', '[1.0, 2, 3]', '[2e1, 1, 1]', '[0, 1, 1]', '[-1, 1, 1]', '[1, 1]',
+              '[1, 1, 1, 1]', '[true, 1, 1]', '["4", 1, 1]', '[null, 1, 1]', '[[1], 1, 1]', '{"x": 1}', '"4,2,1"', 'null', '7',
+              '[4611686018427387903, 1, 1]', '[4611686018427387904, 1, 1]', '[999999999999999999, 1, 1]',
+              '[9999999999999999999, 1, 1]', '[123456789012345678901234567890, 1, 1]', '[2147483648, 2147483648, 2]',
+              '[1.5, 1, 1]', '[1E0, 1, 1]', '[1e999, 1, 1]', '[1, -1e999, 1]', '[1, 1, 1.00000000000000000000001]', '[]']
+_NUMBERS = ['64', '0', '-1', '1.5', '1e3', 'true', '"64"', 'null', '[64]', '4611686018427387904', '4611686018427387903',
+            '123456789012345678901234567890', '-0.0']
+
+
+def test_compiled_reader_equals_the_reference(tmp_path):
+    """Every spelling the compiled reader takes itself or hands back gives what the reference readers give."""
+    if not build.ACCELERATED:
+        pytest.skip("no compiled extractor")
+    events = [launch(0, 1, 1)]
+    for i, text in enumerate(_SPELLINGS):
+        number = _NUMBERS[i % len(_NUMBERS)]
+        events.append(f'{{"ph": "X", "cat": "kernel", "name": "k{i}", "pid": 0, "tid": 7, "ts": {10 + i}, "dur": 0.5, '
+                      f'"args": {{"device": 0, "stream": 7, "correlation": 1, "grid": {text}, "block": {_SPELLINGS[-1 - i]}, '
+                      f'"registers per thread": {number}, "shared memory": {_NUMBERS[-1 - i % len(_NUMBERS)]}, '
+                      f'"blocks per SM": {number}, "est. achieved occupancy %": {number}}}}}')
+        events.append(f'{{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy", "pid": 0, "tid": 7, "ts": {10 + i + 0.6}, '
+                      f'"dur": 0.1, "args": {{"device": 0, "stream": 7, "bytes": {number}}}}}')
+    import json
+    first = json.dumps(events[0])
+    text = '{"traceEvents": [' + ",".join([first, *events[1:]]) + ']}'
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(text)
+    compiled = load_trace(str(path), cache_dir=None)
+    original = GpuArgs.__init__
+
+    def reference_only(self, accel=None):
+        original(self, None)
+    try:
+        GpuArgs.__init__ = reference_only
+        reference = load_trace(str(path), cache_dir=None)
+    finally:
+        GpuArgs.__init__ = original
+    assert compiled.n_events == reference.n_events == 1 + 2 * len(_SPELLINGS)
+    for name in ("row", "bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy"):
+        np.testing.assert_array_equal(getattr(compiled, f"gpu_arg_{name}"), getattr(reference, f"gpu_arg_{name}"), err_msg=name)
+    grids = dict(zip(_SPELLINGS, [compiled.gpu_arg_grid[compiled.gpu_arg_row == r] for r in
+                                  np.flatnonzero(np.char.startswith(np.array(compiled.names)[compiled.name_id], "k"))]))
+    assert grids["[4, 2, 1]"].tolist() == [8.0] and grids["[1.0, 2, 3]"].tolist() == [6.0] and grids["[2e1, 1, 1]"].tolist() == [20.0]

@@ -212,7 +212,7 @@ def test_ops_grouped_by_their_innermost_user_frame(tmp_path):
     ])
     model = load_trace(str(write_trace(tmp_path / "s.pt.trace.json", doc)), cache_dir=None)
     index = T.TableIndex.build(model)
-    rows = {(r["name"], r["frame"]): r for r in T.records(model, T.op_table(model, index, by_stack=True))}
+    rows = {(r["name"], r["frame"]): r for r in T.records(model, T.op_table(model, index, group="stack"))}
     assert set(rows) == {("aten::linear", "torch/nn/modules/linear.py(125): forward"), ("aten::linear", "train.py(12): loss"),
                          ("aten::linear", None)}
     assert rows[("aten::linear", "torch/nn/modules/linear.py(125): forward")]["gpu_total_ns"] == 10_000
@@ -221,4 +221,4 @@ def test_ops_grouped_by_their_innermost_user_frame(tmp_path):
     assert plain.frame_id is None and plain.calls.tolist() == [3]
     bare = T.TableIndex.build(load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))),
                                          cache_dir=None))
-    assert bare.stack is None
+    assert bare.stack is None and bare.shapes is None

@@ -14,7 +14,8 @@ def _doc():
     events = []
     for i in range(6):  # aten::relu launches relu_k at 100 i + 20; aten::mm launches gemm at 100 i + 60
         t = 100 * i
-        events += [op("aten::relu", t, 30), launch(t + 5, 5, 2 * i + 1), kernel("relu_k", t + 20, 4, 2 * i + 1),
+        events += [op("aten::relu", t, 30, **{"Input Dims": [[8 << (i % 2), 4]]}), launch(t + 5, 5, 2 * i + 1),
+                   kernel("relu_k", t + 20, 4, 2 * i + 1),
                    op("aten::mm", t + 40, 40), launch(t + 45, 5, 2 * i + 2), kernel("gemm", t + 60, 20, 2 * i + 2)]
     return trace_doc(events)
 
@@ -66,3 +67,18 @@ def test_group_by_stack_without_frames_is_the_plain_table(routes):
     assert code == 200 and body["group"] == "stack" and [r["frame"] for r in body["rows"]] == [None, None]
     code, body = routes("tables", "by=kernel&group=stack")
     assert code == 400 and "group=stack" in body["error"]["message"]
+
+
+def test_group_by_input_shape(routes):
+    """record_shapes: one op row per (name, Input Dims); ops without shapes keep a row of their own."""
+    code, body = routes("tables", "by=op&group=shape&sort=name")
+    assert code == 200 and body["group"] == "shape"
+    assert [(r["name"], r["shapes"], r["calls"], r["gpu_total_us"]) for r in body["rows"]] == [
+        ("aten::mm", None, 6, 120.0), ("aten::relu", "[[8, 4]]", 3, 12.0), ("aten::relu", "[[16, 4]]", 3, 12.0)]
+    _, found = routes("tables", "by=op&group=shape&filter=16,%204")
+    assert [(r["name"], r["shapes"]) for r in found["rows"]] == [("aten::relu", "[[16, 4]]")]
+    _, part = routes("tables", "by=op&group=shape&start_us=0&end_us=150")  # a window: the calls inside it
+    assert {(r["name"], r["shapes"]): r["calls"] for r in part["rows"]} == {("aten::relu", "[[8, 4]]"): 1, ("aten::mm", None): 2,
+                                                                        ("aten::relu", "[[16, 4]]"): 1}
+    code, body = routes("tables", "by=module&group=shape")
+    assert code == 400 and "group=shape" in body["error"]["message"]

@@ -49,14 +49,29 @@ const OP_COLUMNS = {
   ],
 };
 
+/** How the operator table may group its calls (the route's `group`), as the panel offers them. */
+export const OP_GROUPS = [
+  { value: 'name', label: 'by name' },
+  { value: 'shape', label: 'by input shapes', title: 'one row per op and its input shapes (traces recorded with record_shapes=True)' },
+  { value: 'stack', label: 'by call stack frame', title: 'one row per op and the innermost Python frame that called it (traces recorded with with_stack=True)' },
+];
+
+/** The extra column of each op grouping. @type {Record<string, TableColumn>} */
+const GROUP_COLUMNS = {
+  stack: { key: 'frame', sort: '', head: 'Python frame', kind: 'text', title: 'innermost user frame around the call' },
+  shape: { key: 'shapes', sort: '', head: 'Input shapes', kind: 'text', title: 'Input Dims of the calls (record_shapes)' },
+};
+
 /**
- * @param {string} by `op`, `kernel` or `module` @param {boolean} [byStack] op rows per (op, Python frame)
+ * @param {string} by `op`, `kernel` or `module` @param {string} [group] op rows per name, `stack` (op, Python frame)
+ * or `shape` (op, input shapes)
  * @returns {TableColumn[]}
  */
-export function tableColumns(by, byStack = false) {
+export function tableColumns(by, group = 'name') {
   if (by === 'kernel') return OP_COLUMNS.kernel;
   const cols = OP_COLUMNS.op;
-  if (by === 'op' && byStack) return [cols[0], { key: 'frame', sort: '', head: 'Python frame', kind: 'text', title: 'innermost user frame around the call' }, ...cols.slice(1)];
+  const extra = by === 'op' ? GROUP_COLUMNS[group] : undefined;
+  if (extra) return [cols[0], extra, ...cols.slice(1)];
   return by === 'module' ? [{ ...cols[0], head: 'Module' }, ...cols.slice(1)] : cols;
 }
 

@@ -8,8 +8,10 @@ test('columns per table, module names its first column', () => {
   assert.ok(tableColumns('kernel').some((c) => c.key === 'launched_by'));
   assert.equal(defaultSort('kernel'), '-total');
   assert.equal(defaultSort('op'), '-gpu_total');
-  assert.equal(tableColumns('op', true)[1].key, 'frame');
-  assert.equal(tableColumns('module', true)[1].key, 'calls');
+  assert.equal(tableColumns('op', 'stack')[1].key, 'frame');
+  assert.equal(tableColumns('op', 'shape')[1].key, 'shapes');
+  assert.equal(tableColumns('op', 'name')[1].key, 'calls');
+  assert.equal(tableColumns('module', 'stack')[1].key, 'calls');
 });
 
 test('sort toggles on the same column and starts descending on a new one', () => {

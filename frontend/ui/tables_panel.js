@@ -9,7 +9,7 @@ import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { windowAround } from '../model/scale.js';
-import { defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
+import { OP_GROUPS, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 import { el, errorText, message } from './dom.js';
 
 const PAGE = 50;
@@ -39,13 +39,11 @@ export class TablesPanel {
       class: 'ks-tab', role: 'tab', dataset: { by }, onclick: () => this.show(by) }, { op: 'Operators', kernel: 'Kernels', module: 'Modules' }[by])));
     this.filterInput = el('input', { class: 'ks-filter', type: 'search', placeholder: 'filter by name', 'aria-label': 'filter the table by name',
       oninput: () => { clearTimeout(this.filterTimer); this.filterTimer = window.setTimeout(() => this.setFilter(this.filterInput.value), FILTER_DELAY_MS); } });
-    this.byStack = false;
-    this.stackBox = el('label', { class: 'ks-hint', title: 'one row per op and the innermost Python frame that called it (traces recorded with with_stack=True)' },
-      el('input', { type: 'checkbox', class: 'ks-by-stack', onchange: (/** @type {Event} */ e) => {
-        this.byStack = /** @type {HTMLInputElement} */ (e.target).checked;
-        this.offset = 0;
-        this.load();
-      } }), ' by call stack frame');
+    this.group = 'name';
+    this.groupSelect = el('select', { class: 'ks-op-group', 'aria-label': 'group the operator table',
+      onchange: () => { this.group = this.groupSelect.value; this.offset = 0; this.load(); } },
+    OP_GROUPS.map((g) => el('option', { value: g.value, title: g.title }, g.label)));
+    this.stackBox = el('label', { class: 'ks-hint' }, 'Group ', this.groupSelect);
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
     this.table = el('div', { class: 'ks-table-wrap' });
     this.pager = el('div', { class: 'ks-pager' });
@@ -103,7 +101,7 @@ export class TablesPanel {
     /** @type {Record<string, string | number>} */
     const params = { span: span.id, by: this.by, sort: this.sort, offset: this.offset, limit: PAGE };
     if (this.filter) params.filter = this.filter;
-    if (this.by === 'op' && this.byStack) params.group = 'stack';
+    if (this.by === 'op' && this.group !== 'name') params.group = this.group;
     if (area) Object.assign(params, { start_us: area.t0Us, end_us: area.t1Us });
     this.scope.replaceChildren(...(area
       ? [`Selected area ${formatTimestamp(area.t0Us)} \u2013 ${formatTimestamp(area.t1Us)} (${formatDuration(area.t1Us - area.t0Us)}) `,
@@ -120,7 +118,7 @@ export class TablesPanel {
 
   /** @param {any} body */
   render(body) {
-    const columns = tableColumns(this.by, body.group === 'stack');
+    const columns = tableColumns(this.by, body.group);
     this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
     if (!body.rows.length) {
       this.table.replaceChildren(message('info', this.filter ? `No ${this.by} names contain \u201c${this.filter}\u201d here.`

@@ -1,4 +1,4 @@
-"""`kinetoscope table SPAN --by op|kernel|module [--window A:B] [--group name|stack] [--format csv|json|text]`: one profiler table
+"""`kinetoscope table SPAN --by op|kernel|module [--window A:B] [--group name|stack|shape] [--format csv|json|text]`: one profiler table
 of one trace file, every row, for scripts.
 
 SPAN is a trace file (local path or fsspec URL). `--window A:B` keeps the window [A, B) in µs from the trace
@@ -14,7 +14,7 @@ import sys
 from typing import Any, Optional
 
 from .analysis.table_report import table_rows
-from .analysis.tables import TableIndex
+from .analysis.tables import OP_GROUPS, TableIndex
 from .formats import _table, human_us
 from .trace.cache import default_cache_dir
 from .trace.loader import TraceError, load_trace
@@ -34,8 +34,9 @@ def add_parser(sub: Any) -> None:
     table.add_argument("span", metavar="SPAN", help="a trace file (local path or fsspec URL)")
     table.add_argument("--by", choices=("op", "kernel", "module"), default="op")
     table.add_argument("--window", default=None, metavar="A:B", help="keep [A, B) µs from the trace start")
-    table.add_argument("--group", choices=("name", "stack"), default="name",
-                       help="stack: one op row per (op, innermost user Python frame; with_stack traces)")
+    table.add_argument("--group", choices=OP_GROUPS, default="name",
+                       help="stack: one op row per (op, innermost user Python frame; with_stack traces); "
+                            "shape: one op row per (op, input shapes; record_shapes traces)")
     table.add_argument("--format", choices=("csv", "json", "text"), default="text")
     cache = table.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
@@ -83,11 +84,11 @@ def run(args: argparse.Namespace) -> int:
         base = model.start_ns
         window = (base + int(round((start or 0.0) * 1e3)),
                   max(model.stop_ns, base + 1) if end is None else base + int(round(end * 1e3)))
-    if args.group == "stack" and args.by != "op":
-        print("kinetoscope table: --group stack applies to --by op", file=sys.stderr)
+    if args.group != "name" and args.by != "op":
+        print(f"kinetoscope table: --group {args.group} applies to --by op", file=sys.stderr)
         return 2
-    rows, totals = table_rows(model, TableIndex.build(model), args.by, window, by_stack=args.group == "stack")
-    write(rows, totals, args.by, args.format, sys.stdout, with_frame=args.group == "stack")
+    rows, totals = table_rows(model, TableIndex.build(model), args.by, window, group=args.group)
+    write(rows, totals, args.by, args.format, sys.stdout, group=args.group)
     return 0
 
 
@@ -105,13 +106,14 @@ def _cell(key: str, value: Any) -> str:
     return str(value)
 
 
-def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str, out, with_frame: bool = False) -> None:
+def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str, out, group: str = "name") -> None:
     """Rows as CSV (one header row, `launched_by` as `name=us;...`), JSON (rows and totals) or a text table."""
     if fmt == "json":
         json.dump({"by": by, "totals": totals, "rows": rows}, out, indent=1, allow_nan=False)
         out.write("\n")
         return
-    columns = _TEXT_COLUMNS[by] if not with_frame else ("name", "frame", *_TEXT_COLUMNS[by][1:])
+    extra = {"stack": ("frame",), "shape": ("shapes",)}.get(group, ())
+    columns = ("name", *extra, *_TEXT_COLUMNS[by][1:])
     if fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(columns)

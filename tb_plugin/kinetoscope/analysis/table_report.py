@@ -17,17 +17,18 @@ def _in_us(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def table_rows(model: TraceModel, index: T.TableIndex, by: str, window: T.Window = None,
-               top: Optional[int] = None, by_stack: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+               top: Optional[int] = None, group: str = "name") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows (µs) of one table (`op`, `kernel` or `module`), in the table's order, and its totals.
 
-    Kernel rows name the ops that launched them (`launched_by`, up to three, by GPU time); with `by_stack`,
-    op rows are per (op, innermost user Python frame) and carry `frame`.
+    Kernel rows name the ops that launched them (`launched_by`, up to three, by GPU time); op rows grouped by
+    `stack` are per (op, innermost user Python frame) and carry `frame`, by `shape` per (op, input shapes) with
+    `shapes`.
     """
     if by == "kernel":
         tab = T.kernel_table(model, index, window)
         totals = {"rows": int(tab.name_id.size), "device_us": tab.device_ns / 1e3}
     else:
-        tab = T.module_table(model, index, window) if by == "module" else T.op_table(model, index, window, by_stack)
+        tab = T.module_table(model, index, window) if by == "module" else T.op_table(model, index, window, group)
         totals = {"rows": int(tab.name_id.size), "linked_gpu_us": tab.linked_gpu_ns / 1e3,
                   "top_level_gpu_us": tab.top_level_gpu_ns / 1e3, "unowned_gpu_us": tab.unowned_gpu_ns / 1e3}
     records = T.records(model, tab)[:top]

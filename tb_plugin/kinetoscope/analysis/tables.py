@@ -5,7 +5,8 @@ API (other modules join these tables by name: `model.names[table.name_id[i]]`)::
 
     index = TableIndex.build(model)                        # once per model, O(events); immutable, thread-safe
     ops = op_table(model, index, window=None)              # -> OpTable, one row per CPU op name
-    op_table(model, index, window, by_stack=True)          # -> one row per (op name, innermost user Python frame)
+    op_table(model, index, window, group="stack")          # -> one row per (op name, innermost user Python frame)
+    op_table(model, index, window, group="shape")          # -> one row per (op name, input shapes: record_shapes)
     mods = module_table(model, index, window=None)         # -> OpTable, one row per `nn.Module: ...` name
     kernels = kernel_table(model, index, window=None)      # -> KernelTable, one row per kernel/memcpy/memset name
     launchers = kernel_launchers(model, index, kernels.name_id[:5], window=None, top=3)
@@ -60,7 +61,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, shown
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
 
@@ -112,7 +113,8 @@ class TableIndex:
     op_groups: _Groups
     modules: Forest
     module_groups: _Groups
-    stack: Optional[_StackGroups] = None  # op calls grouped by (name, top user frame); None: no python frames
+    stack: Optional[_SubGroups] = None  # op calls grouped by (name, top user frame); None: no python frames
+    shapes: Optional[_SubGroups] = None  # op calls grouped by (name, Input Dims); None: no op has shapes
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -127,11 +129,12 @@ class TableIndex:
         ops = build_forest(model, op_rows(model), act, calls)
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         stack = _stack_groups(model, ops)
+        shapes = _shape_groups(model, ops)
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
                           *_activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
-                          modules, _Groups.of(modules.name_ix, modules.name_ids.size), stack)
+                          modules, _Groups.of(modules.name_ix, modules.name_ids.size), stack, shapes)
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
@@ -150,12 +153,13 @@ def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 @dataclass(frozen=True)
-class _StackGroups:
-    """Op calls grouped by (op name, the innermost user Python frame around the call)."""
+class _SubGroups:
+    """Op calls grouped by (op name, a second key: the innermost user Python frame around the call, or the
+    call's input shapes)."""
 
     group_ix: np.ndarray  # int32 per op position
     name_ids: np.ndarray  # int32 op name id per group
-    frame_ids: np.ndarray  # int32 frame name id per group (-1: no frame)
+    sub_ids: np.ndarray  # int32 per group: frame name id (into model.names) or shape id (model.shape_strings); -1: none
     groups: _Groups
 
     def __post_init__(self) -> None:
@@ -167,7 +171,7 @@ def is_user_frame(name: str) -> bool:
     return not name.startswith(("<built-in", MODULE_PREFIX))
 
 
-def _stack_groups(model: TraceModel, ops: Forest) -> Optional[_StackGroups]:
+def _stack_groups(model: TraceModel, ops: Forest) -> Optional[_SubGroups]:
     """Each op call's innermost user frame (python_function events, `with_stack=True`) and the groups they make."""
     frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU))
     if frames.size == 0 or ops.size == 0:
@@ -176,12 +180,25 @@ def _stack_groups(model: TraceModel, ops: Forest) -> Optional[_StackGroups]:
     forest = build_forest(model, frames, np.zeros(0, np.int64), np.zeros(0, np.int64))
     pos = innermost_at(model, forest, model.lane[ops.rows], ops.start_ns)
     frame = np.where(pos >= 0, forest.name_ids[forest.name_ix[np.maximum(pos, 0)]] if forest.size else -1, -1)
-    key = ops.name_ix.astype(np.int64) * (len(model.names) + 1) + (frame.astype(np.int64) + 1)
+    return _sub_groups(ops, frame, len(model.names))
+
+
+def _shape_groups(model: TraceModel, ops: Forest) -> Optional[_SubGroups]:
+    """Each op call's input shapes (`Input Dims`, `record_shapes=True`) and the groups they make, as
+    torch.profiler's `key_averages(group_by_input_shape=True)` and torch-tb-profiler's "group by input shape"."""
+    if not model.shape_strings or ops.size == 0:
+        return None
+    return _sub_groups(ops, model.shape_id[ops.rows], len(model.shape_strings))
+
+
+def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
+    """Groups of op calls by (name, `sub`: an id below `n_sub` per call, -1 for none)."""
+    key = ops.name_ix.astype(np.int64) * (n_sub + 1) + (sub.astype(np.int64) + 1)
     keys, group_ix = np.unique(key, return_inverse=True)
     group_ix = group_ix.reshape(-1).astype(np.int32)
-    name_ids = ops.name_ids[keys // (len(model.names) + 1)]
-    frame_ids = (keys % (len(model.names) + 1) - 1).astype(np.int32)
-    return _StackGroups(group_ix, name_ids.astype(np.int32), frame_ids, _Groups.of(group_ix, keys.size))
+    name_ids = ops.name_ids[keys // (n_sub + 1)]
+    sub_ids = (keys % (n_sub + 1) - 1).astype(np.int32)
+    return _SubGroups(group_ix, name_ids.astype(np.int32), sub_ids, _Groups.of(group_ix, keys.size))
 
 
 def op_rows(model: TraceModel) -> np.ndarray:
@@ -215,6 +232,7 @@ class OpTable:
     unowned_gpu_ns: int
     window: Window
     frame_id: Optional[np.ndarray] = None  # grouped by stack: the frame name id of each row (-1: none)
+    shape_id: Optional[np.ndarray] = None  # grouped by shape: the row's input shapes (model.shape_strings; -1: none)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -286,9 +304,9 @@ def _group_extreme(groups: _Groups, values: np.ndarray, mask: np.ndarray, larges
 
 
 def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: _Groups, window: Window,
-                  stack: Optional[_StackGroups] = None) -> OpTable:
-    name, name_ids = (forest.name_ix, forest.name_ids) if stack is None else (stack.group_ix, stack.name_ids)
-    groups = groups if stack is None else stack.groups
+                  sub: Optional[_SubGroups] = None, sub_field: str = "") -> OpTable:
+    name, name_ids = (forest.name_ix, forest.name_ids) if sub is None else (sub.group_ix, sub.name_ids)
+    groups = groups if sub is None else sub.groups
     n_names = name_ids.size
     inside, dur = clip(forest.start_ns, forest.end_ns, window)
     children = _sum(forest.parent[forest.child], dur[forest.child], forest.size)
@@ -312,7 +330,7 @@ def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: 
     keep = keep[np.lexsort((keep, name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
     return OpTable(name_id=name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
                    top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window,
-                   frame_id=None if stack is None else stack.frame_ids[keep])
+                   **({} if sub is None else {sub_field: sub.sub_ids[keep]}))
 
 
 def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
@@ -321,20 +339,32 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
     return cs[forest.subtree_end] - cs[np.arange(forest.size)]
 
 
-def op_table(model: TraceModel, index: TableIndex, window: Window = None, by_stack: bool = False) -> OpTable:
+OP_GROUPS = ("name", "stack", "shape")
+
+
+def op_table(model: TraceModel, index: TableIndex, window: Window = None, group: str = "name") -> OpTable:
     """The operator table (one row per CPU op name) for the whole trace or a window; see the module docstring.
 
-    With `by_stack`, one row per (op name, innermost user Python frame around the call): `frame_id` names the
-    frame (`file.py(123): func`, from `with_stack=True` python_function events; -1 where none runs). A trace
-    without Python frames gives the plain table with every `frame_id` -1.
+    `group`:
+    - `name`: one row per op name.
+    - `stack`: one row per (op name, innermost user Python frame around the call). `frame_id` names the frame
+      (`file.py(123): func`, from `with_stack=True` python_function events; -1 where none runs).
+    - `shape`: one row per (op name, input shapes). `shape_id` indexes `model.shape_strings` (the call's
+      `Input Dims`, `record_shapes=True`; -1 for calls without).
+    A trace without frames (or shapes) gives the plain table with every `frame_id` (`shape_id`) -1.
+
+    Raises:
+        ValueError: an unknown group.
     """
-    if by_stack:
-        stack = index.stack
-        if stack is None:
-            plain = _forest_table(model, index, index.ops, index.op_groups, window)
-            return replace(plain, frame_id=np.full(plain.name_id.size, -1, np.int32))
-        return _forest_table(model, index, index.ops, index.op_groups, window, stack)
-    return _forest_table(model, index, index.ops, index.op_groups, window)
+    if group not in OP_GROUPS:
+        raise ValueError(f"unknown op table group {group!r} (one of {', '.join(OP_GROUPS)})")
+    if group == "name":
+        return _forest_table(model, index, index.ops, index.op_groups, window)
+    field, sub = ("frame_id", index.stack) if group == "stack" else ("shape_id", index.shapes)
+    if sub is None:
+        plain = _forest_table(model, index, index.ops, index.op_groups, window)
+        return replace(plain, **{field: np.full(plain.name_id.size, -1, np.int32)})
+    return _forest_table(model, index, index.ops, index.op_groups, window, sub, field)
 
 
 def module_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
@@ -432,5 +462,7 @@ def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
             columns[key] = [None if v != v else v for v in columns[key]]
     if "frame_id" in columns:
         columns["frame"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("frame_id")]
+    if "shape_id" in columns:
+        columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in columns.pop("shape_id")]
     names = [model.shown_names[i] for i in columns["name_id"]]
     return [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]

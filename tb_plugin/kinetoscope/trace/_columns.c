@@ -9,6 +9,11 @@
  * import). Values are written into numpy arrays the caller allocates, through the buffer protocol, so
  * this file needs neither numpy headers nor msgspec's. Semantics match build._columns_py exactly; the
  * tests run both on every trace they decode.
+ *
+ * `gpu_fields` reads the kernel table's fields of the few GPU activities (copy bytes, launch shape) the
+ * same way; grid and block arrive as raw JSON text (msgspec.Raw) and only their plain `[x, y, z]` spelling
+ * is read here, any other is handed back to the reference readers of gpu_args.py. An op's `Input Dims`
+ * (raw text too) is interned by its bytes in `extract`.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,9 +22,11 @@
 enum { F_PH, F_NAME, F_CAT, F_PID, F_TID, F_TS, F_DUR, F_ID, F_ARGS, N_EVENT_FIELDS };
 enum { A_CORRELATION, A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_DEVICE, A_STREAM,
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR, A_EV_IDX, A_EV_IDX_LEGACY,
-       N_ARG_FIELDS };
+       A_INPUT_DIMS, A_GPU_FIRST, N_ARG_FIELDS = A_GPU_FIRST + 7 };
+/* The GPU activity fields, in gpu_args.FIELDS order: copy bytes (memcpy/memset), then the kernel launch shape. */
+enum { G_BYTES, G_GRID, G_BLOCK, G_REGISTERS, G_SHARED_MEM, G_BLOCKS_PER_SM, G_OCCUPANCY, N_GPU_FIELDS };
 enum { O_PH, O_NAME, O_CAT, O_PID, O_TID, O_TS, O_DUR, O_CORRELATION, O_EXTERNAL_ID, O_DEVICE, O_STREAM, O_ID,
-       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, N_OUT };
+       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, O_SHAPE, N_OUT };
 #define N_MEMORY_ARGS 6
 #define ID_OTHER INT64_MIN         /* a flow id that is not a plain int: interned by the caller */
 #define ID_LIMIT (1LL << 62)
@@ -109,12 +116,149 @@ static double float_or_nan(PyObject *value) {
     return (value != NULL && PyFloat_Check(value)) ? PyFloat_AS_DOUBLE(value) : Py_NAN;
 }
 
+/* The id (first-seen row) of a raw JSON value's text in `table`; -1 when absent (empty or `null`), -2 with
+ * an error set on failure. Keys are the exact bytes: one writer spells equal values alike. */
+static long long raw_id(PyObject *table, PyObject *raw, long long row) {
+    if (raw == NULL) return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) return -2;
+    long long id = -1;
+    if (view.len > 0 && !(view.len == 4 && memcmp(view.buf, "null", 4) == 0)) {
+        PyObject *key = PyBytes_FromStringAndSize(view.buf, view.len);
+        id = key == NULL ? -2 : intern(table, key, row);
+        Py_XDECREF(key);
+        if (id < 0) id = -2;
+    }
+    PyBuffer_Release(&view);
+    return id;
+}
+
+#define GPU_LIMIT 4611686018427387904.0  /* 2^62: none of the GPU fields is that large */
+#define ASK_PYTHON (-2.0)                /* a value the fast path does not read: the caller's reference does */
+
+/* A count, size or share: an int (not a bool) or a float in [0, 2^62), else NaN. */
+static double gpu_number(PyObject *value) {
+    double v;
+    if (value == NULL) return Py_NAN;
+    if (PyFloat_CheckExact(value)) {
+        v = PyFloat_AS_DOUBLE(value);
+    } else if (PyLong_CheckExact(value)) {
+        int overflow = 0;
+        long long n = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || (n == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return Py_NAN;
+        }
+        if (n <= -(1LL << 62) || n >= (1LL << 62)) return Py_NAN;
+        v = (double)n;
+    } else {
+        return Py_NAN;
+    }
+    return (v >= 0 && v < GPU_LIMIT) ? v : Py_NAN;
+}
+
+/* x*y*z of a raw `[x, y, z]` of plain digit runs (what every Kineto writer emits); NaN when absent or when a
+ * plain run breaks the rules (0 is not a size); ASK_PYTHON for any other spelling (fractions, exponents,
+ * signs, more digits, other values), which the reference reader decides. */
+static double gpu_product(PyObject *raw) {
+    if (raw == NULL) return Py_NAN;
+    Py_buffer view;
+    if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return ASK_PYTHON;
+    }
+    const char *p = view.buf, *end = p + view.len;
+    double product = ASK_PYTHON;
+    if (view.len == 0 || (view.len == 4 && memcmp(p, "null", 4) == 0)) {
+        product = Py_NAN;
+        goto out;
+    }
+#define SKIP_SPACE() while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++
+    SKIP_SPACE();
+    if (p == end || *p++ != '[') goto out;
+    double dims[3];
+    for (int k = 0; k < 3; k++) {
+        SKIP_SPACE();
+        int digits = 0;
+        long long v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 19) v = v * 10 + (*p++ - '0'), digits++;
+        if (digits == 0 || digits > 18 || (p < end && (*p == '.' || *p == 'e' || *p == 'E' || (*p >= '0' && *p <= '9'))))
+            goto out;
+        dims[k] = (double)v;
+        SKIP_SPACE();
+        if (p == end || *p++ != (k < 2 ? ',' : ']')) goto out;
+    }
+    SKIP_SPACE();
+    if (p != end) goto out;
+#undef SKIP_SPACE
+    product = 1.0;
+    for (int k = 0; k < 3; k++) {
+        if (!(dims[k] >= 1 && dims[k] < GPU_LIMIT)) {
+            product = Py_NAN;
+            goto out;
+        }
+        product *= dims[k];
+    }
+    if (!(product < GPU_LIMIT)) product = Py_NAN;
+out:
+    PyBuffer_Release(&view);
+    return product;
+}
+
+/* gpu_fields(events, rows, on_kernels, out): the GPU activity fields of events[rows[k]] into out[k * 7 + f]. */
+static PyObject *gpu_fields(PyObject *self, PyObject *args) {
+    PyObject *events;
+    Py_buffer rows, out;
+    int on_kernels;
+    if (!PyArg_ParseTuple(args, "O!y*pw*", &PyList_Type, &events, &rows, &on_kernels, &out)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(long long), size = PyList_GET_SIZE(events);
+    if (event_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "layout() was not called");
+        goto done;
+    }
+    if (rows.len % (Py_ssize_t)sizeof(long long) != 0 || out.len != n * N_GPU_FIELDS * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "expected int64 rows and a float64 output of 7 values per row");
+        goto done;
+    }
+    const long long *row = rows.buf;
+    double *values = out.buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (row[k] < 0 || row[k] >= size) {
+            PyErr_Format(PyExc_IndexError, "row %lld is outside the chunk", row[k]);
+            goto done;
+        }
+        PyObject *event = PyList_GET_ITEM(events, row[k]);
+        PyObject *a = Py_TYPE(event) == event_type ? SLOT(event, event_offset[F_ARGS]) : NULL;
+        if (a == NULL || Py_TYPE(a) != args_type) {
+            PyErr_Format(PyExc_TypeError, "event %lld is not the bound struct type", row[k]);
+            goto done;
+        }
+        double *v = values + k * N_GPU_FIELDS;
+        for (int f = 0; f < N_GPU_FIELDS; f++) v[f] = Py_NAN;
+        if (!on_kernels) {
+            v[G_BYTES] = gpu_number(SLOT(a, arg_offset[A_GPU_FIRST + G_BYTES]));
+            continue;
+        }
+        v[G_GRID] = gpu_product(SLOT(a, arg_offset[A_GPU_FIRST + G_GRID]));
+        v[G_BLOCK] = gpu_product(SLOT(a, arg_offset[A_GPU_FIRST + G_BLOCK]));
+        for (int f = G_REGISTERS; f < N_GPU_FIELDS; f++) v[f] = gpu_number(SLOT(a, arg_offset[A_GPU_FIRST + f]));
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyObject *extract(PyObject *self, PyObject *args) {
-    PyObject *events, *tables[4], *out;
+    PyObject *events, *tables[4], *shapes, *out;
     Py_buffer lut;
     long long offset;
-    if (!PyArg_ParseTuple(args, "O!y*O!O!O!O!LO!", &PyList_Type, &events, &lut, &PyDict_Type, &tables[0], &PyDict_Type,
-                          &tables[1], &PyDict_Type, &tables[2], &PyDict_Type, &tables[3], &offset, &PyTuple_Type, &out))
+    if (!PyArg_ParseTuple(args, "O!y*O!O!O!O!O!LO!", &PyList_Type, &events, &lut, &PyDict_Type, &tables[0], &PyDict_Type,
+                          &tables[1], &PyDict_Type, &tables[2], &PyDict_Type, &tables[3], &PyDict_Type, &shapes, &offset,
+                          &PyTuple_Type, &out))
         return NULL;
     Py_buffer views[N_OUT];
     int held = 0;
@@ -143,7 +287,7 @@ static PyObject *extract(PyObject *self, PyObject *args) {
     double *ts = views[O_TS].buf, *dur = views[O_DUR].buf;
     long long *corr = views[O_CORRELATION].buf, *ext = views[O_EXTERNAL_ID].buf;
     long long *device = views[O_DEVICE].buf, *stream = views[O_STREAM].buf, *id = views[O_ID].buf;
-    long long *ev_idx = views[O_EV_IDX].buf;
+    long long *ev_idx = views[O_EV_IDX].buf, *shape = views[O_SHAPE].buf;
     double *memory[N_MEMORY_ARGS];
     for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k] = views[O_DEVICE_TYPE + k].buf;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -186,6 +330,8 @@ static PyObject *extract(PyObject *self, PyObject *args) {
         for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k][i] = float_or_nan(SLOT(a, arg_offset[A_DEVICE_TYPE + k]));
         ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX]));
         if (ev_idx[i] < 0) ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX_LEGACY]));
+        shape[i] = raw_id(shapes, SLOT(a, arg_offset[A_INPUT_DIMS]), row);
+        if (shape[i] == -2) goto done;
     }
     Py_INCREF(Py_None);
     result = Py_None;
@@ -199,7 +345,9 @@ static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
     {"extract", extract, METH_VARARGS,
-     "extract(events, phase_table, names, cats, pids, tids, offset, out): fill 19 columns in one pass."},
+     "extract(events, phase_table, names, cats, pids, tids, shapes, offset, out): fill 20 columns in one pass."},
+    {"gpu_fields", gpu_fields, METH_VARARGS,
+     "gpu_fields(events, rows, on_kernels, out): the copy bytes or kernel launch shape of events[rows], 7 per row."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,16 +10,19 @@ cost a second, more than the whole decode. The extraction from structs is one pa
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Callable, Optional
 
+import msgspec
 import numpy as np
 
 from .budgets import BudgetExceeded
 from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
+from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
 from .lanes import RawIds, assign_lanes
@@ -31,7 +34,8 @@ MEMORY_NAME = "[memory]"
 _MEMORY_ARGS = ("device_type", "device_id", "bytes", "total_allocated", "total_reserved", "addr")
 _get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "ts", "dur", "args", "id", "correlation",
                                             "external_id", "external_id_2021", "device", "stream", "ev_idx", "ev_idx_legacy",
-                                            *_MEMORY_ARGS)}
+                                            "input_dims", *_MEMORY_ARGS)}
+_NO_SHAPE = (b"", b"null")  # Input Dims absent (or null): no shape
 
 
 # Per-event columns, in the order both extractors produce them. Rows where a column does not apply are
@@ -39,9 +43,9 @@ _get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "
 # activities; id: flow events; memory args: `[memory]` events; ev_idx: complete events), so extractors may
 # leave anything there.
 _EXTRACTED = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "correlation", "external_id", "device", "stream", "id",
-              *(f"mem_{k}" for k in _MEMORY_ARGS), "ev_idx")
+              *(f"mem_{k}" for k in _MEMORY_ARGS), "ev_idx", "shape")
 _EXTRACTED_DTYPES = (np.int8, *(np.int64,) * 4, np.float64, np.float64, *(np.int64,) * 5, *(np.float64,) * len(_MEMORY_ARGS),
-                     np.int64)
+                     np.int64, np.int64)
 _PHASE_TABLE = bytes(_PHASES.get(chr(c), PH_OTHER) if c else PH_OTHER for c in range(256))
 ID_OTHER = np.iinfo(np.int64).min  # a flow id that is not an int below 2^62 in magnitude: interned by `add`
 _ID_LIMIT = 1 << 62
@@ -52,7 +56,8 @@ def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy:
 
     Args:
         events: one chunk of decoded events.
-        tables: name, cat, pid and tid interning tables (value -> global row of its first occurrence).
+        tables: name, cat, pid, tid and input-shape interning tables (value -> global row of its first occurrence;
+            shapes are keyed by their JSON text).
         off: the global row of `events[0]`.
         legacy: the chunk's text holds the 2021 key "external id" (else that column is all absent).
     """
@@ -63,6 +68,9 @@ def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy:
         cols[key] = np.fromiter(map(table.setdefault, map(_get[key], events), rows), np.int64, n)
     cols.update((key, np.fromiter(map(_get[key], events), np.float64, n)) for key in ("ts", "dur"))
     args = list(map(_get["args"], events))
+    shapes = tables[4]
+    cols["shape"] = np.fromiter((-1 if text in _NO_SHAPE else shapes.setdefault(text, row)
+                                 for text, row in zip(map(bytes, map(_get["input_dims"], args)), rows)), np.int64, n)
     cols.update((key, _int64s(key, args)) for key in ("correlation", "external_id", "device", "stream"))
     if legacy:
         cols["external_id"] = np.where(cols["external_id"] >= 0, cols["external_id"], _int64s("external_id_2021", args))
@@ -103,7 +111,7 @@ def _load_accelerator():
         from . import _columns
         _columns.layout(Event, ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"),
                         Args, ("correlation", "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS,
-                               "ev_idx", "ev_idx_legacy"))
+                               "ev_idx", "ev_idx_legacy", "input_dims", *(attr for _, attr, _, _ in GPU_FIELDS)))
     except (ImportError, TypeError, AttributeError):
         return None
     return _columns
@@ -206,6 +214,14 @@ class CollectiveFields:
                 "coll_dtype": values[:, 6].astype(np.int32), "coll_strings": tuple(self._strings)}
 
 
+def _canonical_json(text: bytes) -> str:
+    """A JSON text as `json.dumps` spells it (`[[2, 3], []]`); the text itself when it does not decode."""
+    try:
+        return json.dumps(msgspec.json.decode(text), ensure_ascii=False)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return text.decode("utf-8", "replace")
+
+
 def _int_field(value: Any) -> int:
     """A count or number as an int (-1 when absent or not a whole number within int64)."""
     if isinstance(value, bool):
@@ -223,7 +239,7 @@ class ColumnBuilder:
     def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None) -> None:
         """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more."""
         self._max_events, self._refusal = max_events, refusal
-        self._names, self._cats, self._pids, self._tids, self._flow_names = (_Interner() for _ in range(5))
+        self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes = (_Interner() for _ in range(6))
         self._chunks: list[dict[str, np.ndarray]] = []
         self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
@@ -231,7 +247,7 @@ class ColumnBuilder:
         self.n = 0
         self._ordinal = 0  # events of the pieces so far, skipped ones included: the next piece's first ordinal
         self._collectives = CollectiveFields()
-        self._gpu_args = GpuArgs()
+        self._gpu_args = GpuArgs(_accel)
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
             source_index: Any = None, piece_events: Optional[int] = None) -> None:
@@ -253,7 +269,7 @@ class ColumnBuilder:
         if piece_events is None:
             piece_events = n if source_index is None else (int(source_index[-1]) + 1 if len(source_index) else 0)
         self._ordinal += piece_events
-        tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table)
+        tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table, self._shapes.table)
         cols = _extract(events, tables, off, legacy_external_id)
         ph = cols["ph"]
         x = ph == PH_X
@@ -278,6 +294,14 @@ class ColumnBuilder:
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
         self._chunks.append(cols)
         self.n += n
+
+    def _shape_columns(self, first: np.ndarray) -> dict[str, Any]:
+        """`shape_id` per event row (into `shape_strings`, -1 without Input Dims) from first-seen rows."""
+        texts, ids = self._shapes.dense(first)
+        canonical: dict[str, int] = {}  # one spelling per value (whitespace and indenting differ between writers)
+        remap = np.array([canonical.setdefault(_canonical_json(t), len(canonical)) for t in texts] + [-1], np.int32)
+        ids[first < 0] = -1
+        return {"shape_id": remap[ids], "shape_strings": tuple(canonical)}
 
     def _gpu_cat(self, cat_first: np.ndarray) -> np.ndarray:
         """Whether each row's category (by first-seen row id) is a GPU kind; the table is tiny."""
@@ -346,6 +370,7 @@ class ColumnBuilder:
         rows = x_rows[order]
         coll = self._collectives.columns(rows)
         coll.update(self._gpu_args.columns(rows))
+        coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
         del x_rows
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),

@@ -75,7 +75,8 @@ def read_model(source) -> TraceModel:
     return TraceModel(**columns, names=tuple(strings["names"]), cats=tuple(strings["cats"]),
                       lane_label=tuple(strings["lane_label"]), meta=strings["meta"], skipped=strings["skipped"],
                       warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"],
-                      coll_strings=tuple(strings.get("coll_strings", ())))
+                      coll_strings=tuple(strings.get("coll_strings", ())),
+                      shape_strings=tuple(strings.get("shape_strings", ())))
 
 
 def write_model(handle, model: TraceModel) -> None:
@@ -83,7 +84,7 @@ def write_model(handle, model: TraceModel) -> None:
     blob for the string tables and metadata (raises OSError, TypeError or msgspec.EncodeError)."""
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
                "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes,
-               "coll_strings": model.coll_strings}
+               "coll_strings": model.coll_strings, "shape_strings": model.shape_strings}
     blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
     np.savez(handle, **{name: getattr(model, name) for name in array_fields()}, **{_STRINGS: blob})
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 import msgspec
 
 NAN = float("nan")
+RAW_ABSENT = msgspec.Raw()  # an absent Raw-typed arg: no text
 
 
 class Args(msgspec.Struct, frozen=True, gc=False):
@@ -49,14 +50,17 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
     group_size: Any = msgspec.field(default=None, name="Group size")
     dtype: Any = msgspec.field(default=None, name="dtype")
-    # GPU activity fields for the kernel table (trace/gpu_args.py): Any, so an ill-typed one never costs its event.
+    # GPU activity fields for the kernel table (trace/gpu_args.py): Any, so an ill-typed one never costs its event;
+    # grid and block kept as their JSON text (Raw: no list of ints built per kernel), read by `_columns.c`.
     copy_bytes: Any = msgspec.field(default=None, name="bytes")  # memcpy/memset (the memory events' is "Bytes")
-    grid: Any = None
-    block: Any = None
+    grid: msgspec.Raw = RAW_ABSENT
+    block: msgspec.Raw = RAW_ABSENT
     registers: Any = msgspec.field(default=None, name="registers per thread")
     shared_memory: Any = msgspec.field(default=None, name="shared memory")
     blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
     occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    # An op's input shapes (`record_shapes=True`) as their JSON text: the op table groups calls by it.
+    input_dims: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Input Dims")
 
 
 NO_ARGS = Args()
@@ -625,6 +629,9 @@ def _clean_args(args: dict) -> dict:
         spec = _ARG_TYPES.get(key)
         if spec is None:
             continue
+        if spec is msgspec.Raw:  # any JSON value, kept as its text
+            cleaned[key] = msgspec.Raw(msgspec.json.encode(value))
+            continue
         if spec is int and isinstance(value, str) and value.lstrip("-").isdigit():
             value = int(value)
         if spec is float and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -636,6 +643,7 @@ def _clean_args(args: dict) -> dict:
 
 
 _ARG_TYPES: dict[str, Any] = {
-    f.encode_name: (int if f.type is int else float if f.type is float else (int, float, str) if f.type is Any else str)
+    f.encode_name: (int if f.type is int else float if f.type is float else (int, float, str) if f.type is Any
+                    else msgspec.Raw if f.type is msgspec.Raw else str)
     for f in msgspec.structs.fields(Args)
 }

@@ -5,13 +5,20 @@ estimated achieved occupancy; trace-format.md §kernel args).
 Only GPU-category events are looked at (a tenth to a fifth of a trace), once each, as their chunk is
 built; the values become sparse model columns (`gpu_arg_*`: one row per activity that has any of them, -1 where
 a field is absent or unusable: every one of them is a count, a size or a share, never negative).
+
+A number counts when it is a JSON number (not a string, not a bool) in [0, 2^62); a grid or block when it is
+a list of three whole numbers >= 1 (its size is their product). The compiled reader (`_columns.gpu_fields`)
+reads the plain spellings every Kineto writer uses and hands any other back to the reference readers here,
+so both paths give the same values.
 """
 from __future__ import annotations
 
 import math
 from itertools import chain
 from operator import attrgetter, itemgetter
+from typing import Any
 
+import msgspec
 import numpy as np
 
 _LIMIT = float(1 << 62)
@@ -19,18 +26,29 @@ _NAN = math.nan
 
 
 def _numbers(values: list) -> np.ndarray:
-    """Finite numbers within ±2^62 as float64, NaN elsewhere (absent, bool, string, list...).
-
-    One C-level conversion when every value is a number (the common case: a kernel's fields); a filtering
-    pass first when some are not (a memcpy has no registers).
-    """
-    try:  # numeric strings and bools convert too: harmless in a displayed statistic
-        out = np.fromiter(values, np.float64, len(values))
-    except (TypeError, ValueError, OverflowError):
-        out = np.fromiter([v if type(v) is float or (type(v) is int and -_LIMIT < v < _LIMIT) else _NAN for v in values],
-                          np.float64, len(values))
+    """JSON numbers (ints, not bools, and floats) within [0, 2^62) as float64, NaN elsewhere."""
+    out = np.fromiter([v if type(v) is float or (type(v) is int and -_LIMIT < v < _LIMIT) else _NAN for v in values],
+                      np.float64, len(values))
     out[~((out >= 0) & (out < _LIMIT))] = np.nan  # negative, NaN, inf and huge values: none of these fields can be
     return out
+
+
+def _raw_products(values: list) -> np.ndarray:
+    """`_products` of Raw JSON texts (an empty one is absent)."""
+    if not values:
+        return np.zeros(0)
+    texts = [bytes(v) or b"null" for v in values]
+    try:
+        return _products(msgspec.json.decode(b"[" + b",".join(texts) + b"]"))
+    except msgspec.DecodeError:  # Raw skips a value unchecked: a number beyond a double (1e999) fails only here
+        return _products([_json_or_none(text) for text in texts])
+
+
+def _json_or_none(text: bytes) -> Any:
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return None
 
 
 def _products(values: list) -> np.ndarray:
@@ -56,17 +74,24 @@ def _products(values: list) -> np.ndarray:
 
 
 # (model column suffix, Args attribute, reader of a list of values, read on kernels (else on memcpys/memsets))
-FIELDS = (("bytes", "copy_bytes", _numbers, False), ("grid", "grid", _products, True), ("block", "block", _products, True),
+FIELDS = (("bytes", "copy_bytes", _numbers, False), ("grid", "grid", _raw_products, True), ("block", "block", _raw_products, True),
           ("registers", "registers", _numbers, True), ("shared_mem", "shared_memory", _numbers, True),
           ("blocks_per_sm", "blocks_per_sm", _numbers, True), ("occupancy", "occupancy", _numbers, True))
 _GET = {attr: attrgetter(attr) for _, attr, _, _ in FIELDS}
 _ARGS = attrgetter("args")
 
 
-class GpuArgs:
-    """Collects the fields of GPU activities chunk by chunk; `columns` lays them out by final event row."""
+ASK_PYTHON = -2.0  # what the compiled reader writes for a spelling it leaves to the reference readers
 
-    def __init__(self) -> None:
+
+class GpuArgs:
+    """Collects the fields of GPU activities chunk by chunk; `columns` lays them out by final event row.
+
+    `accel`: the compiled `_columns` module (bound to the struct layout), or None for the reference readers.
+    """
+
+    def __init__(self, accel: Any = None) -> None:
+        self._accel = accel
         self._rows: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
 
@@ -75,15 +100,31 @@ class GpuArgs:
         for rows, on_kernels in ((kernel_rows, True), (copy_rows, False)):
             if rows.size == 0:
                 continue
-            picked = itemgetter(*rows.tolist())(events)
-            args = list(map(_ARGS, picked if rows.size > 1 else (picked,)))
-            values = np.full((len(args), len(FIELDS)), np.nan)
-            for k, (_, attr, read, kernel_field) in enumerate(FIELDS):
-                if kernel_field == on_kernels:
-                    values[:, k] = read(list(map(_GET[attr], args)))
+            values = self._read(events, rows, on_kernels)
             present = ~np.isnan(values).all(axis=1)
             self._rows.append(rows[present] + off)
             self._values.append(values[present])
+
+    def _read(self, events: list, rows: np.ndarray, on_kernels: bool) -> np.ndarray:
+        """(rows, len(FIELDS)) values, NaN where absent or unusable."""
+        if self._accel is not None:
+            values = np.empty((rows.size, len(FIELDS)))
+            self._accel.gpu_fields(events, rows.astype(np.int64), on_kernels, values)
+            odd = np.flatnonzero((values == ASK_PYTHON).any(axis=1))
+            if odd.size:
+                values[odd] = self._reference(events, rows[odd], on_kernels)
+            return values
+        return self._reference(events, rows, on_kernels)
+
+    @staticmethod
+    def _reference(events: list, rows: np.ndarray, on_kernels: bool) -> np.ndarray:
+        picked = itemgetter(*rows.tolist())(events)
+        args = list(map(_ARGS, picked if rows.size > 1 else (picked,)))
+        values = np.full((len(args), len(FIELDS)), np.nan)
+        for k, (_, attr, read, kernel_field) in enumerate(FIELDS):
+            if kernel_field == on_kernels:
+                values[:, k] = read(list(map(_GET[attr], args)))
+        return values
 
     def columns(self, final_raw_rows: np.ndarray) -> dict[str, np.ndarray]:
         """The model's `gpu_arg_*` columns; `final_raw_rows[k]` is the raw row that became event row k."""

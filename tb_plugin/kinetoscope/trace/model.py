@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 8  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 9  # bump when the model's layout or its decoding semantics change (invalidates caches)
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
@@ -94,6 +94,7 @@ class TraceModel:
     gpu_arg_shared_mem: np.ndarray  # shared memory bytes per block
     gpu_arg_blocks_per_sm: np.ndarray  # blocks per SM (as Kineto reports it)
     gpu_arg_occupancy: np.ndarray  # estimated achieved occupancy, %
+    shape_id: np.ndarray  # int32 per event into `shape_strings`: its Input Dims (record_shapes), -1 when absent
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
@@ -102,6 +103,7 @@ class TraceModel:
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0  # uncompressed size of the file it came from
     coll_strings: tuple[str, ...] = ()  # process group, collective and dtype names of the coll_ columns
+    shape_strings: tuple[str, ...] = ()  # Input Dims JSON texts, as the file spells them
 
     def __post_init__(self) -> None:
         freeze_arrays(self)

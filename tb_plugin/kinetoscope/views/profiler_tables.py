@@ -11,10 +11,10 @@ from ..analysis import tables as T
 from ..analysis.search import SearchIndex, find
 from ..analysis.selectors import NO_OP
 from ..trace.kinds import Kind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, shown
 
 TABLE_KINDS = ("op", "kernel", "module")
-TABLE_GROUPS = ("name", "stack")
+TABLE_GROUPS = T.OP_GROUPS
 _OP_KEYS = {"name": None, "calls": "calls", "cpu_total": "cpu_total_ns", "cpu_self": "cpu_self_ns",
             "cpu_mean": "cpu_mean_ns", "cpu_max": "cpu_max_ns", "gpu_self": "gpu_self_ns", "gpu_total": "gpu_total_ns",
             "gpu_mean": "gpu_mean_ns", "launches": "launches"}
@@ -33,27 +33,27 @@ _WHOLE: weakref.WeakKeyDictionary[T.TableIndex, dict] = weakref.WeakKeyDictionar
 _WHOLE_LOCK = threading.Lock()
 
 
-def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, by_stack: bool = False):
+def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str = "name"):
     """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace, computed once
     per index: the tables are immutable, and the whole trace is what the panel opens on)."""
-    key = (by, by_stack)
+    key = (by, group)
     if window is None:
         with _WHOLE_LOCK:
             cached = _WHOLE.get(index, {}).get(key)
         if cached is None:
-            cached = _compute(model, index, by, None, by_stack)
+            cached = _compute(model, index, by, None, group)
             with _WHOLE_LOCK:
                 _WHOLE.setdefault(index, {})[key] = cached
         return cached
-    return _compute(model, index, by, window, by_stack)
+    return _compute(model, index, by, window, group)
 
 
-def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, by_stack: bool):
+def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str):
     if by == "kernel":
         return T.kernel_table(model, index, window)
     if by == "module":
         return T.module_table(model, index, window)
-    return T.op_table(model, index, window, by_stack=by_stack)
+    return T.op_table(model, index, window, group=group)
 
 
 def _us(values: np.ndarray) -> list[float]:
@@ -66,8 +66,10 @@ def _order(model: TraceModel, tab: Any, by: str, sort: str, query: Optional[str]
     if query:
         needle = query.strip().lower()[:MAX_FILTER_CHARS]
         frames = tab.frame_id.tolist() if getattr(tab, "frame_id", None) is not None else [-1] * tab.name_id.size
-        keep = np.array([i for i, (n, f) in enumerate(zip(tab.name_id.tolist(), frames))
-                         if needle in model.names[n].lower() or (f >= 0 and needle in model.names[f].lower())], np.int64)
+        shapes = tab.shape_id.tolist() if getattr(tab, "shape_id", None) is not None else [-1] * tab.name_id.size
+        keep = np.array([i for i, (n, f, sh) in enumerate(zip(tab.name_id.tolist(), frames, shapes))
+                         if needle in model.names[n].lower() or (f >= 0 and needle in model.names[f].lower())
+                         or (sh >= 0 and needle in model.shape_strings[sh].lower())], np.int64)
     key = sort.lstrip("-")
     keys = _KERNEL_KEYS if by == "kernel" else _OP_KEYS
     if key not in keys:
@@ -92,16 +94,17 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         by: `op`, `kernel` or `module`.
         window: absolute (start_ns, end_ns), or None for the whole trace.
         sort: a key of OP_SORTS / KERNEL_SORTS (`-` first: descending); None: the table's default.
-        query: keep names (or, grouped by stack, frames) containing this (case-insensitive).
+        query: keep names (or, grouped by stack or shape, frames or shapes) containing this (case-insensitive).
         offset, limit: the page (limit at most MAX_LIMIT).
-        group: `name`, or `stack` (op table only): one row per (op, innermost user Python frame).
+        group: `name`; op table only: `stack` (one row per (op, innermost user Python frame)) or `shape` (one
+            row per (op, input shapes)).
 
     Raises:
-        ValueError: a sort key that does not apply to this table, or `group=stack` on another table.
+        ValueError: a sort key that does not apply to this table, or `group=stack|shape` on another table.
     """
-    if group == "stack" and by != "op":
-        raise ValueError(f"group=stack applies to the op table, not by={by!r}")
-    tab = table(model, index, by, window, group == "stack")
+    if group != "name" and by != "op":
+        raise ValueError(f"group={group} applies to the op table, not by={by!r}")
+    tab = table(model, index, by, window, group)
     sort = sort or DEFAULT_SORT[by]
     kept = _order(model, tab, by, sort, query)
     page = kept[offset: offset + min(limit, MAX_LIMIT)]
@@ -122,6 +125,8 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
             "launches": tab.launches[page].tolist()}
         if tab.frame_id is not None:
             columns["frame"] = [model.shown_names[f] if f >= 0 else None for f in tab.frame_id[page].tolist()]
+        if tab.shape_id is not None:
+            columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in tab.shape_id[page].tolist()]
         out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
     return out
 
