@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
@@ -16,6 +17,16 @@ ORACLE = SHARED / "oracle" / "reference.jsonl"
 SAMPLES = REPO / "samples"
 
 requires_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")
+
+
+def stop_process(proc: subprocess.Popen, wait_s: float) -> None:
+    """Stop a server the tests started: SIGTERM, then SIGKILL if it has not exited within `wait_s`."""
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(wait_s)
 
 
 def shared_trace_files() -> list[Path]:

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
+from conftest import stop_process
+
 ACCESS_KEY = "kinetoscope-test-access-key"
 SECRET_KEY = "kinetoscope-test-secret-Zq8wX3"  # asserted never to appear in an error, a log or an answer
 
@@ -117,12 +119,7 @@ def moto_server(tmp: Path, auth: bool = False, port: Optional[int] = None, free_
                 time.sleep(0.1)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc, 10)
         log.close()
 
 

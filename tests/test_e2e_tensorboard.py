@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from conftest import SAMPLES, SHARED_TRACES, op, trace_doc, write_trace
+from conftest import SAMPLES, SHARED_TRACES, op, stop_process, trace_doc, write_trace
 
 TENSORBOARD = Path(sys.executable).parent / "tensorboard"
 PORT_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/")
@@ -44,12 +44,7 @@ def tensorboard(logdir, tmp_path: Path, load_fast: Optional[str] = "false", extr
     try:
         yield f"http://127.0.0.1:{_wait_for_port(proc, log)}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
+        stop_process(proc, 15)
 
 
 def _wait_for_port(proc: subprocess.Popen, log: Path, timeout_s: float = 90) -> int:

@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "samples"))
 sys.path.insert(0, str(REPO / "tb_plugin"))
 
+from worker_common import write_section  # noqa: E402 - tests/bench is the script's folder
+
 LAUNCHER = """
 import os, sys
 pid = os.fork()
@@ -89,10 +91,7 @@ def main() -> int:
             f"| `ranks` route once loaded ({args.ranks} ranks, 50 calls): median, max | "
             f"{statistics.median(times):.1f} ms, {max(times):.1f} ms | under 100 ms |\n"
             f"| loading every rank in the service (in-process decode) | {loaded_s:.1f} s | - |\n")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
-    return 0
+    return write_section(args.out, text)
 
 
 if __name__ == "__main__":

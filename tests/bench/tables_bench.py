@@ -29,6 +29,9 @@ from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tb_plugin"))
+
+from worker_common import write_section  # noqa: E402 - tests/bench is the script's folder
+
 PREFIX = "/data/plugin/kinetoscope"
 OP_SORTS = ("-gpu_total", "-cpu_total", "-cpu_self", "calls", "name", "-launches", "-gpu_mean")
 KERNEL_SORTS = ("-total", "-calls", "max", "-share", "name", "-mean")
@@ -128,10 +131,7 @@ def main() -> int:
             + "".join(f"| `tables` {kind} | {len(ms)} | {_quantiles(ms)['p50']:.1f} ms | {_quantiles(ms)['p99']:.1f} ms | "
                       f"{_quantiles(ms)['max']:.1f} ms | - | - |\n" for kind, ms in sorted(by_kind.items())) + "\n"
             f"Occurrences found: {', '.join(f'`{q}` {n:,}' for q, n in hits.items())}.\n")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
-    return 0
+    return write_section(args.out, text)
 
 
 if __name__ == "__main__":

@@ -84,3 +84,11 @@ def exit_now(code: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def write_section(out: Path, text: str) -> int:
+    """Write one bench section's markdown (creating its folder), echo it, and give the exit status 0."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    return 0
