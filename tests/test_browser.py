@@ -430,3 +430,7 @@ def test_compare_lanes_stacks_both_spans_at_a_step_and_zooms_both(traces_tb):
     assert r["hover"] and "duration" in r["hover"] and "from the step start" in r["hover"], r["hover"]
     assert r["reopened"]["sides"] == [[s["span"], s["step"], s["anchorUs"]] for s in zoomed]
     assert r["reopened"]["win"] == pytest.approx(r["zoomedWin"], abs=1e-3)
+    # Four wheel notches: at most one request per notch for the baseline's side (one in flight, bursts merged).
+    assert 1 <= r["zoomRequests"] <= 4, r["zoomRequests"]
+    assert r["draw"]["count"] > 0 and max(r["gutterDark"][:3]) < 80, (r["draw"], r["gutterDark"])
+    print(f"compare lanes: draw {r['draw']}, baseline lanes requests (ms) {r['lanesMs']}, zoom requests {r['zoomRequests']}")

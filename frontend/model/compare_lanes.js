@@ -34,6 +34,7 @@ export const PAD_FRAC = 0.03;
  * @property {string} title `baseline` or `candidate`
  * @property {string} label what the side is (run / worker / span, or the run and the worker shown)
  * @property {string[]} spans span ids whose steps are concatenated, in time order
+ * @property {string[]} names the spans as the selectors name them (`span 1623143089861`)
  */
 
 /**
@@ -54,12 +55,14 @@ export function laneSides(compare, span, runs) {
     if (!r || r.workers.length === 0) return null;
     return r.workers.find((w) => w.name === preferred) ?? r.workers[0];
   };
+  /** @param {import('./runs.js').SpanInfo} s */
+  const spanName = (s) => `span ${s.span ?? s.index}`;
   /** @param {string} id */
   const spanLabel = (id) => {
     for (const r of runs) {
       for (const w of r.workers) {
         const s = w.spans.find((x) => x.id === id);
-        if (s) return `${r.name} / ${w.name} / span ${s.span ?? s.index}`;
+        if (s) return `${r.name} / ${w.name} / ${spanName(s)}`;
       }
     }
     return `span ${id}`;
@@ -68,17 +71,20 @@ export function laneSides(compare, span, runs) {
   let base = null;
   if (compare.base.startsWith('span:')) {
     const id = compare.base.slice(5);
-    base = { side: 'base', title: 'baseline', label: spanLabel(id), spans: [id] };
+    base = { side: 'base', title: 'baseline', label: spanLabel(id), spans: [id], names: [''] };
   } else if (compare.base.startsWith('run:')) {
     const run = compare.base.slice(4);
     const w = workerOf(run, span.worker);
-    if (w && w.spans.length) base = { side: 'base', title: 'baseline', label: `run ${run} / ${w.name}`, spans: w.spans.map((s) => s.id) };
+    if (w && w.spans.length) {
+      base = { side: 'base', title: 'baseline', label: `run ${run} / ${w.name}`, spans: w.spans.map((s) => s.id), names: w.spans.map(spanName) };
+    }
   }
   /** @type {SideSpec | null} */
-  let cand = { side: 'cand', title: 'candidate', label: spanLabel(span.id), spans: [span.id] };
+  let cand = { side: 'cand', title: 'candidate', label: spanLabel(span.id), spans: [span.id], names: [''] };
   if (compare.candRun) {
     const w = workerOf(span.run, span.worker);
-    cand = w && w.spans.length ? { side: 'cand', title: 'candidate', label: `run ${span.run} / ${w.name}`, spans: w.spans.map((s) => s.id) } : null;
+    cand = w && w.spans.length
+      ? { side: 'cand', title: 'candidate', label: `run ${span.run} / ${w.name}`, spans: w.spans.map((s) => s.id), names: w.spans.map(spanName) } : null;
   }
   return base && cand ? [base, cand] : null;
 }

@@ -27,6 +27,7 @@ test('laneSides: run sides draw one worker, its spans in order (the same worker 
   const sides = laneSides({ base: 'run:before', candRun: true }, ON_SCREEN, RUNS);
   assert.deepEqual(sides?.map((s) => s.spans), [['aaaaaaaaaab1'], ['bbbbbbbbbbb1', 'bbbbbbbbbbb2']]);
   assert.equal(sides?.[0].label, 'run before / worker1');
+  assert.deepEqual(sides?.[1].names, ['span 1001', 'span 1002'], 'the name row says which span holds the step');
   const other = laneSides({ base: 'run:before' }, { id: 'x', run: 'after', worker: 'worker9' }, RUNS);
   assert.deepEqual(other?.[0].spans, ['aaaaaaaaaaa1', 'aaaaaaaaaaa2'], 'no worker of that name: the first');
   assert.deepEqual(other?.[1].spans, ['x']);

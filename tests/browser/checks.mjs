@@ -119,6 +119,8 @@ async function interact(browser, run) {
   const cx = g.left + g.gutter + (g.width - g.gutter) * 0.4;
   const cy = g.top + g.lanes[0].yCss + 10;
   await page.mouse.move(cx, cy);
+  const requestsBeforeZoom = baseLanes();
+  await frame.$eval(CANVAS, (c) => { c.ksDraw = { count: 0, lastMs: 0, maxMs: 0, recentMs: [] }; });
   for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -250);
   const afterWheel = await waitWindow(page, (t) => t && t[1] - t[0] < duration * 0.5);
   await page.waitForTimeout(600);
@@ -703,9 +705,10 @@ async function area(browser, run) {
 async function compareLanes(browser, run, baseRun) {
   const listing = await (await fetch(`${base}/data/plugin/kinetoscope/runs`)).json();
   const baseSpan = listing.runs.find((r) => r.name === baseRun).workers[0].spans[0].id;
-  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, base: `span:${baseSpan}` }));
+  const { page, frame, errors, httpErrors, requests } = await openPlugin(browser, base, ksSuffix({ run, base: `span:${baseSpan}` }));
   await waitReady(frame);
   const CANVAS = '.ks-compare-lanes-canvas';
+  const baseLanes = () => requests.filter((u) => u.startsWith(`lanes?span=${baseSpan}&`)).length;
   const sides = async (f = frame) => f.$eval(CANVAS, (c) => JSON.parse(c.dataset.sides || '[]')).catch(() => []);
   const win = async (f = frame) => f.$eval(CANVAS, (c) => (c.dataset.win || '').split(',').map(Number)).catch(() => null);
   const drawn = (list) => list.length === 2 && list.every((s) => s.rects > 0 && s.fetched);
@@ -719,6 +722,7 @@ async function compareLanes(browser, run, baseRun) {
   const bandPixels = async (list) => Promise.all(list.map((s) => saturated(frame, gutter, s.yCss, width - right, s.yCss + s.hCss, CANVAS)));
   const firstPixels = await bandPixels(first);
   const firstWin = await win();
+  await (await frame.$('.ks-compare-lanes')).screenshot({ path: shot('compare-lanes-step1') });
 
   await frame.fill('.ks-compare-align', '3');
   await frame.dispatchEvent('.ks-compare-align', 'change');
@@ -741,6 +745,8 @@ async function compareLanes(browser, run, baseRun) {
   const left = box.x + rect.left;
   const top = box.y + rect.top;
   await page.mouse.move(left + gutter + (width - gutter - right) * 0.3, top + stepped[0].yCss + 8);
+  const requestsBeforeZoom = baseLanes();
+  await frame.$eval(CANVAS, (c) => { c.ksDraw = { count: 0, lastMs: 0, maxMs: 0, recentMs: [] }; });
   for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -250);
   const zoomedIn = (list) => drawn(list) && list.every((s, i) => s.fetched[2] < stepped[i].fetched[2] * 0.7
     && s.fetched[1] - s.fetched[0] < (stepped[i].fetched[1] - stepped[i].fetched[0]) * 0.7);
@@ -749,6 +755,16 @@ async function compareLanes(browser, run, baseRun) {
   const zoomed = await sides();
   const zoomedWin = await win();
   const zoomedPixels = await bandPixels(zoomed);
+  const zoomRequests = baseLanes() - requestsBeforeZoom;
+  // 20 more wheel steps, then what the frames and the baseline's lanes requests cost.
+  for (let i = 0; i < 20; i++) {
+    await page.mouse.wheel(0, i % 2 ? 120 : -120);
+    await page.waitForTimeout(30);
+  }
+  await page.waitForTimeout(500);
+  const draw = await frame.$eval(CANVAS, (c) => c.ksDraw);
+  const lanesMs = await frame.evaluate((id) => performance.getEntriesByType('resource').filter((e) => e.name.includes(`lanes?span=${id}&`))
+    .map((e) => Math.round(e.duration * 10) / 10), baseSpan);
   await until(async () => linkParam('cw') !== null, 5000, 100);
 
   // Hover along the candidate's first lane until the box names an event.
@@ -760,6 +776,12 @@ async function compareLanes(browser, run, baseRun) {
     hover = await frame.$eval('.ks-compare-lanes-wrap .ks-tooltip', (t) => (t.hidden ? null : t.textContent)).catch(() => null);
   }
   await page.screenshot({ path: shot('compare-lanes') });
+  // TensorBoard's dark mode: the canvas redraws with the dark palette (its label gutter goes dark).
+  await page.evaluate(() => document.body.classList.add('dark-mode'));
+  await until(async () => (await frame.evaluate(() => document.body.dataset.theme)) === 'dark', 5000, 100);
+  await page.waitForTimeout(200);
+  const [gutterDark] = await pixels(frame, CANVAS, [[3, zoomed[0].yCss + 3]]);
+  await (await frame.$('.ks-compare-lanes')).screenshot({ path: shot('compare-lanes-dark') });
 
   const second = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
   await second.goto(page.url());
@@ -767,7 +789,8 @@ async function compareLanes(browser, run, baseRun) {
   await waitReady(frame2);
   await until(async () => drawn(await sides(frame2)), 60000, 200);
   const reopened = { sides: (await sides(frame2)).map((s) => [s.span, s.step, s.anchorUs]), win: await win(frame2) };
-  return { errors, httpErrors, baseSpan, first, firstPixels, firstWin, stepped, steppedWin, linkStep, zoomed, zoomedWin, zoomedPixels, hover, reopened };
+  return { errors, httpErrors, baseSpan, first, firstPixels, firstWin, stepped, steppedWin, linkStep, zoomed, zoomedWin, zoomedPixels, hover, reopened,
+    zoomRequests, draw, lanesMs, gutterDark };
 }
 
 const browser = await launch();
