@@ -17,9 +17,10 @@ import {
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName, prepareLanes } from '../model/lanes.js';
 import { intervalAt } from '../model/lanes_hit.js';
+import { findSpan } from '../model/runs.js';
 import { AXIS_H, GUTTER_W, HEADER_H, LANE_PAD, RIGHT_PAD, ROW_H } from '../model/layout.js';
 import { TextWidthCache, fitLabel } from '../model/lod.js';
-import { TimeScale, panBy, windowAround, zoomAround } from '../model/scale.js';
+import { TimeScale, clampWindow, panBy, windowAround, zoomAround } from '../model/scale.js';
 import { drawAxis, drawGrid } from '../render/axis.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { drawCpuLane } from '../render/cpu_lane.js';
@@ -37,8 +38,8 @@ const MARGIN_FRAC = 0.5;
 const COARSE_OK = 1.5;
 const WHEEL_PX_PER_E = 500;
 const DRAG_SLOP_PX = 3;
-/** Summaries (steps and duration) kept per span id. */
-const MAX_SUMMARIES = 16;
+/** Spans whose steps and duration are kept (by id and file version; the oldest leaves first). */
+const MAX_SUMMARIES = 64;
 /** The aligned steps' start, drawn across both sides. */
 const ALIGN_COLOR = '#1e88e5';
 
@@ -53,6 +54,12 @@ const ALIGN_COLOR = '#1e88e5';
  */
 
 /** @typedef {{side: number, laneId: number, depth: number, startUs: number, endUs: number, text: string}} Marked */
+
+/** What a comparison compares: its baseline and candidate, and the span on screen. @param {import('./store.js').State} state */
+function comparedKey(state) {
+  const c = state.compare;
+  return c ? JSON.stringify([c.base, Boolean(c.candRun), state.span?.id ?? null]) : '';
+}
 
 export class CompareLanes {
   /**
@@ -76,6 +83,8 @@ export class CompareLanes {
     this.runs = [];
     this.matched = 0;
     this.active = false;
+    /** the comparison (baseline, candidate, span on screen) of the result shown: another one waits for its result */
+    this.shownFor = '';
     /** @type {SideState[]} */
     this.sides = [];
     /** the sides' specs and step last anchored */
@@ -126,6 +135,7 @@ export class CompareLanes {
     this.matched = Math.min(s?.base?.step_us?.length ?? 0, s?.cand?.step_us?.length ?? 0); // the strip's steps
     this.input.value = String(clampStep(this.store.state.compare?.step ?? this.input.value, this.matched));
     this.active = true;
+    this.shownFor = comparedKey(this.store.state);
     this.root.hidden = false;
     this.anchoredKey = '';
     this.sync();
@@ -143,7 +153,7 @@ export class CompareLanes {
 
   /** Follows the store: new sides or step (anchors resolved again), or a new window (each side asks if it must). */
   sync() {
-    if (!this.active) return;
+    if (!this.active || comparedKey(this.store.state) !== this.shownFor) return; // a new comparison: its result comes first
     const { compare, span } = this.store.state;
     const specs = laneSides(compare, span, this.runs);
     if (!specs || !compare) {
@@ -188,13 +198,14 @@ export class CompareLanes {
 
   /** @param {string} id @param {AbortSignal} signal */
   async stepsOf(id, signal) {
-    const known = this.summaries.get(id);
+    const key = `${id}:${/** @type {any} */ (findSpan(this.runs, id)?.span)?.version ?? ''}`; // a file that changed is read again
+    const known = this.summaries.get(key);
     if (known) return known;
     const { span, summary } = this.store.state;
     const body = span?.id === id && summary ? summary : await getWhenReady(this.api, 'summary', { span: id }, signal);
     const steps = spanSteps(body);
-    if (this.summaries.size >= MAX_SUMMARIES) this.summaries.clear();
-    this.summaries.set(id, steps);
+    if (this.summaries.size >= MAX_SUMMARIES) this.summaries.delete(this.summaries.keys().next().value ?? '');
+    this.summaries.set(key, steps);
     return steps;
   }
 
@@ -237,11 +248,17 @@ export class CompareLanes {
   setWindow(win) {
     if (!this.sides.length) return;
     const anchors = this.sides.map((s) => s.anchor);
-    this.win = win && win.t1Us > win.t0Us ? win : defaultWindow(anchors);
+    this.win = win && win.t1Us > win.t0Us ? clampWindow(win, relativeBounds(anchors)) : defaultWindow(anchors);
     this.canvas.dataset.win = `${this.win.t0Us},${this.win.t1Us}`;
-    for (const s of this.sides) s.loader.update();
+    this.updateLoaders();
     this.describe();
     this.view.requestRedraw();
+  }
+
+  /** Asks each side for what the view needs, once the canvas has a width (a folded panel asks nothing). */
+  updateLoaders() {
+    if (this.view.widthCss <= GUTTER_W + RIGHT_PAD) return;
+    for (const s of this.sides) s.loader.update();
   }
 
   /** Sets the shared window (zoom, pan): both sides follow, and the link keeps it. @param {import('../model/scale.js').Window} win */
@@ -434,6 +451,7 @@ export class CompareLanes {
    * @param {CanvasRenderingContext2D} ctx @param {number} widthCss @param {number} heightCss
    */
   draw(ctx, widthCss, heightCss) {
+    this.updateLoaders(); // after a resize (the panel unfolded, the window widened): cheap while the answers serve
     const t0 = performance.now();
     this.drawFrame(ctx, widthCss, heightCss);
     // Draw times for tooling (the browser check reports them): the last and the longest, in ms.
