@@ -385,6 +385,9 @@ def test_the_compare_panel_from_a_link_and_a_baseline_picked_in_it(traces_tb):
     assert all(lane["steps"] == ["#1", "#2", "#3", "#4", "#5", "#6"] and lane["parts"] >= 6 for lane in r["strip"]), r["strip"]
     assert r["aligned"] == ["#3", "#3"]
     assert r["followed"] and r["spanBaseline"], r
+    # The stacked lanes of two run sides: each side draws its run's first span at step 1.
+    assert [(s["side"], s["step"]) for s in r["stacked"]] == [("base", "ProfilerStep#5"), ("cand", "ProfilerStep#5")], r["stacked"]
+    assert all(s["rects"] > 0 for s in r["stacked"])
 
 
 def test_area_selection_changes_the_tables_and_search_steps_through_occurrences(traces_tb):
@@ -429,8 +432,10 @@ def test_compare_lanes_stacks_both_spans_at_a_step_and_zooms_both(traces_tb):
     assert all(n > 0 for n in r["zoomedPixels"]), r["zoomedPixels"]
     assert r["hover"] and "duration" in r["hover"] and "from the step start" in r["hover"], r["hover"]
     assert r["reopened"]["sides"] == [[s["span"], s["step"], s["anchorUs"]] for s in zoomed]
-    assert r["reopened"]["win"] == pytest.approx(r["zoomedWin"], abs=1e-3)
+    assert r["reopened"]["win"] == pytest.approx(r["keyZoom"], abs=1e-3)  # the link as the keys left it
     # Four wheel notches: at most one request per notch for the baseline's side (one in flight, bursts merged).
     assert 1 <= r["zoomRequests"] <= 4, r["zoomRequests"]
+    assert r["keyReset"] == pytest.approx(r["steppedWin"]) and r["keyZoom"][1] - r["keyZoom"][0] < r["keyReset"][1] - r["keyReset"][0]
+    assert r["mainWindowKept"], "keys on the stacked view left the main lanes alone"
     assert r["draw"]["count"] > 0 and max(r["gutterDark"][:3]) < 80, (r["draw"], r["gutterDark"])
     print(f"compare lanes: draw {r['draw']}, baseline lanes requests (ms) {r['lanesMs']}, zoom requests {r['zoomRequests']}")

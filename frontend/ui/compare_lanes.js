@@ -38,6 +38,8 @@ const MARGIN_FRAC = 0.5;
 const COARSE_OK = 1.5;
 const WHEEL_PX_PER_E = 500;
 const DRAG_SLOP_PX = 3;
+const KEY_ZOOM = 0.8;
+const KEY_PAN_FRAC = 0.15;
 /** Spans whose steps and duration are kept (by id and file version; the oldest leaves first). */
 const MAX_SUMMARIES = 64;
 /** The aligned steps' start, drawn across both sides. */
@@ -77,7 +79,7 @@ export class CompareLanes {
     this.wrap = el('div', { class: 'ks-compare-lanes-wrap' }, this.canvas);
     this.root = el('div', { class: 'ks-compare-lanes', hidden: true },
       el('h4', {}, 'Lanes on one time axis, 0 at the start of the aligned step of each side'), this.status, this.wrap, this.picked,
-      el('div', { class: 'ks-hint' }, 'wheel: zoom both \u00b7 drag: pan both \u00b7 click: select \u00b7 double-click: zoom to it \u00b7 thread labels: fold'));
+      el('div', { class: 'ks-hint' }, 'wheel: zoom both \u00b7 drag: pan both \u00b7 click: select \u00b7 double-click: zoom to it \u00b7 W/S A/D \u00b7 0: the aligned steps \u00b7 thread labels: fold'));
     this.tooltip = new Tooltip(this.wrap);
     /** @type {import('../model/runs.js').RunInfo[]} */
     this.runs = [];
@@ -358,6 +360,7 @@ export class CompareLanes {
     canvas.addEventListener('pointerdown', (e) => {
       if (e.button !== 0 || !this.sides.length) return;
       this.showHover(null, 0, 0);
+      canvas.focus({ preventScroll: true });
       canvas.setPointerCapture(e.pointerId);
       drag = { x: e.offsetX, win: this.win, usPerPx: this.scale().usPerPx, moved: false };
     });
@@ -378,6 +381,24 @@ export class CompareLanes {
     });
     canvas.addEventListener('pointerleave', () => {
       if (!drag) this.showHover(null, 0, 0);
+    });
+    // Keys act on this view while it has the focus (not on the main lanes): W/S zoom, A/D pan, 0 back to
+    // the aligned steps, Escape clears the outline.
+    canvas.addEventListener('keydown', (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || !this.sides.length) return;
+      const bounds = relativeBounds(this.sides.map((s) => s.anchor));
+      const span = this.win.t1Us - this.win.t0Us;
+      const mid = (this.win.t0Us + this.win.t1Us) / 2;
+      const key = e.key.toLowerCase();
+      if (key === 'w') this.moveTo(zoomAround(this.win, mid, KEY_ZOOM, bounds));
+      else if (key === 's') this.moveTo(zoomAround(this.win, mid, 1 / KEY_ZOOM, bounds));
+      else if (key === 'a') this.moveTo(panBy(this.win, -span * KEY_PAN_FRAC, bounds));
+      else if (key === 'd') this.moveTo(panBy(this.win, span * KEY_PAN_FRAC, bounds));
+      else if (key === '0') this.moveTo(defaultWindow(this.sides.map((s) => s.anchor)));
+      else if (key === 'escape') this.click({ side: -1, area: 'none', block: -1, depth: -1, event: -1, tUs: NaN });
+      else return;
+      e.preventDefault();
+      e.stopPropagation();
     });
     canvas.addEventListener('dblclick', (e) => {
       const ev = this.eventAt(this.hitAt(e.offsetX, e.offsetY));

@@ -631,6 +631,9 @@ async function compare(browser, run, baseRun) {
   const joined = await frame.$$eval('.ks-compare details summary', (ss) => ss.map((x) => x.textContent));
   const strip = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => ({ side: l.dataset.side,
     steps: [...l.querySelectorAll('.ks-compare-step')].map((s) => s.textContent), parts: l.querySelectorAll('.ks-compare-part').length })));
+  const stackedSides = async () => frame.$eval('.ks-compare-lanes-canvas', (c) => JSON.parse(c.dataset.sides || '[]')).catch(() => []);
+  await until(async () => (await stackedSides()).filter((s) => s.rects > 0).length === 2, 30000, 200);
+  const stacked = (await stackedSides()).map((s) => ({ side: s.side, span: s.span, step: s.step, rects: s.rects }));
   await frame.fill('.ks-compare-align', '3');
   await frame.dispatchEvent('.ks-compare-align', 'change');
   const aligned = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => l.querySelector('.ks-compare-step')?.textContent));
@@ -645,7 +648,7 @@ async function compare(browser, run, baseRun) {
   };
   const followed = await until(async () => baseInUrl() === spanKey, 10000, 100);
   const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun}/`), 60000, 200);
-  return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline };
+  return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline, stacked };
 }
 
 /**
@@ -776,6 +779,17 @@ async function compareLanes(browser, run, baseRun) {
     hover = await frame.$eval('.ks-compare-lanes-wrap .ks-tooltip', (t) => (t.hidden ? null : t.textContent)).catch(() => null);
   }
   await page.screenshot({ path: shot('compare-lanes') });
+  // Keys on the focused view act on it, not on the main lanes: 0 goes back to the aligned steps, W zooms in.
+  const mainWindow = linkParam('t');
+  await frame.focus(CANVAS);
+  await page.keyboard.press('0');
+  await until(async () => (await win())[1] - (await win())[0] > (zoomedWin[1] - zoomedWin[0]) * 2, 5000, 100);
+  const keyReset = await win();
+  await page.keyboard.press('w');
+  await until(async () => (await win())[1] - (await win())[0] < (keyReset[1] - keyReset[0]) * 0.9, 5000, 100);
+  const keyZoom = await win();
+  await page.waitForTimeout(400);
+  const mainWindowKept = linkParam('t') === mainWindow;
   // TensorBoard's dark mode: the canvas redraws with the dark palette (its label gutter goes dark).
   await page.evaluate(() => document.body.classList.add('dark-mode'));
   await until(async () => (await frame.evaluate(() => document.body.dataset.theme)) === 'dark', 5000, 100);
@@ -790,7 +804,7 @@ async function compareLanes(browser, run, baseRun) {
   await until(async () => drawn(await sides(frame2)), 60000, 200);
   const reopened = { sides: (await sides(frame2)).map((s) => [s.span, s.step, s.anchorUs]), win: await win(frame2) };
   return { errors, httpErrors, baseSpan, first, firstPixels, firstWin, stepped, steppedWin, linkStep, zoomed, zoomedWin, zoomedPixels, hover, reopened,
-    zoomRequests, draw, lanesMs, gutterDark };
+    zoomRequests, draw, lanesMs, gutterDark, keyReset, keyZoom, mainWindowKept };
 }
 
 const browser = await launch();
