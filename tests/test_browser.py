@@ -437,5 +437,7 @@ def test_compare_lanes_stacks_both_spans_at_a_step_and_zooms_both(traces_tb):
     assert 1 <= r["zoomRequests"] <= 4, r["zoomRequests"]
     assert r["keyReset"] == pytest.approx(r["steppedWin"]) and r["keyZoom"][1] - r["keyZoom"][0] < r["keyReset"][1] - r["keyReset"][0]
     assert r["mainWindowKept"], "keys on the stacked view left the main lanes alone"
+    assert r["busiestOnly"] == [2, 2] and all(n >= 2 for n in r["allThreads"]), (r["allThreads"], r["busiestOnly"])
     assert r["draw"]["count"] > 0 and max(r["gutterDark"][:3]) < 80, (r["draw"], r["gutterDark"])
-    print(f"compare lanes: draw {r['draw']}, baseline lanes requests (ms) {r['lanesMs']}, zoom requests {r['zoomRequests']}")
+    print(f"compare lanes: draw {r['draw']}, baseline lanes requests (ms) {r['lanesMs']}, zoom requests {r['zoomRequests']}, "
+          f"threads {r['allThreads']}")

@@ -204,22 +204,37 @@ export function sideServes(payload, win, anchor, plotWidthCss, tolerance) {
   return covers && ratio <= tolerance && ratio >= 0.25;
 }
 
+/** CPU threads shown per side when all are asked for. */
+export const MAX_ALL_CPU_LANES = 16;
+
 /**
- * Which lanes a side shows: its GPU streams with events (the first MAX_GPU_LANES) and its busiest CPU
- * threads (the MAX_CPU_LANES with the most depth-0 time in the payload, which is asked around the
- * aligned step), nesting cut at MAX_DEPTH_ROWS. Marker rows are left out.
+ * The CPU threads with events (anywhere in the trace), busiest first in a payload: the most depth-0 time
+ * (merged blocks weighed by how much of them is covered), then the model's order.
  * @param {import('./lanes.js').Lane[]} lanes
- * @returns {number[]} lane ids, in the model's order
+ * @returns {number[]} lane ids
  */
-export function pickLanes(lanes) {
-  const gpu = lanes.filter((l) => l.kind === 'gpu' && l.maxDepth >= 0).slice(0, MAX_GPU_LANES);
-  const busy = lanes.filter((l) => l.kind === 'cpu' && l.maxDepth >= 0).map((l) => {
+export function busiestThreads(lanes) {
+  return lanes.filter((l) => l.kind === 'cpu' && l.maxDepth >= 0).map((l) => {
     let us = 0;
     const row = l.rows[0];
     if (row) for (let k = 0; k < row.durUs.length; k++) us += row.durUs[k] * l.ev.fill[row.idx[k]];
     return { id: l.id, us };
-  }).filter((x) => x.us > 0).sort((a, b) => b.us - a.us).slice(0, MAX_CPU_LANES);
-  const keep = new Set([...gpu.map((l) => l.id), ...busy.map((x) => x.id)]);
+  }).sort((a, b) => b.us - a.us).map((x) => x.id);
+}
+
+/**
+ * Which lanes a side shows: its GPU streams with events (the first MAX_GPU_LANES) and its busiest CPU
+ * threads (the first `maxCpu`, by default MAX_CPU_LANES, of `rank`: by default `busiestThreads` in this
+ * payload; the view ranks them once, in its first answer, which is asked around the aligned step), nesting
+ * cut at MAX_DEPTH_ROWS. Marker rows are left out.
+ * @param {import('./lanes.js').Lane[]} lanes
+ * @param {number} [maxCpu]
+ * @param {number[]} [rank] thread ids, busiest first
+ * @returns {number[]} lane ids, in the model's order
+ */
+export function pickLanes(lanes, maxCpu = MAX_CPU_LANES, rank = busiestThreads(lanes)) {
+  const gpu = lanes.filter((l) => l.kind === 'gpu' && l.maxDepth >= 0).slice(0, MAX_GPU_LANES);
+  const keep = new Set([...gpu.map((l) => l.id), ...rank.slice(0, maxCpu)]);
   return lanes.filter((l) => keep.has(l.id)).map((l) => l.id);
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  MAX_CPU_LANES, MAX_DEPTH_ROWS, MAX_GPU_LANES, PAD_FRAC, SIDE_H, SIDE_STEPS_H, anchorAt, clampStep, defaultWindow, hitStack, laneSides,
+  MAX_CPU_LANES, MAX_DEPTH_ROWS, MAX_GPU_LANES, PAD_FRAC, SIDE_H, SIDE_STEPS_H, anchorAt, busiestThreads, clampStep, defaultWindow, hitStack, laneSides,
   ownWindow, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
 } from '../model/compare_lanes.js';
 import { prepareLanes } from '../model/lanes.js';
@@ -107,6 +107,12 @@ test('pickLanes keeps the busiest CPU threads and the first GPU streams, in the 
   const data = prepareLanes(lanesBody());
   assert.equal(MAX_CPU_LANES, 2);
   assert.deepEqual(pickLanes(data.lanes), [0, 1, 5, 6], 'thread 2 (100 µs) and thread 1 (25 µs) beat thread 3 (2 µs)');
+  assert.deepEqual(busiestThreads(data.lanes), [1, 0, 2]);
+  assert.deepEqual(pickLanes(data.lanes, 16), [0, 1, 2, 5, 6], 'every thread with events');
+  assert.deepEqual(pickLanes(data.lanes, 2, [2, 1, 0]), [1, 2, 5, 6], 'a ranking made earlier');
+  // A thread idle in this window still ranks (last): "every thread" shows it.
+  const idle = prepareLanes({ ...lanesBody(), lanes: lanesBody().lanes.map((l) => (l.id === 2 ? { ...l, events: {} } : l)) });
+  assert.deepEqual(busiestThreads(idle.lanes), [1, 0, 2]);
   const many = prepareLanes(lanesBody(MAX_GPU_LANES + 3));
   assert.equal(pickLanes(many.lanes).filter((id) => id >= 5).length, MAX_GPU_LANES);
 });

@@ -12,7 +12,7 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import {
-  SIDE_H, anchorAt, clampStep, defaultWindow, hitStack, laneSides, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
+  MAX_ALL_CPU_LANES, MAX_CPU_LANES, SIDE_H, anchorAt, busiestThreads, clampStep, defaultWindow, hitStack, laneSides, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
 } from '../model/compare_lanes.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName, prepareLanes } from '../model/lanes.js';
@@ -51,7 +51,8 @@ const ALIGN_COLOR = '#1e88e5';
  * @property {string} spanId the span drawn (of the spec's spans, the one holding the aligned step)
  * @property {import('../model/compare_lanes.js').Anchor} anchor
  * @property {import('../model/lanes.js').LanesData | null} data
- * @property {number[] | null} shown lane ids shown (chosen from the span's first answer)
+ * @property {number[] | null} shown lane ids shown
+ * @property {number[] | null} rank the span's threads, busiest first in its first answer (around the aligned step)
  * @property {WindowedLoader<import('../model/lanes.js').LanesData>} loader
  */
 
@@ -76,9 +77,11 @@ export class CompareLanes {
     this.canvas = el('canvas', { class: 'ks-compare-lanes-canvas', tabIndex: 0, 'aria-label': 'both sides\u2019 lanes aligned at a step' });
     this.status = el('div', { class: 'ks-hint' });
     this.picked = el('div', { class: 'ks-hint ks-compare-lanes-picked' });
+    this.allThreads = el('input', { type: 'checkbox', class: 'ks-compare-lanes-all', onchange: () => this.pickAgain() });
     this.wrap = el('div', { class: 'ks-compare-lanes-wrap' }, this.canvas);
     this.root = el('div', { class: 'ks-compare-lanes', hidden: true },
       el('h4', {}, 'Lanes on one time axis, 0 at the start of the aligned step of each side'), this.status, this.wrap, this.picked,
+      el('label', { class: 'ks-hint' }, this.allThreads, ` every CPU thread (up to ${MAX_ALL_CPU_LANES}; the ${MAX_CPU_LANES} busiest open), not only the ${MAX_CPU_LANES} busiest`),
       el('div', { class: 'ks-hint' }, 'wheel: zoom both \u00b7 drag: pan both \u00b7 click: select \u00b7 double-click: zoom to it \u00b7 W/S A/D \u00b7 0: the aligned steps \u00b7 thread labels: fold'));
     this.tooltip = new Tooltip(this.wrap);
     /** @type {import('../model/runs.js').RunInfo[]} */
@@ -227,7 +230,7 @@ export class CompareLanes {
         return prev;
       }
       /** @type {SideState} */
-      const side = { spec, spanId, anchor: anchors[i], data: null, shown: null, loader: /** @type {any} */ (null) };
+      const side = { spec, spanId, anchor: anchors[i], data: null, shown: null, rank: null, loader: /** @type {any} */ (null) };
       {
         side.loader = new WindowedLoader({
           fetch: (signal) => this.fetchSide(side, signal),
@@ -284,7 +287,27 @@ export class CompareLanes {
   accept(side, payload) {
     if (!this.sides.includes(side)) return;
     side.data = payload;
-    if (!side.shown) side.shown = pickLanes(payload.lanes);
+    if (!side.shown) this.pick(side);
+    this.relayout();
+    this.describe();
+  }
+
+  /** The lanes a side shows, from its latest answer; with every thread, all but the busiest start folded. @param {SideState} side */
+  pick(side) {
+    if (!side.data) return;
+    const all = this.allThreads.checked;
+    side.rank ??= busiestThreads(side.data.lanes);
+    side.shown = pickLanes(side.data.lanes, all ? MAX_ALL_CPU_LANES : MAX_CPU_LANES, side.rank);
+    for (const id of side.rank.slice(MAX_CPU_LANES)) {
+      const key = `${side.spec.side}:${id}`;
+      if (all) this.collapsed.add(key);
+      else this.collapsed.delete(key);
+    }
+  }
+
+  /** The "every thread" choice changed. */
+  pickAgain() {
+    for (const side of this.sides) this.pick(side);
     this.relayout();
     this.describe();
   }

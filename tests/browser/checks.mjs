@@ -779,6 +779,13 @@ async function compareLanes(browser, run, baseRun) {
     hover = await frame.$eval('.ks-compare-lanes-wrap .ks-tooltip', (t) => (t.hidden ? null : t.textContent)).catch(() => null);
   }
   await page.screenshot({ path: shot('compare-lanes') });
+  // Every CPU thread, not only the two busiest: more lanes or as many (the view grows or stays).
+  await frame.click('.ks-compare-lanes-all');
+  await page.waitForTimeout(300);
+  const allThreads = (await sides()).map((s) => s.lanes.filter((k) => k === 'cpu').length);
+  await frame.click('.ks-compare-lanes-all');
+  await page.waitForTimeout(300);
+  const busiestOnly = (await sides()).map((s) => s.lanes.filter((k) => k === 'cpu').length);
   // Keys on the focused view act on it, not on the main lanes: 0 goes back to the aligned steps, W zooms in.
   const mainWindow = linkParam('t');
   await frame.focus(CANVAS);
@@ -804,7 +811,7 @@ async function compareLanes(browser, run, baseRun) {
   await until(async () => drawn(await sides(frame2)), 60000, 200);
   const reopened = { sides: (await sides(frame2)).map((s) => [s.span, s.step, s.anchorUs]), win: await win(frame2) };
   return { errors, httpErrors, baseSpan, first, firstPixels, firstWin, stepped, steppedWin, linkStep, zoomed, zoomedWin, zoomedPixels, hover, reopened,
-    zoomRequests, draw, lanesMs, gutterDark, keyReset, keyZoom, mainWindowKept };
+    zoomRequests, draw, lanesMs, gutterDark, keyReset, keyZoom, mainWindowKept, allThreads, busiestOnly };
 }
 
 const browser = await launch();
