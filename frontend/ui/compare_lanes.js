@@ -186,7 +186,13 @@ export class CompareLanes {
       const out = [];
       for (const spec of specs) {
         const steps = [];
-        for (const id of spec.spans) steps.push(await this.stepsOf(id, signal));
+        let count = 0;
+        for (const id of spec.spans) { // a run's spans in order, up to the one holding the step
+          const known = await this.stepsOf(id, signal);
+          steps.push(known);
+          count += known.startUs.length;
+          if (count >= step) break;
+        }
         out.push(anchorAt(steps, step - 1));
       }
       return out;
