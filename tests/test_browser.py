@@ -385,6 +385,9 @@ def test_the_compare_panel_from_a_link_and_a_baseline_picked_in_it(traces_tb):
     assert all(lane["steps"] == ["#1", "#2", "#3", "#4", "#5", "#6"] and lane["parts"] >= 6 for lane in r["strip"]), r["strip"]
     assert r["aligned"] == ["#3", "#3"]
     assert r["followed"] and r["spanBaseline"], r
+    # The stacked lanes of two run sides: each side draws its run's first span at step 1.
+    assert [(s["side"], s["step"]) for s in r["stacked"]] == [("base", "ProfilerStep#5"), ("cand", "ProfilerStep#5")], r["stacked"]
+    assert all(s["rects"] > 0 for s in r["stacked"])
 
 
 def test_area_selection_changes_the_tables_and_search_steps_through_occurrences(traces_tb):
@@ -401,3 +404,40 @@ def test_area_selection_changes_the_tables_and_search_steps_through_occurrences(
     first, second = r["search"]
     assert first.startswith("1 of ") and second.startswith("2 of ") and first.split(" of ")[1] == second.split(" of ")[1]
     assert r["selected"] == "aten::cudnn_convolution_backward_input"
+
+
+def test_compare_lanes_stacks_both_spans_at_a_step_and_zooms_both(traces_tb):
+    """Issue 17: the Compare panel's stacked lanes for two spans (resnet50_num_workers_0's first span as the
+    baseline, resnet50_num_workers_4's on screen): both sides' lanes are drawn, the aligned step moves each
+    side's request to that step, a wheel zooms both, hovering names an event, and the link reopens the view."""
+    r = _check("comparelanes", traces_tb, "resnet50_num_workers_4", "resnet50_num_workers_0")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    first, stepped, zoomed = r["first"], r["stepped"], r["zoomed"]
+    assert [s["side"] for s in first] == ["base", "cand"] and first[0]["span"] == r["baseSpan"]
+    assert all(s["rects"] > 0 and "gpu" in s["lanes"] and "cpu" in s["lanes"] for s in first), first
+    assert all(n > 500 for n in r["firstPixels"]), r["firstPixels"]
+    # Each side asks its own clock's window around its own step 1, and the view starts just before 0.
+    for s in first:
+        assert s["step"].startswith("ProfilerStep#") and s["fetched"][0] <= s["anchorUs"] < s["fetched"][1], s
+    assert r["firstWin"][0] < 0 < r["firstWin"][1]
+    assert r["firstWin"][1] >= max(s["stepUs"] for s in first)
+    # Step 3: another step on each side, each side's request moved with it, and the link says so.
+    assert r["linkStep"] == "3"
+    for before, after in zip(first, stepped):
+        assert after["step"] != before["step"] and after["anchorUs"] > before["anchorUs"] + before["stepUs"] * 0.9
+        assert after["fetched"][0] > before["fetched"][0]
+    # The wheel zooms both sides: narrower windows at a finer resolution, and both still drawn.
+    assert r["zoomedWin"][1] - r["zoomedWin"][0] < 0.7 * (r["steppedWin"][1] - r["steppedWin"][0])
+    assert all(z["fetched"][2] < 0.7 * s["fetched"][2] for s, z in zip(stepped, zoomed))
+    assert all(n > 0 for n in r["zoomedPixels"]), r["zoomedPixels"]
+    assert r["hover"] and "duration" in r["hover"] and "from the step start" in r["hover"], r["hover"]
+    assert r["reopened"]["sides"] == [[s["span"], s["step"], s["anchorUs"]] for s in zoomed]
+    assert r["reopened"]["win"] == pytest.approx(r["keyZoom"], abs=1e-3)  # the link as the keys left it
+    # Four wheel notches: at most one request per notch for the baseline's side (one in flight, bursts merged).
+    assert 1 <= r["zoomRequests"] <= 4, r["zoomRequests"]
+    assert r["keyReset"] == pytest.approx(r["steppedWin"]) and r["keyZoom"][1] - r["keyZoom"][0] < r["keyReset"][1] - r["keyReset"][0]
+    assert r["mainWindowKept"], "keys on the stacked view left the main lanes alone"
+    assert r["busiestOnly"] == [2, 2] and all(n >= 2 for n in r["allThreads"]), (r["allThreads"], r["busiestOnly"])
+    assert r["draw"]["count"] > 0 and max(r["gutterDark"][:3]) < 80, (r["draw"], r["gutterDark"])
+    print(f"compare lanes: draw {r['draw']}, baseline lanes requests (ms) {r['lanesMs']}, zoom requests {r['zoomRequests']}, "
+          f"threads {r['allThreads']}")

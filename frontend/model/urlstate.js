@@ -22,6 +22,9 @@ export const HASH_KEY = 'ks';
  * @property {boolean} [candRun] the candidate is the whole run on screen, not its span
  * @property {number} [a0Us] area selection start (the Tables panel shows only [a0Us, a1Us])
  * @property {number} [a1Us] area selection end
+ * @property {number} [step] the Compare panel's aligned step (1-based; with `base`)
+ * @property {number} [cw0Us] the Compare panel's stacked lanes window, µs from the aligned step's start (with `base`)
+ * @property {number} [cw1Us]
  */
 
 /** Keeps 3 decimals (nanoseconds): enough to restore a window exactly, short enough for a link. */
@@ -44,6 +47,11 @@ export function encodeState(state) {
   if (state.base && /^(run|span):./.test(state.base)) {
     q.set('base', state.base);
     if (state.candRun) q.set('cand', 'run');
+    if (state.step !== undefined && Number.isInteger(state.step) && state.step >= 1) q.set('step', String(state.step));
+    const { cw0Us, cw1Us } = state;
+    if (cw0Us !== undefined && cw1Us !== undefined && Number.isFinite(cw0Us) && Number.isFinite(cw1Us) && cw0Us < cw1Us) {
+      q.set('cw', `${round3(cw0Us)},${round3(cw1Us)}`);
+    }
   }
   const { a0Us, a1Us } = state;
   if (a0Us !== undefined && a1Us !== undefined && Number.isFinite(a0Us) && Number.isFinite(a1Us) && a0Us < a1Us) {
@@ -73,6 +81,10 @@ export function decodeState(text) {
   if (base && /^(run|span):./.test(base)) {
     state.base = base;
     if (q.get('cand') === 'run') state.candRun = true;
+    const step = Number(q.get('step'));
+    if (q.get('step') && Number.isInteger(step) && step >= 1) state.step = step;
+    const cw = (q.get('cw') || '').split(',').map(Number);
+    if (cw.length === 2 && cw.every(Number.isFinite) && cw[0] < cw[1]) [state.cw0Us, state.cw1Us] = cw;
   }
   const a = (q.get('a') || '').split(',').map(Number);
   if (a.length === 2 && a.every(Number.isFinite) && a[0] < a[1]) [state.a0Us, state.a1Us] = a;

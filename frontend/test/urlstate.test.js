@@ -63,3 +63,13 @@ test('the area selection rides in the link, malformed areas are dropped', () => 
   assert.deepEqual(decodeState('a=9,3'), {});
   assert.deepEqual(decodeState('a=x,3'), {});
 });
+
+test('the stacked lanes\' aligned step and window ride with the comparison, and only with it', () => {
+  const compared = { span: 'ab', base: 'span:0123456789ab', step: 3, cw0Us: -5100.12345, cw1Us: 170000 };
+  assert.deepEqual(decodeState(encodeState(compared)), { ...compared, cw0Us: -5100.123 });
+  assert.equal(encodeState({ span: 'ab', step: 3, cw0Us: 0, cw1Us: 1 }), 'span=ab', 'no baseline: nothing of it');
+  assert.equal(encodeState({ base: 'run:r', step: 0, cw0Us: 5, cw1Us: 1 }), 'base=run%3Ar');
+  assert.deepEqual(decodeState('base=run:r&step=2.5&cw=1,x'), { base: 'run:r' });
+  assert.deepEqual(decodeState('step=2&cw=-1,4'), {}, 'without a baseline they are dropped');
+  assert.deepEqual(decodeState('base=run:r&step=2&cw=-1,4'), { base: 'run:r', step: 2, cw0Us: -1, cw1Us: 4 });
+});

@@ -56,7 +56,10 @@ export async function start(body) {
   const details = new DetailsPanel(store, api, (row, zoom) => selectRow(row, zoom));
   const ranks = new RanksPanel(api, (run, worker, spanId) => pick(run, worker, spanId));
   const compare = new ComparePanel(store, api);
-  if (restore.base) store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun) } });
+  if (restore.base) {
+    store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun), step: restore.step,
+      win: restore.cw0Us !== undefined && restore.cw1Us !== undefined ? { t0Us: restore.cw0Us, t1Us: restore.cw1Us } : undefined } });
+  }
   const sections = [ranks.root, compare.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
     new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),

@@ -12,6 +12,7 @@ import { waitLoaded } from '../loading.js';
 import {
   baseOptions, changeRows, changesNote, compareParams, headline, joinedRows, rankRows, stepsLine, summaryRows, verdictLine,
 } from '../model/compare.js';
+import { CompareLanes } from './compare_lanes.js';
 import { CompareStrip } from './compare_strip.js';
 import { el, errorText, message } from './dom.js';
 import { POLL_MS } from './run_verdict.js';
@@ -44,6 +45,7 @@ export class ComparePanel {
     this.status = el('div', { class: 'ks-hint' });
     this.body = el('div', { class: 'ks-compare-body' });
     this.strip = new CompareStrip();
+    this.lanes = new CompareLanes(store, api, this.strip.input);
     this.root = el('section', { class: 'ks-section ks-compare' }, el('h3', {}, 'Compare'),
       el('div', { class: 'ks-compare-pick' }, 'Baseline ', this.baseSelect, ' against ', this.candSelect), this.status, this.body);
     /** @type {string} the parameters last asked for */
@@ -62,11 +64,12 @@ export class ComparePanel {
     this.baseSelect.replaceChildren(...options.map((o) => el('option', { value: o.value }, o.label)));
     this.baseSelect.value = chosen;
     this.candSelect.value = this.store.state.compare?.candRun ? 'run' : 'span';
+    this.lanes.setRuns(runs);
   }
 
   choose() {
     const base = this.baseSelect.value;
-    this.store.set({ compare: base ? { base, candRun: this.candSelect.value === 'run' } : null });
+    this.store.set({ compare: base ? { base, candRun: this.candSelect.value === 'run', step: this.store.state.compare?.step } : null });
   }
 
   refresh() {
@@ -81,6 +84,7 @@ export class ComparePanel {
       this.channel.cancel();
       this.status.replaceChildren('Pick a baseline to see what changed between it and the trace on screen.');
       this.body.replaceChildren();
+      this.lanes.hide();
       return;
     }
     this.status.replaceChildren(message('info', 'Comparing\u2026'));
@@ -90,6 +94,7 @@ export class ComparePanel {
       this.asked = ''; // picking it again asks again
       this.status.replaceChildren(message('error', `Compare: ${errorText(err)}`));
       this.body.replaceChildren();
+      this.lanes.hide();
     });
   }
 
@@ -120,6 +125,7 @@ export class ComparePanel {
         changes.map((r) => r.full)),
       el('div', { class: 'ks-hint' }, changesNote(result)),
       this.strip.root,
+      this.lanes.root,
       el('h4', {}, 'Summary'),
       table(['figure', 'baseline', 'candidate', 'change', '%', 'noise', ''],
         summaryRows(result).map((r) => [r.label, r.base, r.cand, r.change, r.pct, r.noise, r.status]),
@@ -140,6 +146,7 @@ export class ComparePanel {
           rows.map((r) => [r.name, r.base, r.cand, r.change, r.pct, r.calls, r.only]),
           rows.map((r) => ['ks-compare-name', '', '', SIGN_CLASS[r.sign] ?? '', '', '', '']), rows.map((r) => r.full))));
     }
+    this.lanes.show(result); // before the strip draws: the shared step input takes the link's step
     this.strip.show(result.series);
     this.body.replaceChildren(...parts);
   }

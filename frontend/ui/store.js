@@ -24,8 +24,9 @@
  * @property {number | null} selRow a selection restored from a link, before its details arrive
  * @property {string | null} spanError why the span cannot be shown (its trace failed to load)
  * @property {any} runVerdict the `verdict?run=` answer of the span's run (null: none, or a one-span run)
- * @property {{base: string, candRun: boolean} | null} compare the Compare panel's baseline (`run:NAME` or `span:ID`) and
- *   whether the candidate is the run on screen rather than its span
+ * @property {{base: string, candRun: boolean, step?: number, win?: import('../model/scale.js').Window} | null} compare the Compare panel's baseline (`run:NAME` or `span:ID`) and
+ *   whether the candidate is the run on screen rather than its span; `step` (1-based) and `win` (µs from that step's start) are its stacked
+ *   lanes' aligned step and window
  * @property {import('../model/scale.js').Window | null} [area] the area selected in the lanes (Shift+drag): the tables show only it
  */
 

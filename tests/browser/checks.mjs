@@ -49,9 +49,9 @@ async function geometry(frame) {
 }
 
 /** Pixels of a canvas rectangle whose colour is saturated (events, not the grey background or grid). */
-async function saturated(frame, x0, y0, x1, y1) {
-  return frame.evaluate(([a, b, c, d]) => {
-    const canvas = document.querySelector('.ks-lanes-canvas');
+async function saturated(frame, x0, y0, x1, y1, selector = '.ks-lanes-canvas') {
+  return frame.evaluate(([a, b, c, d, sel]) => {
+    const canvas = document.querySelector(sel);
     const dpr = canvas.width / canvas.getBoundingClientRect().width;
     const img = canvas.getContext('2d').getImageData(Math.round(a * dpr), Math.round(b * dpr), Math.round((c - a) * dpr), Math.round((d - b) * dpr));
     let n = 0;
@@ -60,7 +60,7 @@ async function saturated(frame, x0, y0, x1, y1) {
       if (Math.max(r, g, bl) - Math.min(r, g, bl) > 40) n++;
     }
     return n;
-  }, [x0, y0, x1, y1]);
+  }, [x0, y0, x1, y1, selector]);
 }
 
 async function smoke(browser, run) {
@@ -119,6 +119,8 @@ async function interact(browser, run) {
   const cx = g.left + g.gutter + (g.width - g.gutter) * 0.4;
   const cy = g.top + g.lanes[0].yCss + 10;
   await page.mouse.move(cx, cy);
+  const requestsBeforeZoom = baseLanes();
+  await frame.$eval(CANVAS, (c) => { c.ksDraw = { count: 0, lastMs: 0, maxMs: 0, recentMs: [] }; });
   for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -250);
   const afterWheel = await waitWindow(page, (t) => t && t[1] - t[0] < duration * 0.5);
   await page.waitForTimeout(600);
@@ -629,6 +631,9 @@ async function compare(browser, run, baseRun) {
   const joined = await frame.$$eval('.ks-compare details summary', (ss) => ss.map((x) => x.textContent));
   const strip = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => ({ side: l.dataset.side,
     steps: [...l.querySelectorAll('.ks-compare-step')].map((s) => s.textContent), parts: l.querySelectorAll('.ks-compare-part').length })));
+  const stackedSides = async () => frame.$eval('.ks-compare-lanes-canvas', (c) => JSON.parse(c.dataset.sides || '[]')).catch(() => []);
+  await until(async () => (await stackedSides()).filter((s) => s.rects > 0).length === 2, 30000, 200);
+  const stacked = (await stackedSides()).map((s) => ({ side: s.side, span: s.span, step: s.step, rects: s.rects }));
   await frame.fill('.ks-compare-align', '3');
   await frame.dispatchEvent('.ks-compare-align', 'change');
   const aligned = await frame.$$eval('.ks-compare-lane', (lanes) => lanes.map((l) => l.querySelector('.ks-compare-step')?.textContent));
@@ -643,7 +648,7 @@ async function compare(browser, run, baseRun) {
   };
   const followed = await until(async () => baseInUrl() === spanKey, 10000, 100);
   const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun}/`), 60000, 200);
-  return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline };
+  return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline, stacked };
 }
 
 /**
@@ -694,9 +699,125 @@ async function area(browser, run) {
   return { errors, httpErrors, before, after, windowed, tableWindow, linkArea, restoredWindow, search: [first, second2], selected };
 }
 
+/**
+ * Issue 17: the Compare panel's stacked lanes for two spans (baseline: the first span of `baseRun`; candidate:
+ * the span on screen of `run`). Both sides' lanes are drawn (rectangles and saturated pixels in each side's
+ * band), changing the aligned step moves each side's window to that step, a wheel over the view zooms both
+ * sides (finer and narrower requests), hovering an event names it, and the link reopens the same view.
+ */
+async function compareLanes(browser, run, baseRun) {
+  const listing = await (await fetch(`${base}/data/plugin/kinetoscope/runs`)).json();
+  const baseSpan = listing.runs.find((r) => r.name === baseRun).workers[0].spans[0].id;
+  const { page, frame, errors, httpErrors, requests } = await openPlugin(browser, base, ksSuffix({ run, base: `span:${baseSpan}` }));
+  await waitReady(frame);
+  const CANVAS = '.ks-compare-lanes-canvas';
+  const baseLanes = () => requests.filter((u) => u.startsWith(`lanes?span=${baseSpan}&`)).length;
+  const sides = async (f = frame) => f.$eval(CANVAS, (c) => JSON.parse(c.dataset.sides || '[]')).catch(() => []);
+  const win = async (f = frame) => f.$eval(CANVAS, (c) => (c.dataset.win || '').split(',').map(Number)).catch(() => null);
+  const drawn = (list) => list.length === 2 && list.every((s) => s.rects > 0 && s.fetched);
+  await until(async () => drawn(await sides()), 60000, 200);
+  await page.waitForTimeout(400);
+  const first = await sides();
+  const { gutter, right, width } = await frame.evaluate(async (sel) => {
+    const layout = await import(new URL('static/model/layout.js', document.baseURI).href);
+    return { gutter: layout.GUTTER_W, right: layout.RIGHT_PAD, width: document.querySelector(sel).getBoundingClientRect().width };
+  }, CANVAS);
+  const bandPixels = async (list) => Promise.all(list.map((s) => saturated(frame, gutter, s.yCss, width - right, s.yCss + s.hCss, CANVAS)));
+  const firstPixels = await bandPixels(first);
+  const firstWin = await win();
+  await (await frame.$('.ks-compare-lanes')).screenshot({ path: shot('compare-lanes-step1') });
+
+  await frame.fill('.ks-compare-align', '3');
+  await frame.dispatchEvent('.ks-compare-align', 'change');
+  const moved = (list) => drawn(list) && list.every((s, i) => s.anchorUs !== first[i].anchorUs && s.fetched[0] <= s.anchorUs && s.fetched[1] > s.anchorUs);
+  await until(async () => moved(await sides()), 30000, 200);
+  await page.waitForTimeout(300);
+  const stepped = await sides();
+  const steppedWin = await win();
+  const linkParam = (name) => {
+    const part = new URL(page.url()).hash.split('&').find((p) => p.startsWith('ks='));
+    return new URLSearchParams(part ? decodeURIComponent(part.slice(3)) : '').get(name);
+  };
+  await until(async () => linkParam('step') === '3', 5000, 100);
+  const linkStep = linkParam('step');
+
+  await frame.evaluate((sel) => document.querySelector(sel).scrollIntoView({ block: 'center' }), CANVAS);
+  await page.waitForTimeout(200);
+  const box = await (await frame.frameElement()).boundingBox();
+  const rect = await frame.$eval(CANVAS, (c) => { const r = c.getBoundingClientRect(); return { left: r.left, top: r.top }; });
+  const left = box.x + rect.left;
+  const top = box.y + rect.top;
+  await page.mouse.move(left + gutter + (width - gutter - right) * 0.3, top + stepped[0].yCss + 8);
+  const requestsBeforeZoom = baseLanes();
+  await frame.$eval(CANVAS, (c) => { c.ksDraw = { count: 0, lastMs: 0, maxMs: 0, recentMs: [] }; });
+  for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -250);
+  const zoomedIn = (list) => drawn(list) && list.every((s, i) => s.fetched[2] < stepped[i].fetched[2] * 0.7
+    && s.fetched[1] - s.fetched[0] < (stepped[i].fetched[1] - stepped[i].fetched[0]) * 0.7);
+  await until(async () => zoomedIn(await sides()), 30000, 200);
+  await page.waitForTimeout(300);
+  const zoomed = await sides();
+  const zoomedWin = await win();
+  const zoomedPixels = await bandPixels(zoomed);
+  const zoomRequests = baseLanes() - requestsBeforeZoom;
+  // 20 more wheel steps, then what the frames and the baseline's lanes requests cost.
+  for (let i = 0; i < 20; i++) {
+    await page.mouse.wheel(0, i % 2 ? 120 : -120);
+    await page.waitForTimeout(30);
+  }
+  await page.waitForTimeout(500);
+  const draw = await frame.$eval(CANVAS, (c) => c.ksDraw);
+  const lanesMs = await frame.evaluate((id) => performance.getEntriesByType('resource').filter((e) => e.name.includes(`lanes?span=${id}&`))
+    .map((e) => Math.round(e.duration * 10) / 10), baseSpan);
+  await until(async () => linkParam('cw') !== null, 5000, 100);
+
+  // Hover along the candidate's first lane until the box names an event.
+  let hover = null;
+  const cand = zoomed[1];
+  for (let k = 1; k < 40 && !hover; k++) {
+    await page.mouse.move(left + gutter + ((width - gutter - right) * k) / 40, top + cand.yCss + 10);
+    await page.waitForTimeout(60);
+    hover = await frame.$eval('.ks-compare-lanes-wrap .ks-tooltip', (t) => (t.hidden ? null : t.textContent)).catch(() => null);
+  }
+  await page.screenshot({ path: shot('compare-lanes') });
+  // Every CPU thread, not only the two busiest: more lanes or as many (the view grows or stays).
+  await frame.click('.ks-compare-lanes-all');
+  await page.waitForTimeout(300);
+  const allThreads = (await sides()).map((s) => s.lanes.filter((k) => k === 'cpu').length);
+  await frame.click('.ks-compare-lanes-all');
+  await page.waitForTimeout(300);
+  const busiestOnly = (await sides()).map((s) => s.lanes.filter((k) => k === 'cpu').length);
+  // Keys on the focused view act on it, not on the main lanes: 0 goes back to the aligned steps, W zooms in.
+  const mainWindow = linkParam('t');
+  await frame.focus(CANVAS);
+  await page.keyboard.press('0');
+  await until(async () => (await win())[1] - (await win())[0] > (zoomedWin[1] - zoomedWin[0]) * 2, 5000, 100);
+  const keyReset = await win();
+  await page.keyboard.press('w');
+  await until(async () => (await win())[1] - (await win())[0] < (keyReset[1] - keyReset[0]) * 0.9, 5000, 100);
+  const keyZoom = await win();
+  await page.waitForTimeout(400);
+  const mainWindowKept = linkParam('t') === mainWindow;
+  // TensorBoard's dark mode: the canvas redraws with the dark palette (its label gutter goes dark).
+  await page.evaluate(() => document.body.classList.add('dark-mode'));
+  await until(async () => (await frame.evaluate(() => document.body.dataset.theme)) === 'dark', 5000, 100);
+  await page.waitForTimeout(200);
+  const [gutterDark] = await pixels(frame, CANVAS, [[3, zoomed[0].yCss + 3]]);
+  await (await frame.$('.ks-compare-lanes')).screenshot({ path: shot('compare-lanes-dark') });
+
+  const second = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+  await second.goto(page.url());
+  const frame2 = await (await import('./lib.mjs')).pluginFrame(second);
+  await waitReady(frame2);
+  await until(async () => drawn(await sides(frame2)), 60000, 200);
+  const reopened = { sides: (await sides(frame2)).map((s) => [s.span, s.step, s.anchorUs]), win: await win(frame2) };
+  return { errors, httpErrors, baseSpan, first, firstPixels, firstWin, stepped, steppedWin, linkStep, zoomed, zoomedWin, zoomedPixels, hover, reopened,
+    zoomRequests, draw, lanesMs, gutterDark, keyReset, keyZoom, mainWindowKept, allThreads, busiestOnly };
+}
+
 const browser = await launch();
 try {
   const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour, compare, area };
+  checks.comparelanes = compareLanes;
   checks.remote = remote;
   checks.scanerror = scanError;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
