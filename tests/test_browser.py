@@ -304,7 +304,8 @@ def tour_tb():
     ensure_node_modules()
     server = TensorBoard(TRACES, env={"KINETOSCOPE_EXPORT_MAX_EVENTS": "20000"})
     try:
-        server.warm([s["id"] for s in server.spans() if s["run"] in ("resnet50_num_workers_0", "hta/critical_path/alexnet")])
+        server.warm([s["id"] for s in server.spans() if s["run"] in ("resnet50_num_workers_0", "resnet50_num_workers_4",
+                                                                      "hta/critical_path/alexnet")])
         yield server
     finally:
         server.stop()
@@ -316,9 +317,10 @@ def test_a_new_users_tour_at_two_widths(tour_tb, width):
     double click zooms, lanes pin and groups fold, dark mode follows TensorBoard, the export button says
     when a window is too large, a link to a missing run says so, and an empty memory panel folds.
     Screenshots: test-artifacts/tour-<width>*.png."""
-    r = _check("tour", tour_tb, "resnet50_num_workers_0", width, "hta/critical_path/alexnet")
+    r = _check("tour", tour_tb, "resnet50_num_workers_0", width, "hta/critical_path/alexnet", "resnet50_num_workers_4")
     assert r["errors"] == [] and r["httpErrors"] == []
-    assert r["faults"] == [] and r["bareFaults"] == [] and r["ranksFaults"] == []
+    assert r["faults"] == [] and r["bareFaults"] == [] and r["ranksFaults"] == [] and r["compareFaults"] == []
+    assert r["compareDrawn"] == 2 and r["shapes"] and all(s.startswith("[") for s in r["shapes"])
     assert r["ranksShown"] >= 2
     assert r["afterKey"] is not None  # 'w' zoomed with TensorBoard's page focused
     assert r["afterClick"] is None and not r["tooltipAfterClick"]  # one click: no zoom, no hover box left

@@ -506,10 +506,10 @@ const laneLayout = (frame) => frame.$eval('.ks-lanes-canvas', (c) => JSON.parse(
 
 /**
  * The new user's tour at one window width: layout, keys before any click, single vs double click,
- * pins and group folds, dark mode, the export button's limit, a link to a missing run, and a panel
- * that folds itself when it has nothing to show.
+ * pins and group folds, dark mode, the export button's limit, a link to a missing run, a panel
+ * that folds itself when it has nothing to show, and a comparison with the op table grouped by shapes.
  */
-async function tour(browser, run, width, bareRun) {
+async function tour(browser, run, width, bareRun, compareRun) {
   const viewport = { width, height: 1000 };
   const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }), viewport);
   await waitReady(frame);
@@ -593,8 +593,25 @@ async function tour(browser, run, width, bareRun) {
   const ranksShown = await job.frame.$$eval('.ks-ranks tbody tr', (trs) => trs.length);
   await job.page.screenshot({ path: shot(`tour-${width}-ranks`) });
   await bare.page.screenshot({ path: shot(`tour-${width}-bare`), fullPage: true });
-  return { errors: [...errors, ...missing.errors, ...bare.errors, ...job.errors],
-    httpErrors: [...httpErrors, ...missing.httpErrors, ...bare.httpErrors, ...job.httpErrors], faults, bareFaults, ranksFaults, ranksShown, afterKey, afterClick, tooltipAfterClick, afterDbl, exportFull, exportZoomed,
+  // A comparison against another run (summary, changes, joined tables, stacked lanes), and the op table
+  // grouped by input shapes: all of it fits too.
+  const cmp = await openPlugin(browser, base, ksSuffix({ run: compareRun, base: `run:${run}` }), viewport);
+  await waitReady(cmp.frame);
+  const compareDrawn = await poll(() => cmp.frame.$eval('.ks-compare-lanes-canvas', (c) => {
+    const sides = JSON.parse(c.dataset.sides || '[]');
+    return sides.length === 2 && sides.every((x) => x.rects > 0) ? sides.length : null;
+  }).catch(() => null), 60000, 200);
+  await cmp.frame.waitForSelector('.ks-profiler-table tbody tr', { timeout: 30000 });
+  await cmp.frame.selectOption('.ks-op-group', 'shape');
+  const shapes = await poll(() => cmp.frame.$$eval('.ks-profiler-table td[data-col="shapes"]', (tds) => (tds.length ? tds.map((t) => t.textContent) : null)),
+    30000, 200);
+  await cmp.page.waitForTimeout(500);
+  const compareFaults = await layoutFaults(cmp.frame);
+  await cmp.page.screenshot({ path: shot(`tour-${width}-compare`), fullPage: true });
+  return { errors: [...errors, ...missing.errors, ...bare.errors, ...job.errors, ...cmp.errors],
+    httpErrors: [...httpErrors, ...missing.httpErrors, ...bare.httpErrors, ...job.httpErrors, ...cmp.httpErrors],
+    compareDrawn, compareFaults, shapes: (shapes || []).slice(0, 3),
+    faults, bareFaults, ranksFaults, ranksShown, afterKey, afterClick, tooltipAfterClick, afterDbl, exportFull, exportZoomed,
     lanes: { before: before.map((b) => b.laneId), pinned: pinned.map((b) => b.laneId), folded: folded.map((b) => b.laneId), last: last.laneId },
     dark, darkBg, light, notice, missingState, memory };
 }
