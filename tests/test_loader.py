@@ -212,3 +212,49 @@ def test_progress_advances_with_the_bytes_decoded(tmp_path, monkeypatch, gz):
     assert model.n_events == 100000
     assert len(seen) >= 10 and seen == sorted(seen) and 0 < seen[0] < 0.2 and seen[-1] == 0.99
     assert max(b - a for a, b in zip(seen, seen[1:])) < 0.2  # smooth: no jump from 10% to 80%
+
+
+def test_inflating_ahead_keeps_order_errors_and_stops_when_closed():
+    """storage.ahead: a helper thread produces the gzip blocks one ahead of the decoder; nothing is lost,
+    an error comes after the blocks before it, and a reader that stops early leaves no thread running."""
+    import threading
+
+    from kinetoscope.trace.storage import StorageError, ahead
+
+    assert list(ahead(iter(range(50)))) == list(range(50))
+
+    def failing():
+        yield b"a"
+        yield b"b"
+        raise StorageError("corrupt gzip: invalid block")
+    got = []
+    with pytest.raises(StorageError, match="corrupt gzip"):
+        for block in ahead(failing()):
+            got.append(block)
+    assert got == [b"a", b"b"]
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            while True:
+                yield b"x"
+        finally:
+            closed.set()
+    reader = ahead(endless())
+    assert next(reader) == b"x"
+    reader.close()
+    assert closed.is_set() and not any(t.name == "kinetoscope-inflate" for t in threading.enumerate())
+
+
+def test_a_gzip_trace_decodes_the_same_with_its_blocks_inflated_ahead(tmp_path, monkeypatch):
+    from kinetoscope.trace import loader, storage
+    events = [op(f"op{i}", 10 * i, 5) for i in range(400)] + [launch(1, 1, 1), kernel("k", 5, 2, 1)]
+    path = write_trace(tmp_path / "t.pt.trace.json.gz", trace_doc(events), gz=True)
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 1024)  # many blocks, many hand-overs
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 1024)
+    ahead_model = load_trace(str(path), cache_dir=None)
+    monkeypatch.setattr(storage, "ahead", lambda blocks, depth=1: blocks)
+    inline_model = load_trace(str(path), cache_dir=None)
+    assert ahead_model.n_events == inline_model.n_events == 402
+    assert ahead_model.names == inline_model.names and (ahead_model.ts_ns == inline_model.ts_ns).all()
