@@ -98,12 +98,12 @@ def verdict_lines(verdict: dict, markdown: bool, label: str = "Verdict") -> list
     """The verdict, its confidence and runner-up, evidence and suggestion (and why, for not enough data).
 
     In markdown each is a paragraph of its own, the way the tab's export reads."""
-    share = f", {100 * verdict['share']:.0f}% of the judged time" if verdict.get("share") is not None else ""
+    share = f", {100 * verdict['share']:.1f}% of the judged time" if verdict.get("share") is not None else ""
     head = f"{label}: {verdict['bound']} ({verdict['confidence']} confidence{share})"
     runner = None
     if verdict.get("runner_up"):
         runner_share = verdict.get("runner_up_share")
-        runner = f"Runner-up: {verdict['runner_up']}" + (f" ({100 * runner_share:.0f}%)" if runner_share is not None else "")
+        runner = f"Runner-up: {verdict['runner_up']}" + (f" ({100 * runner_share:.1f}%)" if runner_share is not None else "")
     if not markdown:
         return [head] + ([f"  {runner}"] if runner else []) + [f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
     lines = [f"**{md(head)}**", ""]
