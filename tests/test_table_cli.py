@@ -44,6 +44,8 @@ def test_text_modules_empty_and_errors(trace, capsys):
     assert main(["table", trace, "--group", "shape", "--format", "csv"]) == 0
     assert capsys.readouterr().out.startswith("name,shapes,calls")
     assert main(["table", trace, "--by", "kernel", "--group", "shape"]) == 2
+    assert main(["table", trace, "--group", "module", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("name,module,calls")
 
 
 @pytest.mark.parametrize("text, expected", [(None, None), ("1:2", (1.0, 2.0)), (":5", (None, 5.0)), ("5:", (5.0, None))])

@@ -222,3 +222,27 @@ def test_ops_grouped_by_their_innermost_user_frame(tmp_path):
     bare = T.TableIndex.build(load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))),
                                          cache_dir=None))
     assert bare.stack is None and bare.shapes is None
+
+
+def test_ops_grouped_by_their_innermost_module(tmp_path):
+    """with_modules: one row per (op, innermost nn.Module region); ops outside every module group under None."""
+    pf = "python_function"
+    doc = trace_doc([
+        op("nn.Module: Net_0", 0, 100, cat=pf), op("nn.Module: Linear_0", 5, 40, cat=pf),
+        op("aten::linear", 8, 30), launch(9, 2, 1), kernel("gemm", 50, 10, 1),
+        op("nn.Module: Linear_1", 50, 40, cat=pf), op("aten::linear", 51, 20), launch(52, 2, 2), kernel("gemm", 70, 5, 2),
+        op("aten::add", 95, 2),  # in Net_0 only
+        op("aten::linear", 120, 5),  # outside every module (as backward ops are)
+    ])
+    model = load_trace(str(write_trace(tmp_path / "m.pt.trace.json", doc)), cache_dir=None)
+    index = T.TableIndex.build(model)
+    rows = {(r["name"], r["module"]): r for r in T.records(model, T.op_table(model, index, group="module"))}
+    assert set(rows) == {("aten::linear", "nn.Module: Linear_0"), ("aten::linear", "nn.Module: Linear_1"),
+                         ("aten::add", "nn.Module: Net_0"), ("aten::linear", None)}
+    assert rows[("aten::linear", "nn.Module: Linear_0")]["gpu_total_ns"] == 10_000
+    assert rows[("aten::linear", "nn.Module: Linear_1")]["gpu_total_ns"] == 5_000
+    with pytest.raises(ValueError, match="unknown op table group"):
+        T.op_table(model, index, group="nope")
+    bare = load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
+    bindex = T.TableIndex.build(bare)
+    assert bindex.in_module is None and T.op_table(bare, bindex, group="module").module_id.tolist() == [-1]

@@ -54,12 +54,14 @@ export const OP_GROUPS = [
   { value: 'name', label: 'by name' },
   { value: 'shape', label: 'by input shapes', title: 'one row per op and its input shapes (traces recorded with record_shapes=True)' },
   { value: 'stack', label: 'by call stack frame', title: 'one row per op and the innermost Python frame that called it (traces recorded with with_stack=True)' },
+  { value: 'module', label: 'by module', title: 'one row per op and the innermost nn.Module it ran in (traces recorded with with_modules=True or with_stack=True)' },
 ];
 
 /** The extra column of each op grouping. @type {Record<string, TableColumn>} */
 const GROUP_COLUMNS = {
   stack: { key: 'frame', sort: '', head: 'Python frame', kind: 'text', title: 'innermost user frame around the call' },
   shape: { key: 'shapes', sort: '', head: 'Input shapes', kind: 'text', title: 'Input Dims of the calls (record_shapes)' },
+  module: { key: 'module', sort: '', head: 'Module', kind: 'text', title: 'the innermost nn.Module around the call' },
 };
 
 /**

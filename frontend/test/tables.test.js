@@ -10,6 +10,7 @@ test('columns per table, module names its first column', () => {
   assert.equal(defaultSort('op'), '-gpu_total');
   assert.equal(tableColumns('op', 'stack')[1].key, 'frame');
   assert.equal(tableColumns('op', 'shape')[1].key, 'shapes');
+  assert.equal(tableColumns('op', 'module')[1].key, 'module');
   assert.equal(tableColumns('op', 'name')[1].key, 'calls');
   assert.equal(tableColumns('module', 'stack')[1].key, 'calls');
 });

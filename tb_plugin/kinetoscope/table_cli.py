@@ -1,4 +1,4 @@
-"""`kinetoscope table SPAN --by op|kernel|module [--window A:B] [--group name|stack|shape] [--format csv|json|text]`: one profiler table
+"""`kinetoscope table SPAN --by op|kernel|module [--window A:B] [--group name|stack|shape|module] [--format csv|json|text]`: one profiler table
 of one trace file, every row, for scripts.
 
 SPAN is a trace file (local path or fsspec URL). `--window A:B` keeps the window [A, B) in µs from the trace
@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
     table.add_argument("--window", default=None, metavar="A:B", help="keep [A, B) µs from the trace start")
     table.add_argument("--group", choices=OP_GROUPS, default="name",
                        help="stack: one op row per (op, innermost user Python frame; with_stack traces); "
-                            "shape: one op row per (op, input shapes; record_shapes traces)")
+                            "shape: one op row per (op, input shapes; record_shapes traces); "
+                            "module: one op row per (op, innermost nn.Module; with_modules traces)")
     table.add_argument("--format", choices=("csv", "json", "text"), default="text")
     cache = table.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
@@ -112,7 +113,7 @@ def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str,
         json.dump({"by": by, "totals": totals, "rows": rows}, out, indent=1, allow_nan=False)
         out.write("\n")
         return
-    extra = {"stack": ("frame",), "shape": ("shapes",)}.get(group, ())
+    extra = {"stack": ("frame",), "shape": ("shapes",), "module": ("module",)}.get(group, ())
     columns = ("name", *extra, *_TEXT_COLUMNS[by][1:])
     if fmt == "csv":
         writer = csv.writer(out)

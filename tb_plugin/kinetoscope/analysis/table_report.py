@@ -22,7 +22,7 @@ def table_rows(model: TraceModel, index: T.TableIndex, by: str, window: T.Window
 
     Kernel rows name the ops that launched them (`launched_by`, up to three, by GPU time); op rows grouped by
     `stack` are per (op, innermost user Python frame) and carry `frame`, by `shape` per (op, input shapes) with
-    `shapes`.
+    `shapes`, by `module` per (op, innermost nn.Module) with `module`.
     """
     if by == "kernel":
         tab = T.kernel_table(model, index, window)

@@ -7,6 +7,7 @@ API (other modules join these tables by name: `model.names[table.name_id[i]]`)::
     ops = op_table(model, index, window=None)              # -> OpTable, one row per CPU op name
     op_table(model, index, window, group="stack")          # -> one row per (op name, innermost user Python frame)
     op_table(model, index, window, group="shape")          # -> one row per (op name, input shapes: record_shapes)
+    op_table(model, index, window, group="module")         # -> one row per (op name, innermost nn.Module around it)
     mods = module_table(model, index, window=None)         # -> OpTable, one row per `nn.Module: ...` name
     kernels = kernel_table(model, index, window=None)      # -> KernelTable, one row per kernel/memcpy/memset name
     launchers = kernel_launchers(model, index, kernels.name_id[:5], window=None, top=3)
@@ -115,6 +116,7 @@ class TableIndex:
     module_groups: _Groups
     stack: Optional[_SubGroups] = None  # op calls grouped by (name, top user frame); None: no python frames
     shapes: Optional[_SubGroups] = None  # op calls grouped by (name, Input Dims); None: no op has shapes
+    in_module: Optional[_SubGroups] = None  # op calls grouped by (name, innermost nn.Module); None: no modules
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -130,11 +132,12 @@ class TableIndex:
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         stack = _stack_groups(model, ops)
         shapes = _shape_groups(model, ops)
+        in_module = _module_groups(model, ops, modules)
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
                           *_activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
-                          modules, _Groups.of(modules.name_ix, modules.name_ids.size), stack, shapes)
+                          modules, _Groups.of(modules.name_ix, modules.name_ids.size), stack, shapes, in_module)
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
@@ -191,6 +194,16 @@ def _shape_groups(model: TraceModel, ops: Forest) -> Optional[_SubGroups]:
     return _sub_groups(ops, model.shape_id[ops.rows], len(model.shape_strings))
 
 
+def _module_groups(model: TraceModel, ops: Forest, modules: Forest) -> Optional[_SubGroups]:
+    """Each op call's innermost `nn.Module: ...` region (with_modules / with_stack) and the groups they make;
+    ops outside every module (the backward pass runs on autograd's own thread) group under -1."""
+    if modules.size == 0 or ops.size == 0:
+        return None
+    pos = innermost_at(model, modules, model.lane[ops.rows], ops.start_ns)
+    module = np.where(pos >= 0, modules.name_ids[modules.name_ix[np.maximum(pos, 0)]], -1)
+    return _sub_groups(ops, module, len(model.names))
+
+
 def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
     """Groups of op calls by (name, `sub`: an id below `n_sub` per call, -1 for none)."""
     key = ops.name_ix.astype(np.int64) * (n_sub + 1) + (sub.astype(np.int64) + 1)
@@ -233,6 +246,7 @@ class OpTable:
     window: Window
     frame_id: Optional[np.ndarray] = None  # grouped by stack: the frame name id of each row (-1: none)
     shape_id: Optional[np.ndarray] = None  # grouped by shape: the row's input shapes (model.shape_strings; -1: none)
+    module_id: Optional[np.ndarray] = None  # grouped by module: the innermost nn.Module's name id (-1: none)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -339,7 +353,7 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
     return cs[forest.subtree_end] - cs[np.arange(forest.size)]
 
 
-OP_GROUPS = ("name", "stack", "shape")
+OP_GROUPS = ("name", "stack", "shape", "module")
 
 
 def op_table(model: TraceModel, index: TableIndex, window: Window = None, group: str = "name") -> OpTable:
@@ -351,7 +365,10 @@ def op_table(model: TraceModel, index: TableIndex, window: Window = None, group:
       (`file.py(123): func`, from `with_stack=True` python_function events; -1 where none runs).
     - `shape`: one row per (op name, input shapes). `shape_id` indexes `model.shape_strings` (the call's
       `Input Dims`, `record_shapes=True`; -1 for calls without).
-    A trace without frames (or shapes) gives the plain table with every `frame_id` (`shape_id`) -1.
+    - `module`: one row per (op name, innermost `nn.Module: ...` region around the call). `module_id` names it
+      (`with_modules=True` or `with_stack=True` traces; -1 outside every module, as the backward pass is).
+    A trace without frames (shapes, modules) gives the plain table with every `frame_id` (`shape_id`,
+    `module_id`) -1.
 
     Raises:
         ValueError: an unknown group.
@@ -360,7 +377,8 @@ def op_table(model: TraceModel, index: TableIndex, window: Window = None, group:
         raise ValueError(f"unknown op table group {group!r} (one of {', '.join(OP_GROUPS)})")
     if group == "name":
         return _forest_table(model, index, index.ops, index.op_groups, window)
-    field, sub = ("frame_id", index.stack) if group == "stack" else ("shape_id", index.shapes)
+    field, sub = {"stack": ("frame_id", index.stack), "shape": ("shape_id", index.shapes),
+                  "module": ("module_id", index.in_module)}[group]
     if sub is None:
         plain = _forest_table(model, index, index.ops, index.op_groups, window)
         return replace(plain, **{field: np.full(plain.name_id.size, -1, np.int32)})
@@ -462,6 +480,8 @@ def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
             columns[key] = [None if v != v else v for v in columns[key]]
     if "frame_id" in columns:
         columns["frame"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("frame_id")]
+    if "module_id" in columns:
+        columns["module"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("module_id")]
     if "shape_id" in columns:
         columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in columns.pop("shape_id")]
     names = [model.shown_names[i] for i in columns["name_id"]]

@@ -66,6 +66,8 @@ def _order(model: TraceModel, tab: Any, by: str, sort: str, query: Optional[str]
     if query:
         needle = query.strip().lower()[:MAX_FILTER_CHARS]
         frames = tab.frame_id.tolist() if getattr(tab, "frame_id", None) is not None else [-1] * tab.name_id.size
+        if getattr(tab, "module_id", None) is not None:  # a module's name is a name, as a frame's is
+            frames = tab.module_id.tolist()
         shapes = tab.shape_id.tolist() if getattr(tab, "shape_id", None) is not None else [-1] * tab.name_id.size
         keep = np.array([i for i, (n, f, sh) in enumerate(zip(tab.name_id.tolist(), frames, shapes))
                          if needle in model.names[n].lower() or (f >= 0 and needle in model.names[f].lower())
@@ -94,10 +96,10 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         by: `op`, `kernel` or `module`.
         window: absolute (start_ns, end_ns), or None for the whole trace.
         sort: a key of OP_SORTS / KERNEL_SORTS (`-` first: descending); None: the table's default.
-        query: keep names (or, grouped by stack or shape, frames or shapes) containing this (case-insensitive).
+        query: keep names (or, grouped, frames, shapes or modules) containing this (case-insensitive).
         offset, limit: the page (limit at most MAX_LIMIT).
-        group: `name`; op table only: `stack` (one row per (op, innermost user Python frame)) or `shape` (one
-            row per (op, input shapes)).
+        group: `name`; op table only: `stack` (one row per (op, innermost user Python frame)), `shape` (one
+            row per (op, input shapes)) or `module` (one row per (op, innermost nn.Module)).
 
     Raises:
         ValueError: a sort key that does not apply to this table, or `group=stack|shape` on another table.
@@ -125,6 +127,8 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
             "launches": tab.launches[page].tolist()}
         if tab.frame_id is not None:
             columns["frame"] = [model.shown_names[f] if f >= 0 else None for f in tab.frame_id[page].tolist()]
+        if tab.module_id is not None:
+            columns["module"] = [model.shown_names[m] if m >= 0 else None for m in tab.module_id[page].tolist()]
         if tab.shape_id is not None:
             columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in tab.shape_id[page].tolist()]
         out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
