@@ -73,6 +73,10 @@ def _hostile_events() -> list[dict]:
         # Input Dims in every shape a writer could give (record_shapes): kept as their JSON text, null is none
         *({"ph": "X", "cat": "cpu_op", "name": "shaped", "pid": 1, "tid": 1, "ts": 70 + i, "dur": 0.5, "args": {"Input Dims": dims}}
           for i, dims in enumerate([[[2, 3], []], [[2, 3], []], None, "x" * 5000, {"a": [1]}, [], [[1e300]], "名前"])),
+        # Call stack (<= 1.13-era files): its first frame is kept, as an event name
+        *({"ph": "X", "cat": "cpu_op", "name": "stacked", "pid": 1, "tid": 1, "ts": 80 + i, "dur": 0.5, "args": {"Call stack": stack}}
+          for i, stack in enumerate(["a.py(1): f;b.py(2): g", "a.py(1): f", "", ";b.py(2): g", 5, None, "名前 \"q\";z",
+                                     ["a.py(1): f"], "aten::mm"])),
     ]
     return events
 
@@ -86,6 +90,9 @@ def test_hostile_values_give_the_same_model(tmp_path, monkeypatch, chunk):
     assert c.correlation[c.names.index("aten::mm") == c.name_id].tolist() == [-1]
     assert sorted(c.flow_id.tolist()) == [-3, -2, -1, 5]
     assert c.skipped.get("unsupported phase (B/E/C/other)") == 5  # XX, é, empty, B, absent
+    stacked = c.call_frame_id[c.name_id == c.names.index("stacked")]
+    assert [c.names[i] if i >= 0 else None for i in stacked.tolist()] == \
+        ["a.py(1): f", "a.py(1): f", None, None, None, None, '名前 "q"', None, "aten::mm"]
     shaped = c.shape_id[c.name_id == c.names.index("shaped")]
     assert [c.shape_strings[i] if i >= 0 else None for i in shaped.tolist()] == \
         ['[[2, 3], []]', '[[2, 3], []]', None, json.dumps("x" * 5000), '{"a": [1]}', '[]', '[[1e+300]]', '"名前"']
@@ -101,7 +108,7 @@ def test_flow_ids_outside_2_62_and_strings_are_interned_negative(tmp_path):
 def test_extract_rejects_foreign_objects_and_wrong_buffers():
     if not build.ACCELERATED:
         pytest.skip("the accelerator is not built")
-    tables = ({}, {}, {}, {}, {})
+    tables = ({}, {}, {}, {}, {}, {})
     good = [Event(ph="X", name="a", cat="cpu_op", pid=1, tid=1, ts=1.0, dur=1.0)]
     with pytest.raises(TypeError, match="event 0"):
         build._columns_accel([{"ph": "X"}], tables, 0, False)
@@ -122,7 +129,7 @@ def test_layout_refuses_fields_that_are_not_object_slots():
     with pytest.raises(TypeError, match="not an object slot"):
         build._accel.layout(Event, ("ph",) * 8 + ("__doc__",), Args, ("correlation",) * 11)
     # a refused layout leaves the bound one in place
-    assert build._columns_accel([Event(ph="X", name="a", ts=1.0)], ({}, {}, {}, {}, {}), 0, False)["ts"].tolist() == [1.0]
+    assert build._columns_accel([Event(ph="X", name="a", ts=1.0)], ({}, {}, {}, {}, {}, {}), 0, False)["ts"].tolist() == [1.0]
 
 
 # Kineto's event number, `Ev Idx` (torch >= 2.0) or `Profiler Event Index` (1.12-1.13): only its summary

@@ -4,6 +4,7 @@ RunGenerator). Its figures are whole µs."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -94,3 +95,19 @@ def test_memcpy_rows_carry_bytes_and_bandwidth(model_index):
     assert copy["kind"] == "memcpy" and copy["bytes"] == 115607040.0  # 6 batches: 32x3x224x224 float32 images + 32 int64 labels
     assert copy["bandwidth_gbps"] == pytest.approx(copy["bytes"] / copy["total_ns"])
     assert copy["grid"] is None and rows[REFERENCE["kernels"][0]["name"]]["bytes"] is None
+
+
+@requires_shared
+def test_a_2021_trace_groups_ops_by_the_first_frame_of_their_call_stack(model_index):
+    """No python_function events in 2021 files: the ops' own `Call stack` args give the frame; every group of a
+    name adds up to the name's row, and the forward convolutions run in torch's conv.py."""
+    model, index = model_index
+    table = T.op_table(model, index, group="stack")
+    frames = {model.names[f] for f in table.frame_id.tolist() if f >= 0}
+    assert frames and all(re.search(r"\.py\(\d+\): ", f) for f in frames)
+    rows = {(model.names[n], model.names[f] if f >= 0 else None) for n, f in zip(table.name_id.tolist(), table.frame_id.tolist())}
+    assert any(name == "aten::conv2d" and frame and frame.endswith("_conv_forward") for name, frame in rows)
+    plain = T.op_table(model, index)
+    for field in ("calls", "cpu_total_ns", "gpu_total_ns"):
+        grouped = np.bincount(table.name_id, weights=getattr(table, field), minlength=len(model.names))
+        np.testing.assert_array_equal(grouped[plain.name_id], getattr(plain, field), err_msg=field)

@@ -175,10 +175,14 @@ def is_user_frame(name: str) -> bool:
 
 
 def _stack_groups(model: TraceModel, ops: Forest) -> Optional[_SubGroups]:
-    """Each op call's innermost user frame (python_function events, `with_stack=True`) and the groups they make."""
-    frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU))
-    if frames.size == 0 or ops.size == 0:
+    """Each op call's innermost user frame and the groups they make: from python_function events (`with_stack=True`,
+    torch >= 1.10), else from the first frame of the ops' own `Call stack` args (<= 1.13-era files)."""
+    if ops.size == 0:
         return None
+    frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU))
+    if frames.size == 0:
+        own = model.call_frame_id[ops.rows]
+        return _sub_groups(ops, own, len(model.names)) if (own >= 0).any() else None
     frames = frames[model.name_in(model.name_ids_where(is_user_frame), frames)]  # builtins and modules: climb past
     forest = build_forest(model, frames, np.zeros(0, np.int64), np.zeros(0, np.int64))
     pos = innermost_at(model, forest, model.lane[ops.rows], ops.start_ns)
@@ -362,7 +366,8 @@ def op_table(model: TraceModel, index: TableIndex, window: Window = None, group:
     `group`:
     - `name`: one row per op name.
     - `stack`: one row per (op name, innermost user Python frame around the call). `frame_id` names the frame
-      (`file.py(123): func`, from `with_stack=True` python_function events; -1 where none runs).
+      (`file.py(123): func`, from `with_stack=True` python_function events, or in older files the first frame of
+      the op's `Call stack` arg; -1 where none runs).
     - `shape`: one row per (op name, input shapes). `shape_id` indexes `model.shape_strings` (the call's
       `Input Dims`, `record_shapes=True`; -1 for calls without).
     - `module`: one row per (op name, innermost `nn.Module: ...` region around the call). `module_id` names it

@@ -13,7 +13,7 @@
  * `gpu_fields` reads the kernel table's fields of the few GPU activities (copy bytes, launch shape) the
  * same way; grid and block arrive as raw JSON text (msgspec.Raw) and only their plain `[x, y, z]` spelling
  * is read here, any other is handed back to the reference readers of gpu_args.py. An op's `Input Dims`
- * (raw text too) is interned by its bytes in `extract`.
+ * (raw text too) is interned by its bytes in `extract`, and a `Call stack`'s innermost frame by its text.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,11 +22,11 @@
 enum { F_PH, F_NAME, F_CAT, F_PID, F_TID, F_TS, F_DUR, F_ID, F_ARGS, N_EVENT_FIELDS };
 enum { A_CORRELATION, A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_DEVICE, A_STREAM,
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR, A_EV_IDX, A_EV_IDX_LEGACY,
-       A_INPUT_DIMS, A_GPU_FIRST, N_ARG_FIELDS = A_GPU_FIRST + 7 };
+       A_INPUT_DIMS, A_CALL_STACK, A_GPU_FIRST, N_ARG_FIELDS = A_GPU_FIRST + 7 };
 /* The GPU activity fields, in gpu_args.FIELDS order: copy bytes (memcpy/memset), then the kernel launch shape. */
 enum { G_BYTES, G_GRID, G_BLOCK, G_REGISTERS, G_SHARED_MEM, G_BLOCKS_PER_SM, G_OCCUPANCY, N_GPU_FIELDS };
 enum { O_PH, O_NAME, O_CAT, O_PID, O_TID, O_TS, O_DUR, O_CORRELATION, O_EXTERNAL_ID, O_DEVICE, O_STREAM, O_ID,
-       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, O_SHAPE, N_OUT };
+       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, O_SHAPE, O_FRAME, N_OUT };
 #define N_MEMORY_ARGS 6
 #define ID_OTHER INT64_MIN         /* a flow id that is not a plain int: interned by the caller */
 #define ID_LIMIT (1LL << 62)
@@ -116,18 +116,53 @@ static double float_or_nan(PyObject *value) {
     return (value != NULL && PyFloat_Check(value)) ? PyFloat_AS_DOUBLE(value) : Py_NAN;
 }
 
+/* The id (first-seen row) of `len` bytes at `text` in `table` (-2 with an error set on failure). */
+static long long bytes_id(PyObject *table, const char *text, Py_ssize_t len, long long row) {
+    PyObject *key = PyBytes_FromStringAndSize(text, len);
+    long long id = key == NULL ? -2 : intern(table, key, row);
+    Py_XDECREF(key);
+    return id < 0 ? -2 : id;
+}
+
+/* The last key interned into one table during one `extract` call: consecutive ops often carry the same shapes
+ * or stack (aten::conv2d, aten::convolution, aten::_convolution), so the text is compared before it is hashed.
+ * The text lies in the decoded chunk, alive for the whole call. */
+typedef struct {
+    const char *text;
+    Py_ssize_t len;
+    long long id;
+} Memo;
+
 /* The id (first-seen row) of a raw JSON value's text in `table`; -1 when absent (empty or `null`), -2 with
- * an error set on failure. Keys are the exact bytes: one writer spells equal values alike. */
-static long long raw_id(PyObject *table, PyObject *raw, long long row) {
+ * an error set on failure. Keys are the exact bytes: one writer spells equal values alike.
+ * With `first_frame`, the value is a `Call stack` string (`"frame;frame;..."`, innermost first) and the key is
+ * its first frame's JSON text (between the opening quote and the first `;` or the closing quote; a `;` is
+ * never part of an escape); anything but a non-empty string is absent. */
+static long long raw_id(PyObject *table, PyObject *raw, long long row, int first_frame, Memo *memo) {
     if (raw == NULL) return -1;
     Py_buffer view;
     if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) return -2;
     long long id = -1;
-    if (view.len > 0 && !(view.len == 4 && memcmp(view.buf, "null", 4) == 0)) {
-        PyObject *key = PyBytes_FromStringAndSize(view.buf, view.len);
-        id = key == NULL ? -2 : intern(table, key, row);
-        Py_XDECREF(key);
-        if (id < 0) id = -2;
+    const char *text = view.buf;
+    Py_ssize_t len = view.len;
+    if (first_frame) {
+        if (len >= 2 && text[0] == '"') {
+            const char *end = memchr(text + 1, ';', (size_t)(len - 2));
+            len = end != NULL ? end - text - 1 : len - 2;
+            text += 1;
+        } else {
+            len = 0;
+        }
+    } else if (len == 4 && memcmp(text, "null", 4) == 0) {
+        len = 0;
+    }
+    if (len > 0) {
+        if (memo->text != NULL && memo->len == len && memcmp(memo->text, text, (size_t)len) == 0) {
+            id = memo->id;
+        } else {
+            id = bytes_id(table, text, len, row);
+            if (id >= 0) *memo = (Memo){text, len, id};
+        }
     }
     PyBuffer_Release(&view);
     return id;
@@ -253,12 +288,12 @@ done:
 }
 
 static PyObject *extract(PyObject *self, PyObject *args) {
-    PyObject *events, *tables[4], *shapes, *out;
+    PyObject *events, *tables[4], *shapes, *frames, *out;
     Py_buffer lut;
     long long offset;
-    if (!PyArg_ParseTuple(args, "O!y*O!O!O!O!O!LO!", &PyList_Type, &events, &lut, &PyDict_Type, &tables[0], &PyDict_Type,
-                          &tables[1], &PyDict_Type, &tables[2], &PyDict_Type, &tables[3], &PyDict_Type, &shapes, &offset,
-                          &PyTuple_Type, &out))
+    if (!PyArg_ParseTuple(args, "O!y*O!O!O!O!O!O!LO!", &PyList_Type, &events, &lut, &PyDict_Type, &tables[0], &PyDict_Type,
+                          &tables[1], &PyDict_Type, &tables[2], &PyDict_Type, &tables[3], &PyDict_Type, &shapes,
+                          &PyDict_Type, &frames, &offset, &PyTuple_Type, &out))
         return NULL;
     Py_buffer views[N_OUT];
     int held = 0;
@@ -287,9 +322,10 @@ static PyObject *extract(PyObject *self, PyObject *args) {
     double *ts = views[O_TS].buf, *dur = views[O_DUR].buf;
     long long *corr = views[O_CORRELATION].buf, *ext = views[O_EXTERNAL_ID].buf;
     long long *device = views[O_DEVICE].buf, *stream = views[O_STREAM].buf, *id = views[O_ID].buf;
-    long long *ev_idx = views[O_EV_IDX].buf, *shape = views[O_SHAPE].buf;
+    long long *ev_idx = views[O_EV_IDX].buf, *shape = views[O_SHAPE].buf, *frame = views[O_FRAME].buf;
     double *memory[N_MEMORY_ARGS];
     for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k] = views[O_DEVICE_TYPE + k].buf;
+    Memo shape_memo = {NULL, 0, -1}, frame_memo = {NULL, 0, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *event = PyList_GET_ITEM(events, i);
         if (Py_TYPE(event) != event_type) {
@@ -330,8 +366,9 @@ static PyObject *extract(PyObject *self, PyObject *args) {
         for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k][i] = float_or_nan(SLOT(a, arg_offset[A_DEVICE_TYPE + k]));
         ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX]));
         if (ev_idx[i] < 0) ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX_LEGACY]));
-        shape[i] = raw_id(shapes, SLOT(a, arg_offset[A_INPUT_DIMS]), row);
-        if (shape[i] == -2) goto done;
+        shape[i] = raw_id(shapes, SLOT(a, arg_offset[A_INPUT_DIMS]), row, 0, &shape_memo);
+        frame[i] = raw_id(frames, SLOT(a, arg_offset[A_CALL_STACK]), row, 1, &frame_memo);
+        if (shape[i] == -2 || frame[i] == -2) goto done;
     }
     Py_INCREF(Py_None);
     result = Py_None;
@@ -345,7 +382,7 @@ static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
     {"extract", extract, METH_VARARGS,
-     "extract(events, phase_table, names, cats, pids, tids, shapes, offset, out): fill 20 columns in one pass."},
+     "extract(events, phase_table, names, cats, pids, tids, shapes, frames, offset, out): fill 21 columns in one pass."},
     {"gpu_fields", gpu_fields, METH_VARARGS,
      "gpu_fields(events, rows, on_kernels, out): the copy bytes or kernel launch shape of events[rows], 7 per row."},
     {NULL, NULL, 0, NULL},

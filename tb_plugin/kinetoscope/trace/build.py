@@ -34,8 +34,16 @@ MEMORY_NAME = "[memory]"
 _MEMORY_ARGS = ("device_type", "device_id", "bytes", "total_allocated", "total_reserved", "addr")
 _get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "ts", "dur", "args", "id", "correlation",
                                             "external_id", "external_id_2021", "device", "stream", "ev_idx", "ev_idx_legacy",
-                                            "input_dims", *_MEMORY_ARGS)}
+                                            "input_dims", "call_stack", *_MEMORY_ARGS)}
 _NO_SHAPE = (b"", b"null")  # Input Dims absent (or null): no shape
+
+
+def _first_frame(raw: Any) -> bytes:
+    """The JSON text of a raw `Call stack` string's first (innermost) frame; b"" when none (not a string, empty)."""
+    text = bytes(raw)
+    if len(text) < 2 or text[:1] != b'"':
+        return b""
+    return text[1:-1].split(b";", 1)[0]
 
 
 # Per-event columns, in the order both extractors produce them. Rows where a column does not apply are
@@ -43,9 +51,9 @@ _NO_SHAPE = (b"", b"null")  # Input Dims absent (or null): no shape
 # activities; id: flow events; memory args: `[memory]` events; ev_idx: complete events), so extractors may
 # leave anything there.
 _EXTRACTED = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "correlation", "external_id", "device", "stream", "id",
-              *(f"mem_{k}" for k in _MEMORY_ARGS), "ev_idx", "shape")
+              *(f"mem_{k}" for k in _MEMORY_ARGS), "ev_idx", "shape", "frame")
 _EXTRACTED_DTYPES = (np.int8, *(np.int64,) * 4, np.float64, np.float64, *(np.int64,) * 5, *(np.float64,) * len(_MEMORY_ARGS),
-                     np.int64, np.int64)
+                     np.int64, np.int64, np.int64)
 _PHASE_TABLE = bytes(_PHASES.get(chr(c), PH_OTHER) if c else PH_OTHER for c in range(256))
 ID_OTHER = np.iinfo(np.int64).min  # a flow id that is not an int below 2^62 in magnitude: interned by `add`
 _ID_LIMIT = 1 << 62
@@ -56,8 +64,8 @@ def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy:
 
     Args:
         events: one chunk of decoded events.
-        tables: name, cat, pid, tid and input-shape interning tables (value -> global row of its first occurrence;
-            shapes are keyed by their JSON text).
+        tables: name, cat, pid, tid, input-shape and call-frame interning tables (value -> global row of its first
+            occurrence; shapes are keyed by their JSON text, frames by the JSON text of a Call stack's first frame).
         off: the global row of `events[0]`.
         legacy: the chunk's text holds the 2021 key "external id" (else that column is all absent).
     """
@@ -68,9 +76,11 @@ def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy:
         cols[key] = np.fromiter(map(table.setdefault, map(_get[key], events), rows), np.int64, n)
     cols.update((key, np.fromiter(map(_get[key], events), np.float64, n)) for key in ("ts", "dur"))
     args = list(map(_get["args"], events))
-    shapes = tables[4]
+    shapes, frames = tables[4], tables[5]
     cols["shape"] = np.fromiter((-1 if text in _NO_SHAPE else shapes.setdefault(text, row)
                                  for text, row in zip(map(bytes, map(_get["input_dims"], args)), rows)), np.int64, n)
+    cols["frame"] = np.fromiter((frames.setdefault(key, row) if key else -1
+                                 for key, row in zip(map(_first_frame, map(_get["call_stack"], args)), rows)), np.int64, n)
     cols.update((key, _int64s(key, args)) for key in ("correlation", "external_id", "device", "stream"))
     if legacy:
         cols["external_id"] = np.where(cols["external_id"] >= 0, cols["external_id"], _int64s("external_id_2021", args))
@@ -111,7 +121,7 @@ def _load_accelerator():
         from . import _columns
         _columns.layout(Event, ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"),
                         Args, ("correlation", "external_id", "external_id_2021", "device", "stream", *_MEMORY_ARGS,
-                               "ev_idx", "ev_idx_legacy", "input_dims", *(attr for _, attr, _, _ in GPU_FIELDS)))
+                               "ev_idx", "ev_idx_legacy", "input_dims", "call_stack", *(attr for _, attr, _, _ in GPU_FIELDS)))
     except (ImportError, TypeError, AttributeError):
         return None
     return _columns
@@ -214,6 +224,14 @@ class CollectiveFields:
                 "coll_dtype": values[:, 6].astype(np.int32), "coll_strings": tuple(self._strings)}
 
 
+def _json_string(content: bytes) -> str:
+    """A JSON string's content (escapes and all) as the string; undecodable bytes replaced."""
+    try:
+        return msgspec.json.decode(b'"' + content + b'"')
+    except (msgspec.DecodeError, ValueError):
+        return content.decode("utf-8", "replace")
+
+
 def _canonical_json(text: bytes) -> str:
     """A JSON text as `json.dumps` spells it (`[[2, 3], []]`); the text itself when it does not decode."""
     try:
@@ -239,7 +257,8 @@ class ColumnBuilder:
     def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None) -> None:
         """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more."""
         self._max_events, self._refusal = max_events, refusal
-        self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes = (_Interner() for _ in range(6))
+        self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes, self._frames = (
+            _Interner() for _ in range(7))
         self._chunks: list[dict[str, np.ndarray]] = []
         self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
@@ -269,7 +288,7 @@ class ColumnBuilder:
         if piece_events is None:
             piece_events = n if source_index is None else (int(source_index[-1]) + 1 if len(source_index) else 0)
         self._ordinal += piece_events
-        tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table, self._shapes.table)
+        tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table, self._shapes.table, self._frames.table)
         cols = _extract(events, tables, off, legacy_external_id)
         ph = cols["ph"]
         x = ph == PH_X
@@ -302,6 +321,22 @@ class ColumnBuilder:
         remap = np.array([canonical.setdefault(_canonical_json(t), len(canonical)) for t in texts] + [-1], np.int32)
         ids[first < 0] = -1
         return {"shape_id": remap[ids], "shape_strings": tuple(canonical)}
+
+    def _frame_ids(self, first: np.ndarray, names: list) -> np.ndarray:
+        """`call_frame_id` per event row: the name id of its Call stack's first frame (-1 without); frames that are
+        not event names yet are appended to `names`."""
+        texts, ids = self._frames.dense(first)
+        known = {name: i for i, name in enumerate(names)} if texts else {}
+        remap = []
+        for text in texts:
+            frame = _json_string(text)
+            if frame not in known:
+                known[frame] = len(names)
+                names.append(frame)
+            remap.append(known[frame])
+        out = np.array(remap + [-1], np.int32)[ids]
+        out[first < 0] = -1
+        return out
 
     def _gpu_cat(self, cat_first: np.ndarray) -> np.ndarray:
         """Whether each row's category (by first-seen row id) is a GPU kind; the table is tiny."""
@@ -371,6 +406,7 @@ class ColumnBuilder:
         coll = self._collectives.columns(rows)
         coll.update(self._gpu_args.columns(rows))
         coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
+        coll["call_frame_id"] = self._frame_ids(take("frame").astype(np.int64, copy=False)[rows], names)
         del x_rows
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),

@@ -61,6 +61,9 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
     # An op's input shapes (`record_shapes=True`) as their JSON text: the op table groups calls by it.
     input_dims: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Input Dims")
+    # The Python stack of an op in <= 1.13-era files (`file(line): func;...`, innermost first): the op table groups
+    # calls by its first frame where no python_function events exist.
+    call_stack: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Call stack")
 
 
 NO_ARGS = Args()

@@ -95,6 +95,7 @@ class TraceModel:
     gpu_arg_blocks_per_sm: np.ndarray  # blocks per SM (as Kineto reports it)
     gpu_arg_occupancy: np.ndarray  # estimated achieved occupancy, %
     shape_id: np.ndarray  # int32 per event into `shape_strings`: its Input Dims (record_shapes), -1 when absent
+    call_frame_id: np.ndarray  # int32 per event into `names`: the first frame of its `Call stack` arg (<= 1.13 era), -1 without
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
