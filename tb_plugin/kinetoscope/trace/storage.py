@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import io
 import os
-import queue
-import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -261,7 +259,7 @@ def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[memoryview]:
     """
     with _open(path) as handle:
         if _is_gzip(handle):
-            yield from ahead(_gunzip_blocks(handle, b"", block_bytes))
+            yield from _gunzip_blocks(handle, b"", block_bytes)
             return
         block = bytearray(block_bytes)
         while True:
@@ -275,57 +273,6 @@ def iter_blocks(path: str, block_bytes: int = 16 << 20) -> Iterator[memoryview]:
                 break
             with memoryview(block) as view:
                 yield view[:n]
-
-
-_DONE = object()
-
-
-def ahead(blocks: Iterator[bytes], depth: int = 1) -> Iterator[bytes]:
-    """The items of `blocks`, produced by a helper thread up to `depth` items ahead of the reader.
-
-    For gzip: ISA-L and zlib inflate without the GIL, so the next block inflates on another core while the
-    caller decodes this one (the blocks must be independent objects, not views of a reused buffer). An
-    error of `blocks` is raised in the reader, in order; closing the reader early stops the helper (and
-    closes `blocks`) before it returns, so a handle `blocks` reads from may be closed right after.
-    """
-    ready: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
-
-    def hand_over(item: tuple) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for block in blocks:
-                if not hand_over((block, None)):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - handed to the reader, which raises it
-            hand_over((_DONE, exc))
-            return
-        hand_over((_DONE, None))
-
-    helper = threading.Thread(target=produce, name="kinetoscope-inflate", daemon=True)
-    helper.start()
-    try:
-        while True:
-            block, error = ready.get()
-            if block is _DONE:
-                if error is not None:
-                    raise error
-                return
-            yield block
-    finally:
-        stop.set()
-        helper.join()
-        close = getattr(blocks, "close", None)
-        if close is not None:
-            close()
 
 
 def _read(handle, size: int) -> bytes:
