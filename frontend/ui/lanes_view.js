@@ -93,6 +93,7 @@ export class LanesView {
     this.collapseDefaultsSet = false;
     this.scrollYCss = 0;
     this.hover = null;
+    delete this.canvas.dataset.analysed;
     this.showStatus(this.store.state.span ? message('info', 'Loading lanes\u2026') : null);
   }
 
@@ -116,6 +117,8 @@ export class LanesView {
   /** @param {import('../model/lanes.js').LanesData} payload */
   accept(payload) {
     this.data = payload;
+    // For automation: whether the lanes on screen carry the analyses' overlays yet (false while the server analyses).
+    this.canvas.dataset.analysed = String(payload.analysed);
     this.onData?.(payload);
     if (!this.collapseDefaultsSet) {
       // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.
