@@ -112,7 +112,8 @@ def model_duration_us(model: TraceModel) -> float:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A ready span: its file version, model and whatever `prepare` derived from it."""
+    """A ready span: its file version, model and whatever `prepare` derived from it (or, from `get_lanes`
+    while a staged load analyses, what its first stage derived)."""
 
     file: TraceFile
     model: TraceModel
