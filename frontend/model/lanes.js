@@ -40,6 +40,7 @@
  *   dataloader: {startUs: number[], endUs: number[]}}} steps
  * @property {{launchRow: number[], gpuRow: number[], launchUs: number[], gpuUs: number[],
  *   launchLane: number[], gpuLane: number[], launchDepth: number[], gpuDepth: number[]}} flows
+ * @property {boolean} analysed false for an answer given before the analyses ended (no gaps or steps yet)
  */
 
 /** @param {any} v @returns {any[]} */
@@ -135,6 +136,7 @@ export function prepareLanes(body) {
       launchDepth: arr(f.launch_depth),
       gpuDepth: arr(f.gpu_depth),
     },
+    analysed: body.analysed !== false,
   };
 }
 

@@ -57,3 +57,9 @@ test('prepareLanes carries how many lanes the answer leaves out', () => {
   assert.equal(data.lanesTotal, 5);
   assert.equal(prepareLanes({ lanes: [] }).lanesHidden, 0);
 });
+
+test('an answer given before the analyses ended says so; older servers count as analysed', () => {
+  assert.equal(prepareLanes({ ...BODY, analysed: false }).analysed, false);
+  assert.equal(prepareLanes({ ...BODY, analysed: true }).analysed, true);
+  assert.equal(prepareLanes(BODY).analysed, true);
+});

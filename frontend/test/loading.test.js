@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { Api } from '../api.js';
-import { forgetUnready, getWhenReady } from '../loading.js';
+import { forgetUnready, getWhenLanesReady, getWhenReady, waitLanes } from '../loading.js';
 
 /** A minimal Response stand-in. */
 const reply = (status, body) => ({
@@ -96,4 +96,66 @@ test('a server that held the long poll is asked again at once; one that answered
   await getWhenReady(api, 'summary', { span: 'a' });
   const gaps = stamps.slice(1, 3).map((t, i) => t - stamps[i]);
   assert.ok(gaps.every((g) => g >= 790 && g < 900), `asked again at once after each held answer: ${gaps}`);
+});
+
+/** An Api over a fake server whose `status` answers the next of `traces` (whole entries), recording urls. */
+function stagedServer(traces, data = () => reply(200, { ok: 1 })) {
+  const urls = [];
+  const api = new Api(async (url) => {
+    urls.push(url);
+    if (url.startsWith('status')) return reply(200, { traces: [traces.length > 1 ? traces.shift() : traces[0]] });
+    return data(url);
+  });
+  return { api, urls };
+}
+
+const LANES_POLL = 'status?span=a&load=1&wait_ms=1500&until=lanes';
+
+test('waitLanes long-polls with until=lanes and resolves with the entry once the lanes are published', async () => {
+  const analysing = { id: 'a', state: 'loading', phase: 'analysing', lanes_ready: true, duration_us: 2000 };
+  const { api, urls } = stagedServer([{ id: 'a', state: 'loading', phase: 'decoding', lanes_ready: false }, analysing]);
+  assert.deepEqual(await waitLanes(api, 'a'), analysing);
+  assert.deepEqual(urls, [LANES_POLL, LANES_POLL]);
+});
+
+test('getWhenLanesReady asks the lanes route while the analyses run; getWhenReady still waits for ready', async () => {
+  const { api, urls } = stagedServer([{ id: 'a', state: 'loading', lanes_ready: true }, { id: 'a', state: 'loading', lanes_ready: true },
+    { id: 'a', state: 'ready', lanes_ready: true }]);
+  await getWhenLanesReady(api, 'lanes', { span: 'a', width_px: 10 });
+  await getWhenLanesReady(api, 'lanes', { span: 'a', width_px: 20 }); // remembered: straight to the route
+  assert.deepEqual(urls, [LANES_POLL, 'lanes?span=a&width_px=10', 'lanes?span=a&width_px=20']);
+  await getWhenReady(api, 'summary', { span: 'a' });
+  assert.deepEqual(urls.slice(3), ['status?span=a&load=1&wait_ms=1500', 'status?span=a&load=1&wait_ms=1500', 'summary?span=a']);
+});
+
+test('a span seen ready has its lanes too; a listing forgets the lanes only when they are gone', async () => {
+  const { api, urls } = stagedServer([{ id: 'a', state: 'ready', lanes_ready: true }]);
+  await getWhenReady(api, 'summary', { span: 'a' });
+  await getWhenLanesReady(api, 'lanes', { span: 'a' });
+  assert.deepEqual(urls, ['status?span=a&load=1&wait_ms=1500', 'summary?span=a', 'lanes?span=a']);
+  forgetUnready(api, [{ id: 'a', state: 'loading', lanes_ready: true }]); // reloading, lanes still served
+  await getWhenLanesReady(api, 'lanes', { span: 'a' });
+  assert.equal(urls.at(-1), 'lanes?span=a');
+  forgetUnready(api, [{ id: 'a', state: 'unloaded' }]); // a `runs` listing has no lanes_ready
+  await getWhenLanesReady(api, 'lanes', { span: 'a' });
+  assert.deepEqual(urls.slice(-2), [LANES_POLL, 'lanes?span=a']);
+});
+
+test('a failed load ends the lanes wait with the loader message; a 409 from the lanes route waits again', async () => {
+  const failed = stagedServer([{ id: 'a', state: 'loading', lanes_ready: true }, { id: 'a', state: 'error', error: 'run/x.json: analysis failed', lanes_ready: false }],
+    () => reply(409, { error: { message: 'unloaded' }, state: 'unloaded' }));
+  await assert.rejects(getWhenLanesReady(failed.api, 'lanes', { span: 'a' }), (e) => e.status === 422 && /analysis failed/.test(e.message));
+  assert.deepEqual(failed.urls, [LANES_POLL, 'lanes?span=a', LANES_POLL]);
+  const { api, urls } = stagedServer([{ id: 'a', state: 'queued', lanes_ready: false }], () => reply(200, {}));
+  const controller = new AbortController();
+  const pending = waitLanes(api, 'a', controller.signal);
+  setTimeout(() => controller.abort(), 50);
+  await assert.rejects(pending, (e) => e.name === 'AbortError');
+  assert.ok(urls.every((u) => u === LANES_POLL));
+});
+
+test('a server without lanes_ready: waitLanes waits for ready', async () => {
+  const { api, urls } = stagedServer([{ id: 'a', state: 'loading' }, { id: 'a', state: 'ready' }]);
+  assert.equal((await waitLanes(api, 'a')).state, 'ready');
+  assert.equal(urls.length, 2);
 });

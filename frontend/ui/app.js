@@ -7,7 +7,8 @@
  * changes with it.
  */
 import { Api, ApiError, LatestChannel } from '../api.js';
-import { forgetUnready, getWhenReady } from '../loading.js';
+import { forgetUnready, getWhenReady, waitLanes } from '../loading.js';
+import { samePlacement, spanPlacement } from '../model/placement.js';
 import { isMultiRank } from '../model/ranks.js';
 import { findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
@@ -38,6 +39,7 @@ export async function start(body) {
   const api = new Api();
   const store = new Store();
   const summaryChannel = new LatestChannel();
+  const lanesChannel = new LatestChannel();
   /** @type {import('../model/runs.js').RunInfo[]} the latest `runs` answer */
   let latest = [];
   /** @type {import('../model/runs.js').RunInfo[]} what the selectors list: `latest`, plus the span on screen if gone */
@@ -199,21 +201,19 @@ export async function start(body) {
     }
     loadedEntry = findSpan(latest, ref.id)?.span ?? null;
     store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null, area: null,
-      runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null });
+      runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null, lanesReady: false });
     syncHeader();
     header.setVerdict(null, null);
     const result = summaryChannel.run((signal) => getWhenReady(api, 'summary', { span: ref.id }, signal));
+    placeWhenLanesReady(ref, link);
     poller.start();
     try {
       const r = await result;
       if (r.stale) return;
       const summary = r.value;
-      const bounds = { t0Us: 0, t1Us: Math.max(Number(summary.duration_us) || 0, 1e-3) };
-      const win = link.t0Us !== undefined && link.t1Us !== undefined
-        ? clampWindow({ t0Us: link.t0Us, t1Us: link.t1Us }, bounds) : bounds;
-      const area = link.a0Us !== undefined && link.a1Us !== undefined && link.a0Us < bounds.t1Us
-        ? { t0Us: Math.max(bounds.t0Us, link.a0Us), t1Us: Math.min(bounds.t1Us, link.a1Us) } : null;
-      store.set({ summary, bounds, win, area });
+      // Placed already when the lanes came first (the user may have moved since): keep the window.
+      const placed = store.state.lanesReady && samePlacement(store.state.bounds, summary.duration_us);
+      store.set(placed ? { summary } : { summary, ...spanPlacement(link, summary.duration_us), lanesReady: true });
       header.setVerdict(summary, null);
       pollRunVerdict();
       if (store.state.selRow !== null) selectRow(store.state.selRow, false);
@@ -222,6 +222,19 @@ export async function start(body) {
       store.set({ spanError: text });
       header.setVerdict(null, text);
     }
+  }
+
+  /**
+   * Places the span (bounds, the link's window) as soon as its lanes can be asked, so the lanes draw while
+   * the server still analyses; the summary and the other sections follow when it is done.
+   * @param {import('./store.js').SpanRef} ref @param {import('../model/urlstate.js').ViewState} link
+   */
+  async function placeWhenLanesReady(ref, link) {
+    const result = await lanesChannel.run((signal) => waitLanes(api, ref.id, signal)).catch(() => ({ stale: true }));
+    if (result.stale || store.state.span?.id !== ref.id || store.state.lanesReady) return;
+    const trace = /** @type {any} */ (result).value;
+    if (!Number.isFinite(trace?.duration_us)) return; // a server that does not say: the summary places it
+    store.set({ ...spanPlacement(link, trace.duration_us), lanesReady: true });
   }
 
   startUrlSync(store);

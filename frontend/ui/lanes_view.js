@@ -4,7 +4,7 @@
  * (fetched per window through WindowedLoader), the vertical layout and the drawing; input handling
  * lives in lanes_input.js, hover text in tooltip.js.
  */
-import { getWhenReady } from '../loading.js';
+import { getWhenLanesReady } from '../loading.js';
 import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
 import { GUTTER_W, HEADER_H, RIGHT_PAD, ROW_H, clampScroll, layoutLanes } from '../model/layout.js';
@@ -68,8 +68,9 @@ export class LanesView {
     store.subscribe((changed) => {
       if (changed.has('span')) this.resetSpan();
       if (changed.has('spanError') && store.state.spanError) this.showStatus(message('error', store.state.spanError));
-      // The window's bounds come with the summary: fetch nothing before it.
-      if ((changed.has('win') || changed.has('summary')) && store.state.summary) this.loader.update();
+      // The window's bounds come with the lanes (or the summary): fetch nothing before. Lanes drawn before the
+      // analyses ended are asked again when the summary arrives, for the gap and step overlays.
+      if ((changed.has('win') || changed.has('lanesReady') || changed.has('summary')) && store.state.lanesReady) this.loader.update();
       if (changed.has('area')) this.canvas.dataset.area = store.state.area ? `${store.state.area.t0Us},${store.state.area.t1Us}` : '';
       this.view.requestRedraw();
     });
@@ -92,6 +93,7 @@ export class LanesView {
     this.collapseDefaultsSet = false;
     this.scrollYCss = 0;
     this.hover = null;
+    delete this.canvas.dataset.analysed;
     this.showStatus(this.store.state.span ? message('info', 'Loading lanes\u2026') : null);
   }
 
@@ -100,13 +102,14 @@ export class LanesView {
     const { span, win, bounds } = this.store.state;
     if (!span) throw new Error('no span selected');
     const w = fetchWindow(win, Math.max(1, this.view.widthCss - GUTTER_W - RIGHT_PAD), MARGIN_FRAC, bounds);
-    const body = await getWhenReady(this.api, 'lanes', { span: span.id, start_us: w.startUs, end_us: w.endUs, width_px: w.widthPx }, signal);
+    const body = await getWhenLanesReady(this.api, 'lanes', { span: span.id, start_us: w.startUs, end_us: w.endUs, width_px: w.widthPx }, signal);
     return prepareLanes(body);
   }
 
   /** @param {import('../model/lanes.js').LanesData} payload */
   serves(payload) {
-    const { win, bounds } = this.store.state;
+    const { win, bounds, summary } = this.store.state;
+    if (summary && !payload.analysed) return false;
     const fetched = { startUs: Math.max(payload.startUs, bounds.t0Us), endUs: Math.min(payload.endUs, bounds.t1Us), usPerPx: payload.usPerPx };
     return payloadServes(fetched, win, this.scale().usPerPx, COARSE_OK);
   }
@@ -114,6 +117,8 @@ export class LanesView {
   /** @param {import('../model/lanes.js').LanesData} payload */
   accept(payload) {
     this.data = payload;
+    // For automation: whether the lanes on screen carry the analyses' overlays yet (false while the server analyses).
+    this.canvas.dataset.analysed = String(payload.analysed);
     this.onData?.(payload);
     if (!this.collapseDefaultsSet) {
       // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.

@@ -28,13 +28,14 @@
  *   whether the candidate is the run on screen rather than its span; `step` (1-based) and `win` (µs from that step's start) are its stacked
  *   lanes' aligned step and window
  * @property {import('../model/scale.js').Window | null} [area] the area selected in the lanes (Shift+drag): the tables show only it
+ * @property {boolean} [lanesReady] the span's lanes can be asked and `bounds` is its extent (before the summary, while it analyses)
  */
 
 export class Store {
   constructor() {
     /** @type {State} */
     this.state = { span: null, summary: null, bounds: { t0Us: 0, t1Us: 1 }, win: { t0Us: 0, t1Us: 1 }, sel: null, selRow: null,
-      spanError: null, runVerdict: null, compare: null, area: null };
+      spanError: null, runVerdict: null, compare: null, area: null, lanesReady: false };
     /** @type {Set<(changed: Set<string>) => void>} */
     this.listeners = new Set();
   }

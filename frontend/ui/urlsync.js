@@ -37,7 +37,7 @@ export function readInitialState() {
 export function viewState(s) {
   if (!s.span) return {};
   const whole = s.win.t0Us <= s.bounds.t0Us && s.win.t1Us >= s.bounds.t1Us;
-  return { run: s.span.run, worker: s.span.worker, span: s.span.id, ...(s.summary && !whole ? { t0Us: s.win.t0Us, t1Us: s.win.t1Us } : {}),
+  return { run: s.span.run, worker: s.span.worker, span: s.span.id, ...((s.summary || s.lanesReady) && !whole ? { t0Us: s.win.t0Us, t1Us: s.win.t1Us } : {}),
     sel: s.sel?.row ?? s.selRow ?? undefined, ...(s.compare ? { base: s.compare.base, candRun: s.compare.candRun || undefined, step: s.compare.step,
       cw0Us: s.compare.win?.t0Us, cw1Us: s.compare.win?.t1Us } : {}),
     ...(s.area ? { a0Us: s.area.t0Us, a1Us: s.area.t1Us } : {}) };

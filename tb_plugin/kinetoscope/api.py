@@ -92,15 +92,44 @@ def prepare(model: TraceModel) -> Prepared:
     Raises:
         TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
     """
-    analysis = analyze(model)
-    tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
+    return prepare_rest(model, prepare_lanes(model))
+
+
+@dataclass(frozen=True)
+class LanesStage:
+    """What the lane routes (`lanes`, `export`) need, published by the service before the analyses."""
+
+    index: LaneIndex
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes
+
+
+def prepare_lanes(model: TraceModel) -> LanesStage:
+    """Stage one of `prepare`: the lane index.
+
+    Raises:
+        TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
+    """
     try:
-        index = build_lane_index(model)
+        return LanesStage(build_lane_index(model))
     except TraceTooLong as exc:
         raise TraceError("<trace>", str(exc)) from None
+
+
+def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
+    """Stage two of `prepare`: the analyses, tables and indexes, around stage one's lane index."""
+    analysis = analyze(model)
+    tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
+    index = early.index
     table_index = TableIndex.build(model)
     return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis, table_index), launch_tables=tables,
                     digest=rank_digest(model, analysis, worker=""), tables=table_index, search=SearchIndex.build(model))
+
+
+# `TraceService(stages=STAGES)`: the lanes are served the moment the lane index exists, the rest fills in after.
+STAGES = (prepare_lanes, prepare_rest)
 
 
 def _span(file: TraceFile) -> Optional[str]:
@@ -109,6 +138,12 @@ def _span(file: TraceFile) -> Optional[str]:
 
 def _load(service: TraceService, sid: str) -> Loaded:
     return service.get(sid, wait_s=LOAD_WAIT_S)
+
+
+def _load_lanes(service: TraceService, sid: str) -> Loaded:
+    """For the routes that need only the model and the lane index: served while the analyses still run
+    (`prepared` is then a LanesStage), see `STAGES`."""
+    return service.get_lanes(sid, wait_s=LOAD_WAIT_S)
 
 
 def file_version(file: TraceFile) -> str:
@@ -132,17 +167,21 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
 
 
 def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool = False,
-                wait_ms: Optional[int] = None) -> dict[str, Any]:
+                wait_ms: Optional[int] = None, until: str = "ready") -> dict[str, Any]:
     """Load state of every trace, or of one (raises NotFound).
 
     With `load`, first queues the load of span `sid` and waits for it as a data route would (or up to
-    `wait_ms`: a long poll that answers the moment the load ends), but never answers 409: a browser logs
-    every refused request as a console error.
+    `wait_ms`: a long poll that answers the moment the load ends, or with `until="lanes"` the moment the
+    lanes can be asked), but never answers 409: a browser logs every refused request as a console error.
     """
     if load:
         if sid is None:
             raise BadRequest("load=1 needs a span: status?span=ID&load=1")
-        service.request_load(sid, wait_s=LOAD_WAIT_S if wait_ms is None else wait_ms / 1000)
+        wait_s = LOAD_WAIT_S if wait_ms is None else wait_ms / 1000
+        if until == "lanes":
+            service.request_lanes(sid, wait_s=wait_s)
+        else:
+            service.request_load(sid, wait_s=wait_s)
     traces = [{"id": s, "run": f.run, "worker": f.worker, "span": _span(f), **state}
               for s, f, state in service.snapshot(sid)]
     return {"scan_complete": service.wait_scanned(0), "traces": traces}
@@ -284,11 +323,16 @@ def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,
                width_px: int = 1600) -> dict[str, Any]:
-    """Everything to draw for a window at a pixel width, bounded in size."""
-    loaded = _load(service, sid)
+    """Everything to draw for a window at a pixel width, bounded in size. While the analyses still run, the
+    gap and step overlays are empty and `analysed` is false: ask again once the span is ready."""
+    loaded = _load_lanes(service, sid)
     model, prepared = loaded.model, loaded.prepared
     t0, t1 = _window(model, start_us, end_us)
-    return lanes_view(model, prepared.index, t0, t1, width_px, prepared.analysis.idle, prepared.analysis.steps)
+    analysis = getattr(prepared, "analysis", None)
+    idle, steps = (None, None) if analysis is None else (analysis.idle, analysis.steps)
+    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps)
+    out["analysed"] = analysis is not None
+    return out
 
 
 def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = False) -> dict[str, Any]:
@@ -306,7 +350,7 @@ def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = F
 def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None,
                 end_us: Optional[float] = None) -> tuple[dict[str, Any], str]:
     """A window as a Chrome trace, and the file name to save it under (`.json.gz`: see `gzip_export`)."""
-    loaded = _load(service, sid)
+    loaded = _load_lanes(service, sid)
     model = loaded.model
     t0, t1 = _window(model, start_us, end_us)
     rows = window_rows(model, loaded.prepared.index, t0, t1)
@@ -322,7 +366,7 @@ def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = 
 def export_check_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None,
                       end_us: Optional[float] = None) -> dict[str, Any]:
     """Whether a window can be exported, before the user asks: its event count against the limit."""
-    loaded = _load(service, sid)
+    loaded = _load_lanes(service, sid)
     t0, t1 = _window(loaded.model, start_us, end_us)
     events = int(window_rows(loaded.model, loaded.prepared.index, t0, t1).size)
     limit = export_max_events()

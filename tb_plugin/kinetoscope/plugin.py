@@ -230,7 +230,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                 if not logdir:
                     raise NotFound("TensorBoard was started without --logdir; kinetoscope needs one")
                 self._service = TraceService(logdir, prepare=api.prepare, index=SidecarIndex(),
-                                             preload_first=os.environ.get(PRELOAD_ENV, "1") != "0")
+                                             preload_first=os.environ.get(PRELOAD_ENV, "1") != "0", stages=api.STAGES)
             return self._service
 
     def start_early(self) -> None:
@@ -296,7 +296,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     def status_route(self, request):
         args = request.args
         return api.status_impl(self.service(), span_arg(args, required=False), load=flag_arg(args, "load"),
-                               wait_ms=int_arg(args, "wait_ms", None, 0, MAX_STATUS_WAIT_MS))
+                               wait_ms=int_arg(args, "wait_ms", None, 0, MAX_STATUS_WAIT_MS),
+                               until=choice_arg(args, "until", ("ready", "lanes"), "ready"))
 
     @_route
     def summary_route(self, request):

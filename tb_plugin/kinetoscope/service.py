@@ -15,9 +15,12 @@
   a load came from and, as `index_reason`, why a sidecar was not used. Reading only: no write access needed.
 
 States: `unloaded` (never requested, or evicted) -> `queued` -> `loading` (phase reading, decoding or
-analysing) -> `ready` | `error`. An error that is not about the file's content (the decoder died or ran
-out of time, an I/O error, a file still being written) is retried by itself, after 1, 2, 4 ... seconds
-(at most RETRY_MAX_S, at most RETRY_ATTEMPTS times); the scanner requeues it when it is due.
+analysing) -> `ready` | `error`. Given `stages` (the plugin's), a load publishes what the lane routes need
+the moment the model is read (`lanes_ready` in `status`, `get_lanes`), then analyses the rest while the
+state stays `loading` (phase analysing); `ready` still means everything.
+An error that is not about the file's content (the decoder died or ran out of time, an I/O error, a file
+still being written) is retried by itself, after 1, 2, 4 ... seconds (at most RETRY_MAX_S, at most
+RETRY_ATTEMPTS times); the scanner requeues it when it is due.
 
 Each decoder child runs under a memory limit (RLIMIT_AS) and a wall-time limit, both settings:
 KINETOSCOPE_DECODER_MEMORY_BYTES and KINETOSCOPE_DECODE_TIMEOUT_S.
@@ -102,9 +105,15 @@ def model_nbytes(model: TraceModel) -> int:
     return arrays + strings
 
 
+def model_duration_us(model: TraceModel) -> float:
+    """The model's extent in µs, as the summary's `duration_us` gives it."""
+    return (float(model.stop_ns) - model.start_ns) / 1e3
+
+
 @dataclass(frozen=True)
 class Loaded:
-    """A ready span: its file version, model and whatever `prepare` derived from it."""
+    """A ready span: its file version, model and whatever `prepare` derived from it (or, from `get_lanes`
+    while a staged load analyses, what its first stage derived)."""
 
     file: TraceFile
     model: TraceModel
@@ -127,6 +136,9 @@ class _Entry:
     digest: Any = None  # `prepare`'s small per-trace summary (`.digest`), kept when the model is evicted
     source: Optional[str] = None  # where the last load came from: "sidecar", "cache" or "decoded"
     index_note: Optional[str] = None  # why the trace's index sidecar was not used (None: used, or no index reader)
+    lanes: Optional[Loaded] = None  # stage one of a staged load in flight: the model and what the lanes need
+    lanes_event: Optional[threading.Event] = None  # set once the lanes are published or the load has ended
+    duration_us: Optional[float] = None  # the model's extent, known from stage one on (kept after eviction)
 
 
 def decode_main(argv: list[str]) -> int:
@@ -178,7 +190,8 @@ class TraceService:
                  memory_budget_bytes: int = DEFAULT_BUDGET_BYTES, rescan_s: float = 10.0,
                  min_rescan_s: float = 2.0, decode_in_child: bool = True,
                  prepare: Callable[[TraceModel], Any] = lambda model: None, index: Any = None,
-                 preload_first: bool = False) -> None:
+                 preload_first: bool = False,
+                 stages: Optional[tuple[Callable[[TraceModel], Any], Callable[[TraceModel, Any], Any]]] = None) -> None:
         self.logdir = logdir
         self._cache_dir = default_cache_dir() if cache_dir is _DEFAULT else cache_dir
         self._workers = max(1, workers)
@@ -188,6 +201,9 @@ class TraceService:
         self._prepare = prepare
         self._preload_first = preload_first  # load the span a tab opens by default as soon as it is found
         self._index = index  # `index.readers.SidecarIndex`: models and analyses from `kinetoscope index` sidecars
+        # (first, rest): a load publishes first(model) for the lane routes, then stores rest(model, first's
+        # result) as the span's prepared analyses; `prepare` is then unused.
+        self._stages = stages
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self._ready: OrderedDict[str, Loaded] = OrderedDict()
@@ -340,7 +356,9 @@ class TraceService:
         loading = entry.state == "loading" and entry.started is not None
         return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": entry.error,
                 "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None,
-                "source": entry.source, "index_reason": entry.index_note}
+                "source": entry.source, "index_reason": entry.index_note,
+                "lanes_ready": entry.state == "ready" or (entry.state == "loading" and entry.lanes is not None),
+                "duration_us": entry.duration_us}
 
     # ---- loading --------------------------------------------------------------------------------
 
@@ -372,6 +390,36 @@ class TraceService:
         if future is not None and wait_s > 0:
             wait_futures([future], timeout=wait_s)
 
+    def get_lanes(self, sid: str, wait_s: float = 0.0) -> Loaded:
+        """What the lane routes need: the span once ready, or, while a staged load analyses it, its model and
+        the first stage's result (`Loaded.prepared` is then that result). Queues the load if needed and waits
+        up to `wait_s` for the lanes to be published.
+
+        Raises:
+            NotFound: unknown id. NotReady: queued, or loading before the lanes. TraceFailed: the load failed.
+        """
+        self.request_lanes(sid, wait_s)
+        with self._lock:
+            entry = self._entries.get(sid)
+            if entry is not None and entry.state == "loading" and entry.lanes is not None:
+                return entry.lanes
+            return self._ready_or_raise(sid)
+
+    def request_lanes(self, sid: str, wait_s: float = 0.0) -> None:
+        """`request_load`, but the wait ends as soon as the lanes are published (or the load ends).
+
+        Raises:
+            NotFound: unknown id.
+        """
+        self.start()
+        if self._ensure_loading(sid) is None or wait_s <= 0:
+            return
+        with self._lock:
+            entry = self._entries.get(sid)
+            event = entry.lanes_event if entry is not None else None
+        if event is not None:
+            event.wait(wait_s)
+
     def _ensure_loading(self, sid: str) -> Optional[Future]:
         with self._lock:
             entry = self._entries.get(sid)
@@ -384,7 +432,9 @@ class TraceService:
                 return None
             if entry.future is None or entry.future.done():
                 entry.state, entry.phase, entry.progress, entry.error = "queued", None, None, None
+                entry.lanes, entry.lanes_event = None, threading.Event()
                 entry.future = self._thread_pool(entry.file.size >= LARGE_FILE_BYTES).submit(self._load, sid, entry.file)
+                entry.future.add_done_callback(lambda _done, event=entry.lanes_event: event.set())
             return entry.future
 
     @staticmethod
@@ -442,7 +492,7 @@ class TraceService:
             if model is None:
                 model = self._read_model(sid, file)
                 self._phase(sid, file, "analysing")
-                prepared = self._prepare(model)
+                prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model)
         except TraceError as exc:
             self._fail(sid, file, f"{file.run}/{Path(file.path).name}: {exc.message}", transient=exc.transient)
             return
@@ -452,6 +502,21 @@ class TraceService:
             return
         self._update(sid, file, attempts=0, retry_at=None)
         self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
+
+    def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel) -> Any:
+        """Stage one, published for the lane routes at once; then stage two, the span's prepared analyses."""
+        first, rest = self._stages
+        early = first(model)
+        self._publish_lanes(sid, Loaded(file, model, early, model_nbytes(model) + getattr(early, "nbytes", 0)))
+        return rest(model, early)
+
+    def _publish_lanes(self, sid: str, loaded: Loaded) -> None:
+        """Serve the lane routes from `loaded` while the load goes on (if the entry is still this version)."""
+        with self._lock:
+            if self._update(sid, loaded.file, lanes=loaded, duration_us=model_duration_us(loaded.model)):
+                event = self._entries[sid].lanes_event
+                if event is not None:
+                    event.set()
 
     def _fail(self, sid: str, file: TraceFile, message: str, transient: bool = False) -> None:
         with self._lock:
@@ -463,7 +528,7 @@ class TraceService:
             retry_at = time.monotonic() + delay
             message = f"{message} (retrying in {delay:g} s)"
         self._update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
-                     retry_at=retry_at)
+                     retry_at=retry_at, lanes=None)
 
     def _from_index(self, sid: str, file: TraceFile) -> tuple[Optional[TraceModel], Any]:
         """(model, prepared) from the trace's index sidecar when it matches this version, else (None, None)
@@ -537,7 +602,8 @@ class TraceService:
         """Make the span ready and evict least recently used spans beyond the budget."""
         with self._lock:
             if not self._update(sid, loaded.file, state="ready", phase=None, progress=1.0,
-                                events=loaded.model.n_events, error=None):
+                                events=loaded.model.n_events, error=None, lanes=None,
+                                duration_us=model_duration_us(loaded.model)):
                 return
             self._ready[sid] = loaded
             self._ready.move_to_end(sid)

@@ -5,6 +5,8 @@ For each trace, per run (fresh processes every time, a fresh model cache for eve
 - Tab cold: a real `tensorboard` on a logdir holding only that file, a fresh cache; Chromium opens
   `/#kinetoscope` and the time runs from the navigation to the lanes drawn (TensorBoard's own page
   included). The server is started beforehand and not counted.
+- Tab cold, gaps drawn: when the lanes on screen carry the analyses' gap and step overlays (the first lanes
+  are drawn as soon as the server has the lane index, the overlays once it has analysed the trace).
 - Tab warm: a second page on the same server (the trace in memory).
 - Tab cold without the preload (KINETOSCOPE_PRELOAD_FIRST=0): the decode starts only when the tab asks.
   With the preload (the default) TensorBoard starts decoding the default span while it starts itself, as
@@ -38,8 +40,9 @@ def cli_cold(trace: Path) -> float:
     return time.perf_counter() - started
 
 
-def tab(trace: Path, scratch: Path, preload: bool = True) -> tuple[float, float, float, list]:
-    """(page s, first lanes cold s, first lanes warm s, progress seen) on a fresh server and cache."""
+def tab(trace: Path, scratch: Path, preload: bool = True) -> tuple[float, float, float, list, float]:
+    """(page s, first lanes cold s, first lanes warm s, progress seen, lanes with overlays cold s) on a fresh
+    server and cache."""
     logdir = scratch / "logdir" / "run"
     logdir.mkdir(parents=True)
     (logdir / trace.name).symlink_to(trace.resolve())
@@ -47,7 +50,8 @@ def tab(trace: Path, scratch: Path, preload: bool = True) -> tuple[float, float,
     with TensorBoard(logdir.parent, env=env) as server:
         cold = run_node("bench_first_lanes.mjs", server.base, timeout_s=900)
         warm = run_node("bench_first_lanes.mjs", server.base, timeout_s=900)
-    return cold["pageMs"] / 1e3, cold["lanesMs"] / 1e3, warm["lanesMs"] / 1e3, cold["progress"]
+    return (cold["pageMs"] / 1e3, cold["lanesMs"] / 1e3, warm["lanesMs"] / 1e3, cold["progress"],
+            cold.get("analysedMs", cold["lanesMs"]) / 1e3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,24 +62,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     ensure_node_modules()
     lines = ["| trace | size | CLI cold | tab: TensorBoard page | tab: first lanes cold | ratio to CLI cold | tab: first lanes warm "
-             "| tab cold, no preload | its ratio |", "|---|---|---|---|---|---|---|---|---|"]
+             "| tab cold, no preload | its ratio | tab cold: gaps drawn | no preload: gaps drawn |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for trace in args.traces:
-        clis, pages, colds, warms, lazies = [], [], [], [], []
+        clis, pages, colds, warms, lazies, overlays, lazy_overlays = [], [], [], [], [], [], []
         for _ in range(args.runs):
             clis.append(cli_cold(trace))
             with tempfile.TemporaryDirectory(prefix="kinetoscope-first-lanes-") as scratch:
-                page, cold, warm, progress = tab(trace, Path(scratch))
+                page, cold, warm, progress, overlay = tab(trace, Path(scratch))
             with tempfile.TemporaryDirectory(prefix="kinetoscope-first-lanes-") as scratch:
-                _, lazy, _, lazy_progress = tab(trace, Path(scratch), preload=False)
+                _, lazy, _, lazy_progress, lazy_overlay = tab(trace, Path(scratch), preload=False)
             pages.append(page)
             colds.append(cold)
             warms.append(warm)
             lazies.append(lazy)
+            overlays.append(overlay)
+            lazy_overlays.append(lazy_overlay)
             print(f"{trace.name}: cli {clis[-1]:.2f} s, page {page:.2f} s, lanes cold {cold:.2f} s, warm {warm:.2f} s, "
-                  f"no preload {lazy:.2f} s; progress {progress} / {lazy_progress}", file=sys.stderr)
+                  f"no preload {lazy:.2f} s; gaps drawn {overlay:.2f} s / {lazy_overlay:.2f} s; "
+                  f"progress {progress} / {lazy_progress}", file=sys.stderr)
         cli, cold, lazy = statistics.median(clis), statistics.median(colds), statistics.median(lazies)
         lines.append(f"| {trace.name} | {os.path.getsize(trace) / 1e6:.1f} MB | {cli:.2f} s | {statistics.median(pages):.2f} s | "
-                     f"{cold:.2f} s | {cold / cli:.2f}x | {statistics.median(warms):.2f} s | {lazy:.2f} s | {lazy / cli:.2f}x |")
+                     f"{cold:.2f} s | {cold / cli:.2f}x | {statistics.median(warms):.2f} s | {lazy:.2f} s | {lazy / cli:.2f}x | "
+                     f"{statistics.median(overlays):.2f} s | {statistics.median(lazy_overlays):.2f} s |")
     table = "\n".join(lines) + f"\n\nMedians of {args.runs} runs, fresh processes and caches; command: `.venv/bin/python " \
                                f"tests/bench/first_lanes.py {' '.join(map(str, args.traces))} --runs {args.runs}`\n"
     print(table)

@@ -1,7 +1,10 @@
 // Time to first lanes: opens TensorBoard at the Kinetoscope tab and times, from the navigation, the
 // moment the tab has drawn the lanes of its default span (the canvas publishes its lane layout once
 // lanes data arrived and was laid out), and the moment TensorBoard's own page showed the plugin frame.
-// Usage: node bench_first_lanes.mjs BASE_URL -> prints one JSON line {pageMs, lanesMs, progress}.
+// Also the moment the lanes carry the analyses' overlays (`analysedMs`: the same as lanesMs when the first
+// lanes came with them, later when they were drawn while the server still analysed; a frontend without the
+// `data-analysed` marker counts as analysed at once).
+// Usage: node bench_first_lanes.mjs BASE_URL -> prints one JSON line {pageMs, lanesMs, analysedMs, progress}.
 import { launch } from './lib.mjs';
 
 const [base] = process.argv.slice(2);
@@ -11,6 +14,7 @@ try {
   const t0 = Date.now();
   await page.goto(`${base}/#kinetoscope`);
   let pageMs = null;
+  let lanesMs = null;
   let frame = null;
   const progress = [];
   for (;;) {
@@ -20,16 +24,18 @@ try {
         const c = document.querySelector('.ks-lanes-canvas');
         const header = document.querySelector('.ks-header');
         const lanes = c ? JSON.parse(c.dataset.layout || '[]').length : 0;
-        return { header: Boolean(header), lanes, status: document.querySelector('.ks-status')?.textContent ?? '' };
+        return { header: Boolean(header), lanes, analysed: c?.dataset.analysed !== 'false',
+          status: document.querySelector('.ks-status')?.textContent ?? '' };
       }).catch(() => null);
       if (state?.header && pageMs === null) pageMs = Date.now() - t0;
       if (state?.status && progress.at(-1)?.[1] !== state.status) progress.push([Date.now() - t0, state.status]);
-      if (state && state.lanes > 0) break;
+      if (state && state.lanes > 0 && lanesMs === null) lanesMs = Date.now() - t0;
+      if (state && state.lanes > 0 && state.analysed) break;
     }
     if (Date.now() - t0 > 600000) throw new Error('no lanes within 600 s');
     await new Promise((r) => setTimeout(r, 20));
   }
-  console.log(JSON.stringify({ pageMs, lanesMs: Date.now() - t0, progress }));
+  console.log(JSON.stringify({ pageMs, lanesMs, analysedMs: Date.now() - t0, progress }));
 } finally {
   await browser.close();
 }

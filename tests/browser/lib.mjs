@@ -58,6 +58,8 @@ export async function waitReady(frame, timeoutMs = 60000) {
     const status = document.querySelector('.ks-lanes-status');
     return status && status.childElementCount === 0;
   }, null, { timeout: timeoutMs });
+  // Lanes drawn while the server still analysed are asked again with their gap and step overlays.
+  await frame.waitForFunction(() => document.querySelector('.ks-lanes-canvas')?.dataset.analysed === 'true', null, { timeout: timeoutMs });
   await frame.waitForTimeout(200);
 }
 
