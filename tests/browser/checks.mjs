@@ -119,8 +119,6 @@ async function interact(browser, run) {
   const cx = g.left + g.gutter + (g.width - g.gutter) * 0.4;
   const cy = g.top + g.lanes[0].yCss + 10;
   await page.mouse.move(cx, cy);
-  const requestsBeforeZoom = baseLanes();
-  await frame.$eval(CANVAS, (c) => { c.ksDraw = { count: 0, lastMs: 0, maxMs: 0, recentMs: [] }; });
   for (let i = 0; i < 4; i++) await page.mouse.wheel(0, -250);
   const afterWheel = await waitWindow(page, (t) => t && t[1] - t[0] < duration * 0.5);
   await page.waitForTimeout(600);
