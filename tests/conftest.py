@@ -64,6 +64,16 @@ def memory(ts: float, nbytes: int, total: Optional[int] = None, device_type: int
             "args": args}
 
 
+def one_step_doc(kernels: int = 2, spacing: float = 100, step_us: float = 1000) -> dict:
+    """One ProfilerStep; each of `kernels` ops launches one kernel, `spacing` µs apart, leaving GPU idle gaps
+    between the kernels (1 + 3 * kernels complete events)."""
+    events = [op("ProfilerStep#1", 0, step_us)]
+    for i in range(kernels):
+        t = 10 + spacing * i
+        events += [op("aten::mm", t, 20), launch(t + 2, 5, corr=i + 1), kernel(f"k{i}", t + 30, 10, corr=i + 1)]
+    return trace_doc(events)
+
+
 def trace_doc(events: list[dict], **top) -> dict:
     return {"schemaVersion": 1, "deviceProperties": [], "traceEvents": events, **top}
 

@@ -10,18 +10,13 @@ from pathlib import Path
 import fsspec
 import numpy as np
 import pytest
-from conftest import kernel, launch, op, trace_doc, write_trace
+from conftest import one_step_doc, op, trace_doc, write_trace
 from kinetoscope.errors import NotFound, NotReady, TraceFailed
 from kinetoscope.service import TraceService, span_id
 
 
 def tiny_doc(kernels: int = 2) -> dict:
-    """One step; each op launches one kernel (1 + 3 * kernels complete events)."""
-    events = [op("ProfilerStep#1", 0, 1000)]
-    for i in range(kernels):
-        t = 10 + 100 * i
-        events += [op("aten::mm", t, 20), launch(t + 2, 5, corr=i + 1), kernel(f"k{i}", t + 30, 10, corr=i + 1)]
-    return trace_doc(events)
+    return one_step_doc(kernels, spacing=100, step_us=1000)
 
 
 def write_run(root: Path, name: str = "w.1.pt.trace.json", run: str = "run", kernels: int = 2) -> Path:

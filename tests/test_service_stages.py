@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import kernel, launch, op, trace_doc, write_trace
+from conftest import one_step_doc, write_trace
 from kinetoscope import api
 from kinetoscope.errors import NotReady, TraceFailed
 from kinetoscope.index.readers import SidecarIndex
@@ -29,12 +29,7 @@ PREFIX = "/data/plugin/kinetoscope"
 
 
 def step_doc(kernels: int = 3) -> dict:
-    """One step whose kernels leave GPU idle gaps between them."""
-    events = [op("ProfilerStep#1", 0, 2000)]
-    for i in range(kernels):
-        t = 10 + 300 * i
-        events += [op("aten::mm", t, 20), launch(t + 2, 5, corr=i + 1), kernel(f"k{i}", t + 30, 10, corr=i + 1)]
-    return trace_doc(events)
+    return one_step_doc(kernels, spacing=300, step_us=2000)
 
 
 class Held:

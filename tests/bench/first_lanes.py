@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 from tbserver import TensorBoard, ensure_node_modules, run_node  # noqa: E402
+from worker_common import write_section  # noqa: E402
 
 KINETOSCOPE = REPO / ".venv" / "bin" / "kinetoscope"
 
@@ -87,10 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{statistics.median(overlays):.2f} s | {statistics.median(lazy_overlays):.2f} s |")
     table = "\n".join(lines) + f"\n\nMedians of {args.runs} runs, fresh processes and caches; command: `.venv/bin/python " \
                                f"tests/bench/first_lanes.py {' '.join(map(str, args.traces))} --runs {args.runs}`\n"
-    print(table)
-    if args.out:
-        args.out.write_text(table)
-    return 0
+    return write_section(args.out, table)
 
 
 if __name__ == "__main__":

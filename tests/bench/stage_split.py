@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kinetoscope import api
 from kinetoscope.service import TraceService
+from worker_common import write_section
 
 
 def load_once(trace: Path, cache_dir: Path, staged: bool) -> tuple[float, float]:
@@ -76,10 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     table = "\n".join(lines) + f"\n\nMedians of {args.runs} runs each (decoding in a child process, as the plugin does); " \
         f"command: `PYTHONPATH=tb_plugin .venv/bin/python tests/bench/stage_split.py " \
         f"{' '.join(map(str, args.traces))} --runs {args.runs}` ({os.cpu_count()} CPUs)\n"
-    print(table)
-    if args.out:
-        args.out.write_text(table)
-    return 0
+    return write_section(args.out, table)
 
 
 if __name__ == "__main__":

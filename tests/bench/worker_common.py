@@ -86,9 +86,10 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def write_section(out: Path, text: str) -> int:
-    """Write one bench section's markdown (creating its folder), echo it, and give the exit status 0."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+def write_section(out: Path | None, text: str) -> int:
+    """Echo one bench section's markdown and write it to `out` (creating its folder; None: echo only); exit status 0."""
     print(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
     return 0
