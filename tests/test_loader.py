@@ -212,3 +212,5 @@ def test_progress_advances_with_the_bytes_decoded(tmp_path, monkeypatch, gz):
     assert model.n_events == 100000
     assert len(seen) >= 10 and seen == sorted(seen) and 0 < seen[0] < 0.2 and seen[-1] == 0.99
     assert max(b - a for a, b in zip(seen, seen[1:])) < 0.2  # smooth: no jump from 10% to 80%
+    decoding = [x for x in seen if x <= loader.DECODE_SHARE]  # the text by bytes, then the model's build steps
+    assert len(decoding) >= 10 and len([x for x in seen if x > loader.DECODE_SHARE]) >= 3

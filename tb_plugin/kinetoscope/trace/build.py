@@ -356,8 +356,9 @@ class ColumnBuilder:
             ids[i] = -1 - self._flow_names.table.setdefault(events[rows[i]].id, len(self._flow_names.table))
         return ids
 
-    def finish(self, doc: TraceDoc, skipped: dict[str, int], warnings: list[str], source_bytes: int) -> TraceModel:
-        """Build the model from every chunk added.
+    def finish(self, doc: TraceDoc, skipped: dict[str, int], warnings: list[str], source_bytes: int,
+               progress: Callable[[float], None] = lambda share: None) -> TraceModel:
+        """Build the model from every chunk added; `progress(share)` is told how far (0..1) as it goes.
 
         Peak memory is what bounds the events a machine can load, so each raw column is concatenated
         (freeing its chunk pieces) only when needed and dropped as soon as its last use is done.
@@ -396,11 +397,13 @@ class ColumnBuilder:
         del ts_ok
         pid_raw, pid_rid = self._pids.dense(take("pid"))
         tid_raw, tid_rid = self._tids.dense(take("tid"))
+        progress(0.25)
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows,
                              np.isin(kind, np.array(sorted(GPU_KINDS), np.int8)),
                              take("device").astype(np.int64, copy=False), take("stream").astype(np.int64, copy=False),
                              mem_row[mem_keep], flow_row[flow_keep], self._meta_events)
         del pid_rid, tid_rid
+        progress(0.5)
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
         coll = self._collectives.columns(rows)
@@ -408,6 +411,7 @@ class ColumnBuilder:
         coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
         coll["call_frame_id"] = self._frame_ids(take("frame").astype(np.int64, copy=False)[rows], names)
         del x_rows
+        progress(0.7)
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),
                             _int64(take("correlation"))[rows], _int64(take("external_id"))[rows],

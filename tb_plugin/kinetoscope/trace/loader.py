@@ -59,7 +59,9 @@ CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
 MIN_CHUNK_BYTES = 1 << 16  # small files still get chunks this large (the decode window is 2-3 chunks)
 
 
-Progress = Callable[[float], None]  # the share of the file decoded so far, 0..1
+Progress = Callable[[float], None]  # how far the load is, 0..1: the text decoded, then the model built
+DECODE_SHARE = 0.8  # of the progress: the text decoded (by bytes); the rest is building the model (ColumnBuilder.finish,
+# about a fifth of a large load: lanes, the event order, nesting and launch links over every event)
 
 
 def _gzip_text_size(path: str) -> Optional[int]:
@@ -81,7 +83,7 @@ def _reporting(add, source_bytes, total: Optional[int], progress: Optional[Progr
 
     def add_and_report(*args, **kwargs):
         result = add(*args, **kwargs)
-        progress(min(source_bytes() / total, 0.99))
+        progress(DECODE_SHARE * min(source_bytes() / total, 1.0))
         return result
     return add_and_report
 
@@ -103,7 +105,13 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:
         raise TraceError(path, str(exc), exc.transient) from None
-    return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
+    if progress is None:
+        return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
+    progress(DECODE_SHARE)
+    model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(),
+                           lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share))
+    progress(0.99)
+    return model
 
 
 def _build_whole(raw, path: str, stored_bytes: Optional[int] = None, budget: Optional[EventBudget] = None) -> TraceModel:
@@ -178,7 +186,8 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
     Args:
         path: the trace file.
         cache_dir: where decoded models are cached; the user cache directory by default, None for no cache.
-        progress: called with the share of the file decoded (0..1) after each chunk of a chunked decode.
+        progress: called as a chunked decode goes: with DECODE_SHARE times the share of the text decoded after each
+            chunk, then a few times while the model is built, 0.99 last.
 
     Returns:
         The model; events it could not use are counted in `model.skipped` by reason.
