@@ -18,9 +18,12 @@ setup(
         "kinetoscope.analysis",
         "kinetoscope.views",
         "kinetoscope.index",
+        "kinetoscope.server",
+        "kinetoscope.cli",
+        "kinetoscope.formats",
         "kinetoscope.frontend",
     ],
-    package_data={"kinetoscope": ["HTTP_API.md"],
+    package_data={"kinetoscope.server": ["HTTP_API.md"],
                   "kinetoscope.frontend": ["*.js", "*.css", "*.json", "model/*.js", "render/*.js", "ui/*.js"]},
     ext_modules=[COLUMNS],
     install_requires=[
@@ -46,7 +49,7 @@ setup(
         "dask": ["dask[distributed]>=2023.1"],
     },
     entry_points={
-        "tensorboard_plugins": ["kinetoscope = kinetoscope.tb_loader:KinetoscopeLoader"],
-        "console_scripts": ["kinetoscope = kinetoscope.cli:main"],
+        "tensorboard_plugins": ["kinetoscope = kinetoscope.server.tb_loader:KinetoscopeLoader"],
+        "console_scripts": ["kinetoscope = kinetoscope.cli.main:main"],
     },
 )

@@ -125,10 +125,10 @@ def no_cache(monkeypatch, tmp_path):
 def one_span_service(doc: Any, root: Path):
     """A TraceService (in-process decoding, no cache) on a logdir holding `doc` as its one trace, loaded:
     yields (service, span id)."""
-    from kinetoscope import api
-    from kinetoscope.service import TraceService
+    from kinetoscope import pipeline
+    from kinetoscope.server.service import TraceService
     write_trace(root / "run" / "w.1.pt.trace.json", doc)
-    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare)
     try:
         service.scan_now()
         (sid, _, _), = service.snapshot()
@@ -144,14 +144,14 @@ def plugin_apps(doc: Any, root: Path):
     (apps, span id)."""
     import time
 
-    from kinetoscope import api
-    from kinetoscope.plugin import KinetoscopePlugin
-    from kinetoscope.service import TraceService
+    from kinetoscope import pipeline
+    from kinetoscope.server.plugin import KinetoscopePlugin
+    from kinetoscope.server.service import TraceService
     from tensorboard.plugins import base_plugin
     from werkzeug.test import Client
     write_trace(root / "run" / "w.1.pt.trace.json", doc)
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
-    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare)
     try:
         apps = plugin.get_plugin_apps()
         prefix = "/data/plugin/kinetoscope"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import kernel, launch, one_span_service, op, plugin_apps, trace_doc, write_trace
-from kinetoscope import api
-from kinetoscope.cli import main
+from kinetoscope.cli.main import main
+from kinetoscope.server import routes
 from kinetoscope.trace.model import MAX_SHOWN_CHARS
 from werkzeug.test import Client
 
@@ -68,10 +68,10 @@ def many_steps_doc(n: int) -> dict:
 def test_many_steps_are_summarised_and_paged(tmp_path, capsys):
     root = tmp_path / "logs"
     with one_span_service(many_steps_doc(20_000), root) as (service, sid):
-        summary = api.summary_impl(service, sid)
+        summary = routes.summary_impl(service, sid)
         assert summary["steps_total"] == 20_000 and len(summary["steps"]) == 1000
         assert len(json.dumps(summary)) < 2 * BOUND
-        page = api.stalls_impl(service, sid, offset=19_990, limit=50)
+        page = routes.stalls_impl(service, sid, offset=19_990, limit=50)
         assert (page["total"], page["offset"], len(page["steps"])) == (20_000, 19_990, 10)
         assert page["steps"][0]["name"] == f"ProfilerStep#{19_990 % 7}"  # repeated names: every occurrence
     assert main(["report", str(root), "--no-cache"]) == 0
@@ -85,7 +85,7 @@ def test_many_threads_are_capped_with_the_busiest_kept(tmp_path):
     events += [op("aten::busy", 10_000 + k, 1, tid=MAX_LANES + 999) for k in range(5)]  # the last thread is busy
     events += [kernel("k", 5, 2, corr=None)]
     with one_span_service(trace_doc(events), tmp_path / "logs") as (service, sid):
-        body = api.lanes_impl(service, sid, width_px=800)
+        body = routes.lanes_impl(service, sid, width_px=800)
     assert len(body["lanes"]) == MAX_LANES and body["lanes_total"] == MAX_LANES + 1001
     assert body["lanes_hidden"] == 1001
     kept = {(lane.get("tid"), lane["kind"]) for lane in body["lanes"]}
@@ -100,6 +100,6 @@ def test_a_full_gaps_page_of_distinct_long_names_stays_under_2_mb(tmp_path):
         events += [op("aten::" + f"{i:05d}" * 600, t + 2, 8), launch(t + 5, 2, corr=i + 1),
                    kernel(f"{i:05d}" * 600, t + 12, 2, corr=i + 1)]
     with one_span_service(trace_doc(events), tmp_path / "logs") as (service, sid):
-        page = api.gaps_impl(service, sid, 0, limit=5000)
+        page = routes.gaps_impl(service, sid, 0, limit=5000)
     assert len(page["gaps"]["start_us"]) == 5000 and len(json.dumps(page)) < 2_000_000
     assert all(0 <= k < len(page["names"]) for k in page["gaps"]["next_kernel"])

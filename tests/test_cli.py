@@ -6,7 +6,7 @@ import os
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.cli import main
+from kinetoscope.cli.main import main
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_non_regular_files_are_refused_at_once(tmp_path, capsys):
 
 
 def test_a_failing_analysis_names_the_file_and_spares_the_others(logdir, capsys, monkeypatch):
-    from kinetoscope import cli
+    from kinetoscope.cli import report as cli
 
     def broken(model):
         if model.n_events == 1:  # only the second file

@@ -12,8 +12,9 @@ from conftest import REPO, SAMPLES, SHARED_TRACES, requires_shared
 from kinetoscope.analysis.compare import RESOLUTION, compare_sides, ranked_changes, spread, status
 from kinetoscope.analysis.compare_figures import PARTS
 from kinetoscope.analysis.gate import RuleError, check, parse_rule
-from kinetoscope.cli import main, resolve
-from kinetoscope.diff import load_side
+from kinetoscope.cli.diff import load_side
+from kinetoscope.cli.main import main
+from kinetoscope.trace.discovery import resolve
 
 sys.path.insert(0, str(SAMPLES))
 from synth.multirank import write_job  # noqa: E402
@@ -301,7 +302,7 @@ def test_traces_read_in_worker_processes_give_the_same_comparison(synth, capsys)
 def test_a_process_with_threads_spawns_its_workers(synth):
     import threading
 
-    from kinetoscope.diff import figures_all
+    from kinetoscope.cli.diff import figures_all
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait, daemon=True)
     thread.start()  # fork is unsafe now: the workers are spawned
@@ -354,5 +355,5 @@ def test_kernels_and_ops_beyond_the_cap_add_up_in_one_row(monkeypatch):
     ("aten::add", "aten::add"), ("k" * 150, "k" * 99 + "…"),
 ])
 def test_names_in_text_drop_the_parameter_list(name, shown):
-    from kinetoscope.compare_formats import _short
-    assert _short(name) == shown
+    from kinetoscope.formats.compare import short_kernel_name
+    assert short_kernel_name(name) == shown

@@ -7,9 +7,9 @@ import time
 
 import pytest
 from conftest import SAMPLES
-from kinetoscope import api
-from kinetoscope.plugin import KinetoscopePlugin
-from kinetoscope.service import TraceService
+from kinetoscope import pipeline
+from kinetoscope.server.plugin import KinetoscopePlugin
+from kinetoscope.server.service import TraceService
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
@@ -33,7 +33,7 @@ def logdir(tmp_path_factory):
 def apps(logdir):
     root = logdir
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
-    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare)
     yield plugin.get_plugin_apps()
     plugin._service.close()
 
@@ -110,7 +110,7 @@ def test_bounded(apps):
 
 def test_answers_are_bounded_whatever_the_names(tmp_path, capsys):
     from conftest import plugin_apps, write_trace
-    from kinetoscope.cli import main
+    from kinetoscope.cli.main import main
     from test_bounded_responses import BOUND, huge_doc
     with plugin_apps(huge_doc(), tmp_path / "tb") as (apps, sid):
         response = get(apps, "compare", f"?base={sid}&cand={sid}")
@@ -123,7 +123,7 @@ def test_answers_are_bounded_whatever_the_names(tmp_path, capsys):
 
 def test_diff_reads_fsspec_urls(synth_files, capsys):
     import fsspec
-    from kinetoscope.cli import main
+    from kinetoscope.cli.main import main
     fs = fsspec.filesystem("memory")
     for name, path in synth_files.items():
         fs.pipe(f"/cmp/{name}/w.1.pt.trace.json", path.read_bytes())
@@ -138,7 +138,7 @@ def test_multi_rank_runs_through_the_route_name_the_straggler(tmp_path):
     write_job(tmp_path / "logdir" / "slow", ranks=4, steps=5, straggler=1, straggler_ms=20.0)
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(tmp_path / "logdir"), multiplexer=None))
     plugin._service = TraceService(str(tmp_path / "logdir"), cache_dir=None, rescan_s=3600, decode_in_child=False,
-                                   prepare=api.prepare)
+                                   prepare=pipeline.prepare)
     try:
         result = answer(plugin.get_plugin_apps(), "?base_run=even&cand_run=slow")["result"]
     finally:

@@ -1,9 +1,13 @@
 """The readable renderers: span labels, the overview table, markdown sections and escaping."""
 from __future__ import annotations
 
-from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.cli import main
-from kinetoscope.formats import md, render_entry, render_overview, span_label
+import re
+
+from conftest import REPO, kernel, launch, op, trace_doc, write_trace
+from kinetoscope.analysis.gpu_idle import CAUSE_NAMES, CAUSE_ORDER
+from kinetoscope.cli.main import main
+from kinetoscope.formats.report import render_entry, render_overview, span_label
+from kinetoscope.formats.units import md
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -69,3 +73,21 @@ def test_overview_in_markdown_escapes_names():
 def test_render_entry_error_in_markdown_is_escaped():
     out = render_entry({"run": "r", "worker": "w", "span": "1", "path": "p", "error": {"message": XSS}}, markdown=True)
     assert "**Error:**" in out and XSS not in out
+
+
+def test_every_cause_list_follows_the_one_order():
+    """Causes are listed in one order (analysis.gpu_idle.CAUSE_ORDER): the reports' idle-by-cause tables and the
+    tab's legend and colours (frontend/model/colors.js GAP_CAUSES)."""
+    assert sorted(CAUSE_ORDER) == sorted(CAUSE_NAMES)
+    colors = (REPO / "frontend" / "model" / "colors.js").read_text()
+    block = colors[colors.index("export const GAP_CAUSES"):]
+    block = block[:block.index("]);")]
+    assert tuple(re.findall(r"cause: '(\w+)'", block)) == CAUSE_ORDER
+    entry = {"path": "t.json", "run": "r", "worker": "w", "span": None, "events": 9, "duration_us": 10.0,
+             "verdict": {"bound": "host-bound", "confidence": "high", "share": 0.5, "evidence": "e", "suggestion": "s"},
+             "devices": [{"device": 0, "idle_pct": 50.0, "window_us": 10.0, "idle_us": 7.0,
+                          "gaps": {"count": 7, "by_cause_us": {c: 1.0 for c in reversed(CAUSE_NAMES)}},
+                          "comm": {"kernels": 0}}],
+             "steps": [], "launch": {"pairs": 0}, "memory": []}
+    text = render_entry(entry)
+    assert [c for c in re.findall(r"^(\w+)\s+1 µs", text, flags=re.M)] == list(CAUSE_ORDER)

@@ -87,16 +87,16 @@ DOCUMENTED = {200, 400, 404, 409, 422}
 
 
 def test_every_route_answers_within_bounds_and_the_good_run_keeps_answering(corpus):
-    from kinetoscope import api
-    from kinetoscope.plugin import KinetoscopePlugin
-    from kinetoscope.service import TraceService
+    from kinetoscope import pipeline
+    from kinetoscope.server.plugin import KinetoscopePlugin
+    from kinetoscope.server.service import TraceService
     from tensorboard.plugins import base_plugin
     root = corpus[0][1].parent.parent
     good = trace_doc([{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}])
     (root / "good").mkdir(exist_ok=True)
     (root / "good" / "w.1.pt.trace.json").write_text(json.dumps(good))
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(root), multiplexer=None))
-    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    plugin._service = TraceService(str(root), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare)
     try:
         apps = plugin.get_plugin_apps()
 

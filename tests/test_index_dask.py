@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SAMPLES
-from kinetoscope import api
+from kinetoscope import pipeline
 from kinetoscope.index import codec, sidecar
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import load_trace
@@ -44,10 +44,10 @@ def assert_all_equal_local_decode(root: Path, every: int = 1) -> None:
         assert sidecar.read_header(t.path)["trace"]["size"] == t.size
         sidecar.open_summary(t.path)
     for t in traces[::every]:
-        model, prepared = sidecar.open_prepared(t.path, api.Prepared)
+        model, prepared = sidecar.open_prepared(t.path)
         want_model = load_trace(t.path, cache_dir=None)
         assert codec.difference(model, want_model) is None, t.path
-        assert codec.difference(prepared, api.prepare(want_model)) is None, t.path
+        assert codec.difference(prepared, pipeline.prepare(want_model)) is None, t.path
 
 
 def test_dask_local_cluster_indexes_32_ranks_like_a_local_decode(tmp_path):

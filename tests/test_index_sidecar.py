@@ -11,21 +11,23 @@ import shutil
 import struct
 import sys
 import time
+from pathlib import Path
 
 import fsspec
 import msgspec
 import numpy as np
 import pytest
 from conftest import SAMPLES, gloo_rank, write_trace
-from kinetoscope import api
-from kinetoscope import service as service_module
-from kinetoscope.cli import main as cli_main
+from kinetoscope import pipeline
+from kinetoscope.cli.main import main as cli_main
 from kinetoscope.index import codec, sidecar
 from kinetoscope.index.readers import SidecarIndex
 from kinetoscope.index.runner import run_index
 from kinetoscope.index.tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, index_trace
-from kinetoscope.plugin import KinetoscopePlugin
-from kinetoscope.service import TraceService
+from kinetoscope.server import routes
+from kinetoscope.server import service as service_module
+from kinetoscope.server.plugin import KinetoscopePlugin
+from kinetoscope.server.service import TraceService
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import load_trace
 from tensorboard.plugins import base_plugin
@@ -39,12 +41,12 @@ PREFIX = "/data/plugin/kinetoscope"
 
 def local_decode(path: str):
     model = load_trace(path, cache_dir=None)
-    return model, api.prepare(model)
+    return model, pipeline.prepare(model)
 
 
 def assert_same(path: str) -> None:
     """The sidecar's model and prepared analyses equal a local decode's, field by field."""
-    model, prepared = sidecar.open_prepared(path, api.Prepared)
+    model, prepared = sidecar.open_prepared(path)
     want_model, want_prepared = local_decode(path)
     assert codec.difference(model, want_model) is None
     assert codec.difference(prepared, want_prepared) is None
@@ -144,6 +146,27 @@ def _with_header(raw: bytes, **changes) -> bytes:
     return sidecar.MAGIC + struct.pack("<Q", len(blob)) + blob + raw[body:]
 
 
+def test_a_change_to_the_doors_keeps_every_sidecar_valid(tmp_path):
+    """The fingerprint covers the code that computes what a sidecar stores (trace/, analysis/, views/,
+    pipeline.py): a copy of the package whose routes, CLI and renderers were edited keeps this installation's
+    fingerprint, so its sidecars stay valid; an edit to the pipeline or an analysis changes it."""
+    package = Path(sidecar.__file__).resolve().parent.parent
+    copy = tmp_path / "kinetoscope"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    assert sidecar.code_fingerprint(copy) == sidecar.analysis_fingerprint()
+    for door in ("server/routes.py", "server/plugin.py", "cli/report.py", "formats/report.py"):
+        with open(copy / door, "a") as out:
+            out.write("\n# a change that computes nothing a sidecar stores\n")
+    assert sidecar.code_fingerprint(copy) == sidecar.analysis_fingerprint()
+    for core in ("pipeline.py", "analysis/verdict.py"):
+        edited = tmp_path / "edited"
+        shutil.rmtree(edited, ignore_errors=True)
+        shutil.copytree(copy, edited)
+        with open(edited / core, "a") as out:
+            out.write("\n# a change to what a sidecar stores\n")
+        assert sidecar.code_fingerprint(edited) != sidecar.analysis_fingerprint(), core
+
+
 @pytest.mark.parametrize("damage, reason", [
     (lambda raw: raw[: len(raw) // 2], "truncated sidecar"),
     (lambda raw: raw[:10], "truncated sidecar"),
@@ -169,13 +192,13 @@ def test_bad_sidecars_fall_back_with_a_reason(job, damage, reason):
     else:  # the digest is read from the summary section alone: intact, it is the right one
         assert codec.difference(digest, local_decode(path)[1].digest) is None
     # the service decodes instead and says why; index re-indexes it, naming the reason
-    service = TraceService(str(job), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare,
+    service = TraceService(str(job), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare,
                            index=SidecarIndex())
     try:
         service.scan_now()
         sid = next(s for s, f, _ in service.snapshot() if f.path == path)
         assert service.get(sid, wait_s=60).model.n_events > 0
-        state = api.status_impl(service, sid)["traces"][0]
+        state = routes.status_impl(service, sid)["traces"][0]
         assert state["source"] == "decoded" and state["index_reason"].startswith(reason)
     finally:
         service.close()
@@ -206,7 +229,7 @@ def test_a_forged_class_in_a_sidecar_is_refused(job):
     np.savez_compressed(bomb, a0=np.zeros(1 << 20), __tree__=np.frombuffer(b'{"$a": "a0"}', dtype=np.uint8))
     with pytest.raises(codec.CodecError, match="is compressed"):
         codec.decode(bomb.getvalue())
-    path_model = sidecar.open_prepared(path, api.Prepared)[0]
+    path_model = sidecar.open_prepared(path)[0]
     assert path_model.n_events > 0
 
 
@@ -320,13 +343,13 @@ def test_memory_filesystem_logdir(no_cache):
         for t in scan_logdir(logdir):
             assert_same(t.path)
         assert {o.status for o in run_index(logdir).outcomes} == {FRESH}
-        service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=api.prepare, index=SidecarIndex())
+        service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=pipeline.prepare, index=SidecarIndex())
         try:
             service.scan_now()
             sid = service.snapshot()[0][0]
             service.request_load(sid, wait_s=30)
-            assert api.status_impl(service, sid)["traces"][0]["source"] == "sidecar"
-            assert api.lanes_impl(service, sid)["lanes"]
+            assert routes.status_impl(service, sid)["traces"][0]["source"] == "sidecar"
+            assert routes.lanes_impl(service, sid)["lanes"]
         finally:
             service.close()
         fs.pipe_file(f"{root}/run/.kinetoscope/rank1.1.pt.trace.json.kidx", b"garbage" * 10)

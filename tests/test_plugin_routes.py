@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import kernel, launch, memory, op, trace_doc, write_trace
-from kinetoscope import api
-from kinetoscope import plugin as plugin_module
-from kinetoscope.plugin import KinetoscopePlugin
-from kinetoscope.service import TraceService
+from kinetoscope import pipeline
+from kinetoscope.server import plugin as plugin_module
+from kinetoscope.server import routes
+from kinetoscope.server.plugin import KinetoscopePlugin
+from kinetoscope.server.service import TraceService
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
@@ -51,7 +52,7 @@ def logdir(tmp_path_factory) -> Path:
 def plugin(logdir, tmp_path_factory):
     instance = KinetoscopePlugin(base_plugin.TBContext(logdir=str(logdir), multiplexer=None))
     instance._service = TraceService(str(logdir), cache_dir=tmp_path_factory.mktemp("cache"), rescan_s=3600,
-                                     decode_in_child=False, prepare=api.prepare)
+                                     decode_in_child=False, prepare=pipeline.prepare)
     yield instance
     instance._service.close()
 
@@ -295,7 +296,7 @@ def test_loading_trace_is_409_with_its_state(logdir, tmp_path):
 
     def slow_prepare(model):
         gate.wait(10)
-        return api.prepare(model)
+        return pipeline.prepare(model)
 
     instance = KinetoscopePlugin(base_plugin.TBContext(logdir=str(logdir)))
     instance._service = TraceService(str(logdir), cache_dir=None, decode_in_child=False, rescan_s=3600,
@@ -323,7 +324,7 @@ def test_status_load_queues_and_reports_ready_without_409(logdir):
 
     def slow_prepare(model):
         gate.wait(10)
-        return api.prepare(model)
+        return pipeline.prepare(model)
 
     instance = KinetoscopePlugin(base_plugin.TBContext(logdir=str(logdir)))
     instance._service = TraceService(str(logdir), cache_dir=None, decode_in_child=False, rescan_s=3600,
@@ -364,7 +365,7 @@ def test_unexpected_exception_is_a_generic_500_logged_once(apps, ids, monkeypatc
     def boom(*args, **kwargs):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(plugin_module.api, "stalls_impl", boom)
+    monkeypatch.setattr(plugin_module.routes, "stalls_impl", boom)
     with caplog.at_level(logging.DEBUG, logger="kinetoscope"):
         first = get(apps, "stalls", f"?span={ids['gpu']}")
         second = get(apps, "stalls", f"?span={ids['gpu']}")
@@ -431,7 +432,7 @@ def test_markdown_is_the_cli_renderer_with_the_run_verdict_first_and_strings_esc
 
 def test_export_check_says_whether_a_window_fits_before_the_export(apps, ids):
     answer = body(get(apps, "export", f"?span={ids['gpu']}&check=1"))
-    assert answer == {"events": answer["events"], "max_events": api.MAX_EXPORT_EVENTS, "fits": True} and answer["events"] > 5
+    assert answer == {"events": answer["events"], "max_events": routes.MAX_EXPORT_EVENTS, "fits": True} and answer["events"] > 5
     small = body(get(apps, "export", f"?span={ids['gpu']}&check=1&start_us=0&end_us=20"))
     assert small["events"] < answer["events"]
 

@@ -9,7 +9,7 @@ from conftest import MS, SHARED_TRACES, gloo_rank, kernel, launch, op, requires_
 from kinetoscope.analysis.collectives import collective_calls, collective_type
 from kinetoscope.analysis.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze
-from kinetoscope.cli import main
+from kinetoscope.cli.main import main
 from kinetoscope.trace.loader import decode_bytes, load_trace
 
 
@@ -135,24 +135,25 @@ def test_the_cli_prints_the_rank_summary_first(tmp_path, capsys):
 def test_the_ranks_route_works_from_digests_that_outlive_eviction(tmp_path):
     import time
 
-    from kinetoscope import api
-    from kinetoscope.service import TraceService
+    from kinetoscope import pipeline
+    from kinetoscope.server import routes
+    from kinetoscope.server.service import TraceService
     for r in range(4):
         write_trace(tmp_path / "job" / f"rank{r}.1700000000000.pt.trace.json", gloo_rank(r, slow_rank=1))
-    service = TraceService(str(tmp_path), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare,
+    service = TraceService(str(tmp_path), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare,
                            memory_budget_bytes=1)  # one model resident at a time
     try:
         service.scan_now()
         deadline = time.monotonic() + 60
-        while (answer := api.ranks_impl(service, "job"))["pending"] and time.monotonic() < deadline:
+        while (answer := routes.ranks_impl(service, "job"))["pending"] and time.monotonic() < deadline:
             time.sleep(0.05)
         assert answer["pending"] == 0 and answer["failed"] == 0
         assert len(service._ready) == 1  # the models were evicted; their digests were kept
         view = answer["view"]
         assert [s["rank"] for s in view["stragglers"]] == [1] and view["ranks_present"] == 4
         assert all(row["id"] for row in view["ranks"])
-        with pytest.raises(api.NotFound):
-            api.ranks_impl(service, "nope")
+        with pytest.raises(routes.NotFound):
+            routes.ranks_impl(service, "nope")
     finally:
         service.close()
 

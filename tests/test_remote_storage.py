@@ -20,10 +20,10 @@ from s3_server import ACCESS_KEY, SECRET_KEY, bytes_requested, free_port, moto_s
 pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
 
-from kinetoscope import api  # noqa: E402
-from kinetoscope.cli import main as cli_main  # noqa: E402
-from kinetoscope.plugin import KinetoscopePlugin  # noqa: E402
-from kinetoscope.service import TraceService  # noqa: E402
+from kinetoscope import pipeline  # noqa: E402
+from kinetoscope.cli.main import main as cli_main  # noqa: E402
+from kinetoscope.server.plugin import KinetoscopePlugin  # noqa: E402
+from kinetoscope.server.service import TraceService  # noqa: E402
 from kinetoscope.trace import loader, remote, storage  # noqa: E402
 from kinetoscope.trace.discovery import scan_logdir, scan_logdir_checked  # noqa: E402
 from kinetoscope.trace.source import event_args  # noqa: E402
@@ -220,7 +220,7 @@ def _client(service: TraceService):
 @requires_shared
 def test_the_service_loads_an_s3_trace_in_its_decoder_process_and_the_routes_answer(s3, tmp_path):
     logdir = f"s3://{BUCKET}/logs/shared"
-    service = TraceService(logdir, cache_dir=tmp_path / "cache", rescan_s=3600, prepare=api.prepare)
+    service = TraceService(logdir, cache_dir=tmp_path / "cache", rescan_s=3600, prepare=pipeline.prepare)
     try:
         get = _client(service)
         code, runs = get("runs")
@@ -248,7 +248,7 @@ def test_a_missing_bucket_is_named_and_the_server_keeps_answering(s3, caplog):
     logdir = "s3://no-such-bucket-here/logs"
     with pytest.raises(StorageError, match="no such file, folder or bucket"):
         scan_logdir_checked(logdir)
-    service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=api.prepare)
+    service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=pipeline.prepare)
     try:
         code, runs = _client(service)("runs")
         assert code == 200 and runs["runs"] == []
@@ -284,7 +284,7 @@ def test_a_transient_failure_is_retried_until_the_server_is_back(s3, tmp_path, m
         trace = sorted((SAMPLES / "logs" / "synthetic" / "compute").glob("*.gz"))[0]
         upload(server.endpoint, "flaky", {f"logs/{trace.name}": trace})
         service = TraceService("s3://flaky/logs", cache_dir=None, rescan_s=0.5, min_rescan_s=0.1,
-                               decode_in_child=False, prepare=api.prepare)
+                               decode_in_child=False, prepare=pipeline.prepare)
         service.scan_now()
         (sid, _, _), = service.snapshot()
     try:
@@ -325,7 +325,7 @@ def test_denied_credentials_are_named_and_never_shown(s3, tmp_path, monkeypatch,
                 scan_logdir_checked(f"s3://{BUCKET}/logs")
             with pytest.raises(StorageError, match="access denied"):
                 identity(f"s3://{BUCKET}/logs/x.pt.trace.json")
-            service = TraceService(f"s3://{BUCKET}/logs", cache_dir=None, rescan_s=3600, prepare=api.prepare)
+            service = TraceService(f"s3://{BUCKET}/logs", cache_dir=None, rescan_s=3600, prepare=pipeline.prepare)
             try:
                 code, runs = _client(service)("runs")
             finally:
@@ -439,7 +439,7 @@ def test_remote_trace_urls_keep_the_logdirs_host_and_port():
 def test_the_tensorboard_flag_applies_the_options_and_blanks_itself(monkeypatch, tmp_path):
     import argparse
 
-    from kinetoscope.tb_loader import KinetoscopeLoader
+    from kinetoscope.server.tb_loader import KinetoscopeLoader
     from tensorboard.plugins import base_plugin
     monkeypatch.setenv(remote.OPTIONS_ENV, "{}")
     parser = argparse.ArgumentParser()

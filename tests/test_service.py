@@ -11,8 +11,8 @@ import fsspec
 import numpy as np
 import pytest
 from conftest import one_step_doc, op, trace_doc, write_trace
-from kinetoscope.errors import NotFound, NotReady, TraceFailed
-from kinetoscope.service import TraceService, span_id
+from kinetoscope.server.errors import NotFound, NotReady, TraceFailed
+from kinetoscope.server.service import TraceService, span_id
 
 
 def tiny_doc(kernels: int = 2) -> dict:
@@ -350,7 +350,7 @@ def test_a_replaced_file_with_the_same_size_and_mtime_is_reloaded(tmp_path, serv
 
 
 def test_the_memory_budget_counts_strings_too(tmp_path):
-    from kinetoscope.service import model_nbytes
+    from kinetoscope.server.service import model_nbytes
     from kinetoscope.trace.loader import decode_bytes
     small = decode_bytes(json.dumps(trace_doc([op("a", 0, 1)])).encode())
     huge = decode_bytes(json.dumps(trace_doc([op("a" * 5_000_000, 0, 1)])).encode())
@@ -358,10 +358,10 @@ def test_the_memory_budget_counts_strings_too(tmp_path):
 
 
 def test_timestamps_centuries_apart_are_a_named_error(tmp_path, service_factory):
-    from kinetoscope import api
+    from kinetoscope import pipeline
     write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json",
                 trace_doc([op("aten::a", 4.6e15, 5), op("aten::b", -4.6e15, 5), op("aten::c", 0, 5, tid=2)]))
-    service = service_factory(prepare=api.prepare)
+    service = service_factory(prepare=pipeline.prepare)
     service.scan_now()
     with pytest.raises(TraceFailed) as info:
         service.get(only_id(service), wait_s=30)
@@ -370,7 +370,7 @@ def test_timestamps_centuries_apart_are_a_named_error(tmp_path, service_factory)
 
 def test_large_files_never_keep_small_ones_waiting(tmp_path, service_factory, monkeypatch):
     """Both small-file slots would be busy with slow large traces; a small trace still loads at once."""
-    from kinetoscope import service as service_module
+    from kinetoscope.server import service as service_module
     monkeypatch.setattr(service_module, "LARGE_FILE_BYTES", 2_000)
     for k in range(3):
         write_trace(tmp_path / "logs" / "big" / f"w.{k}.pt.trace.json", tiny_doc(kernels=40))  # over 2,000 bytes

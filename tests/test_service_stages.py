@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 from conftest import one_step_doc, write_trace
-from kinetoscope import api
-from kinetoscope.errors import NotReady, TraceFailed
+from kinetoscope import pipeline
 from kinetoscope.index.readers import SidecarIndex
 from kinetoscope.index.runner import run_index
 from kinetoscope.index.tasks import NEW
-from kinetoscope.plugin import KinetoscopePlugin
-from kinetoscope.service import TraceService
+from kinetoscope.server import routes
+from kinetoscope.server.errors import NotReady, TraceFailed
+from kinetoscope.server.plugin import KinetoscopePlugin
+from kinetoscope.server.service import TraceService
 from kinetoscope.trace.loader import TraceError
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
@@ -33,7 +34,7 @@ def step_doc(kernels: int = 3) -> dict:
 
 
 class Held:
-    """A stage two that waits for `release` (and says when it started), then runs `api.prepare_rest` or
+    """A stage two that waits for `release` (and says when it started), then runs `pipeline.prepare_rest` or
     raises `error`."""
 
     def __init__(self, error: Exception | None = None) -> None:
@@ -44,17 +45,17 @@ class Held:
         assert self.release.wait(30), "stage two was never released"
         if self.error is not None:
             raise self.error
-        return api.prepare_rest(model, early)
+        return pipeline.prepare_rest(model, early)
 
 
 @pytest.fixture
 def make(tmp_path):
     made = []
 
-    def build(rest=api.prepare_rest, **kwargs) -> tuple[TraceService, str]:
+    def build(rest=pipeline.prepare_rest, **kwargs) -> tuple[TraceService, str]:
         kwargs.setdefault("cache_dir", None)
         kwargs.setdefault("decode_in_child", False)
-        service = TraceService(str(tmp_path / "logs"), rescan_s=3600, stages=(api.prepare_lanes, rest), **kwargs)
+        service = TraceService(str(tmp_path / "logs"), rescan_s=3600, stages=(pipeline.prepare_lanes, rest), **kwargs)
         made.append(service)
         service.scan_now()
         (sid, _, _), *_ = service.snapshot()
@@ -66,7 +67,7 @@ def make(tmp_path):
 
 
 def state_of(service: TraceService, sid: str) -> dict:
-    return api.status_impl(service, sid)["traces"][0]
+    return routes.status_impl(service, sid)["traces"][0]
 
 
 def test_the_lane_routes_answer_while_stage_two_is_held(tmp_path, make):
@@ -75,35 +76,35 @@ def test_the_lane_routes_answer_while_stage_two_is_held(tmp_path, make):
     service, sid = make(held)
     try:
         # the long poll for the lanes answers once they are published, with stage two still held
-        trace = api.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]
+        trace = routes.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]
         assert held.started.is_set() and not held.release.is_set()
         assert trace["state"] == "loading" and trace["phase"] == "analysing" and trace["lanes_ready"] is True
         assert trace["duration_us"] == 2000.0
-        lanes = api.lanes_impl(service, sid, width_px=400)
+        lanes = routes.lanes_impl(service, sid, width_px=400)
         assert lanes["analysed"] is False and lanes["gaps"]["start_us"] == [] and lanes["steps"]["name"] == []
         gpu = [lane for lane in lanes["lanes"] if lane["kind"] == "gpu"]
         assert gpu and len(gpu[0]["events"]["row"]) == 3
-        assert api.export_check_impl(service, sid)["events"] == 10
-        document, _ = api.export_impl(service, sid)
+        assert routes.export_check_impl(service, sid)["events"] == 10
+        document, _ = routes.export_impl(service, sid)
         assert sum(e["ph"] == "X" for e in document["traceEvents"]) == 10
         # the routes that need the analyses wait as before: 409 (NotReady), and `ready` still means everything
-        for route in (api.summary_impl, api.stalls_impl, api.launches_impl):
+        for route in (routes.summary_impl, routes.stalls_impl, routes.launches_impl):
             with pytest.raises(NotReady):
                 route(service, sid)
         with pytest.raises(NotReady):
-            api.event_impl(service, sid, 1)
-        assert api.status_impl(service, sid, load=True, wait_ms=50)["traces"][0]["state"] == "loading"
+            routes.event_impl(service, sid, 1)
+        assert routes.status_impl(service, sid, load=True, wait_ms=50)["traces"][0]["state"] == "loading"
     finally:
         held.release.set()
     service.get(sid, wait_s=30)
     trace = state_of(service, sid)
     assert trace["state"] == "ready" and trace["lanes_ready"] is True and trace["duration_us"] == 2000.0
-    summary = api.summary_impl(service, sid)
+    summary = routes.summary_impl(service, sid)
     assert summary["duration_us"] == trace["duration_us"]
-    lanes = api.lanes_impl(service, sid, width_px=400)
+    lanes = routes.lanes_impl(service, sid, width_px=400)
     assert lanes["analysed"] is True and len(lanes["gaps"]["start_us"]) >= 2 and lanes["steps"]["name"] == ["ProfilerStep#1"]
     # the early lanes were the same lanes
-    assert lanes["lanes"] == api.lanes_impl(service, sid, width_px=400)["lanes"]
+    assert lanes["lanes"] == routes.lanes_impl(service, sid, width_px=400)["lanes"]
 
 
 def test_a_failing_stage_two_ends_in_error_with_its_message(tmp_path, make):
@@ -111,19 +112,19 @@ def test_a_failing_stage_two_ends_in_error_with_its_message(tmp_path, make):
     held = Held(TraceError("<trace>", "the analysis found something it cannot handle"))
     service, sid = make(held)
     try:
-        assert api.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]["lanes_ready"]
-        assert api.lanes_impl(service, sid)["analysed"] is False  # lanes served before the failure are fine
+        assert routes.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]["lanes_ready"]
+        assert routes.lanes_impl(service, sid)["analysed"] is False  # lanes served before the failure are fine
     finally:
         held.release.set()
-    trace = api.status_impl(service, sid, load=True, wait_ms=30_000)["traces"][0]
+    trace = routes.status_impl(service, sid, load=True, wait_ms=30_000)["traces"][0]
     message = "run/w.1.pt.trace.json: the analysis found something it cannot handle"
     assert trace["state"] == "error" and trace["error"] == message and trace["lanes_ready"] is False
-    for route in (api.lanes_impl, api.summary_impl):
+    for route in (routes.lanes_impl, routes.summary_impl):
         with pytest.raises(TraceFailed) as info:
             route(service, sid)
         assert info.value.message == message
     # the lanes long poll ends at the failure too, with the same state
-    assert api.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]["state"] == "error"
+    assert routes.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]["state"] == "error"
 
 
 def test_an_analysis_bug_in_stage_two_is_the_generic_error(tmp_path, make):
@@ -155,7 +156,7 @@ def test_a_file_replaced_during_stage_two_is_loaded_again(tmp_path, make):
         held.release.set()  # the old load finishes for a version that is gone: nothing is stored
     assert first.is_set()
     assert service.get(sid, wait_s=30).model.n_events == 13
-    assert api.lanes_impl(service, sid)["analysed"] is True
+    assert routes.lanes_impl(service, sid)["analysed"] is True
 
 
 def test_a_file_replaced_before_its_lanes_are_published_drops_them(tmp_path):
@@ -165,10 +166,10 @@ def test_a_file_replaced_before_its_lanes_are_published_drops_them(tmp_path):
     def held_first(model):
         entered.set()
         assert release.wait(30)
-        return api.prepare_lanes(model)
+        return pipeline.prepare_lanes(model)
 
     service = TraceService(str(tmp_path / "logs"), cache_dir=None, decode_in_child=False, rescan_s=3600,
-                           stages=(held_first, api.prepare_rest))
+                           stages=(held_first, pipeline.prepare_rest))
     try:
         service.scan_now()
         (sid, _, _), = service.snapshot()
@@ -212,10 +213,10 @@ def test_a_sidecar_gives_both_stages_at_once(tmp_path):
     try:
         service.scan_now()
         (sid, _, _), = service.snapshot()
-        trace = api.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]
+        trace = routes.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]
         assert trace["state"] == "ready" and trace["source"] == "sidecar" and trace["lanes_ready"] is True
         assert trace["duration_us"] == 2000.0
-        assert api.lanes_impl(service, sid)["analysed"] is True
+        assert routes.lanes_impl(service, sid)["analysed"] is True
     finally:
         service.close()
 
@@ -225,7 +226,7 @@ def test_the_plugin_runs_staged_and_status_checks_until(tmp_path, monkeypatch):
     write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", step_doc())
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(tmp_path / "logs")))
     try:
-        assert plugin.service()._stages == api.STAGES
+        assert plugin.service()._stages == pipeline.STAGES
         apps = plugin.get_plugin_apps()
         runs = json.loads(Client(apps["/runs"]).get(f"{PREFIX}/runs").get_data())
         sid = runs["runs"][0]["workers"][0]["spans"][0]["id"]
@@ -250,6 +251,6 @@ def test_the_plugin_runs_staged_and_status_checks_until(tmp_path, monkeypatch):
 
 
 def test_the_status_fields_are_documented():
-    doc = (Path(api.__file__).parent / "HTTP_API.md").read_text()
+    doc = (Path(routes.__file__).parent / "HTTP_API.md").read_text()
     for needle in ('"lanes_ready"', '"duration_us": null', "until=lanes", "`analysed`"):
         assert needle in doc, needle

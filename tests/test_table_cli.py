@@ -7,8 +7,8 @@ import json
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.cli import main
-from kinetoscope.table_cli import parse_window
+from kinetoscope.cli.main import main
+from kinetoscope.cli.table import parse_window
 
 
 @pytest.fixture

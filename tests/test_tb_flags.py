@@ -1,11 +1,11 @@
-"""The budgets are TensorBoard flags too (`kinetoscope.tb_loader`): parsed, validated, applied on load."""
+"""The budgets are TensorBoard flags too (`kinetoscope.server.tb_loader`): parsed, validated, applied on load."""
 from __future__ import annotations
 
 import argparse
 import os
 
 import pytest
-from kinetoscope.tb_loader import FLAGS, KinetoscopeLoader
+from kinetoscope.server.tb_loader import FLAGS, KinetoscopeLoader
 from kinetoscope.trace import budgets
 from tensorboard.plugins import base_plugin
 

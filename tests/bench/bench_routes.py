@@ -94,7 +94,7 @@ class Plugin:
     """The plugin's WSGI apps behind ``werkzeug.test.Client``, one client per route."""
 
     def __init__(self, logdir: Path) -> None:
-        from kinetoscope.plugin import KinetoscopePlugin
+        from kinetoscope.server.plugin import KinetoscopePlugin
         from tensorboard.plugins import base_plugin
         from werkzeug.test import Client
 

@@ -60,9 +60,9 @@ def cli_seconds(a: Path, b: Path, *extra: str) -> float:
 
 def route_figures(a: Path, b: Path, cache_dir: str) -> dict[str, float]:
     """The compare route on a logdir holding the two traces (as runs `a` and `b`), once both have loaded."""
-    from kinetoscope import api
-    from kinetoscope.plugin import KinetoscopePlugin
-    from kinetoscope.service import TraceService
+    from kinetoscope import pipeline
+    from kinetoscope.server.plugin import KinetoscopePlugin
+    from kinetoscope.server.service import TraceService
     from tensorboard.plugins import base_plugin
     from werkzeug.test import Client
     with tempfile.TemporaryDirectory() as root:
@@ -70,7 +70,7 @@ def route_figures(a: Path, b: Path, cache_dir: str) -> dict[str, float]:
             os.makedirs(f"{root}/{run}")
             os.symlink(path, f"{root}/{run}/worker0.1.pt.trace.json")
         plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=root, multiplexer=None))
-        plugin._service = TraceService(root, cache_dir=cache_dir, rescan_s=3600, prepare=api.prepare)
+        plugin._service = TraceService(root, cache_dir=cache_dir, rescan_s=3600, prepare=pipeline.prepare)
         try:
             apps = plugin.get_plugin_apps()
             runs = json.loads(Client(apps["/runs"]).get("/data/plugin/kinetoscope/runs").get_data())["runs"]

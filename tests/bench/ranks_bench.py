@@ -51,8 +51,9 @@ def main() -> int:
     parser.add_argument("--ops-per-step", type=int, default=500, help="bulk per rank (500: about 30k events a rank)")
     parser.add_argument("--out", type=Path, default=REPO / ".bench" / "ranks.md")
     args = parser.parse_args()
-    from kinetoscope import api
-    from kinetoscope.service import TraceService
+    from kinetoscope import pipeline
+    from kinetoscope.server import routes
+    from kinetoscope.server.service import TraceService
     from synth.multirank import write_job
     scratch = Path(tempfile.mkdtemp(prefix="ks-ranks-"))
     logdir = scratch / "logs" / "job"
@@ -61,17 +62,17 @@ def main() -> int:
     largest = max(paths, key=lambda p: p.stat().st_size)
     job_peak, job_s = cli_peak(logdir, scratch)
     one_peak, one_s = cli_peak(largest, scratch)
-    service = TraceService(str(scratch / "logs"), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=api.prepare)
+    service = TraceService(str(scratch / "logs"), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare)
     try:
         service.scan_now()
         start = time.perf_counter()
-        while api.ranks_impl(service, "job")["pending"]:
+        while routes.ranks_impl(service, "job")["pending"]:
             time.sleep(0.02)
         loaded_s = time.perf_counter() - start
         times, answer = [], None
         for _ in range(50):
             t = time.perf_counter()
-            answer = api.ranks_impl(service, "job")
+            answer = routes.ranks_impl(service, "job")
             times.append((time.perf_counter() - t) * 1000)
     finally:
         service.close()

@@ -34,16 +34,17 @@ BUCKET = "bench"
 
 def first_lanes_s(logdir: str) -> tuple[float, float]:
     """(seconds from a cold service's first scan to the whole trace's lanes answer, of which the scan)."""
-    from kinetoscope import api
-    from kinetoscope.service import TraceService
-    service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=api.prepare)
+    from kinetoscope import pipeline
+    from kinetoscope.server import routes
+    from kinetoscope.server.service import TraceService
+    service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=pipeline.prepare)
     try:
         started = time.perf_counter()
         service.scan_now()
         scanned = time.perf_counter()
         (sid, _, _), = service.snapshot()
         service.request_load(sid, wait_s=900)
-        lanes = api.lanes_impl(service, sid, start_us=None, end_us=None, width_px=1600)
+        lanes = routes.lanes_impl(service, sid, start_us=None, end_us=None, width_px=1600)
         done = time.perf_counter()
         assert lanes["lanes"], "no lanes"
         return done - started, scanned - started

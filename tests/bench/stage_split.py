@@ -1,9 +1,9 @@
 """Server side of "lanes first" (issue 18): how soon a load can serve the lanes, with and without the split.
 
 For each trace, per run, on a TraceService as the plugin makes it (decoding in a child process):
-- one stage (`prepare=api.prepare`, the behaviour before the split): the lanes can be asked once everything
+- one stage (`prepare=pipeline.prepare`, the behaviour before the split): the lanes can be asked once everything
   is prepared;
-- two stages (`stages=api.STAGES`): the lanes can be asked once the lane index is built (`request_lanes`
+- two stages (`stages=pipeline.STAGES`): the lanes can be asked once the lane index is built (`request_lanes`
   returns), the span is `ready` when the analyses are done.
 Both from a fresh model cache (decoded) and from a filled one (the model read from the cache, as on a reload
 after eviction or a restart). The runs alternate between the two services, so a busy machine weighs on both.
@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kinetoscope import api
-from kinetoscope.service import TraceService
+from kinetoscope import pipeline
+from kinetoscope.server.service import TraceService
 from worker_common import write_section
 
 
@@ -31,8 +31,8 @@ def load_once(trace: Path, cache_dir: Path, staged: bool) -> tuple[float, float]
         logdir = Path(scratch) / "run"
         logdir.mkdir()
         (logdir / trace.name).symlink_to(trace.resolve())
-        service = TraceService(scratch, cache_dir=cache_dir, rescan_s=3600, prepare=api.prepare,
-                               stages=api.STAGES if staged else None)
+        service = TraceService(scratch, cache_dir=cache_dir, rescan_s=3600, prepare=pipeline.prepare,
+                               stages=pipeline.STAGES if staged else None)
         try:
             service.scan_now()
             (sid, _, _), = service.snapshot()

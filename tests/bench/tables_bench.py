@@ -57,7 +57,7 @@ def main() -> int:
         sys.path.insert(0, str(REPO / "tests" / "bench"))
         from make_traces import build
         args.trace = build("resnet50_nw0", 10, False, args.trace.parent)
-    from kinetoscope.plugin import KinetoscopePlugin
+    from kinetoscope.server.plugin import KinetoscopePlugin
     from tensorboard.plugins import base_plugin
     from werkzeug.test import Client
 

@@ -26,6 +26,7 @@ from ..trace.kinds import is_comm_kernel_name
 from ..trace.model import TraceModel
 from . import intervals
 from .gpu_idle import CAUSE_NAMES
+from .ranks import RankDigest, rank_digest
 from .report import Analysis, verdict_entry
 from .tables import TableIndex, kernel_table, op_table
 from .verdict import Verdict
@@ -119,6 +120,16 @@ def with_tables(model: TraceModel, figures: TraceFigures, analysis: Analysis,
         before = ops.get(names[name_id], (0.0, 0, 0.0))
         ops[names[name_id]] = (before[0] + cpu, before[1] + calls, before[2] + gpu)
     return replace(figures, kernels=_top(kernels, OTHER_KERNELS), ops=_top(ops, OTHER_OPS), tables=True)
+
+
+def figures_of(model: TraceModel, analysis: Analysis, worker: str, index: Optional[TableIndex] = None,
+               digest: Optional[RankDigest] = None) -> TraceFigures:
+    """What a comparison needs of one analysed trace: its figures, its op and kernel tables and its rank
+    digest, named by `worker`. `index` and `digest` are the trace's own when the caller has them already
+    (the server's prepared ones); else they are built here."""
+    figures = with_tables(model, trace_figures(model, analysis, worker=worker, rank=model.rank), analysis, index)
+    digest = rank_digest(model, analysis, worker=worker) if digest is None else replace(digest, worker=worker)
+    return replace(figures, digest=digest)
 
 
 def _top(rows: dict[str, tuple], other: str) -> dict[str, tuple]:

@@ -50,7 +50,11 @@ class Cause(enum.IntEnum):
     GRAPH = 6
 
 
-CAUSE_NAMES = ("dataloader", "sync", "host", "launch", "unlinked", "comm", "graph")
+CAUSE_NAMES = ("dataloader", "sync", "host", "launch", "unlinked", "comm", "graph")  # by code: CAUSE_NAMES[Cause.X]
+# The one order in which causes are shown, wherever they are listed (text and markdown reports, the tab's
+# legend and colours in frontend/model/colors.js, which a test holds to it): the input pipeline and the other
+# ranks first, then the host's own causes, then what the trace cannot attribute.
+CAUSE_ORDER = ("dataloader", "comm", "sync", "host", "launch", "graph", "unlinked")
 
 
 @dataclass(frozen=True)

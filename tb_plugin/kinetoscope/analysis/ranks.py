@@ -59,7 +59,7 @@ class RankDigest:
 
 def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
     """The digest of one loaded trace (`analysis` is its `report.Analysis`)."""
-    info = model.meta.get("distributed_info") or {}
+    info = model.distributed
     steps = analysis.steps
     numbers = np.array([_step_number(model.names[i]) for i in steps.name_id.tolist()], np.int64)
     busiest = analysis.idle.busiest()
@@ -77,7 +77,7 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
         "dataloader_us": _us(int(steps.dataloader_ns.sum())), "memory_peak_bytes": memory_peak,
         "verdict": analysis.verdict.bound, "confidence": analysis.verdict.confidence,
     }
-    return RankDigest(worker=worker, rank=_int(info.get("rank")), world_size=_int(info.get("world_size")),
+    return RankDigest(worker=worker, rank=model.rank, world_size=model.world_size,
                       backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
                       step_numbers=numbers, step_dur_ns=steps.end_ns - steps.start_ns, step_comm_ns=steps.comm_ns,
                       step_exposed_ns=steps.exposed_comm_ns, figures=figures, calls=collective_calls(model),
@@ -327,10 +327,6 @@ def _assign_ranks(digests: list[RankDigest]) -> list[int]:
 def _step_number(name: str) -> int:
     match = STEP_RE.match(name)
     return int(match.group(1)) if match else -1
-
-
-def _int(value: Any) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _us(ns: Any) -> float:

@@ -18,10 +18,8 @@ class SidecarIndex:
 
     def open(self, path: str) -> tuple[Optional[TraceModel], Any, Optional[str]]:
         """(model, prepared, None) from the trace's sidecar, or (None, None, why not)."""
-        from ..api import Prepared
-
         try:
-            model, prepared = sidecar.open_prepared(path, Prepared)
+            model, prepared = sidecar.open_prepared(path)
         except sidecar.SidecarMiss as miss:
             return None, None, miss.reason
         except Exception as exc:  # noqa: BLE001 - a sidecar never takes a load down: decode instead

@@ -10,12 +10,10 @@ and the others go on; the exit status is 1 when any failed.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
 import posixpath
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,11 +23,10 @@ from typing import Callable, Optional
 
 from ..analysis.ranks import ranks_view
 from ..trace.discovery import TraceFile, scan_logdir
-from ..trace.storage import split_url
+from ..trace.storage import is_process_local
 from . import sidecar
 from .tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, Outcome, index_trace
 
-PROCESS_LOCAL = ("memory://",)  # filesystems only this process sees: indexed here, not by workers
 POOL_RESTARTS = 3  # a worker process that dies breaks the pool: restart it this often, then go one by one
 DIED = "the worker process died while indexing it (out of memory?)"
 
@@ -53,55 +50,6 @@ class Summary:
         return [o for o in self.outcomes if o.status == FAILED]
 
 
-def add_parser(sub) -> None:
-    """Register `index` on the CLI's subparsers."""
-    p = sub.add_parser("index", help="write a sidecar per trace (decoded model, analyses, rank summary) so "
-                                     "TensorBoard and report open the logdir without decoding",
-                       description=__doc__.split("\n\n")[0])
-    p.add_argument("logdir", metavar="LOGDIR", help="a logdir (local path or fsspec URL)")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                       help="local worker processes (default: the number of CPUs)")
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask cluster (kinetoscope[dask])")
-    where.add_argument("--dask-local", type=int, metavar="N", help="run on a local Dask cluster of N worker processes")
-    p.add_argument("--force", action="store_true", help="re-index every trace, even up-to-date ones")
-    p.add_argument("--verify", action="store_true",
-                   help="also compare each trace's full sha256 with its sidecar's (reads every byte)")
-    p.add_argument("--quiet", "-q", action="store_true", help="print failures and the summary only")
-
-
-def main(args: argparse.Namespace) -> int:
-    """The `index` command; returns the exit status (0 all indexed, 1 some failed, 2 usage)."""
-    for name in ("jobs", "dask_local"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            print(f"kinetoscope index: --{name.replace('_', '-')} must be at least 1", file=sys.stderr)
-            return 2
-    try:
-        fs, inner = split_url(args.logdir)
-        if not fs.isdir(inner):
-            print(f"kinetoscope index: not a directory: {args.logdir}", file=sys.stderr)
-            return 2
-    except (OSError, ValueError, ImportError) as exc:
-        print(f"kinetoscope index: cannot open {args.logdir}: {exc}", file=sys.stderr)
-        return 2
-    out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
-    try:
-        summary = run_index(args.logdir, jobs=args.jobs, scheduler=args.scheduler, dask_local=args.dask_local,
-                            force=args.force, verify=args.verify, progress=out)
-    except ImportError as exc:
-        print(f"kinetoscope index: Dask is not installed ({exc}); pip install 'kinetoscope[dask]'", file=sys.stderr)
-        return 2
-    except (OSError, TimeoutError) as exc:
-        print(f"kinetoscope index: cannot reach the Dask scheduler {args.scheduler}: {exc}", file=sys.stderr)
-        return 2
-    for o in summary.failed:
-        print(f"kinetoscope index: failed: {o.path}: {o.reason}", file=sys.stderr)
-    for line in summary_lines(summary):
-        print(line, flush=True)
-    return 1 if summary.failed else 0
-
-
 def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[str] = None,
               dask_local: Optional[int] = None, force: bool = False, verify: bool = False,
               progress: Callable[[str], None] = lambda line: None) -> Summary:
@@ -115,9 +63,9 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
     traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders
     by_path = {t.path: t for t in traces}
     paths = list(by_path)
-    if logdir.startswith(PROCESS_LOCAL) or (not (scheduler or dask_local) and ((jobs or os.cpu_count() or 1) == 1
+    if is_process_local(logdir) or (not (scheduler or dask_local) and ((jobs or os.cpu_count() or 1) == 1
                                                                                 or len(paths) <= 1)):
-        executor = "this process" + (" (no worker sees this filesystem)" if logdir.startswith(PROCESS_LOCAL) else "")
+        executor = "this process" + (" (no worker sees this filesystem)" if is_process_local(logdir) else "")
         results = (index_trace(p, force, verify) for p in paths)
     elif scheduler or dask_local:
         executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"

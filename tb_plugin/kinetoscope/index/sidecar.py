@@ -40,6 +40,7 @@ from typing import Any, Optional
 import msgspec
 
 from .. import __version__
+from ..pipeline import Prepared
 from ..trace.cache import read_model, write_model
 from ..trace.model import FORMAT_VERSION, TraceModel
 from ..trace.storage import StorageError, identity, split_url
@@ -82,21 +83,27 @@ def sidecar_path(trace_path: str) -> str:
     return posixpath.join(head, FOLDER, name + SUFFIX)
 
 
+FINGERPRINTED = ("trace/*.py", "analysis/*.py", "views/*.py", "pipeline.py")  # what computes a sidecar's content
+
+
 def analysis_fingerprint() -> str:
-    """sha256 of the code that computes what a sidecar holds (the model's builder, the analyses, the views
-    and `api.py`; the Python sources, which every install ships, not the optional C twin of the extractor,
-    which a wheel does not and which must give the same columns): a sidecar computed by other code is not
-    used. Read once per process."""
+    """The fingerprint of this installation's code (`code_fingerprint` of the package), read once per process."""
     global _analysis_fp
     if _analysis_fp is None:
-        root = Path(__file__).resolve().parent.parent
-        digest = hashlib.sha256(f"{FORMAT_VERSION}|{SIDECAR_FORMAT}".encode())
-        files = sorted([*root.glob("trace/*.py"), *root.glob("analysis/*.py"), *root.glob("views/*.py"),
-                        root / "api.py"])
-        for path in files:
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-        _analysis_fp = digest.hexdigest()[:16]
+        _analysis_fp = code_fingerprint(Path(__file__).resolve().parent.parent)
     return _analysis_fp
+
+
+def code_fingerprint(root: Path) -> str:
+    """sha256 of the code under package folder `root` that computes what a sidecar holds (FINGERPRINTED: the
+    model's builder, the analyses, the views and `pipeline.py`; the Python sources, which every install ships,
+    not the optional C twin of the extractor, which a wheel does not and which must give the same columns): a
+    sidecar computed by other code is not used. The doors (routes, CLI, renderers) only read what a sidecar
+    holds, so a change there keeps every sidecar valid."""
+    digest = hashlib.sha256(f"{FORMAT_VERSION}|{SIDECAR_FORMAT}".encode())
+    for path in sorted(p for pattern in FINGERPRINTED for p in root.glob(pattern)):
+        digest.update(str(path.relative_to(root).as_posix()).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 # ---- the trace's identity ------------------------------------------------------------------------
@@ -167,7 +174,7 @@ def trace_identity(path: str, full: bool = False) -> dict[str, Any]:
 # ---- writing -------------------------------------------------------------------------------------
 
 def build(trace: dict[str, Any], model: TraceModel, prepared: Any) -> bytes:
-    """The bytes of a sidecar for `prepared` (an `api.Prepared`) of `model`, of the trace `trace_identity`
+    """The bytes of a sidecar for `prepared` (a `pipeline.Prepared`) of `model`, of the trace `trace_identity`
     describes."""
     model_buf = io.BytesIO()
     write_model(model_buf, model)
@@ -387,8 +394,8 @@ def open_summary(trace_path: str) -> tuple[dict, Any]:
     return summary["report"], summary["digest"]
 
 
-def open_prepared(trace_path: str, prepared_type: type) -> tuple[TraceModel, Any]:
-    """(model, prepared) from the trace's sidecar: `prepared_type` (`api.Prepared`) rebuilt from it.
+def open_prepared(trace_path: str) -> tuple[TraceModel, Prepared]:
+    """(model, prepared) from the trace's sidecar: the `pipeline.Prepared` rebuilt from it.
 
     Raises:
         SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
@@ -411,11 +418,11 @@ def open_prepared(trace_path: str, prepared_type: type) -> tuple[TraceModel, Any
         raise SidecarMiss(f"corrupt sidecar (model section: {exc})") from None
     except Exception as exc:  # noqa: BLE001 - whatever a damaged npz raises, the reader decodes instead
         raise SidecarMiss(f"corrupt sidecar (model section: {type(exc).__name__}: {str(exc)[:200]})") from None
-    names = {f.name for f in fields(prepared_type)}
+    names = {f.name for f in fields(Prepared)}
     if set(rest) | set(summary) != names:
         raise SidecarMiss("sidecar made by another version (its analyses have other parts)")
     try:
-        prepared = prepared_type(**rest, **summary)
+        prepared = Prepared(**rest, **summary)
     except (TypeError, ValueError) as exc:
         raise SidecarMiss(f"corrupt sidecar (prepared: {exc})") from None
     return model, prepared

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..pipeline import prepare
 from ..trace.loader import TraceError, load_trace, resource_message
 from ..trace.storage import StorageError
 from . import sidecar
@@ -75,8 +76,7 @@ def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
             if verify and (header.get("trace") or {}).get("sha256") != sidecar.full_sha256(path):
                 raise sidecar.SidecarMiss("trace changed since it was indexed: content (full sha256)")
             if verify:  # every section against its checksum, and decodable
-                from ..api import Prepared
-                sidecar.open_prepared(path, Prepared)
+                sidecar.open_prepared(path)
             _report, digest = sidecar.open_summary(path)
             return Outcome(path, FRESH, None, digest, time.perf_counter() - started, current["size"], host=_where())
         except sidecar.SidecarMiss as miss:
@@ -85,10 +85,8 @@ def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
         if restamped is not None:
             return Outcome(path, RESTAMPED, restamped, _summary_digest(path), time.perf_counter() - started,
                            current["size"], host=_where())
-    from ..api import prepare  # the analyses the tab shows, as the plugin computes them
-
     model = load_trace(path, cache_dir=None)
-    prepared = prepare(model)
+    prepared = prepare(model)  # the analyses the tab shows, as the server computes them
     after = sidecar.trace_identity(path, full=True)
     if any(after[k] != current[k] for k in ("size", "mtime", "head_tail")):
         raise StorageError("the trace changed while it was being indexed (still being written?); run index again",

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import posixpath
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from stat import S_ISREG
 from typing import Optional
 
-from .storage import NOT_STORAGE_ERRORS, StorageError, is_remote, modified_time, read_bytes, remote_error, split_url
+from .storage import NOT_STORAGE_ERRORS, StorageError, identity, is_remote, modified_time, read_bytes, remote_error, split_url
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,16 @@ class TraceFile:
     def identity(self) -> tuple[str, int, float, int, float]:
         """What changes when the file's content changes (the fields of storage.FileIdentity)."""
         return (self.path, self.size, self.mtime, self.inode, self.ctime)
+
+    @property
+    def version(self) -> str:
+        """A short token that changes whenever the file's identity does (size, mtime, inode, ctime)."""
+        return hashlib.sha256(repr(self.identity[1:]).encode()).hexdigest()[:12]
+
+    @property
+    def span_text(self) -> Optional[str]:
+        """The span number as the routes and reports give it ("3"), None when the name carries none."""
+        return None if self.span is None else str(self.span)
 
 
 def looks_like_trace(head: bytes) -> bool:
@@ -123,6 +134,37 @@ def scan_logdir_checked(logdir: str, sniff_cache: Optional[dict] = None) -> list
             if traced is not None:
                 found.append(traced)
     return sorted(found, key=lambda f: (f.run, f.worker, -1 if f.span is None else f.span, f.path))
+
+
+def resolve(path: str) -> list[TraceFile]:
+    """The traces a path names: itself if it is a file, else every trace under it (the CLI's PATH arguments).
+
+    Raises:
+        FileNotFoundError: PATH does not exist. StorageError: a remote PATH cannot be reached or read.
+    """
+    try:
+        fs, inner = split_url(path)
+        exists = fs.exists(inner)
+        folder = exists and fs.isdir(inner)
+    except (FileNotFoundError, MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - remote backends raise their own types: name the problem
+        if not is_remote(path) and isinstance(exc, (ValueError, ImportError)):
+            raise
+        raise remote_error(exc, path, "read") from None
+    if not exists:
+        raise FileNotFoundError(path)
+    if folder:
+        return scan_logdir_checked(path)
+    name = os.path.basename(inner.rstrip("/"))
+    worker, span, _ = classify(name) or (name, None, False)
+    try:
+        ident = identity(path)
+        size, mtime = ident.size, ident.mtime
+    except StorageError:
+        size, mtime = 0, 0.0
+    return [TraceFile(run=os.path.basename(os.path.dirname(inner.rstrip("/"))), worker=worker, span=span,
+                      path=path, size=size, mtime=mtime)]
 
 
 def _local_walk(root: str) -> list[tuple[str, list, dict]]:

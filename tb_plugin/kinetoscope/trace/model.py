@@ -127,6 +127,22 @@ class TraceModel:
         return tuple(map(shown, self.names))
 
     @property
+    def distributed(self) -> dict[str, Any]:
+        """The trace's `distributedInfo` object (rank, world_size, backend, ...), {} when it has none."""
+        info = self.meta.get("distributed_info")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def rank(self) -> Optional[int]:
+        """The trace's `distributedInfo.rank`, when it is an integer."""
+        return whole(self.distributed.get("rank"))
+
+    @property
+    def world_size(self) -> Optional[int]:
+        """The trace's `distributedInfo.world_size`, when it is an integer."""
+        return whole(self.distributed.get("world_size"))
+
+    @property
     def start_ns(self) -> int:
         """Trace start: the earliest complete event (0 for an empty trace)."""
         return int(self.ts_ns.min()) if self.ts_ns.size else 0
@@ -168,6 +184,11 @@ class TraceModel:
         """Number of complete events per normalized kind (zeros omitted)."""
         counts = np.bincount(self.kind.astype(np.int64), minlength=len(Kind))
         return {Kind(k).name.lower(): int(c) for k, c in enumerate(counts) if c}
+
+
+def whole(value: Any) -> Optional[int]:
+    """`value` when it is a JSON integer (not a bool), else None: how metadata numbers are read."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def freeze_arrays(obj) -> None:

@@ -72,6 +72,15 @@ def is_remote(path: str) -> bool:
     return "://" in path or "::" in path
 
 
+PROCESS_LOCAL = ("memory://",)  # filesystems that live in one process: another process cannot read them
+
+
+def is_process_local(path: str) -> bool:
+    """Whether `path` is on a filesystem only this process sees (fsspec's memory://): a child process or a
+    pool worker cannot open it, so it is decoded in this process."""
+    return path.startswith(PROCESS_LOCAL)
+
+
 def remote_error(exc: BaseException, path: str, action: str) -> StorageError:
     """The StorageError for a failure of a remote filesystem: what went wrong, secrets redacted (see
     `remote.describe`); transient unless it is about the setup (no backend, bad options)."""

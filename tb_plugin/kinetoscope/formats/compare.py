@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .formats import _table, human_bytes, human_us
+from .units import human_bytes, human_us, table_lines
 
 SUMMARY_METRICS = ("step_time", "step_time_p90", "step_time_mean", "compute", "comm", "exposed_comm", "idle", "idle_dataloader",
                    "idle_host", "idle_sync", "idle_launch", "idle_comm", "idle_graph", "idle_unlinked", "outside",
@@ -97,10 +97,10 @@ def _changes(ch: dict[str, Any], markdown: bool) -> list[str]:
         rows.append([str(i + 1), r["name"], figure(r["delta_us"], "us", True), figure(r["base_us"], "us"),
                      figure(r["cand_us"], "us"), share])
         for k in r.get("kernels") or []:
-            name = _short(k["name"]) if k["kernel"] else k["name"]
+            name = short_kernel_name(k["name"]) if k["kernel"] else k["name"]
             rows.append(["", ("↳ " if markdown else "  ") + (f"`{name}`" if markdown and k["kernel"] else name),
                          figure(k["delta_us"], "us", True), figure(k["base_us"], "us"), figure(k["cand_us"], "us"), ""])
-    lines += _table(["#", "where", "change per step", "baseline", "candidate", "of the change"], rows, markdown)
+    lines += table_lines(["#", "where", "change per step", "baseline", "candidate", "of the change"], rows, markdown)
     rest = (f"; the other {ch['rest_rows']} parts: {figure(ch['rest_us'], 'us', True)}" if ch["rest_rows"] else "")
     lines.append("")
     lines.append(f"The numbered rows add up to {figure(ch['explained_us'], 'us', True)} of the "
@@ -111,7 +111,7 @@ def _changes(ch: dict[str, Any], markdown: bool) -> list[str]:
 NAME_CHARS = 100  # kernel and op names shown in text and markdown (the JSON has them whole, up to 1,000)
 
 
-def _short(name: str) -> str:
+def short_kernel_name(name: str) -> str:
     """A kernel or op name for a table: C++ kernels without `void` and their parameter list (templates
     tell overloads apart, parameters rarely do), then the first NAME_CHARS characters."""
     if name.startswith("void "):
@@ -133,7 +133,7 @@ def _summary(result: dict[str, Any], markdown: bool) -> list[str]:
         noise = f"±{figure(m['noise'], m['unit'])}" if m["noise"] is not None else "-"
         rows.append([m["label"], figure(m["base"], m["unit"]), figure(m["cand"], m["unit"]),
                      figure(m["delta"], m["unit"], True), pct(m["delta_pct"]), noise, m["status"]])
-    return ["", "### Summary" if markdown else "Summary:"] + _table(
+    return ["", "### Summary" if markdown else "Summary:"] + table_lines(
         ["figure", "baseline", "candidate", "change", "%", "noise", ""], rows, markdown)
 
 
@@ -165,14 +165,14 @@ def _ranks(rows: list[dict[str, Any]], markdown: bool) -> list[str]:
                       pct(m["step_time"]["delta_pct"]), m["step_time"]["status"],
                       f"{top['name']} {figure(top['delta_us'], 'us', True)}" if top else "-",
                       f"{r['verdict']['base']} → {r['verdict']['cand']}"])
-    return out[:2] + _table(["rank", "step base", "step cand", "change", "", "top change", "verdict"], table, markdown) + out[2:]
+    return out[:2] + table_lines(["rank", "step base", "step cand", "change", "", "top change", "verdict"], table, markdown) + out[2:]
 
 
 def _joined(table: dict[str, Any], what: str, markdown: bool) -> list[str]:
-    rows = [[_short(r["name"]), figure(r["base_us"], "us"), figure(r["cand_us"], "us"), figure(r["delta_us"], "us", True),
+    rows = [[short_kernel_name(r["name"]), figure(r["base_us"], "us"), figure(r["cand_us"], "us"), figure(r["delta_us"], "us", True),
              pct(r["delta_pct"]), f"{r['base_count']:.3g} → {r['cand_count']:.3g}"] for r in table["rows"][:TABLE_ROWS]]
     head = f"{what} joined by name, per step, largest change first ({min(TABLE_ROWS, table['rows_total'])} of {table['rows_total']})"
-    body = _table(["name", "baseline", "candidate", "change", "%", "calls per step"], rows, markdown)
+    body = table_lines(["name", "baseline", "candidate", "change", "%", "calls per step"], rows, markdown)
     if markdown:
         return ["", f"<details><summary>{head}</summary>", ""] + body + ["", "</details>"]
     return ["", head + ":"] + body

@@ -1,4 +1,4 @@
-"""Paged and filtered tables: idle gaps of one device, per-step DataLoader stalls."""
+"""The paged gap and stall tables: idle gaps of one device, per-step DataLoader stalls (the `gaps` and `stalls` routes)."""
 from __future__ import annotations
 
 from collections.abc import Sequence

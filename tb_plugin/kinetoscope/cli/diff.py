@@ -14,20 +14,17 @@ import os
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from typing import Any, Optional
 
-from .analysis.compare import compare_sides
-from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, with_tables
-from .analysis.gate import RuleError, check, parse_rule
-from .analysis.ranks import rank_digest
-from .analysis.report import analyze
-from .compare_formats import figure, pct, render
-from .service import PROCESS_LOCAL
-from .trace.cache import default_cache_dir
-from .trace.discovery import TraceFile
-from .trace.loader import TraceError, load_trace, resource_message
-from .trace.model import TraceModel
+from ..analysis.compare import compare_sides
+from ..analysis.compare_figures import Side, figures_of, side
+from ..analysis.gate import RuleError, check, parse_rule
+from ..analysis.report import analyze
+from ..formats.compare import figure, pct, render
+from ..trace.cache import default_cache_dir
+from ..trace.discovery import TraceFile, resolve
+from ..trace.loader import TraceError, load_trace, resource_message
+from ..trace.storage import is_process_local
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -48,19 +45,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return diff
 
 
-def rank_of(model: TraceModel) -> Optional[int]:
-    """The trace's `distributedInfo.rank`, when it is an integer."""
-    rank = (model.meta.get("distributed_info") or {}).get("rank")
-    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
-
-
-def figures_of(model: TraceModel, worker: str) -> TraceFigures:
-    """What a comparison needs of one loaded trace (its op and kernel tables included)."""
-    analysis = analyze(model)
-    figures = with_tables(model, trace_figures(model, analysis, worker=worker, rank=rank_of(model)), analysis)
-    return replace(figures, digest=rank_digest(model, analysis, worker=worker))
-
-
 MAX_JOBS = 4  # each job holds one model at a time (about 0.75x its file's size at its peak)
 
 
@@ -68,7 +52,8 @@ def _figures_job(job: tuple[str, str, Any]) -> tuple[str, Any]:
     """("ok", TraceFigures) or ("error", message) for one trace; runs in a worker process."""
     path, worker, cache_dir = job
     try:
-        return "ok", figures_of(load_trace(path, cache_dir=cache_dir), worker)
+        model = load_trace(path, cache_dir=cache_dir)
+        return "ok", figures_of(model, analyze(model), worker)
     except TraceError as exc:
         return "error", str(exc)
     except (RecursionError, MemoryError) as exc:
@@ -84,7 +69,7 @@ def figures_all(jobs: list[tuple[str, str, Any]], workers: int) -> list[tuple[st
     holds one core per trace), one model per process at a time. Fork is cheap but only safe in a process
     with a single thread; otherwise the workers are spawned."""
     workers = min(workers, len(jobs))
-    if workers <= 1 or any(path.startswith(PROCESS_LOCAL) for path, _, _ in jobs):  # a worker cannot see memory://
+    if workers <= 1 or any(is_process_local(path) for path, _, _ in jobs):  # a worker cannot see memory://
         return [_figures_job(job) for job in jobs]
     method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
@@ -100,8 +85,8 @@ def _side_of(label: str, outcomes: list[tuple[str, Any]]) -> Side:
     return side(label, [v for k, v in outcomes if k == "ok"], tuple(v for k, v in outcomes if k != "ok"))
 
 
-def run(args: argparse.Namespace, resolve) -> int:
-    """The `diff` subcommand (`resolve` turns a PATH argument into its traces, as `report` does)."""
+def run(args: argparse.Namespace) -> int:
+    """The `diff` subcommand; returns the exit status."""
     try:
         rules = [parse_rule(r) for r in args.fail_if]
     except RuleError as exc:

@@ -8,28 +8,18 @@ usage errors.
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import sys
 from typing import Any, Optional
 
-from .analysis.table_report import table_rows
-from .analysis.tables import OP_GROUPS, TableIndex
-from .formats import _table, human_us
-from .trace.cache import default_cache_dir
-from .trace.loader import TraceError, load_trace
-
-_TEXT_COLUMNS = {
-    "op": ("name", "calls", "cpu_total_us", "cpu_self_us", "cpu_mean_us", "cpu_max_us", "gpu_self_us", "gpu_total_us",
-           "gpu_mean_us", "launches"),
-    "kernel": ("name", "kind", "calls", "total_us", "mean_us", "min_us", "max_us", "share", "tensor_core", "grid", "block",
-               "registers", "shared_mem", "blocks_per_sm", "occupancy", "bytes", "bandwidth_gbps", "launched_by"),
-}
-_TEXT_COLUMNS["module"] = _TEXT_COLUMNS["op"]
+from ..analysis.table_report import table_rows
+from ..analysis.tables import OP_GROUPS, TableIndex
+from ..formats.table import write
+from ..trace.cache import default_cache_dir
+from ..trace.loader import TraceError, load_trace
 
 
 def add_parser(sub: Any) -> None:
-    """Register the `table` subcommand on cli.py's subparsers."""
+    """Register the `table` subcommand on the CLI's subparsers."""
     table = sub.add_parser("table", help="one profiler table (ops, kernels or modules) of a trace file, for scripts")
     table.add_argument("span", metavar="SPAN", help="a trace file (local path or fsspec URL)")
     table.add_argument("--by", choices=("op", "kernel", "module"), default="op")
@@ -91,36 +81,3 @@ def run(args: argparse.Namespace) -> int:
     rows, totals = table_rows(model, TableIndex.build(model), args.by, window, group=args.group)
     write(rows, totals, args.by, args.format, sys.stdout, group=args.group)
     return 0
-
-
-def _cell(key: str, value: Any) -> str:
-    if key == "launched_by":
-        return "; ".join(f"{v['name']} ({human_us(v['gpu_us'])})" for v in value)
-    if key.endswith("_us"):
-        return human_us(value)
-    if key == "share":
-        return f"{100 * value:.2f}%"
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str, out, group: str = "name") -> None:
-    """Rows as CSV (one header row, `launched_by` as `name=us;...`), JSON (rows and totals) or a text table."""
-    if fmt == "json":
-        json.dump({"by": by, "totals": totals, "rows": rows}, out, indent=1, allow_nan=False)
-        out.write("\n")
-        return
-    extra = {"stack": ("frame",), "shape": ("shapes",), "module": ("module",)}.get(group, ())
-    columns = ("name", *extra, *_TEXT_COLUMNS[by][1:])
-    if fmt == "csv":
-        writer = csv.writer(out)
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([";".join(f"{v['name']}={v['gpu_us']}" for v in row[c]) if c == "launched_by" else row[c]
-                             for c in columns])
-        return
-    body = [[_cell(c, row[c]) for c in columns] for row in rows]
-    out.write("\n".join(_table(list(columns), body, markdown=False)) + "\n")

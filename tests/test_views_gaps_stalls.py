@@ -8,7 +8,7 @@ from conftest import kernel, launch, op, trace_doc
 from kinetoscope.analysis.gpu_idle import Cause
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes
-from kinetoscope.views.tables import STALL_ADVICE, gaps_view, stalls_view
+from kinetoscope.views.gaps_stalls import STALL_ADVICE, gaps_view, stalls_view
 
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 

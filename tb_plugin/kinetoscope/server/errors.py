@@ -5,7 +5,21 @@ Handlers raise these (the werkzeug `HTTPException` idea) instead of building err
 """
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any, Optional
+
+log = logging.getLogger(__name__)
+_logged: set = set()
+_logged_lock = threading.Lock()
+
+
+def log_once(key: Any, message: str, *args: Any, exc_info: bool = False) -> None:
+    """Log an error the first time `key` occurs; repeats (a client polling a broken route) go to debug."""
+    with _logged_lock:
+        first = key not in _logged
+        _logged.add(key)
+    log.log(logging.ERROR if first else logging.DEBUG, message, *args, exc_info=exc_info if first else False)
 
 
 class PluginError(Exception):

@@ -2,15 +2,14 @@
 
 Each `*_impl` takes the TraceService and already-validated parameters; it raises the typed errors of
 `errors.py` (NotFound for an unknown span or device, NotReady while loading, TraceFailed, BadRequest
-for a window that is too large to export). `prepare` is what the service runs once per loaded trace,
-in the background, so that every route afterwards only slices precomputed arrays.
+for a window that is too large to export). Every route only slices what `pipeline.prepare` computed once
+per loaded trace, in the background.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -21,28 +20,26 @@ try:  # ISA-L's gzip is several times faster than zlib's at the same size
 except ImportError:  # pragma: no cover - isal is a declared dependency
     from gzip import compress as gzip_compress
 
-from .analysis.launch_offsets import launch_table, percentiles_us
-from .analysis.ranks import RankDigest, rank_digest, ranks_view
-from .analysis.report import Analysis, analyze, report_entry, verdict_entry
-from .analysis.search import SearchIndex
-from .analysis.tables import TableIndex
-from .analysis.verdict import harmonized_by_worker, run_verdict
+from ..analysis.launch_offsets import percentiles_us
+from ..analysis.ranks import ranks_view
+from ..analysis.report import verdict_entry
+from ..analysis.search import SearchIndex
+from ..analysis.tables import TableIndex
+from ..analysis.verdict import harmonized_by_worker, run_verdict
+from ..formats.report import render_entry, title_of, verdict_lines
+from ..formats.units import md
+from ..trace.budgets import setting
+from ..trace.model import TraceModel
+from ..trace.remote import redact
+from ..trace.source import args_or_reason
+from ..trace.storage import FileIdentity, StorageError, iter_gzipped
+from ..views.export import chrome_trace, event_view, window_rows
+from ..views.gaps_stalls import gaps_view, stalls_view
+from ..views.lanes import lanes_view, window_ns
+from ..views.profiler_tables import search_view, tables_view
+from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
-from .formats import md, render_entry, title_of, verdict_lines
 from .service import Loaded, TraceService
-from .trace.budgets import setting
-from .trace.discovery import TraceFile
-from .trace.loader import TraceError
-from .trace.model import TraceModel
-from .trace.remote import redact
-from .trace.source import args_or_reason
-from .trace.storage import FileIdentity, StorageError, iter_gzipped
-from .views.export import chrome_trace, event_view, window_rows
-from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
-from .views.lanes import lanes_view, window_ns
-from .views.profiler_tables import search_view, tables_view
-from .views.series import log_histogram, memory_view
-from .views.tables import gaps_view, stalls_view
 
 LOAD_WAIT_S = 0.25  # how long a data route (409 after it) or status?load=1 waits for a load in flight
 MAX_EXPORT_EVENTS = 250_000  # about 40 MB of JSON before it is gzipped
@@ -53,87 +50,8 @@ def export_max_events() -> int:
     """The most events a window export holds: MAX_EXPORT_EVENTS, or less by EXPORT_EVENTS_ENV."""
     return int(min(setting(EXPORT_EVENTS_ENV, MAX_EXPORT_EVENTS), MAX_EXPORT_EVENTS))
 MAX_EXPORT_BYTES = 2_000_000  # the gzipped file, like every other answer: a window of about 150k events
-MAX_TOP = 1000  # the most launch-table rows a request may ask for
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """Everything derived from one model, computed once when it loads."""
-
-    analysis: Analysis
-    index: LaneIndex
-    report: dict[str, Any]
-    launch_tables: dict[str, list[dict[str, Any]]]  # "kernel"/"op" -> rows (MAX_TOP), sliced per request
-    digest: RankDigest  # what the ranks view needs; the service keeps it after the model is evicted
-    tables: Optional[TableIndex] = None  # the profiler tables' index (analysis/tables.py)
-    search: Optional[SearchIndex] = None  # the name search's index (analysis/search.py)
-
-    @property
-    def nbytes(self) -> int:
-        return self.index.nbytes + _nbytes(self.tables) + _nbytes(self.search)
-
-
-def _nbytes(obj: Any) -> int:
-    """Bytes held by the numpy arrays of a dataclass (nested ones included)."""
-    if obj is None:
-        return 0
-    total = 0
-    for value in vars(obj).values():
-        if isinstance(value, np.ndarray):
-            total += value.nbytes
-        elif hasattr(value, "__dataclass_fields__"):
-            total += _nbytes(value)
-    return total
-
-
-def prepare(model: TraceModel) -> Prepared:
-    """Analyse a freshly loaded model and index it for window queries.
-
-    Raises:
-        TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
-    """
-    return prepare_rest(model, prepare_lanes(model))
-
-
-@dataclass(frozen=True)
-class LanesStage:
-    """What the lane routes (`lanes`, `export`) need, published by the service before the analyses."""
-
-    index: LaneIndex
-
-    @property
-    def nbytes(self) -> int:
-        return self.index.nbytes
-
-
-def prepare_lanes(model: TraceModel) -> LanesStage:
-    """Stage one of `prepare`: the lane index.
-
-    Raises:
-        TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
-    """
-    try:
-        return LanesStage(build_lane_index(model))
-    except TraceTooLong as exc:
-        raise TraceError("<trace>", str(exc)) from None
-
-
-def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
-    """Stage two of `prepare`: the analyses, tables and indexes, around stage one's lane index."""
-    analysis = analyze(model)
-    tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
-    index = early.index
-    table_index = TableIndex.build(model)
-    return Prepared(analysis=analysis, index=index, report=report_entry(model, analysis, table_index), launch_tables=tables,
-                    digest=rank_digest(model, analysis, worker=""), tables=table_index, search=SearchIndex.build(model))
-
-
-# `TraceService(stages=STAGES)`: the lanes are served the moment the lane index exists, the rest fills in after.
-STAGES = (prepare_lanes, prepare_rest)
-
-
-def _span(file: TraceFile) -> Optional[str]:
-    return None if file.span is None else str(file.span)
 
 
 def _load(service: TraceService, sid: str) -> Loaded:
@@ -142,13 +60,8 @@ def _load(service: TraceService, sid: str) -> Loaded:
 
 def _load_lanes(service: TraceService, sid: str) -> Loaded:
     """For the routes that need only the model and the lane index: served while the analyses still run
-    (`prepared` is then a LanesStage), see `STAGES`."""
+    (`prepared` is then a `pipeline.LanesStage`), see `pipeline.STAGES`."""
     return service.get_lanes(sid, wait_s=LOAD_WAIT_S)
-
-
-def file_version(file: TraceFile) -> str:
-    """A short token that changes whenever the file's identity does (size, mtime, inode, ctime)."""
-    return hashlib.sha256(repr(file.identity[1:]).encode()).hexdigest()[:12]
 
 
 def runs_impl(service: TraceService) -> dict[str, Any]:
@@ -158,8 +71,8 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
     runs: dict[str, dict[str, list]] = {}
     for sid, f, state in service.snapshot():
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
-        spans.append({"id": sid, "index": len(spans) + 1, "span": _span(f), "file": Path(f.path).name,
-                      "size_bytes": f.size, "state": state["state"], "version": file_version(f),
+        spans.append({"id": sid, "index": len(spans) + 1, "span": f.span_text, "file": Path(f.path).name,
+                      "size_bytes": f.size, "state": state["state"], "version": f.version,
                       "source": state["source"], "index_reason": state["index_reason"]})
     return {"logdir": redact(service.logdir), "scan_complete": complete, "scan_error": service.scan_error,
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
@@ -182,7 +95,7 @@ def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool 
             service.request_lanes(sid, wait_s=wait_s)
         else:
             service.request_load(sid, wait_s=wait_s)
-    traces = [{"id": s, "run": f.run, "worker": f.worker, "span": _span(f), **state}
+    traces = [{"id": s, "run": f.run, "worker": f.worker, "span": f.span_text, **state}
               for s, f, state in service.snapshot(sid)]
     return {"scan_complete": service.wait_scanned(0), "traces": traces}
 
@@ -194,7 +107,7 @@ def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
 
 def _summary(sid: str, loaded: Loaded) -> dict[str, Any]:
     f = loaded.file
-    return {"id": sid, "run": f.run, "worker": f.worker, "span": _span(f), **loaded.prepared.report}
+    return {"id": sid, "run": f.run, "worker": f.worker, "span": f.span_text, **loaded.prepared.report}
 
 
 def markdown_impl(service: TraceService, sid: str) -> dict[str, Any]:
@@ -230,14 +143,14 @@ def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
             loaded = service.get(sid, wait_s=0.0)
         except NotReady:
             pending += 1
-            rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "loading", "verdict": None})
+            rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "loading", "verdict": None})
             continue
         except TraceFailed:
             failed += 1
-            rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "error", "verdict": None})
+            rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "error", "verdict": None})
             continue
         ready.append((len(rows), loaded.prepared.analysis.verdict, f.worker))
-        rows.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "ready", "verdict": None})
+        rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready", "verdict": None})
     combined = run_verdict([v for _, v, _ in ready]) if ready else None
     for (i, _, _), v in zip(ready, harmonized_by_worker([v for _, v, _ in ready], [w for _, _, w in ready])):
         rows[i]["verdict"] = verdict_entry(v)
@@ -258,14 +171,14 @@ def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
             digest = service.digest(sid)
         except TraceFailed:
             failed += 1
-            spans.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "error"})
+            spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "error"})
             continue
         if digest is None:
             pending += 1
-            spans.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "loading"})
+            spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "loading"})
             continue
         digests.append(replace(digest, worker=f.worker))
-        spans.append({"id": sid, "worker": f.worker, "span": _span(f), "state": "ready"})
+        spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready"})
     view = ranks_view(digests) if digests else None
     if view is not None:
         ids = {f.worker: sid for sid, f in members}
@@ -359,7 +272,7 @@ def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = 
         raise BadRequest(f"the window holds {rows.size} events, more than {limit} ({EXPORT_EVENTS_ENV}); export a shorter "
                          "one, or the whole trace (whole=1)")
     f = loaded.file
-    name = f"kinetoscope-{_safe(f.run)}-{_safe(_span(f) or f.worker)}.json.gz"
+    name = f"kinetoscope-{_safe(f.run)}-{_safe(f.span_text or f.worker)}.json.gz"
     return chrome_trace(model, rows, source=f"{f.run}/{Path(f.path).name}"), name
 
 
@@ -385,7 +298,7 @@ def export_whole_impl(service: TraceService, sid: str) -> tuple[Iterator[bytes],
         blocks = iter_gzipped(f.path)
     except StorageError as exc:
         raise TraceFailed(f"{f.run}/{Path(f.path).name}: {exc}") from None
-    return blocks, f"kinetoscope-{_safe(f.run)}-{_safe(_span(f) or f.worker)}-whole.json.gz"
+    return blocks, f"kinetoscope-{_safe(f.run)}-{_safe(f.span_text or f.worker)}-whole.json.gz"
 
 
 def gzip_export(text: bytes) -> bytes:

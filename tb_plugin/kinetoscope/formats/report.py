@@ -10,45 +10,8 @@ import os
 import re
 from typing import Callable
 
-CAUSES = ("dataloader", "comm", "sync", "host", "launch", "graph", "unlinked")
-
-
-def human_us(us: float) -> str:
-    """1234567.0 -> '1.23 s'; 1234.0 -> '1.23 ms'; 12.5 -> '12.5 µs'."""
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:.3g} s"
-    if abs(us) >= 1e3:
-        return f"{us / 1e3:.3g} ms"
-    return f"{us:.3g} µs"
-
-
-def human_bytes(n: float) -> str:
-    """2791636480 -> '2.6 GiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
-
-
-def md(text: object) -> str:
-    """A trace string made literal in CommonMark: a backslash before ASCII punctuation keeps `<img ...>`
-    text and a `|` inside a table cell; newlines become spaces."""
-    return _MD_SPECIAL.sub(r"\\\1", str("" if text is None else text)).replace("\r\n", " ").replace("\n", " ")
-
-
-def _table(header: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    """Rows of plain strings; in markdown every cell is escaped here (callers never escape)."""
-    if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        return lines + ["| " + " | ".join(md(cell) for cell in row) + " |" for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return [fmt(header)] + [fmt(r) for r in rows]
-
+from ..analysis.gpu_idle import CAUSE_ORDER
+from .units import human_bytes, human_us, md, short, table_lines
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
 
@@ -144,7 +107,7 @@ def render_overview(entries: list[dict], markdown: bool = False) -> str:
                      human_us(median) if median is not None else "-"])
     title = f"{len(entries)} traces"
     head = ["run", "worker", "span", "verdict", "confidence", "share", "runner-up", "GPU idle", "steps", "median step"]
-    body = _table(head, rows, markdown)
+    body = table_lines(head, rows, markdown)
     return "\n".join(([f"# {title}", ""] if markdown else [f"#### {title} ####"]) + body + [""])
 
 
@@ -171,7 +134,7 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
              human_us(r["exposed_comm_us"]) if r["exposed_comm_us"] is not None else "-",
              f"{r['overlap_pct']:.1f}%" if r["overlap_pct"] is not None else "-", r["verdict"]]
             for r in view["ranks"][:64]]
-    lines += _table(["rank", "worker", "steps", "median step", "collectives", "waited", "waited for", "exposed comm",
+    lines += table_lines(["rank", "worker", "steps", "median step", "collectives", "waited", "waited for", "exposed comm",
                      "overlap", "verdict"], rows, markdown)
     if len(view["ranks"]) > 64:
         lines.append(f"... and {len(view['ranks']) - 64} more ranks")
@@ -185,12 +148,12 @@ def _devices(entry: dict, markdown: bool) -> list[str]:
         lines += _heading(f"Device {d['device']}", markdown)
         lines += [f"Idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} ({d['gaps']['count']} gaps). Idle time by cause:"]
         lines += [""] if markdown else []
-        lines += _table(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
-                                                     for c in CAUSES if by.get(c, 0) > 0], markdown)
+        lines += table_lines(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
+                                                     for c in CAUSE_ORDER if by.get(c, 0) > 0], markdown)
         for key, what in (("top_culprits", "host gaps"), ("top_sync_culprits", "sync gaps"), ("top_comm_culprits", "comm gaps")):
             if d["gaps"].get(key):
                 lines += [""] * markdown + [f"Top culprits ({what}):"] + [""] * markdown
-                lines += _table(["cpu op", "in annotation", "idle caused"],
+                lines += table_lines(["cpu op", "in annotation", "idle caused"],
                                 [[c["name"], c["annotation"] or "", human_us(c["idle_us"])] for c in d["gaps"][key]], markdown)
         lines += _comm(d["comm"], markdown)
     return lines
@@ -200,7 +163,7 @@ def _comm(comm: dict, markdown: bool) -> list[str]:
     if not comm["kernels"]:
         return []
     overlap = f"{comm['overlap_pct']:.1f}%" if comm["overlap_pct"] is not None else "-"
-    return [""] * markdown + ["Communication:"] + [""] * markdown + _table(
+    return [""] * markdown + ["Communication:"] + [""] * markdown + table_lines(
         ["kernels", "comm", "exposed comm", "compute", "overlap"],
         [[str(comm["kernels"]), human_us(comm["comm_us"]), human_us(comm["exposed_comm_us"]), human_us(comm["compute_us"]),
           overlap]], markdown)
@@ -221,7 +184,7 @@ def _steps(entry: dict, markdown: bool) -> list[str]:
              human_us(s["compute_us"]), human_us(s["comm_us"]), human_us(s["memcpy_us"]),
              human_us(s["dataloader_us"]), f"{100 * s['dataloader_share']:.1f}%", "STALLED" if s["stalled"] else ""]
             for s in shown]
-    return _heading("Steps", markdown) + _table(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
+    return _heading("Steps", markdown) + table_lines(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
                                     "dl share", ""], rows, markdown) + more
 
 
@@ -234,7 +197,7 @@ def _launch(entry: dict, markdown: bool) -> list[str]:
     return (_heading("Launch offsets", markdown)
             + [f"{launch['pairs']} launches with device work (a graph replay counts once), "
                f"{launch['short_kernels']} kernels shorter than their launch call"] + [""] * markdown
-            + _table(["", "p50", "p90", "p99", "max"], rows, markdown))
+            + table_lines(["", "p50", "p90", "p99", "max"], rows, markdown))
 
 
 def _memory(entry: dict, markdown: bool) -> list[str]:
@@ -243,7 +206,7 @@ def _memory(entry: dict, markdown: bool) -> list[str]:
     rows = [[m["device"], human_bytes(m["peak_allocated_bytes"]) + (" (relative to the trace start)" if m.get("relative") else ""),
              "not recorded" if m["peak_reserved_bytes"] is None else human_bytes(m["peak_reserved_bytes"]),
              human_us(m["peak_at_us"]), m["peak_op"], "possible leak" if m["leak_suspect"] else ""] for m in entry["memory"]]
-    return _heading("Memory peaks", markdown) + _table(["device", "allocated", "reserved", "at", "op", ""], rows, markdown)
+    return _heading("Memory peaks", markdown) + table_lines(["device", "allocated", "reserved", "at", "op", ""], rows, markdown)
 
 
 def _warnings(entry: dict, markdown: bool) -> list[str]:
@@ -263,10 +226,6 @@ def insight_lines(insights: list[dict]) -> list[str]:
     return lines
 
 
-def _short(name: str, chars: int = 60) -> str:
-    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
-
-
 def _tables(entry: dict, markdown: bool) -> list[str]:
     """The top ops (by GPU time they launched, then CPU time) and kernels (by total time)."""
     tables = entry.get("tables")
@@ -274,16 +233,16 @@ def _tables(entry: dict, markdown: bool) -> list[str]:
         return []
     lines: list[str] = []
     if tables["ops"]:
-        rows = [[_short(r["name"]), str(r["calls"]), human_us(r["cpu_total_us"]), human_us(r["cpu_self_us"]),
+        rows = [[short(r["name"]), str(r["calls"]), human_us(r["cpu_total_us"]), human_us(r["cpu_self_us"]),
                  human_us(r["gpu_self_us"]), human_us(r["gpu_total_us"]), str(r["launches"])] for r in tables["ops"]]
         lines += ["", f"Top operators ({len(rows)} of {tables['ops_totals']['rows']}):"]
-        lines += _table(["op", "calls", "cpu total", "cpu self", "gpu self", "gpu total", "launches"], rows, markdown)
+        lines += table_lines(["op", "calls", "cpu total", "cpu self", "gpu self", "gpu total", "launches"], rows, markdown)
     if tables["kernels"]:
-        rows = [[_short(r["name"]), r["kind"], str(r["calls"]), human_us(r["total_us"]), human_us(r["mean_us"]),
+        rows = [[short(r["name"]), r["kind"], str(r["calls"]), human_us(r["total_us"]), human_us(r["mean_us"]),
                  human_us(r["max_us"]), f"{100 * r['share']:.1f}%", "yes" if r["tensor_core"] else "",
-                 _short(r["launched_by"][0]["name"], 30) if r["launched_by"] else ""] for r in tables["kernels"]]
+                 short(r["launched_by"][0]["name"], 30) if r["launched_by"] else ""] for r in tables["kernels"]]
         lines += ["", f"Top kernels ({len(rows)} of {tables['kernels_totals']['rows']}):"]
-        lines += _table(["kernel", "kind", "calls", "total", "mean", "max", "share", "tensor cores", "launched by"], rows,
+        lines += table_lines(["kernel", "kind", "calls", "total", "mean", "max", "share", "tensor cores", "launched by"], rows,
                         markdown)
     return lines
 

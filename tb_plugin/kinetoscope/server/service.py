@@ -3,10 +3,8 @@
 - A daemon thread rescans the logdir every `rescan_s` (and sooner when a client asks, at most every
   `min_rescan_s`); changed files are dropped and reloaded on their next request, deleted ones vanish.
 - Loads run on a bounded thread pool, one future per file version, so concurrent requests share one
-  load. Decoding a cache miss runs in a child process (`python -m kinetoscope.service PATH`): the JSON
-  decoder holds the GIL for the whole buffer (about 60 ms per 35 MB here), which would stall every
-  TensorBoard request meanwhile. A plain child rather than multiprocessing: spawn re-runs the parent's
-  main script, which is not ours to guard.
+  load. Decoding a cache miss runs in a child process (`decoder.py`), so that the JSON decoder never
+  holds this process's GIL.
 - Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
   reload after eviction cheap.
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
@@ -21,17 +19,12 @@ state stays `loading` (phase analysing); `ready` still means everything.
 An error that is not about the file's content (the decoder died or ran out of time, an I/O error, a file
 still being written) is retried by itself, after 1, 2, 4 ... seconds (at most RETRY_MAX_S, at most
 RETRY_ATTEMPTS times); the scanner requeues it when it is due.
-
-Each decoder child runs under a memory limit (RLIMIT_AS) and a wall-time limit, both settings:
-KINETOSCOPE_DECODER_MEMORY_BYTES and KINETOSCOPE_DECODE_TIMEOUT_S.
 """
 from __future__ import annotations
 
 import atexit
 import hashlib
 import logging
-import os
-import pickle
 import subprocess
 import sys
 import threading
@@ -40,20 +33,20 @@ import weakref
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .errors import NotFound, NotReady, TraceFailed
-from .trace.budgets import setting
-from .trace.cache import default_cache_dir, load_cached
-from .trace.discovery import TraceFile, scan_logdir_checked
-from .trace.loader import TraceError, load_trace
-from .trace.model import TraceModel
-from .trace.remote import redact
-from .trace.storage import StorageError, identity, is_remote
+from ..trace.cache import default_cache_dir, load_cached
+from ..trace.discovery import TraceFile, scan_logdir_checked
+from ..trace.loader import TraceError, load_trace
+from ..trace.model import TraceModel
+from ..trace.remote import redact
+from ..trace.storage import StorageError, identity, is_process_local, is_remote
+from . import decoder
+from .errors import NotFound, NotReady, TraceFailed, log_once
 
 log = logging.getLogger(__name__)
 
@@ -61,19 +54,11 @@ _DEFAULT = object()
 DEFAULT_BUDGET_BYTES = 2 << 30  # ~60 ten-times-ResNet spans; a span's arrays are ~80 bytes per event
 PHASE_PROGRESS = {"reading": 0.0, "decoding": 0.05, "analysing": 0.85}  # decoding advances with the bytes decoded
 LOAD_FAILED = "internal error while loading this trace; see the TensorBoard log"
-PROCESS_LOCAL = ("memory://",)  # filesystems a child process cannot see: decode those in a thread
 RETRY_ATTEMPTS = 6  # transient failures retried this often (1+2+4+8+16+30 s), then the error stands
 RETRY_MAX_S = 30.0
-DECODER_MEMORY_ENV, DECODE_TIMEOUT_ENV = "KINETOSCOPE_DECODER_MEMORY_BYTES", "KINETOSCOPE_DECODE_TIMEOUT_S"
-# A 300 MB trace decodes within 1 GiB of address space; 8 GiB (a third of a 24 GiB machine) covers GB-scale
-# files while two loading slots cannot exhaust the machine.
-DEFAULT_DECODER_MEMORY = 8 << 30
-DEFAULT_DECODE_TIMEOUT_S = 600.0  # a 900 MB trace decodes in about 4 s
 # Fair loading: files this large on disk load on a pool of their own (one slot), so a few big or slow
 # traces never keep a small one waiting; small files are bounded in time by the inflate budget anyway.
 LARGE_FILE_BYTES = 64 << 20
-_logged: set = set()
-_logged_lock = threading.Lock()
 _services: weakref.WeakSet[TraceService] = weakref.WeakSet()
 
 
@@ -82,14 +67,6 @@ def _close_all() -> None:
     """Kill decoding children when TensorBoard exits (SIGTERM ends it through sys.exit)."""
     for service in list(_services):
         service.close()
-
-
-def log_once(key: Any, message: str, *args: Any, exc_info: bool = False) -> None:
-    """Log an error the first time `key` occurs; repeats (a client polling a broken route) go to debug."""
-    with _logged_lock:
-        first = key not in _logged
-        _logged.add(key)
-    log.log(logging.ERROR if first else logging.DEBUG, message, *args, exc_info=exc_info if first else False)
 
 
 def span_id(path: str) -> str:
@@ -139,48 +116,6 @@ class _Entry:
     lanes: Optional[Loaded] = None  # stage one of a staged load in flight: the model and what the lanes need
     lanes_event: Optional[threading.Event] = None  # set once the lanes are published or the load has ended
     duration_us: Optional[float] = None  # the model's extent, known from stage one on (kept after eviction)
-
-
-def decode_main(argv: list[str]) -> int:
-    """Child-process entry: decode one trace (filling the disk cache) and pickle the result to stdout.
-
-    argv: [path, cache_dir or "", progress fd (optional)]. Writes `("ok", model)` or `("error", message)`; a
-    TraceError does not survive pickling (custom __init__), hence its text. With a progress fd, the share of
-    the file decoded is written there as it advances, one line per percent at most.
-    """
-    path, cache_dir = argv[0], argv[1] or None
-    report = None
-    if len(argv) > 2:
-        pipe = os.fdopen(int(argv[2]), "w", buffering=1)
-        last = [-1]
-
-        def report(share: float) -> None:
-            percent = int(share * 100)
-            if percent > last[0]:
-                last[0] = percent
-                try:
-                    pipe.write(f"{share:.3f}\n")
-                except OSError:  # the parent stopped listening; decoding goes on
-                    pass
-    try:
-        result: tuple = ("ok", load_trace(path, cache_dir=cache_dir, progress=report))
-    except TraceError as exc:
-        result = ("error", exc.message, exc.transient)
-    pickle.dump(result, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.flush()
-    return 0
-
-
-def _decoder_limits() -> None:
-    """In the decoder child, before it runs: cap its address space (a hostile file fails it, not the machine)."""
-    import resource
-    limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def _refrozen(model: TraceModel) -> TraceModel:
-    """Unpickled arrays come back writeable; rebuilding runs the model's own freezing."""
-    return TraceModel(**{f.name: getattr(model, f.name) for f in fields(model)})
 
 
 class TraceService:
@@ -555,48 +490,21 @@ class TraceService:
 
         def on_progress(share: float) -> None:
             self._update(sid, file, progress=round(start + (end - start) * share, 3))
-        if not self._use_child or file.path.startswith(PROCESS_LOCAL):
+        if not self._use_child or is_process_local(file.path):
             return load_trace(file.path, cache_dir=self._cache_dir, progress=on_progress)
         return self._decode_in_child(file.path, on_progress)
 
     def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None) -> TraceModel:
-        cache_dir = "" if self._cache_dir is None else str(self._cache_dir)
-        read_end, write_end = os.pipe()
-        command = [sys.executable, "-m", "kinetoscope.service", path, cache_dir, str(write_end)]
+        with self._lock:
+            if self._stop.is_set():
+                raise TraceError(path, "the plugin is shutting down")
+            child = decoder.start(path, self._cache_dir, on_progress)
+            self._children.add(child)
         try:
-            with self._lock:
-                if self._stop.is_set():
-                    raise TraceError(path, "the plugin is shutting down")
-                child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(write_end,),
-                                         preexec_fn=_decoder_limits if os.name == "posix" else None)
-                self._children.add(child)
-        except BaseException:
-            os.close(read_end)
-            raise
-        finally:
-            os.close(write_end)
-        threading.Thread(target=_follow_progress, args=(read_end, on_progress), name="kinetoscope-progress",
-                         daemon=True).start()
-        timeout = setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
-        try:
-            out, _ = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
-            raise TraceError(path, f"decoding took longer than {timeout:g} s (raise {DECODE_TIMEOUT_ENV} to allow more)",
-                             transient=True) from None
+            return decoder.result(child, path)
         finally:
             with self._lock:
                 self._children.discard(child)
-        try:
-            status, value, *rest = pickle.loads(out)
-        except Exception:  # noqa: BLE001 - no result at all: the child died
-            limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
-            raise TraceError(path, f"the decoder process failed (exit code {child.returncode}; out of memory? it may use "
-                                   f"{limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
-        if status != "ok":
-            raise TraceError(path, value, transient=bool(rest and rest[0]))
-        return _refrozen(value)
 
     def _store(self, sid: str, loaded: Loaded) -> None:
         """Make the span ready and evict least recently used spans beyond the budget."""
@@ -642,19 +550,3 @@ class TraceService:
         """Bytes held by ready spans (for tests and diagnostics)."""
         with self._lock:
             return sum(item.nbytes for item in self._ready.values())
-
-
-def _follow_progress(fd: int, on_progress: Callable[[float], None]) -> None:
-    """Reads a decoder child's progress lines until it closes its end (it exits, or dies)."""
-    with os.fdopen(fd, "r") as lines:
-        for line in lines:
-            try:
-                share = float(line)
-            except ValueError:
-                continue
-            if 0.0 <= share <= 1.0:
-                on_progress(share)
-
-
-if __name__ == "__main__":
-    sys.exit(decode_main(sys.argv[1:]))

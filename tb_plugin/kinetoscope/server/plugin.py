@@ -19,15 +19,16 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import api
-from .analysis.gpu_idle import CAUSE_NAMES
-from .analysis.search import MAX_QUERY_CHARS
-from .compare_api import compare_impl
-from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError
-from .index.readers import SidecarIndex
-from .service import TraceService, log_once
-from .views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS
-from .views.tables import GAP_SORTS
+from .. import pipeline
+from ..analysis.gpu_idle import CAUSE_NAMES
+from ..analysis.search import MAX_QUERY_CHARS
+from ..index.readers import SidecarIndex
+from ..views.gaps_stalls import GAP_SORTS
+from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS
+from . import routes
+from .compare_route import compare_impl
+from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError, log_once
+from .service import TraceService
 
 JSON = "application/json"
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
@@ -229,8 +230,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                 logdir = getattr(self._context, "logdir", None)
                 if not logdir:
                     raise NotFound("TensorBoard was started without --logdir; kinetoscope needs one")
-                self._service = TraceService(logdir, prepare=api.prepare, index=SidecarIndex(),
-                                             preload_first=os.environ.get(PRELOAD_ENV, "1") != "0", stages=api.STAGES)
+                self._service = TraceService(logdir, prepare=pipeline.prepare, index=SidecarIndex(),
+                                             preload_first=os.environ.get(PRELOAD_ENV, "1") != "0", stages=pipeline.STAGES)
             return self._service
 
     def start_early(self) -> None:
@@ -290,37 +291,37 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
 
     @_route
     def runs_route(self, request):
-        return api.runs_impl(self.service())
+        return routes.runs_impl(self.service())
 
     @_route
     def status_route(self, request):
         args = request.args
-        return api.status_impl(self.service(), span_arg(args, required=False), load=flag_arg(args, "load"),
+        return routes.status_impl(self.service(), span_arg(args, required=False), load=flag_arg(args, "load"),
                                wait_ms=int_arg(args, "wait_ms", None, 0, MAX_STATUS_WAIT_MS),
                                until=choice_arg(args, "until", ("ready", "lanes"), "ready"))
 
     @_route
     def summary_route(self, request):
-        return api.summary_impl(self.service(), span_arg(request.args))
+        return routes.summary_impl(self.service(), span_arg(request.args))
 
     @_route
     def markdown_route(self, request):
-        return api.markdown_impl(self.service(), span_arg(request.args))
+        return routes.markdown_impl(self.service(), span_arg(request.args))
 
     @_route
     def verdict_route(self, request):
-        return api.run_verdict_impl(self.service(), run_arg(request.args))
+        return routes.run_verdict_impl(self.service(), run_arg(request.args))
 
     @_route
     def ranks_route(self, request):
-        return api.ranks_impl(self.service(), run_arg(request.args))
+        return routes.ranks_impl(self.service(), run_arg(request.args))
 
     @_route
     def gaps_route(self, request):
         args = request.args
         sid, device = span_arg(args), int_arg(args, "device", None, 0, 1 << 31, required=True)
         start, end = window_args(args)
-        return api.gaps_impl(self.service(), sid, device, causes=causes_arg(args),
+        return routes.gaps_impl(self.service(), sid, device, causes=causes_arg(args),
                              min_us=float_arg(args, "min_us", lo=0.0) or 0.0, start_us=start, end_us=end,
                              sort=choice_arg(args, "sort", GAP_SORTS, "start"),
                              offset=int_arg(args, "offset", 0, 0, 1 << 40), limit=int_arg(args, "limit", 100, 1, 5000))
@@ -328,47 +329,47 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def launches_route(self, request):
         args = request.args
-        return api.launches_impl(self.service(), span_arg(args), bins=int_arg(args, "bins", 60, 1, 500),
-                                 top=int_arg(args, "top", 50, 1, api.MAX_TOP))
+        return routes.launches_impl(self.service(), span_arg(args), bins=int_arg(args, "bins", 60, 1, 500),
+                                 top=int_arg(args, "top", 50, 1, pipeline.MAX_TOP))
 
     @_route
     def memory_route(self, request):
         args = request.args
         start, end = window_args(args)
-        return api.memory_impl(self.service(), span_arg(args), max_points=int_arg(args, "max_points", 2000, 16, 100_000),
+        return routes.memory_impl(self.service(), span_arg(args), max_points=int_arg(args, "max_points", 2000, 16, 100_000),
                                device=_raw(args, "device", False), start_us=start, end_us=end)
 
     @_route
     def stalls_route(self, request):
         args = request.args
-        return api.stalls_impl(self.service(), span_arg(args), offset=int_arg(args, "offset", 0, 0, 1 << 40),
+        return routes.stalls_impl(self.service(), span_arg(args), offset=int_arg(args, "offset", 0, 0, 1 << 40),
                                limit=int_arg(args, "limit", 1000, 1, 5000))
 
     @_route
     def lanes_route(self, request):
         args = request.args
         start, end = window_args(args)
-        return api.lanes_impl(self.service(), span_arg(args), start_us=start, end_us=end,
+        return routes.lanes_impl(self.service(), span_arg(args), start_us=start, end_us=end,
                               width_px=int_arg(args, "width_px", 1600, 1, 10_000))
 
     @_route
     def event_route(self, request):
         args = request.args
-        return api.event_impl(self.service(), span_arg(args), int_arg(args, "row", None, 0, 1 << 62, required=True),
+        return routes.event_impl(self.service(), span_arg(args), int_arg(args, "row", None, 0, 1 << 62, required=True),
                               with_args=flag_arg(args, "args"))
 
     @_route
     def export_route(self, request):
         args = request.args
         if flag_arg(args, "whole"):  # the whole file, streamed: any size, bounded memory
-            blocks, filename = api.export_whole_impl(self.service(), span_arg(args))
+            blocks, filename = routes.export_whole_impl(self.service(), span_arg(args))
             return wrappers.Response(blocks, mimetype="application/gzip", direct_passthrough=True, headers=[
                 ("Content-Disposition", f'attachment; filename="{filename}"'), ("X-Content-Type-Options", "nosniff")])
         start, end = window_args(args)
         if flag_arg(args, "check"):
-            return api.export_check_impl(self.service(), span_arg(args), start_us=start, end_us=end)
-        document, filename = api.export_impl(self.service(), span_arg(args), start_us=start, end_us=end)
-        packed = api.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
+            return routes.export_check_impl(self.service(), span_arg(args), start_us=start, end_us=end)
+        document, filename = routes.export_impl(self.service(), span_arg(args), start_us=start, end_us=end)
+        packed = routes.gzip_export(msgspec.json.encode(document, enc_hook=_enc_hook))
         disposition = [("Content-Disposition", f'attachment; filename="{filename}"')]
         return http_util.Respond(request, packed, "application/gzip", headers=disposition)
 
@@ -386,7 +387,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         query = _raw(args, "filter", False)
         if query is not None and len(query) > MAX_QUERY_CHARS:
             raise BadRequest(f"filter must be at most {MAX_QUERY_CHARS} characters, not {len(query)}")
-        return api.tables_impl(self.service(), span_arg(args), by=choice_arg(args, "by", TABLE_KINDS, "op"),
+        return routes.tables_impl(self.service(), span_arg(args), by=choice_arg(args, "by", TABLE_KINDS, "op"),
                                start_us=start, end_us=end, sort=choice_arg(args, "sort", TABLE_SORTS, "") or None,
                                query=query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
                                limit=int_arg(args, "limit", 100, 1, MAX_LIMIT),
@@ -398,5 +399,5 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         query = _raw(args, "q", True)
         if len(query) > MAX_QUERY_CHARS:
             raise BadRequest(f"q must be at most {MAX_QUERY_CHARS} characters, not {len(query)}")
-        return api.search_impl(self.service(), span_arg(args), query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+        return routes.search_impl(self.service(), span_arg(args), query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
                                limit=int_arg(args, "limit", 100, 1, MAX_SEARCH_LIMIT))

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import replace
 from typing import Any, Optional
 
-from .analysis.compare import compare_sides
-from .analysis.compare_figures import Side, TraceFigures, side, trace_figures, with_tables
-from .api import LOAD_WAIT_S, _span, file_version
-from .diff import rank_of
+from ..analysis.compare import compare_sides
+from ..analysis.compare_figures import Side, TraceFigures, figures_of, side
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
+from .routes import LOAD_WAIT_S
 from .service import TraceService
 
 MAX_FIGURES = 256  # traces whose figures are kept: two 64-rank runs twice (33 kB pickled for the 10x ResNet-50, 70 kB for HTA test; at most
@@ -50,15 +48,13 @@ def figures(service: TraceService, sid: str, wait_s: float) -> TraceFigures:
         NotFound, NotReady, TraceFailed: as `TraceService.get`.
     """
     file = service.snapshot(sid)[0][1]
-    key = (service.logdir, sid, file_version(file))
+    key = (service.logdir, sid, file.version)
     known = _recall(_figures, key)
     if known is not None:
         return known
     loaded = service.get(sid, wait_s=wait_s)
-    model, analysis = loaded.model, loaded.prepared.analysis
-    made = with_tables(model, trace_figures(model, analysis, worker=loaded.file.worker, rank=rank_of(model)), analysis,
-                       loaded.prepared.tables)  # the index built at load
-    made = replace(made, digest=replace(loaded.prepared.digest, worker=loaded.file.worker))
+    prepared = loaded.prepared  # the table index and digest built at load
+    made = figures_of(loaded.model, prepared.analysis, loaded.file.worker, prepared.tables, prepared.digest)
     return _remember(_figures, key, made, MAX_FIGURES)
 
 
@@ -66,7 +62,7 @@ def _members(service: TraceService, span: Optional[str], run: Optional[str]) -> 
     """A side's label and span ids (a run's spans in the scan's order)."""
     if span is not None:
         f = service.snapshot(span)[0][1]
-        return f"{f.run}/{f.worker}/span {_span(f) or '-'}", [span]
+        return f"{f.run}/{f.worker}/span {f.span_text or '-'}", [span]
     members = [sid for sid, f, _ in service.snapshot() if f.run == run]
     if not members:
         raise NotFound(f"unknown run {run!r}")
@@ -80,7 +76,7 @@ def _side(service: TraceService, span: Optional[str], run: Optional[str]) -> tup
     for sid in sids:
         try:
             got.append(figures(service, sid, LOAD_WAIT_S if span is not None else 0.0))
-            key.append((sid, file_version(service.snapshot(sid)[0][1])))
+            key.append((sid, service.snapshot(sid)[0][1].version))
         except NotReady:
             if span is not None:
                 raise

@@ -11,8 +11,8 @@ import os
 
 from tensorboard.plugins import base_plugin
 
-from .trace.budgets import CLI_OPTIONS
-from .trace.remote import OPTIONS_ENV, OptionsError, parse_options
+from ..trace.budgets import CLI_OPTIONS
+from ..trace.remote import OPTIONS_ENV, OptionsError, parse_options
 
 # (flag without its `--kinetoscope_` prefix, environment variable, what it bounds); the budgets first.
 FLAGS = tuple((option.lstrip("-").replace("-", "_"), env, bounds) for option, env, _, bounds in CLI_OPTIONS) + (

@@ -1,0 +1,1 @@
+"""The command-line door: `kinetoscope report|index|diff|table` (`main.py`), one module per subcommand."""

@@ -1,0 +1,67 @@
+"""The `kinetoscope` command: `report`, `index`, `diff` and `table`, one module each in this folder.
+
+Exit status: 0 on success, 1 when a trace failed (or, for `diff`, a rule broke), 2 for usage errors.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+from contextlib import contextmanager
+from typing import Optional
+
+from .. import __version__
+from ..trace.budgets import CLI_OPTIONS
+from ..trace.remote import OptionsError, options_in_env, parse_options
+from . import diff, index, report, table
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kinetoscope", description="Why does the GPU sit idle? Analyses of PyTorch profiler traces.")
+    parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    report.add_parser(sub, _storage_options)
+    index.add_parser(sub)
+    report.add_budgets(diff.add_parser(sub))
+    table.add_parser(sub)
+    return parser
+
+
+def _storage_options(text: str) -> str:
+    """argparse type of --storage-options: checked now, applied by `options_in_env` (never echoed)."""
+    try:
+        parse_options(text)
+    except OptionsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+@contextmanager
+def _budgets(args: argparse.Namespace):
+    """The budget options, as the environment the storage layer reads them from, for this run only."""
+    saved = {env: os.environ.get(env) for _, env, _, _ in CLI_OPTIONS}
+    for option, env, _, _ in CLI_OPTIONS:
+        value = getattr(args, option.lstrip("-").replace("-", "_"))
+        if value is not None:
+            os.environ[env] = repr(value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    """Console entry point; returns the exit status."""
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    if args.command == "index":
+        return index.run(args)
+    if args.command == "table":
+        return table.run(args)
+    with _budgets(args), options_in_env(getattr(args, "storage_options", None)):
+        if args.command == "diff":
+            return diff.run(args)
+        return report.run(args)

@@ -1,0 +1,100 @@
+"""What is computed once per trace, whoever asks: the lane index, the analyses, the tables and the indexes.
+
+The server runs it in the background when a trace loads (in two stages, `STAGES`: the lanes are served the
+moment their index exists, the rest fills in after), `kinetoscope index` runs it to write a sidecar, and the
+sidecar reader rebuilds a `Prepared` from what was stored. The sidecar's fingerprint covers this module, so
+what a sidecar holds is always what this code computes; the routes that slice it are not part of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from .analysis.launch_offsets import launch_table
+from .analysis.ranks import RankDigest, rank_digest
+from .analysis.report import Analysis, analyze, report_entry
+from .analysis.search import SearchIndex
+from .analysis.tables import TableIndex
+from .trace.loader import TraceError
+from .trace.model import TraceModel
+from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
+
+MAX_TOP = 1000  # launch-table rows kept per table; the most a request may ask for
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything derived from one model, computed once when it loads."""
+
+    analysis: Analysis
+    index: LaneIndex
+    report: dict[str, Any]
+    launch_tables: dict[str, list[dict[str, Any]]]  # "kernel"/"op" -> rows (MAX_TOP), sliced per request
+    digest: RankDigest  # what the ranks view needs; the service keeps it after the model is evicted
+    tables: Optional[TableIndex] = None  # the profiler tables' index (analysis/tables.py)
+    search: Optional[SearchIndex] = None  # the name search's index (analysis/search.py)
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes + _nbytes(self.tables) + _nbytes(self.search)
+
+
+def _nbytes(obj: Any) -> int:
+    """Bytes held by the numpy arrays of a dataclass (nested ones included)."""
+    if obj is None:
+        return 0
+    total = 0
+    for value in vars(obj).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+        elif hasattr(value, "__dataclass_fields__"):
+            total += _nbytes(value)
+    return total
+
+
+@dataclass(frozen=True)
+class LanesStage:
+    """What the lane routes (`lanes`, `export`) need, published by the service before the analyses."""
+
+    index: LaneIndex
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes
+
+
+def prepare(model: TraceModel) -> Prepared:
+    """Analyse a freshly loaded model and index it for window queries.
+
+    Raises:
+        TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
+    """
+    return prepare_rest(model, prepare_lanes(model))
+
+
+def prepare_lanes(model: TraceModel) -> LanesStage:
+    """Stage one of `prepare`: the lane index.
+
+    Raises:
+        TraceError: the timeline cannot index the trace (its events span centuries: corrupt timestamps).
+    """
+    try:
+        return LanesStage(build_lane_index(model))
+    except TraceTooLong as exc:
+        raise TraceError("<trace>", str(exc)) from None
+
+
+def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
+    """Stage two of `prepare`: the analyses, tables and indexes, around stage one's lane index."""
+    analysis = analyze(model)
+    tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
+    table_index = TableIndex.build(model)
+    return Prepared(analysis=analysis, index=early.index, report=report_entry(model, analysis, table_index),
+                    launch_tables=tables, digest=rank_digest(model, analysis, worker=""), tables=table_index,
+                    search=SearchIndex.build(model))
+
+
+# `TraceService(stages=STAGES)`: the lanes are served the moment the lane index exists, the rest fills in after.
+STAGES = (prepare_lanes, prepare_rest)
