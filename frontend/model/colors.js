@@ -56,15 +56,18 @@ export function eventColor(kind, name, merged) {
   return color;
 }
 
-/** Gap causes in the order the analyses define them, with their colour and legend text. */
+/**
+ * Gap causes in the project's one order (the Python `formats.CAUSES`: legend, filters, reports), with
+ * their colour and legend text.
+ */
 export const GAP_CAUSES = /** @type {const} */ ([
   { cause: 'dataloader', color: 'rgba(230, 81, 0, 0.30)', solid: '#e65100', text: 'waiting for the DataLoader' },
+  { cause: 'comm', color: 'rgba(0, 131, 143, 0.28)', solid: '#00838f', text: 'host waiting on a collective (communication)' },
   { cause: 'sync', color: 'rgba(123, 31, 162, 0.28)', solid: '#7b1fa2', text: 'CPU synchronized with the GPU' },
   { cause: 'host', color: 'rgba(21, 101, 192, 0.22)', solid: '#1565c0', text: 'CPU had not launched the work yet' },
   { cause: 'launch', color: 'rgba(249, 168, 37, 0.35)', solid: '#f9a825', text: 'launched in time, reached the GPU late' },
-  { cause: 'unlinked', color: 'rgba(97, 97, 97, 0.22)', solid: '#616161', text: 'no launch call in the trace' },
-  { cause: 'comm', color: 'rgba(0, 131, 143, 0.28)', solid: '#00838f', text: 'host waiting on a collective (communication)' },
   { cause: 'graph', color: 'rgba(109, 76, 65, 0.28)', solid: '#6d4c41', text: 'a bubble inside a replayed CUDA graph' },
+  { cause: 'unlinked', color: 'rgba(97, 97, 97, 0.22)', solid: '#616161', text: 'no launch call in the trace' },
 ]);
 
 /** @param {string} cause */

@@ -55,12 +55,13 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
 }
 
 /**
- * Outlines an event by its time and row, so it stays visible when the payload merged it.
+ * Outlines an event by its time and row, so it stays visible when the payload merged it (also the
+ * Compare panel's stacked lanes, whose side frames scroll their lanes to the side's place).
  * @param {import('./frame.js').Frame} frame
  * @param {Map<number, import('../model/layout.js').LaneBlock>} byLane
  * @param {EventBox} ev @param {string} color @param {number} width
  */
-function outline(frame, byLane, ev, color, width) {
+export function outline(frame, byLane, ev, color, width) {
   const b = byLane.get(ev.laneId);
   if (!b) return;
   const depth = Math.min(ev.depth, b.depths - 1);

@@ -3,9 +3,9 @@ import test from 'node:test';
 
 import { GAP_CAUSES, eventColor, gapColor, gapSolid, gapText, hashString } from '../model/colors.js';
 
-test('every cause the analyses emit has a distinct colour', () => {
+test('every cause the analyses emit, in the project order, has a distinct colour', () => {
   const causes = GAP_CAUSES.map((c) => c.cause);
-  assert.deepEqual(causes, ['dataloader', 'sync', 'host', 'launch', 'unlinked', 'comm', 'graph']);
+  assert.deepEqual(causes, ['dataloader', 'comm', 'sync', 'host', 'launch', 'graph', 'unlinked']);
   assert.equal(new Set(GAP_CAUSES.map((c) => c.solid)).size, causes.length);
   assert.equal(new Set(GAP_CAUSES.map((c) => c.color)).size, causes.length);
   assert.equal(gapColor('nonsense'), gapColor('unlinked'));

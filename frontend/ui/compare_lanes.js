@@ -3,31 +3,24 @@
  * The Compare panel's stacked lanes: the baseline's event lanes above the candidate's, on one time axis on
  * which step k of each side starts at 0 (the step chosen in the step strip's input). Each side asks its
  * own span's `lanes` route for the view window in its own clock (one request per side per view change,
- * latest wins, through WindowedLoader), and is drawn by the main lanes' render modules with a scale
- * shifted by its step's start. Wheel zooms and drag pans both sides together; hover names an event, a
- * click outlines it (and selects it in the main lanes when the side is the span on screen), a double click
- * zooms to it, a click on a thread's label folds it. The aligned step and the window ride in the URL with
- * the rest of the comparison (`store.state.compare.step`, `.win`).
+ * latest wins, through WindowedLoader), and is drawn by `render/compare_lanes.js`; its input (one window
+ * for both sides, hover, click, folds) is `compare_lanes_input.js`. The aligned step and the window ride
+ * in the URL with the rest of the comparison (`store.state.compare.step`, `.win`).
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import {
   MAX_ALL_CPU_LANES, MAX_CPU_LANES, SIDE_H, anchorAt, busiestThreads, clampStep, defaultWindow, hitStack, laneSides, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
 } from '../model/compare_lanes.js';
-import { formatDuration, formatTimestamp } from '../model/format.js';
-import { eventName, prepareLanes } from '../model/lanes.js';
-import { intervalAt } from '../model/lanes_hit.js';
+import { prepareLanes } from '../model/lanes.js';
+import { AXIS_H, GUTTER_W, RIGHT_PAD } from '../model/layout.js';
+import { TextWidthCache } from '../model/lod.js';
 import { findSpan } from '../model/runs.js';
-import { AXIS_H, GUTTER_W, HEADER_H, LANE_PAD, RIGHT_PAD, ROW_H } from '../model/layout.js';
-import { TextWidthCache, fitLabel } from '../model/lod.js';
-import { TimeScale, clampWindow, panBy, windowAround, zoomAround } from '../model/scale.js';
-import { drawAxis, drawGrid } from '../render/axis.js';
+import { TimeScale, clampWindow } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
-import { drawCpuLane } from '../render/cpu_lane.js';
-import { COLORS, FONT } from '../render/frame.js';
-import { drawGaps } from '../render/gaps.js';
-import { drawGpuLane } from '../render/gpu_lane.js';
-import { drawStepBar } from '../render/steps.js';
+import { drawCompareLanes } from '../render/compare_lanes.js';
+import { FONT } from '../render/frame.js';
+import { attachCompareLanesInput } from './compare_lanes_input.js';
 import { el, errorText, message } from './dom.js';
 import { Tooltip } from './tooltip.js';
 import { WindowedLoader } from './windowed.js';
@@ -36,14 +29,8 @@ import { WindowedLoader } from './windowed.js';
 const MARGIN_FRAC = 0.5;
 /** A payload up to this many times coarser than the view is drawn without asking again. */
 const COARSE_OK = 1.5;
-const WHEEL_PX_PER_E = 500;
-const DRAG_SLOP_PX = 3;
-const KEY_ZOOM = 0.8;
-const KEY_PAN_FRAC = 0.15;
 /** Spans whose steps and duration are kept (by id and file version; the oldest leaves first). */
 const MAX_SUMMARIES = 64;
-/** The aligned steps' start, drawn across both sides. */
-const ALIGN_COLOR = '#1e88e5';
 
 /**
  * @typedef {object} SideState
@@ -121,7 +108,7 @@ export class CompareLanes {
       if (changed.has('compare') || changed.has('span')) this.sync();
       if (changed.has('sel')) this.view.requestRedraw();
     });
-    this.attachInput();
+    attachCompareLanesInput(this);
   }
 
   /** @param {import('../model/runs.js').RunInfo[]} runs */
@@ -340,161 +327,9 @@ export class CompareLanes {
     return new TimeScale(this.win.t0Us, this.win.t1Us, GUTTER_W, Math.max(GUTTER_W + 1, this.view.widthCss - RIGHT_PAD));
   }
 
-  /** @param {number} i side index */
-  sideScale(i) {
-    const a = this.sides[i].anchor.anchorUs;
-    return new TimeScale(this.win.t0Us + a, this.win.t1Us + a, GUTTER_W, Math.max(GUTTER_W + 1, this.view.widthCss - RIGHT_PAD));
-  }
-
   /** @param {number} xCss @param {number} yCss */
   hitAt(xCss, yCss) {
     return hitStack(this.layout, this.sides.map((s) => s.data), this.scale(), this.sides.map((s) => s.anchor), xCss, yCss);
-  }
-
-  /**
-   * The event under a hit, as the outline and the texts need it.
-   * @param {import('../model/compare_lanes.js').StackHit} hit
-   * @returns {(Marked & {lane: import('../model/lanes.js').Lane, index: number}) | null}
-   */
-  eventAt(hit) {
-    if (hit.area !== 'lane' || hit.event < 0) return null;
-    const side = this.sides[hit.side];
-    const b = this.layout.sides[hit.side]?.blocks[hit.block];
-    const lane = b && side.data?.lanes[b.index];
-    if (!lane || !side.data) return null;
-    const i = hit.event;
-    const startUs = lane.ev.startUs[i];
-    const rel = startUs - side.anchor.anchorUs;
-    const text = `${side.spec.title}: ${eventName(side.data, lane, i)} \u00b7 ${formatDuration(lane.ev.durUs[i])} \u00b7 `
-      + `${rel < 0 ? '\u2212' : '+'}${formatDuration(Math.abs(rel))} from the start of ${side.anchor.stepName} \u00b7 ${lane.label}`;
-    return { side: hit.side, laneId: lane.id, depth: lane.ev.depth[i], startUs, endUs: startUs + lane.ev.durUs[i], text, lane, index: i };
-  }
-
-  attachInput() {
-    const canvas = this.canvas;
-    /** @type {{x: number, win: import('../model/scale.js').Window, usPerPx: number, moved: boolean} | null} */
-    let drag = null;
-    canvas.addEventListener('wheel', (e) => {
-      if (!this.sides.length) return;
-      e.preventDefault();
-      const px = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
-      const bounds = relativeBounds(this.sides.map((s) => s.anchor));
-      const scale = this.scale();
-      if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) this.moveTo(panBy(this.win, e.deltaX * px * scale.usPerPx, bounds));
-      else {
-        const tUs = e.offsetX >= GUTTER_W ? scale.xToT(e.offsetX) : (this.win.t0Us + this.win.t1Us) / 2;
-        this.moveTo(zoomAround(this.win, tUs, Math.exp((e.deltaY * px) / WHEEL_PX_PER_E), bounds));
-      }
-    }, { passive: false });
-    canvas.addEventListener('pointerdown', (e) => {
-      if (e.button !== 0 || !this.sides.length) return;
-      this.showHover(null, 0, 0);
-      canvas.focus({ preventScroll: true });
-      canvas.setPointerCapture(e.pointerId);
-      drag = { x: e.offsetX, win: this.win, usPerPx: this.scale().usPerPx, moved: false };
-    });
-    canvas.addEventListener('pointermove', (e) => {
-      if (drag) {
-        const dx = e.offsetX - drag.x;
-        if (!drag.moved && Math.abs(dx) < DRAG_SLOP_PX) return;
-        drag.moved = true;
-        this.moveTo(panBy(drag.win, -dx * drag.usPerPx, relativeBounds(this.sides.map((s) => s.anchor))));
-        return;
-      }
-      this.showHover(this.hitAt(e.offsetX, e.offsetY), e.offsetX, e.offsetY);
-    });
-    canvas.addEventListener('pointerup', (e) => {
-      const wasClick = drag && !drag.moved;
-      drag = null;
-      if (wasClick) this.click(this.hitAt(e.offsetX, e.offsetY));
-    });
-    canvas.addEventListener('pointerleave', () => {
-      if (!drag) this.showHover(null, 0, 0);
-    });
-    // Keys act on this view while it has the focus (not on the main lanes): W/S zoom, A/D pan, 0 back to
-    // the aligned steps, Escape clears the outline.
-    canvas.addEventListener('keydown', (e) => {
-      if (e.ctrlKey || e.metaKey || e.altKey || !this.sides.length) return;
-      const bounds = relativeBounds(this.sides.map((s) => s.anchor));
-      const span = this.win.t1Us - this.win.t0Us;
-      const mid = (this.win.t0Us + this.win.t1Us) / 2;
-      const key = e.key.toLowerCase();
-      if (key === 'w') this.moveTo(zoomAround(this.win, mid, KEY_ZOOM, bounds));
-      else if (key === 's') this.moveTo(zoomAround(this.win, mid, 1 / KEY_ZOOM, bounds));
-      else if (key === 'a') this.moveTo(panBy(this.win, -span * KEY_PAN_FRAC, bounds));
-      else if (key === 'd') this.moveTo(panBy(this.win, span * KEY_PAN_FRAC, bounds));
-      else if (key === '0') this.moveTo(defaultWindow(this.sides.map((s) => s.anchor)));
-      else if (key === 'escape') this.click({ side: -1, area: 'none', block: -1, depth: -1, event: -1, tUs: NaN });
-      else return;
-      e.preventDefault();
-      e.stopPropagation();
-    });
-    canvas.addEventListener('dblclick', (e) => {
-      const ev = this.eventAt(this.hitAt(e.offsetX, e.offsetY));
-      if (!ev) return;
-      const a = this.sides[ev.side].anchor.anchorUs;
-      this.moveTo(windowAround(ev.startUs - a, ev.endUs - a, 0.1, relativeBounds(this.sides.map((s) => s.anchor))));
-    });
-  }
-
-  /** @param {import('../model/compare_lanes.js').StackHit | null} hit @param {number} xCss @param {number} yCss */
-  showHover(hit, xCss, yCss) {
-    const ev = hit ? this.eventAt(hit) : null;
-    const hover = ev ? { side: ev.side, laneId: ev.laneId, depth: ev.depth, startUs: ev.startUs, endUs: ev.endUs, text: ev.text } : null;
-    if (JSON.stringify(hover) !== JSON.stringify(this.hover)) {
-      this.hover = hover;
-      this.view.requestRedraw();
-    }
-    if (ev && hit) {
-      const side = this.sides[ev.side];
-      const data = /** @type {import('../model/lanes.js').LanesData} */ (side.data);
-      const i = ev.index;
-      const rel = ev.startUs - side.anchor.anchorUs;
-      /** @type {[string, string][]} */
-      const rows = [['duration', formatDuration(ev.lane.ev.durUs[i])],
-        ['from the step start', `${rel < 0 ? '\u2212' : '+'}${formatDuration(Math.abs(rel))}`],
-        ['start', formatTimestamp(ev.startUs)], ['kind', ev.lane.ev.kind[i]], ['lane', ev.lane.label], ['side', side.spec.title]];
-      if (ev.lane.ev.count[i] > 1) rows.push(['merged', `${ev.lane.ev.count[i]} events (double-click to zoom in)`]);
-      this.tooltip.show(xCss, yCss, eventName(data, ev.lane, i), rows, `${ev.side}:${ev.laneId}:${ev.startUs}:${ev.depth}`);
-      return;
-    }
-    if (hit && hit.area === 'steps' && hit.side >= 0) {
-      const s = this.sides[hit.side].data?.steps;
-      const i = s ? intervalAt(s.startUs, s.endUs, hit.tUs) : -1;
-      if (s && i >= 0) {
-        const rel = s.startUs[i] - this.sides[hit.side].anchor.anchorUs;
-        this.tooltip.show(xCss, yCss, s.name[i], [['duration', formatDuration(s.endUs[i] - s.startUs[i])],
-          ['from the step start', `${rel < 0 ? '\u2212' : '+'}${formatDuration(Math.abs(rel))}`], ['DataLoader stall', s.stalled[i] ? 'yes' : 'no'],
-          ['side', this.sides[hit.side].spec.title]], `step${hit.side}:${i}`);
-        return;
-      }
-    }
-    this.tooltip.hide();
-  }
-
-  /** @param {import('../model/compare_lanes.js').StackHit} hit */
-  click(hit) {
-    if (hit.area === 'gutter') {
-      const b = this.layout.sides[hit.side].blocks[hit.block];
-      if (!b.collapsible) return;
-      const key = `${this.sides[hit.side].spec.side}:${b.laneId}`;
-      if (this.collapsed.has(key)) this.collapsed.delete(key);
-      else this.collapsed.add(key);
-      this.relayout();
-      this.describe();
-      return;
-    }
-    const ev = this.eventAt(hit);
-    this.marked = ev ? { side: ev.side, laneId: ev.laneId, depth: ev.depth, startUs: ev.startUs, endUs: ev.endUs, text: ev.text } : null;
-    this.picked.replaceChildren(ev ? ev.text : '');
-    this.view.requestRedraw();
-    // The span on screen: the main lanes select it too, with its launch flow and details.
-    const side = ev ? this.sides[ev.side] : null;
-    const row = ev ? Number(ev.lane.ev.row[ev.index]) : -1;
-    if (ev && side?.data && side.spanId === this.store.state.span?.id && row >= 0 && ev.lane.ev.count[ev.index] === 1) {
-      this.store.set({ sel: { laneId: ev.laneId, depth: ev.depth, startUs: ev.startUs, endUs: ev.endUs, row, laneKind: ev.lane.kind,
-        name: eventName(side.data, ev.lane, ev.index) }, selRow: null });
-    }
   }
 
   /**
@@ -515,140 +350,13 @@ export class CompareLanes {
    * @param {CanvasRenderingContext2D} ctx @param {number} widthCss @param {number} heightCss
    */
   drawFrame(ctx, widthCss, heightCss) {
-    ctx.font = FONT;
-    ctx.fillStyle = COLORS.background;
-    ctx.fillRect(0, 0, widthCss, heightCss);
-    if (!this.sides.length) return;
-    const rel = this.scale();
-    this.sides.forEach((side, i) => {
-      const s = this.layout.sides[i];
-      if (s) this.drawSide(ctx, i, side, s, widthCss, heightCss);
-    });
-    // t = 0: where both aligned steps start.
-    const x0 = rel.tToX(0);
-    if (x0 >= GUTTER_W && x0 <= rel.x1Css) {
-      ctx.fillStyle = ALIGN_COLOR;
-      ctx.fillRect(Math.round(x0) - 1, AXIS_H, 2, heightCss - AXIS_H);
-    }
-    drawAxis(ctx, rel, widthCss);
-    ctx.fillStyle = COLORS.gutter;
-    ctx.fillRect(0, 0, GUTTER_W, AXIS_H - 1);
-    ctx.fillStyle = COLORS.axisText;
-    ctx.textAlign = 'left';
-    ctx.textBaseline = 'middle';
-    ctx.fillText(fitLabel(`from the start of step ${this.input.value}`, GUTTER_W - 12, this.widths), 6, AXIS_H / 2);
-  }
-
-  /**
-   * One side: its name row, its step bar, its lanes (gaps shaded, events, the hovered and selected
-   * outlines) and their labels.
-   * @param {CanvasRenderingContext2D} ctx @param {number} i @param {SideState} side
-   * @param {import('../model/compare_lanes.js').SideBlock} s @param {number} widthCss @param {number} heightCss
-   */
-  drawSide(ctx, i, side, s, widthCss, heightCss) {
-    const scale = this.sideScale(i);
-    ctx.fillStyle = COLORS.laneAlt;
-    ctx.fillRect(0, s.yCss, widthCss, SIDE_H);
-    ctx.fillStyle = COLORS.text;
-    ctx.textAlign = 'left';
-    ctx.textBaseline = 'middle';
-    const a = side.anchor;
-    const where = a.fromSteps ? `${a.stepName} (${formatDuration(a.stepUs)}) starts at ${formatTimestamp(a.anchorUs)}` : 'no steps: aligned at the trace start';
-    ctx.font = `600 ${FONT}`;
-    const which = side.spec.names[a.spanIndex] ? ` (${side.spec.names[a.spanIndex]})` : '';
-    ctx.fillText(fitLabel(`${side.spec.title}: ${side.spec.label}${which} \u00b7 ${where}`, widthCss - 12, this.widths), 6, s.yCss + SIDE_H / 2);
-    ctx.font = FONT;
-    ctx.strokeStyle = COLORS.gutterLine;
-    ctx.beginPath();
-    ctx.moveTo(0, s.yCss + 0.5);
-    ctx.lineTo(widthCss, s.yCss + 0.5);
-    ctx.stroke();
-    const data = side.data;
-    if (!data) return;
-    /** @type {import('../render/frame.js').Frame} */
-    const frame = { ctx, scale, widthCss, heightCss, data, widths: this.widths, scrollYCss: HEADER_H - s.lanesYCss,
-      stalledAt: (tUs) => {
-        const k = intervalAt(data.steps.startUs, data.steps.endUs, tUs);
-        return k >= 0 && Boolean(data.steps.stalled[k]);
-      } };
-    ctx.save();
-    ctx.translate(0, s.stepsYCss - AXIS_H);
-    drawStepBar(frame);
-    ctx.restore();
-    const lanesH = s.hCss - (s.lanesYCss - s.yCss);
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(GUTTER_W, s.lanesYCss, widthCss - GUTTER_W, lanesH);
-    ctx.clip();
-    ctx.fillStyle = COLORS.laneAlt;
-    s.blocks.forEach((b, k) => {
-      if (k % 2) ctx.fillRect(GUTTER_W, s.lanesYCss + b.yCss, widthCss - GUTTER_W, b.hCss);
-    });
-    drawGrid(ctx, this.scale(), s.lanesYCss, s.lanesYCss + lanesH);
-    drawGaps(frame, s.blocks);
-    for (const b of s.blocks) {
-      const lane = data.lanes[b.index];
-      if (lane.kind === 'gpu') drawGpuLane(frame, lane, b, s.lanesYCss + b.yCss);
-      else drawCpuLane(frame, lane, b, s.lanesYCss + b.yCss);
-    }
     const mainSel = this.store.state.sel;
-    const outlines = /** @type {[Marked | null, string, number][]} */ ([[this.hover, COLORS.hover, 1], [this.marked, COLORS.selection, 2]]);
-    if (mainSel && side.spanId === this.store.state.span?.id && !this.marked) {
-      outlines.push([{ side: i, laneId: mainSel.laneId, depth: mainSel.depth, startUs: mainSel.startUs, endUs: mainSel.endUs, text: '' }, COLORS.selection, 2]);
-    }
-    for (const [m, color, width] of outlines) {
-      const b = m && m.side === i ? s.blocks.find((x) => x.laneId === m.laneId) : null;
-      if (!m || !b) continue;
-      const y = s.lanesYCss + b.yCss + LANE_PAD / 2 + Math.min(m.depth, b.depths - 1) * ROW_H;
-      const x0 = scale.tToX(m.startUs);
-      const x1 = Math.max(scale.tToX(m.endUs), x0 + 1);
-      ctx.strokeStyle = color;
-      ctx.lineWidth = width;
-      ctx.strokeRect(x0 - width / 2, y - width / 2, x1 - x0 + width, ROW_H - 1 + width);
-    }
-    // The end of the aligned step, dashed, on this side only.
-    const xEnd = scale.tToX(a.anchorUs + a.stepUs);
-    if (a.fromSteps && xEnd >= GUTTER_W && xEnd <= scale.x1Css) {
-      ctx.strokeStyle = ALIGN_COLOR;
-      ctx.lineWidth = 1;
-      ctx.setLineDash([4, 3]);
-      ctx.beginPath();
-      ctx.moveTo(Math.round(xEnd) + 0.5, s.lanesYCss);
-      ctx.lineTo(Math.round(xEnd) + 0.5, s.lanesYCss + lanesH);
-      ctx.stroke();
-      ctx.setLineDash([]);
-    }
-    ctx.restore();
-    this.drawLabels(ctx, s, widthCss);
-  }
-
-  /**
-   * The lane labels of a side (a fold arrow on threads with nested rows) and the lanes' separators.
-   * @param {CanvasRenderingContext2D} ctx @param {import('../model/compare_lanes.js').SideBlock} s @param {number} widthCss
-   */
-  drawLabels(ctx, s, widthCss) {
-    const lanesH = s.hCss - (s.lanesYCss - s.yCss);
-    ctx.fillStyle = COLORS.gutter;
-    ctx.fillRect(0, s.lanesYCss, GUTTER_W, lanesH);
-    ctx.strokeStyle = COLORS.gutterLine;
-    ctx.lineWidth = 1;
-    ctx.textAlign = 'left';
-    ctx.textBaseline = 'middle';
-    let previous = '';
-    for (const b of s.blocks) {
-      const y = s.lanesYCss + b.yCss;
-      ctx.beginPath();
-      ctx.moveTo(0, Math.round(y) + 0.5);
-      ctx.lineTo(b.kind !== previous ? widthCss : GUTTER_W, Math.round(y) + 0.5);
-      ctx.stroke();
-      previous = b.kind;
-      ctx.fillStyle = b.kind === 'gpu' ? COLORS.gpuLabel : COLORS.text;
-      const arrow = b.collapsible ? (b.collapsed ? '\u25b8 ' : '\u25be ') : '  ';
-      ctx.fillText(arrow + fitLabel(b.label, GUTTER_W - 24, this.widths), 6, y + 11);
-    }
-    ctx.beginPath();
-    ctx.moveTo(GUTTER_W - 0.5, s.lanesYCss);
-    ctx.lineTo(GUTTER_W - 0.5, s.lanesYCss + lanesH);
-    ctx.stroke();
+    const marked = this.marked;
+    /** @type {import('../render/compare_lanes.js').CompareSide[]} */
+    const sides = this.sides.map((side, i) => ({ block: this.layout.sides[i] ?? null, spec: side.spec, anchor: side.anchor, data: side.data,
+      hover: this.hover?.side === i ? this.hover : null,
+      // The event selected here, else (nothing selected here) the main lanes' selection on the span on screen.
+      selected: marked ? (marked.side === i ? marked : null) : (mainSel && side.spanId === this.store.state.span?.id ? mainSel : null) }));
+    drawCompareLanes({ ctx, scale: this.scale(), widthCss, heightCss, widths: this.widths }, sides, `from the start of step ${this.input.value}`);
   }
 }

@@ -1,22 +1,18 @@
 // @ts-check
 /**
  * Mouse and keyboard on the lanes canvas: wheel zoom around the cursor, drag to pan (and scroll
- * lanes vertically), click to select or collapse, double-click to zoom to a gap, step or event,
- * W/S zoom and A/D pan, 0 for the whole trace, Escape to clear the selection. Shift+drag selects an area
- * (the Tables panel then shows only it; Shift+click or Escape clears it).
+ * lanes vertically), W/S zoom and A/D pan (around the pointer) and 0 for the whole trace through the
+ * shared `pan_zoom_input.js`; here: click to select or collapse, double-click to zoom to a gap, step or
+ * event, Escape to clear the selection, Shift+drag to select an area (the Tables panel then shows only
+ * it; Shift+click or Escape clears it).
  */
 import { gapSolid, gapText } from '../model/colors.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { GUTTER_W } from '../model/layout.js';
-import { panBy, windowAround, zoomAround } from '../model/scale.js';
+import { windowAround } from '../model/scale.js';
 import { areaFromDrag } from '../model/tables.js';
-
-/** Wheel delta (pixels) that zooms by e: trackpads send many small deltas, mice ~100 per notch. */
-const WHEEL_PX_PER_E = 500;
-const KEY_ZOOM = 0.8;
-const KEY_PAN_FRAC = 0.15;
-const DRAG_SLOP_PX = 3;
+import { attachPanZoom } from './pan_zoom_input.js';
 
 /**
  * @param {import('./lanes_view.js').LanesView} view
@@ -26,102 +22,43 @@ const DRAG_SLOP_PX = 3;
  */
 export function attachLanesInput(view, store, handlers) {
   const canvas = view.canvas;
-  /** @param {import('../model/scale.js').Window} win */
-  const setWin = (win) => store.set({ win });
-  /** @type {{x: number, y: number, win: import('../model/scale.js').Window, scroll: number, moved: boolean, usPerPx: number, area?: boolean} | null} */
-  let drag = null;
-  let pointerX = -1;
-
-  canvas.addEventListener('wheel', (e) => {
-    e.preventDefault();
-    // Wheeling over the lanes means working with them: let W/S/A/D follow without a click first.
-    if (document.activeElement === document.body) canvas.focus({ preventScroll: true });
-    const px = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
-    const { win, bounds } = store.state;
-    if (e.shiftKey) view.scrollBy(e.deltaY * px);
-    else if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) setWin(panBy(win, e.deltaX * px * view.scale().usPerPx, bounds));
-    else {
-      const scale = view.scale();
-      const tUs = e.offsetX >= GUTTER_W ? scale.xToT(e.offsetX) : (win.t0Us + win.t1Us) / 2;
-      setWin(zoomAround(win, tUs, Math.exp((e.deltaY * px) / WHEEL_PX_PER_E), bounds));
-    }
-  }, { passive: false });
-
-  canvas.addEventListener('pointerdown', (e) => {
-    if (e.button !== 0) return;
-    handlers.hover(null, 0, 0); // a click answers in the Selection panel: no hover box left over it
-    canvas.focus({ preventScroll: true });
-    canvas.setPointerCapture(e.pointerId);
-    drag = { x: e.offsetX, y: e.offsetY, win: store.state.win, scroll: view.scrollYCss, moved: false, usPerPx: view.scale().usPerPx,
-      area: e.shiftKey && e.offsetX >= GUTTER_W };
-  });
-
-  canvas.addEventListener('pointermove', (e) => {
-    pointerX = e.offsetX;
-    if (drag) {
-      const dx = e.offsetX - drag.x;
-      const dy = e.offsetY - drag.y;
-      if (!drag.moved && Math.hypot(dx, dy) < DRAG_SLOP_PX) return;
-      drag.moved = true;
-      handlers.hover(null, 0, 0);
-      if (drag.area) {
-        store.set({ area: areaFromDrag(drag.x, Math.max(GUTTER_W, e.offsetX), view.scale(), store.state.bounds) });
-        return;
-      }
-      setWin(panBy(drag.win, -dx * drag.usPerPx, store.state.bounds));
-      view.scrollBy(drag.scroll - dy - view.scrollYCss);
-      return;
-    }
-    handlers.hover(view.hitAt(e.offsetX, e.offsetY), e.offsetX, e.offsetY);
-  });
-
-  canvas.addEventListener('pointerup', (e) => {
-    const wasClick = drag && !drag.moved;
-    const areaClick = wasClick && drag?.area;
-    drag = null;
-    if (!wasClick) return;
-    if (areaClick) {
+  const onKey = attachPanZoom({
+    canvas,
+    win: () => store.state.win,
+    bounds: () => store.state.bounds,
+    scale: () => view.scale(),
+    moveTo: (win) => store.set({ win }),
+    home: () => store.state.bounds,
+    escape: () => {
+      handlers.select(null);
       store.set({ area: null });
-      return;
-    }
-    const hit = view.hitAt(e.offsetX, e.offsetY);
-    if (hit?.area === 'group' && hit.group !== undefined) view.toggleGroup(view.layout.groups[hit.group].key);
-    else if (hit?.area === 'gutter' && hit.pin) view.togglePin(view.layout.blocks[hit.block].laneId);
-    else if (hit?.area === 'gutter') view.toggleLane(view.layout.blocks[hit.block].laneId);
-    else handlers.select(hit);
-  });
-
-  canvas.addEventListener('pointerleave', () => {
-    pointerX = -1;
-    if (!drag) handlers.hover(null, 0, 0);
+    },
+    hover: (e) => (e ? handlers.hover(view.hitAt(e.offsetX, e.offsetY), e.offsetX, e.offsetY) : handlers.hover(null, 0, 0)),
+    click: (e) => {
+      const hit = view.hitAt(e.offsetX, e.offsetY);
+      if (hit?.area === 'group' && hit.group !== undefined) view.toggleGroup(view.layout.groups[hit.group].key);
+      else if (hit?.area === 'gutter' && hit.pin) view.togglePin(view.layout.blocks[hit.block].laneId);
+      else if (hit?.area === 'gutter') view.toggleLane(view.layout.blocks[hit.block].laneId);
+      else handlers.select(hit);
+    },
+    scroll: { yCss: () => view.scrollYCss, by: (dyCss) => view.scrollBy(dyCss) },
+    // Shift+drag over the plot selects an area (the Tables panel then shows only it); Shift+click clears it.
+    gesture: (down) => (down.shiftKey && down.offsetX >= GUTTER_W ? {
+      move: (e) => store.set({ area: areaFromDrag(down.offsetX, Math.max(GUTTER_W, e.offsetX), view.scale(), store.state.bounds) }),
+      click: () => store.set({ area: null }),
+    } : null),
+    // Wheeling over the lanes means working with them: let W/S/A/D follow without a click first.
+    focusOnWheel: true,
+    keysAtPointer: true,
   });
 
   canvas.addEventListener('dblclick', (e) => {
     const target = zoomTarget(view, view.hitAt(e.offsetX, e.offsetY));
-    if (target) setWin(windowAround(target[0], target[1], 0.1, store.state.bounds));
+    if (target) store.set({ win: windowAround(target[0], target[1], 0.1, store.state.bounds) });
   });
 
-  /** @param {KeyboardEvent} e */
-  const onKey = (e) => {
-    const target = /** @type {HTMLElement} */ (e.target);
-    const tag = target.tagName;
-    if (e.ctrlKey || e.metaKey || e.altKey || tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA' || target.isContentEditable) return;
-    const { win, bounds } = store.state;
-    const span = win.t1Us - win.t0Us;
-    const center = pointerX >= GUTTER_W ? view.scale().xToT(pointerX) : (win.t0Us + win.t1Us) / 2;
-    const key = e.key.toLowerCase();
-    if (key === 'w') setWin(zoomAround(win, center, KEY_ZOOM, bounds));
-    else if (key === 's') setWin(zoomAround(win, center, 1 / KEY_ZOOM, bounds));
-    else if (key === 'a') setWin(panBy(win, -span * KEY_PAN_FRAC, bounds));
-    else if (key === 'd') setWin(panBy(win, span * KEY_PAN_FRAC, bounds));
-    else if (key === '0') setWin(bounds);
-    else if (key === 'escape') {
-      handlers.select(null);
-      store.set({ area: null });
-    }
-    else return;
-    e.preventDefault();
-  };
+  // Keys act on the main lanes wherever the focus is in this frame, except where one types; a view that
+  // takes its own keys (the Compare panel's stacked lanes, focused) stops those it uses before they get here.
   window.addEventListener('keydown', onKey);
   // Keys work as soon as the tab is shown: TensorBoard's page keeps the focus until the frame is clicked,
   // so its keys reach the lanes too while this frame is on screen and nothing there takes typing.
