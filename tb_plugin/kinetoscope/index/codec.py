@@ -1,4 +1,4 @@
-"""Storing what `api.prepare` derives from a model (frozen dataclasses of numpy arrays, tuples, dicts and
+"""Storing what `pipeline.prepare` derives from a model (frozen dataclasses of numpy arrays, tuples, dicts and
 scalars) as one uncompressed `.npz`: each array raw (loading is a read, not a parse), the rest one JSON tree.
 
 The tree names each dataclass by `module:qualname`. Decoding rebuilds only dataclasses of this package

@@ -8,7 +8,7 @@ trace rather than at the logdir's root, so a logdir opened at a sub-folder, a si
 Layout: `MAGIC`, the header's length (8 bytes, little-endian), the header (JSON), then the sections:
 - `summary`: the report entry and the rank digest (what `report` and the ranks view need; kilobytes);
 - `model`: the decoded model, stored as the model cache stores it (`trace.cache.write_model`);
-- `prepared`: the rest of `api.prepare`'s result (analyses, lane index, launch tables; `codec`).
+- `prepared`: the rest of `pipeline.prepare`'s result (analyses, lane index, launch tables; `codec`).
 The header holds the sidecar's format version, the model's format version, a fingerprint of the analysis
 code that computed it, the trace's identity and each section's offset, length and sha256.
 

@@ -1,6 +1,6 @@
 """The TensorBoard plugin: a literal route table, parameter parsing, and JSON responses.
 
-Each `*_route` parses and validates its query string, calls the matching `api.*_impl`, and returns
+Each `*_route` parses and validates its query string, calls the matching `routes.*_impl`, and returns
 plain data; the `_route` decorator turns that data, or a raised PluginError, into a response.
 """
 from __future__ import annotations

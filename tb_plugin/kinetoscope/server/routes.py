@@ -111,7 +111,7 @@ def _summary(sid: str, loaded: Loaded) -> dict[str, Any]:
 
 
 def markdown_impl(service: TraceService, sid: str) -> dict[str, Any]:
-    """The span's summary as markdown, from the one renderer the CLI uses (`formats.render_entry`): the
+    """The span's summary as markdown, from the one renderer the CLI uses (`formats.report.render_entry`): the
     run's verdict first when the run has several spans, then the span's, harmonized as the tab shows it."""
     loaded = _load(service, sid)
     f = loaded.file
