@@ -80,10 +80,28 @@ def verdict_lines(verdict: dict, markdown: bool, label: str = "Verdict") -> list
 
 
 def render_run(run: dict, markdown: bool = False) -> str:
-    """The run-level verdict, shown above the run's spans."""
-    title = f"run {run['run']} ({run['spans']} spans)"
+    """The verdict pooled over the spans of one worker or one job (`with_run_verdicts`), above those spans."""
+    workers, basis = run.get("workers") or [], run.get("basis", "run")
+    if basis == "worker" and workers:
+        title = f"run {run['run']}, worker {workers[0]} ({run['spans']} spans)"
+    elif basis not in ("run", "worker"):
+        title = f"run {run['run']}: job of {len(workers)} ranks ({run['spans']} spans; ranks by {basis})"
+    else:
+        title = f"run {run['run']} ({run['spans']} spans)"
     head = [f"# {md(title)}", ""] if markdown else [f"#### {title} ####"]
     return "\n".join(head + verdict_lines(run["verdict"], markdown, label="Run verdict") + [""])
+
+
+def render_independent(run: str, groups: list[dict], markdown: bool = False) -> str:
+    """Why a run's traces get no ranks view and no pooled verdict: they are independent profiles."""
+    alone = [w for g in groups if g["basis"] == "independent" for w in g["workers"]]
+    title = f"run {run}: {len(alone)} independent profiles, not ranks of one job"
+    text = ("no distributedInfo with world_size > 1, no rank naming and no matching collectives tie them together: "
+            "each trace has its own verdict; no ranks view and no verdict pooled across them")
+    lone = [f"{g['workers'][0]} is one rank of a job of {g['world_size']} ({g['basis']}); the other ranks' traces are not here"
+            for g in groups if g["basis"] != "independent" and len(g["workers"]) == 1 and g.get("world_size")]
+    head = [f"# {md(title)}", ""] if markdown else [f"#### {title} ####"]
+    return "\n".join(head + [md(line) if markdown else line for line in [text, *lone]] + [""])
 
 
 def render_overview(entries: list[dict], markdown: bool = False) -> str:
