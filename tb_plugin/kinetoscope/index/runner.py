@@ -111,7 +111,8 @@ def summary_lines(summary: Summary) -> list[str]:
 
 def _ranks(traces: list[TraceFile], outcomes: list[Outcome]) -> dict[str, dict]:
     """The ranks view of every run holding a job of two ranks or more (its largest; `jobs.job_groups`), from
-    the digests the tasks sent back, written to the run's `.kinetoscope/ranks.json` (failures to write are reported in the view, never raised)."""
+    the digests the tasks sent back, written to the run's `.kinetoscope/ranks.json` (failures to write are
+    reported in the view, never raised)."""
     digests = {o.path: o.digest for o in outcomes if o.digest is not None}
     by_run: dict[str, list[TraceFile]] = {}
     for t in traces:
