@@ -21,6 +21,7 @@ from .culprits import sync_culprit, top_culprits
 from .dataloader_stalls import Steps, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
+from .health import health_entries, trace_health
 from .insights import insight_entries, insights
 from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
@@ -164,6 +165,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "memory": [memory_entry(s, t0) for s in analysis.memory],
         "breakdown": breakdown_entry(analysis.breakdown),
         "verdict": verdict_entry(analysis.verdict),
+        "health": health_entries(trace_health(model)),
         "insights": insight_entries(analysis.insights),
         "tables": tables_entry(model, tables),
     }
