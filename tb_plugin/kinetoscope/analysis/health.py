@@ -131,7 +131,7 @@ def same_stream_overlap(model: TraceModel) -> Optional[HealthItem]:
     ex_ids = model.name_ids_where(lambda n: n.startswith(EX_LAUNCHES))
     ex = launch >= 0
     ex[ex] = model.name_in(ex_ids, launch[ex])
-    majors = [d.get("computeMajor") for d in model.meta.get("device_properties") or [] if isinstance(d, dict)]
+    majors = [d.get("computeMajor") for d in _device_ids(model)[1]]
     pdl_gpu = any(isinstance(m, int) and m >= PDL_MIN_MAJOR for m in majors)
     pdl = bool(ex.all()) and pdl_gpu
     cause = ("all launched with cuLaunchKernelEx/cudaLaunchKernelExC on a compute capability >= 9 GPU: consistent with "
@@ -213,7 +213,7 @@ def python_stack(model: TraceModel) -> Optional[HealthItem]:
 
 def _device_ids(model: TraceModel) -> tuple[set, list]:
     props = [d for d in model.meta.get("device_properties") or [] if isinstance(d, dict)]
-    return {d.get("id") for d in props}, props
+    return {d["id"] for d in props if isinstance(d.get("id"), int)}, props
 
 
 def device_id_mismatch(model: TraceModel) -> Optional[HealthItem]:

@@ -28,7 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import STEP_RE
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
 
 TIE_NS = 1_000  # durations within 1 µs of the shortest: no one rank was waited for
@@ -97,11 +97,12 @@ def job_signature(info: dict) -> str:
     world = info.get("world_size")
     if not isinstance(world, int) or isinstance(world, bool) or world <= 1:
         return ""
-    default = next((g for g in info.get("pg_config") or [] if isinstance(g, dict)
+    groups = info.get("pg_config") if isinstance(info.get("pg_config"), list) else []
+    default = next((g for g in groups if isinstance(g, dict)
                     and (g.get("pg_desc") == "default_pg" or str(g.get("pg_name")) == "0")), {})
-    members = default.get("ranks") if isinstance(default.get("ranks"), list) else None
-    return repr((str(info.get("backend")), world, info.get("pg_count"), default.get("pg_size"),
-                 tuple(members) if members is not None and len(members) <= 4096 else None))
+    members = default.get("ranks") if isinstance(default.get("ranks"), list) and len(default["ranks"]) <= 4096 else []
+    return repr((str(info.get("backend"))[:200], world, whole(info.get("pg_count")), whole(default.get("pg_size")),
+                 tuple(m for m in members if whole(m) is not None)))
 
 
 def rank_from_name(worker: str) -> Optional[tuple[str, int]]:
