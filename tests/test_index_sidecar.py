@@ -54,8 +54,8 @@ def assert_same(path: str) -> None:
 
 @pytest.fixture
 def job(tmp_path):
-    """A 4-rank NCCL job with a straggler (gzipped) and a gloo run (plain), indexed."""
-    write_job(tmp_path / "nccl", ranks=4, straggler=2)
+    """Four ranks of a 5-rank NCCL job with a straggler (gzipped; rank 4 comes later) and a gloo run (plain), indexed."""
+    write_job(tmp_path / "nccl", ranks=5, straggler=2, missing=[4])
     for r in range(2):
         write_trace(tmp_path / "gloo" / f"rank{r}.{10 + r}.pt.trace.json", gloo_rank(r, world=2))
     summary = run_index(str(tmp_path), jobs=1)
@@ -86,7 +86,7 @@ def test_index_is_incremental_and_picks_up_new_ranks(job):
     assert {o.status for o in summary.outcomes} == {FRESH}
     paths, _ = write_job(job / "bigger", ranks=5, straggler=2)
     new = job / "nccl" / paths[4].name
-    os.replace(paths[4], new)  # rank 4 appears
+    os.replace(paths[4], new)  # rank 4 of the same job (same distributedInfo) appears
     shutil.rmtree(job / "bigger")
     copied = job / "nccl" / paths[0].name
     os.utime(copied, (time.time() + 5, time.time() + 5))  # same bytes, new mtime (a copy, a sync)

@@ -5,6 +5,7 @@
  * `ranks?run=` while ranks of the run are still loading; hidden for single-rank runs.
  */
 import { formatDuration } from '../model/format.js';
+import { independentText } from '../model/health.js';
 import { RANK_COLUMNS, heatmap, ranksSummary, stragglerText } from '../model/ranks.js';
 import { el, errorText, message } from './dom.js';
 import { RunVerdictPoller } from './run_verdict.js';
@@ -37,10 +38,13 @@ export class RanksPanel {
     this.poller = new RunVerdictPoller(api, (answer) => {
       if (answer?.run !== this.run) return;
       this.view = answer.view;
+      this.alone = independentText(answer);
       this.pending = Number(answer.pending) || 0;
       this.render();
     }, (err) => this.table.replaceChildren(message('error', `Ranks: ${errorText(err)}`)), { route: 'ranks' });
     this.pending = 0;
+    /** @type {string} why the run has no ranks view (independent profiles), or '' */
+    this.alone = '';
   }
 
   /** Shows the panel for a multi-rank run (polling its view), or hides it. @param {string | null} run */
@@ -63,7 +67,8 @@ export class RanksPanel {
   render() {
     const view = this.view;
     if (!view) {
-      this.table.replaceChildren(message('info', this.pending ? `Loading the ranks (${this.pending} to go)\u2026` : 'No rank has loaded.'));
+      const idle = this.alone ? this.alone : 'No two traces of this run are ranks of one job.';
+      this.table.replaceChildren(message('info', this.pending ? `Loading the ranks (${this.pending} to go)\u2026` : idle));
       return;
     }
     this.stragglers.replaceChildren(...(view.stragglers ?? []).map((/** @type {any} */ s) => message('warn', stragglerText(s))));

@@ -7,6 +7,7 @@
  */
 import { commText, deviceIdleText } from '../model/devices.js';
 import { formatDuration } from '../model/format.js';
+import { healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
 import { confidenceText, reasonsOf, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
 import { el } from './dom.js';
 
@@ -54,8 +55,32 @@ function spanBlock(summary, runAnswer, withRun) {
       asRun ? el('span', { class: 'ks-as-run', title: `on its own this span says ${summary.verdict?.bound}` }, '(as the run)') : null),
     v.evidence ? el('div', { class: 'ks-evidence' }, String(v.evidence)) : null,
     reasons.length ? el('div', { class: 'ks-reasons' }, 'Why there is not enough data:', el('ul', {}, reasons.map((r) => el('li', {}, r)))) : null,
+    unreliableNote(summary, 'verdict'),
     v.suggestion ? el('div', { class: 'ks-suggestion' }, el('b', {}, 'Suggestion: '), String(v.suggestion)) : null,
     insightsBlock(summary.insights));
+}
+
+/**
+ * The note beside a figure that a trace-health warning makes unreliable, or null.
+ * @param {any} summary @param {string} figure a key of model/health.js FIGURE_NAMES
+ */
+function unreliableNote(summary, figure) {
+  const text = unreliableText(summary, figure);
+  return text ? el('div', { class: 'ks-unreliable', dataset: { figure } }, `\u26a0 ${text}`) : null;
+}
+
+/**
+ * Trace health: each finding, what it does to which figure; warnings open, notes folded.
+ * @param {any} summary
+ */
+function healthBlock(summary) {
+  const items = healthItems(summary);
+  if (!items.length) return null;
+  const warns = items.filter((h) => h.severity === 'warn').length;
+  return el('details', { class: 'ks-health', open: warns > 0 },
+    el('summary', {}, `Trace health: ${warns} warning${warns === 1 ? '' : 's'}, ${items.length - warns} note${items.length - warns === 1 ? '' : 's'}`),
+    el('ul', {}, items.map((h) => el('li', { dataset: { check: h.check, severity: h.severity } },
+      el('b', {}, h.severity === 'warn' ? '\u26a0 ' : '\u2139 '), healthLine(h)))));
 }
 
 /**
@@ -75,8 +100,10 @@ function insightsBlock(insights) {
  */
 function chips(summary) {
   const devices = Array.isArray(summary.devices) ? summary.devices : [];
+  const idleNote = unreliableText(summary, 'busy_idle');
   return el('div', { class: 'ks-chips' }, el('span', { class: 'ks-chip' }, `${formatDuration(summary.duration_us)} \u00b7 ${summary.events} events`),
-    devices.map((/** @type {any} */ d) => el('span', { class: 'ks-chip' }, deviceIdleText(d))),
+    devices.map((/** @type {any} */ d) => el('span', idleNote ? { class: 'ks-chip ks-chip-unreliable', title: idleNote } : { class: 'ks-chip' },
+      idleNote ? `\u26a0 ${deviceIdleText(d)}` : deviceIdleText(d))),
     devices.map((/** @type {any} */ d) => {
       const text = commText(d.device, d.comm);
       return text ? el('span', { class: 'ks-chip ks-comm', dataset: { device: String(d.device) },
@@ -92,7 +119,9 @@ function chips(summary) {
 export function verdictNodes(summary, runAnswer) {
   const withRun = showsRunVerdict(runAnswer, summary.run);
   const warnings = Array.isArray(summary.warnings) ? summary.warnings : [];
-  return [withRun ? runBlock(runAnswer) : null, spanBlock(summary, runAnswer, withRun), chips(summary),
+  const alone = runAnswer && runAnswer.run === summary.run ? independentText(runAnswer) : '';
+  return [withRun ? runBlock(runAnswer) : null, alone ? el('div', { class: 'ks-hint ks-independent' }, alone) : null,
+    spanBlock(summary, runAnswer, withRun), chips(summary), unreliableNote(summary, 'busy_idle'), healthBlock(summary),
     warnings.length ? el('details', { class: 'ks-warnings' }, el('summary', {}, `${warnings.length} loader warning(s)`),
       el('ul', {}, warnings.map((/** @type {any} */ w) => el('li', {}, typeof w === 'string' ? w : JSON.stringify(w))))) : null]
     .filter((x) => x !== null);

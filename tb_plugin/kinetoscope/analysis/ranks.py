@@ -21,13 +21,14 @@ so a 64-rank run costs one model's memory at a time. Definitions: `../shared/doc
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 
 from ..trace.kinds import STEP_RE
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
 
 TIE_NS = 1_000  # durations within 1 µs of the shortest: no one rank was waited for
@@ -38,6 +39,8 @@ STRAGGLER_STEP_FRACTION = 0.05  # caused wait per step, of the median step time
 # that takes 7 of 10; a rank slowed on purpose is last in all of them.
 STRAGGLER_CHANCE = 0.01
 MAX_INSTANCES = 200  # instances listed in the view (the figures count them all)
+# `rank3`, `rank-3`, `rank_3`, `trace_rank_0`, `worker1`: the number after the word is the rank.
+RANK_NAME_RE = re.compile(r"^(?P<stem>.*?(?:rank|worker))[-_.]?(?P<number>\d+)(?!\d)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,9 @@ class RankDigest:
     figures: dict[str, Any]  # per-rank table row (busy, idle, comm, exposed, overlap, dataloader, memory, verdict)
     calls: CollectiveCalls
     origin_ns: int = 0  # the trace's start on the rank's own clock (instance starts are given from it)
+    # `jobs.job_signature` of its distributedInfo: what all ranks of its job share; "" when the info says it is
+    # no rank of a job of two or more, None when the trace has no distributedInfo
+    signature: Optional[str] = None
 
 
 def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
@@ -81,7 +87,28 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
                       backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
                       step_numbers=numbers, step_dur_ns=steps.end_ns - steps.start_ns, step_comm_ns=steps.comm_ns,
                       step_exposed_ns=steps.exposed_comm_ns, figures=figures, calls=collective_calls(model),
-                      origin_ns=model.start_ns if model.n_events else 0)
+                      origin_ns=model.start_ns if model.n_events else 0,
+                      signature=job_signature(info) if model.meta.get("distributed_info") is not None else None)
+
+
+def job_signature(info: dict) -> str:
+    """What every rank of one job shares in its `distributedInfo` ("" when the trace is not a rank of a
+    job of two or more: no info, or world_size <= 1)."""
+    world = info.get("world_size")
+    if not isinstance(world, int) or isinstance(world, bool) or world <= 1:
+        return ""
+    groups = info.get("pg_config") if isinstance(info.get("pg_config"), list) else []
+    default = next((g for g in groups if isinstance(g, dict)
+                    and (g.get("pg_desc") == "default_pg" or str(g.get("pg_name")) == "0")), {})
+    members = default.get("ranks") if isinstance(default.get("ranks"), list) and len(default["ranks"]) <= 4096 else []
+    return repr((str(info.get("backend"))[:200], world, whole(info.get("pg_count")), whole(default.get("pg_size")),
+                 tuple(m for m in members if whole(m) is not None)))
+
+
+def rank_from_name(worker: str) -> Optional[tuple[str, int]]:
+    """(stem, number) when a worker is named like a rank (`rank3`, `trace_rank_0`, `worker1`), else None."""
+    match = RANK_NAME_RE.match(worker)
+    return (match.group("stem").lower(), int(match.group("number"))) if match else None
 
 
 def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
@@ -111,7 +138,8 @@ def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
                                  step_dur_ns=cat([g.step_dur_ns for g in group]),
                                  step_comm_ns=cat([g.step_comm_ns for g in group]),
                                  step_exposed_ns=cat([g.step_exposed_ns for g in group]),
-                                 figures=last.figures, calls=joined, origin_ns=group[0].origin_ns))
+                                 figures=last.figures, calls=joined, origin_ns=group[0].origin_ns,
+                                 signature=last.signature))
     return merged
 
 
@@ -122,8 +150,9 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
     ranks = _assign_ranks(digests)
     order = sorted(range(len(digests)), key=lambda i: ranks[i])
     digests, ranks = [digests[i] for i in order], [ranks[i] for i in order]
-    world = max([d.world_size for d in digests if d.world_size] + [len(digests)])
-    missing = sorted(set(range(world)) - set(ranks))
+    told = [d.world_size for d in digests if d.world_size]  # only distributedInfo names ranks that are missing
+    world = max(told + [len(digests), max(ranks, default=-1) + 1])
+    missing = sorted(set(range(max(told))) - set(ranks)) if told else []
     matched = _match(digests)
     per_rank = _per_rank_waits(matched, len(digests))
     step_numbers = sorted(set().union(*(d.step_numbers.tolist() for d in digests))) if digests else []
@@ -149,7 +178,7 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
     }
 
 
-def _call_keys(calls: CollectiveCalls) -> list[tuple]:
+def call_keys(calls: CollectiveCalls) -> list[tuple]:
     """How each call is matched across ranks: by (process group, `Seq`) where the trace numbers it, else by
     (step, type, ordinal among the step's calls of that type)."""
     return [("seq", group, seq) if seq >= 0 else ("order", step, ordinal, kind)
@@ -161,7 +190,7 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
     """Instances present on at least two ranks, with every rank's duration (-1 where a rank lacks it)."""
     keys: dict[tuple, list] = {}
     for i, d in enumerate(digests):
-        for j, key in enumerate(_call_keys(d.calls)):
+        for j, key in enumerate(call_keys(d.calls)):
             keys.setdefault(key, [None] * len(digests))[i] = j
     out: dict[str, list] = {"kind": [], "step": [], "dur": [], "start": [], "before": [], "nbytes": [], "group_size": [],
                             "group": [], "seq": []}
@@ -313,10 +342,14 @@ def _median_step_ns(digests: list[RankDigest]) -> Optional[float]:
 
 
 def _assign_ranks(digests: list[RankDigest]) -> list[int]:
-    """Each trace's rank: its own when every trace has a distinct one, else its order by worker name."""
+    """Each trace's rank: its own when every trace has a distinct one, else the number its worker name gives
+    (`rank3`) when every name gives a distinct one, else its order by worker name."""
     own = [d.rank for d in digests]
     if all(r is not None for r in own) and len(set(own)) == len(own):
         return [int(r) for r in own]
+    named = [rank_from_name(d.worker) for d in digests]
+    if all(n is not None for n in named) and len({n[1] for n in named}) == len(named):
+        return [n[1] for n in named]
     order = sorted(range(len(digests)), key=lambda i: digests[i].worker)
     ranks = [0] * len(digests)
     for position, i in enumerate(order):

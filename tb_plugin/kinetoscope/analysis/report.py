@@ -21,7 +21,9 @@ from .culprits import sync_culprit, top_culprits
 from .dataloader_stalls import Steps, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
+from .health import health_entries, trace_health
 from .insights import insight_entries, insights
+from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
 from .selectors import OpIndex, activity_rows_by_device
@@ -163,6 +165,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "memory": [memory_entry(s, t0) for s in analysis.memory],
         "breakdown": breakdown_entry(analysis.breakdown),
         "verdict": verdict_entry(analysis.verdict),
+        "health": health_entries(trace_health(model)),
         "insights": insight_entries(analysis.insights),
         "tables": tables_entry(model, tables),
     }
@@ -184,26 +187,47 @@ def verdict_from_entry(entry: dict) -> Verdict:
                    step_agreement=entry["step_agreement"], reasons=tuple(entry["reasons"]))
 
 
-def with_run_verdicts(entries: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Run-level verdicts over the report entries of each run, and the entries made consistent with them.
+def with_run_verdicts(entries: list[dict], groups: Optional[dict[str, list[JobGroup]]] = None) -> tuple[list[dict], list[dict]]:
+    """Verdicts pooled over the spans of one job or one worker of each run, and the entries made consistent.
+
+    Spans are pooled only where they are one program: the spans of one worker (one process at other
+    times), or the ranks of one job (`jobs.job_groups`). A folder of independent profiles gets no pooled
+    verdict across them: each keeps its own.
+
+    Args:
+        entries: report entries with `run`, `worker` and `verdict`.
+        groups: per run, its `jobs.job_groups`; a run not in it pools per worker (entries without a
+            `worker` pool over the run).
 
     Returns:
-        (runs, entries): one `{"run", "spans", "judged_spans", "verdict"}` per run in first-seen order, and
-        the entries with each span's verdict harmonized with the other spans of its worker (see
-        `verdict.harmonized_by_worker`).
+        (runs, entries): one `{"run", "workers", "basis", "spans", "verdict"}` per job or worker with a
+        judged span, in first-seen order, and the entries with each span's verdict harmonized with the
+        other spans of its worker (see `verdict.harmonized_by_worker`).
     """
-    by_run: dict[str, list[int]] = {}
+    by_group: dict[tuple[str, str], list[int]] = {}
     for i, entry in enumerate(entries):
         if entry.get("verdict"):
-            by_run.setdefault(entry.get("run", ""), []).append(i)
+            by_group.setdefault(_pool_key(entry, groups), []).append(i)
     runs, out = [], list(entries)
-    for run, members in by_run.items():
+    for (run, key), members in by_group.items():
         spans = [verdict_from_entry(entries[i]["verdict"]) for i in members]
         combined = run_verdict(spans)
-        for i, span in zip(members, harmonized_by_worker(spans, [str(entries[i].get("worker")) for i in members])):
+        workers = [str(entries[i].get("worker")) for i in members]
+        for i, span in zip(members, harmonized_by_worker(spans, workers)):
             out[i] = {**entries[i], "verdict": verdict_entry(span)}
-        runs.append({"run": run, "spans": len(members), "verdict": verdict_entry(combined)})
+        basis = key.split(":", 1)[0] if key else "run"
+        runs.append({"run": run, "workers": list(dict.fromkeys(workers)), "basis": basis, "spans": len(members),
+                     "verdict": verdict_entry(combined)})
     return runs, out
+
+
+def _pool_key(entry: dict, groups: Optional[dict[str, list[JobGroup]]]) -> tuple[str, str]:
+    """(run, what the entry's verdict pools with): `job:<k>` for the k-th job of the run, else its worker."""
+    run, worker = entry.get("run", ""), entry.get("worker")
+    for k, group in enumerate((groups or {}).get(run, ())):
+        if group.is_job and worker in group.workers and len(group.workers) > 1:
+            return run, f"{group.basis}:{k}"
+    return run, "" if worker is None else f"worker:{worker}"
 
 
 def memory_entry(s: MemorySeries, t0: int) -> dict:

@@ -87,3 +87,12 @@ FRAGMENTATION_MIN_BYTES = 512 << 20
 # call that launched them returns, so the GPU does less per launch than the host needs to issue it; and
 # half of the GPU time is in kernels shorter than the median launch call (the work-carrying kernels are short too).
 TINY_BATCH_SHARE = 0.5
+
+# --- trace health (analysis/health.py): what makes a figure unreliable, never a verdict ------------------
+# A kernel's first launch is a first-call stall when the host issued nothing on its thread for this long
+# before it, with the device idle as long: a steady op dispatches in tens of µs, so 1 ms is ~20-50 launches'
+# worth of host time spent once (module load, cuBLASLt/cuDNN handle and heuristics set-up, autotuning).
+FIRST_CALL_STALL_MS = 1.0
+# with_stack=True records every Python call; from one Python event per CPU op on, the recording cost
+# (a few µs per event) is of the order of the op dispatch itself, so host time is noticeably inflated.
+PYTHON_STACK_RATIO = 1.0

@@ -11,9 +11,10 @@ import json
 import sys
 from typing import Any, Callable, Optional
 
+from ..analysis.jobs import JobGroup, job_groups, multi_rank_jobs
 from ..analysis.ranks import rank_digest, ranks_view
 from ..analysis.report import analyze, report_entry, with_run_verdicts
-from ..formats.report import RENDERERS, render_overview, render_ranks, render_run
+from ..formats.report import RENDERERS, render_independent, render_overview, render_ranks, render_run
 from ..index.readers import missing, report_from_index
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.cache import default_cache_dir
@@ -72,15 +73,28 @@ def entry_for(trace: TraceFile, cache_dir, use_index: bool = False, notes: Optio
                                                     f"{str(exc)[:200]}); please report it with the file")}}
 
 
-def multi_rank_views(entries: list[dict]) -> dict[str, dict]:
-    """The ranks view of every run with two ranks or more (workers), from the entries' digests (which are
-    removed from the entries)."""
+def multi_rank_views(entries: list[dict]) -> tuple[dict[str, dict], dict[str, list[JobGroup]]]:
+    """The ranks view of every job with two ranks or more present, and every run's jobs and independent
+    workers (`jobs.job_groups`), from the entries' digests (which are removed from the entries).
+
+    A folder of independent profiles has no ranks view. A run holding one job is keyed by its name; a run
+    holding several, by `RUN [job K]`.
+    """
     by_run: dict[str, list] = {}
     for entry in entries:
         digest = entry.pop("_digest", None)
         if digest is not None:
             by_run.setdefault(entry["run"], []).append(digest)
-    return {run: ranks_view(digests) for run, digests in by_run.items() if len({d.worker for d in digests}) > 1}
+    views, groups = {}, {}
+    for run, digests in by_run.items():
+        groups[run] = job_groups(digests)
+        jobs = multi_rank_jobs(groups[run])
+        independent = [w for g in groups[run] if not g.is_job for w in g.workers]
+        for k, job in enumerate(jobs):
+            members = [d for d in digests if d.worker in job.workers]
+            name = run if len(jobs) == 1 else f"{run} [job {k + 1}]"
+            views[name] = {**ranks_view(members), "basis": job.basis, "not_ranks": independent}
+    return views, groups
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,25 +118,27 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_index and (any(not missing(n) for n in notes) or len(notes) < len(traces)):
         print(f"kinetoscope: {len(traces) - len(notes)} of {len(traces)} traces read from their index sidecars",
               file=sys.stderr)
-    ranks = multi_rank_views(entries)
-    runs, entries = with_run_verdicts(entries)
+    ranks, groups = multi_rank_views(entries)
+    runs, entries = with_run_verdicts(entries, groups)
     if args.format == "json":
-        json.dump({"runs": runs, "ranks": ranks, "traces": entries}, sys.stdout, indent=1, allow_nan=False)
+        jobs = {run: [g.entry() for g in found] for run, found in groups.items() if len(found) > 1}
+        json.dump({"runs": runs, "ranks": ranks, "jobs": jobs, "traces": entries}, sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         markdown = args.format == "markdown"
         for name, view in ranks.items():  # a multi-rank run's summary first, then every trace on a line
             sys.stdout.write(render_ranks(name, view, markdown=markdown) + "\n")
+        for run, found in groups.items():
+            if len(found) > 1 and not any(g.is_job and len(g.workers) > 1 for g in found):
+                sys.stdout.write(render_independent(run, [g.entry() for g in found], markdown=markdown) + "\n")
         if len(entries) > 1:
             sys.stdout.write(render_overview(entries, markdown=markdown) + "\n")
         headed = set()
-        by_run = {r["run"]: r for r in runs}
         for entry in entries:
-            name = entry.get("run")
-            run = by_run.get(name)
-            if run is not None and name not in headed and run["spans"] > 1:
-                sys.stdout.write(render_run(run, markdown=markdown) + "\n")
-            headed.add(name)
+            pooled = next((r for r in runs if r["run"] == entry.get("run") and str(entry.get("worker")) in r["workers"]), None)
+            if pooled is not None and id(pooled) not in headed and pooled["spans"] > 1:
+                sys.stdout.write(render_run(pooled, markdown=markdown) + "\n")
+                headed.add(id(pooled))
             sys.stdout.write(RENDERERS[args.format](entry) + "\n")
     failed = [e for e in entries if e["error"]]
     for entry in failed:

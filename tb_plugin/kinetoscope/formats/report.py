@@ -11,6 +11,7 @@ import re
 from typing import Callable
 
 from ..analysis.gpu_idle import CAUSE_ORDER
+from ..analysis.health import FIGURES
 from .units import human_bytes, human_us, md, short, table_lines
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
@@ -47,7 +48,8 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
     if "verdict" not in entry:
         return "\n".join(lines + [""])
     lines += [""] + verdict_lines(entry["verdict"], markdown) + insight_lines(entry.get("insights") or [])
-    for section in (_devices, _steps, _launch, _memory, _tables, _warnings):
+    lines += unreliable_lines(entry, "verdict", markdown)
+    for section in (_health, _devices, _steps, _launch, _memory, _tables, _warnings):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
 
@@ -80,10 +82,28 @@ def verdict_lines(verdict: dict, markdown: bool, label: str = "Verdict") -> list
 
 
 def render_run(run: dict, markdown: bool = False) -> str:
-    """The run-level verdict, shown above the run's spans."""
-    title = f"run {run['run']} ({run['spans']} spans)"
+    """The verdict pooled over the spans of one worker or one job (`with_run_verdicts`), above those spans."""
+    workers, basis = run.get("workers") or [], run.get("basis", "run")
+    if basis == "worker" and workers:
+        title = f"run {run['run']}, worker {workers[0]} ({run['spans']} spans)"
+    elif basis not in ("run", "worker"):
+        title = f"run {run['run']}: job of {len(workers)} ranks ({run['spans']} spans; ranks by {basis})"
+    else:
+        title = f"run {run['run']} ({run['spans']} spans)"
     head = [f"# {md(title)}", ""] if markdown else [f"#### {title} ####"]
     return "\n".join(head + verdict_lines(run["verdict"], markdown, label="Run verdict") + [""])
+
+
+def render_independent(run: str, groups: list[dict], markdown: bool = False) -> str:
+    """Why a run's traces get no ranks view and no pooled verdict: they are independent profiles."""
+    alone = [w for g in groups if g["basis"] == "independent" for w in g["workers"]]
+    title = f"run {run}: {len(alone)} independent profiles, not ranks of one job"
+    text = ("no distributedInfo with world_size > 1, no rank naming and no matching collectives tie them together: "
+            "each trace has its own verdict; no ranks view and no verdict pooled across them")
+    lone = [f"{g['workers'][0]} is one rank of a job of {g['world_size']} ({g['basis']}); the other ranks' traces are not here"
+            for g in groups if g["basis"] != "independent" and len(g["workers"]) == 1 and g.get("world_size")]
+    head = [f"# {md(title)}", ""] if markdown else [f"#### {title} ####"]
+    return "\n".join(head + [md(line) if markdown else line for line in [text, *lone]] + [""])
 
 
 def render_overview(entries: list[dict], markdown: bool = False) -> str:
@@ -141,18 +161,42 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
     return "\n".join(lines + [""])
 
 
+def unreliable_lines(entry: dict, figure: str, markdown: bool) -> list[str]:
+    """One line under a figure that a trace-health warning makes unreliable: which checks, see Trace health."""
+    checks = [h["check"] for h in entry.get("health") or [] if h["severity"] == "warn" and figure in h["affects"]]
+    if not checks:
+        return []
+    line = f"Unreliable ({', '.join(checks)}): see Trace health"
+    return ["", f"*{md(line)}*", ""] if markdown else [f"  ! {line}"]
+
+
+def _health(entry: dict, markdown: bool) -> list[str]:
+    """Trace health: each finding, what it does to which figure."""
+    items = entry.get("health") or []
+    if not items:
+        return []
+    lines = _heading("Trace health", markdown)
+    for h in items:
+        figures = ", ".join(FIGURES.get(f, f) for f in h["affects"])
+        text = f"[{h['severity']}] {h['check']}: {h['found']}. Affects {figures}: {h['effect']}"
+        lines.append(f"- {md(text)}" if markdown else f"- {text}")
+    return lines
+
+
 def _devices(entry: dict, markdown: bool) -> list[str]:
     lines = []
     for d in entry["devices"]:
         by = d["gaps"]["by_cause_us"]
         lines += _heading(f"Device {d['device']}", markdown)
         lines += [f"Idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} ({d['gaps']['count']} gaps). Idle time by cause:"]
+        lines += unreliable_lines(entry, "busy_idle", markdown)
         lines += [""] if markdown else []
         lines += table_lines(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
                                                      for c in CAUSE_ORDER if by.get(c, 0) > 0], markdown)
         for key, what in (("top_culprits", "host gaps"), ("top_sync_culprits", "sync gaps"), ("top_comm_culprits", "comm gaps")):
             if d["gaps"].get(key):
                 lines += [""] * markdown + [f"Top culprits ({what}):"] + [""] * markdown
+                lines += unreliable_lines(entry, "host_gaps", markdown) if key == "top_culprits" else []
                 lines += table_lines(["cpu op", "in annotation", "idle caused"],
                                 [[c["name"], c["annotation"] or "", human_us(c["idle_us"])] for c in d["gaps"][key]], markdown)
         lines += _comm(d["comm"], markdown)
@@ -196,7 +240,8 @@ def _launch(entry: dict, markdown: bool) -> list[str]:
             for name, key in (("offset", "offset_us"), ("queued", "queued_us"), ("latency", "latency_us"))]
     return (_heading("Launch offsets", markdown)
             + [f"{launch['pairs']} launches with device work (a graph replay counts once), "
-               f"{launch['short_kernels']} kernels shorter than their launch call"] + [""] * markdown
+               f"{launch['short_kernels']} kernels shorter than their launch call"] + unreliable_lines(entry, "launch", markdown)
+            + [""] * markdown
             + table_lines(["", "p50", "p90", "p99", "max"], rows, markdown))
 
 
@@ -241,7 +286,7 @@ def _tables(entry: dict, markdown: bool) -> list[str]:
         rows = [[short(r["name"]), r["kind"], str(r["calls"]), human_us(r["total_us"]), human_us(r["mean_us"]),
                  human_us(r["max_us"]), f"{100 * r['share']:.1f}%", "yes" if r["tensor_core"] else "",
                  short(r["launched_by"][0]["name"], 30) if r["launched_by"] else ""] for r in tables["kernels"]]
-        lines += ["", f"Top kernels ({len(rows)} of {tables['kernels_totals']['rows']}):"]
+        lines += ["", f"Top kernels ({len(rows)} of {tables['kernels_totals']['rows']}):"] + unreliable_lines(entry, "kernel_table", markdown)
         lines += table_lines(["kernel", "kind", "calls", "total", "mean", "max", "share", "tensor cores", "launched by"], rows,
                         markdown)
     return lines

@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..analysis.jobs import job_groups, multi_rank_jobs
 from ..analysis.ranks import ranks_view
 from ..trace.discovery import TraceFile, scan_logdir
 from ..trace.storage import is_process_local
@@ -109,8 +110,9 @@ def summary_lines(summary: Summary) -> list[str]:
 
 
 def _ranks(traces: list[TraceFile], outcomes: list[Outcome]) -> dict[str, dict]:
-    """The ranks view of every run with two workers or more, from the digests the tasks sent back, written
-    to the run's `.kinetoscope/ranks.json` (failures to write are reported in the view, never raised)."""
+    """The ranks view of every run holding a job of two ranks or more (its largest; `jobs.job_groups`), from
+    the digests the tasks sent back, written to the run's `.kinetoscope/ranks.json` (failures to write are
+    reported in the view, never raised)."""
     digests = {o.path: o.digest for o in outcomes if o.digest is not None}
     by_run: dict[str, list[TraceFile]] = {}
     for t in traces:
@@ -118,9 +120,11 @@ def _ranks(traces: list[TraceFile], outcomes: list[Outcome]) -> dict[str, dict]:
             by_run.setdefault(t.run, []).append(t)
     views = {}
     for run, members in by_run.items():
-        if len({t.worker for t in members}) < 2:
-            continue
-        view = ranks_view([sidecar.with_worker(digests[t.path], t.worker) for t in members])
+        mine = [sidecar.with_worker(digests[t.path], t.worker) for t in members]
+        jobs = sorted(multi_rank_jobs(job_groups(mine)), key=lambda g: -len(g.workers))
+        if not jobs:
+            continue  # one worker, or independent profiles: not ranks of one job
+        view = ranks_view([d for d in mine if d.worker in jobs[0].workers])
         folder = sidecar.sidecar_path(members[0].path).rsplit("/", 1)[0]
         target = folder + "/ranks.json"
         try:

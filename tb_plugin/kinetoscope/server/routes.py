@@ -20,6 +20,7 @@ try:  # ISA-L's gzip is several times faster than zlib's at the same size
 except ImportError:  # pragma: no cover - isal is a declared dependency
     from gzip import compress as gzip_compress
 
+from ..analysis.jobs import group_of_worker, job_groups, multi_rank_jobs
 from ..analysis.launch_offsets import percentiles_us
 from ..analysis.ranks import ranks_view
 from ..analysis.report import verdict_entry
@@ -132,8 +133,11 @@ def markdown_impl(service: TraceService, sid: str) -> dict[str, Any]:
 
 
 def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
-    """The run-level verdict over every span of a run that has loaded, and each span's verdict made
-    consistent with it. Spans not loaded yet are queued and counted in `pending`; ask again until 0."""
+    """The verdicts of a run's spans that have loaded, each made consistent with the other spans of its
+    worker, and a pooled verdict only over spans that are one program: the spans of one worker, or the
+    ranks of one job (`jobs.job_groups`). A run of independent profiles has `verdict` null and one entry
+    per job or worker in `groups`. Spans not loaded yet are queued and counted in `pending`; ask again
+    until 0."""
     members = [(sid, f) for sid, f, _ in service.snapshot() if f.run == run]
     if not members:
         raise NotFound(f"unknown run {run!r}")
@@ -149,19 +153,27 @@ def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
             failed += 1
             rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "error", "verdict": None})
             continue
-        ready.append((len(rows), loaded.prepared.analysis.verdict, f.worker))
+        ready.append((len(rows), loaded.prepared.analysis.verdict, f.worker, replace(loaded.prepared.digest, worker=f.worker)))
         rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready", "verdict": None})
-    combined = run_verdict([v for _, v, _ in ready]) if ready else None
-    for (i, _, _), v in zip(ready, harmonized_by_worker([v for _, v, _ in ready], [w for _, _, w in ready])):
-        rows[i]["verdict"] = verdict_entry(v)
-    return {"run": run, "spans": rows, "pending": pending, "failed": failed,
-            "verdict": verdict_entry(combined) if combined else None}
+    found = job_groups([d for *_, d in ready])
+    group_of = group_of_worker(found)
+    pooled = []
+    for k, group in enumerate(found):
+        mine = [(i, v, w) for i, v, w, _ in ready if group_of[w] == k]
+        for (i, _, _), v in zip(mine, harmonized_by_worker([v for _, v, _ in mine], [w for _, _, w in mine])):
+            rows[i]["verdict"] = verdict_entry(v)
+        pooled.append({**group.entry(), "spans": len(mine), "verdict": verdict_entry(run_verdict([v for _, v, _ in mine]))})
+    combined = pooled[0]["verdict"] if len(pooled) == 1 else None
+    return {"run": run, "spans": rows, "pending": pending, "failed": failed, "verdict": combined, "groups": pooled,
+            "independent": len(pooled) > 1}
 
 
 def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
     """The ranks view of a run (`analysis/ranks.py`) over its traces that have loaded once; the others are
     queued and counted in `pending` (ask again until 0). Built from each trace's digest, never from the
-    models together."""
+    models together. Only traces that say they are ranks of one job (`jobs.job_groups`) are ranks: `view`
+    is the largest such job with two ranks present, null when there is none (`groups` says what the
+    traces are)."""
     members = [(sid, f) for sid, f, _ in service.snapshot() if f.run == run]
     if not members:
         raise NotFound(f"unknown run {run!r}")
@@ -179,12 +191,18 @@ def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
             continue
         digests.append(replace(digest, worker=f.worker))
         spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready"})
-    view = ranks_view(digests) if digests else None
-    if view is not None:
+    found = job_groups(digests)
+    jobs = sorted(multi_rank_jobs(found), key=lambda g: -len(g.workers))
+    view = None
+    if jobs:
+        independent = [w for g in found if not g.is_job for w in g.workers]
+        view = {**ranks_view([d for d in digests if d.worker in jobs[0].workers]), "basis": jobs[0].basis,
+                "not_ranks": independent}
         ids = {f.worker: sid for sid, f in members}
         for row in view["ranks"]:
             row["id"] = ids.get(row["worker"])
-    return {"run": run, "spans": spans, "pending": pending, "failed": failed, "view": view}
+    return {"run": run, "spans": spans, "pending": pending, "failed": failed, "view": view,
+            "groups": [g.entry() for g in found]}
 
 
 def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[Sequence[int]] = None,

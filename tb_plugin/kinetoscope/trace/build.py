@@ -27,6 +27,7 @@ from .gpu_args import GpuArgs
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel
+from .validator_args import ValidatorArgs
 
 PH_X, PH_I, PH_S, PH_F, PH_M, PH_OTHER = 0, 1, 2, 3, 4, 5
 _PHASES = {"X": PH_X, "i": PH_I, "I": PH_I, "s": PH_S, "f": PH_F, "t": PH_F, "M": PH_M}
@@ -266,6 +267,7 @@ class ColumnBuilder:
         self.n = 0
         self._ordinal = 0  # events of the pieces so far, skipped ones included: the next piece's first ordinal
         self._collectives = CollectiveFields()
+        self._validator_args = ValidatorArgs()
         self._gpu_args = GpuArgs(_accel)
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
@@ -306,6 +308,7 @@ class ColumnBuilder:
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
         cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
         self._collectives.add(events, cols["name"], self._names.table, off)
+        self._validator_args.add(events, cols["name"], self._names.table, off)
         self._gpu_args.add(events, np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.KERNEL,))),
                            np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.MEMCPY, Kind.MEMSET))), off)
         for i in np.flatnonzero(ph == PH_M).tolist():
@@ -407,6 +410,7 @@ class ColumnBuilder:
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
         coll = self._collectives.columns(rows)
+        checked = self._validator_args.meta(rows)
         coll.update(self._gpu_args.columns(rows))
         coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
         coll["call_frame_id"] = self._frame_ids(take("frame").astype(np.int64, copy=False)[rows], names)
@@ -426,7 +430,8 @@ class ColumnBuilder:
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
                           **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
-                          meta={**_meta(doc, base_ns), **self._event_index.meta()}, skipped=skipped, warnings=tuple(warnings),
+                          meta={**_meta(doc, base_ns), **self._event_index.meta(), **checked,
+                                "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
 
 

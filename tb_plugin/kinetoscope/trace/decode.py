@@ -64,6 +64,10 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     # The Python stack of an op in <= 1.13-era files (`file(line): func;...`, innermost first): the op table groups
     # calls by its first frame where no python_function events exist.
     call_stack: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Call stack")
+    # What torch.profiler's trace validator checks (trace/validator_args.py): the cudaEventRecord a stream wait
+    # or event sync waits on, and a backward node's autograd sequence number. Any: never costs its event.
+    wait_corr: Any = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
+    seq_number: Any = msgspec.field(default=None, name="Sequence number")
 
 
 NO_ARGS = Args()

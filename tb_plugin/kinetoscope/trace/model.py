@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 10  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 11  # bump when the model's layout or its decoding semantics change (invalidates caches)
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
@@ -99,7 +99,9 @@ class TraceModel:
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict)  # deviceProperties, distributedInfo, base time, event_index
+    # deviceProperties, distributedInfo, base time, event_index, metadata_events (count of `M` events), sync_waits and
+    # backward_seq (trace/validator_args.py)
+    meta: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count of events not in the model
     warnings: tuple[str, ...] = ()
     source_bytes: int = 0  # uncompressed size of the file it came from
