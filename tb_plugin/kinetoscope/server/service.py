@@ -43,7 +43,7 @@ from ..trace.cache import default_cache_dir, load_cached
 from ..trace.discovery import TraceFile, scan_logdir_checked
 from ..trace.loader import TraceError, load_trace
 from ..trace.model import TraceModel
-from ..trace.remote import redact
+from ..trace.remote import credentials_in_url, redact
 from ..trace.storage import StorageError, confined, identity, is_process_local, is_remote, roots_for
 from . import decoder
 from .errors import NotFound, NotReady, TraceFailed, log_once
@@ -198,6 +198,12 @@ class TraceService:
 
     def scan_now(self) -> None:
         """One scan in the caller's thread (used by the scanner and by tests)."""
+        refused = credentials_in_url(self.logdir)
+        if refused is not None:  # never listed, never logged as given
+            self.scan_error = refused
+            log_once(("scan-error", refused), "kinetoscope: %s", refused)
+            self._scan_finished()
+            return
         self._scanning = True
         try:
             with confined(self.roots):
