@@ -18,7 +18,6 @@ import pytest
 from conftest import REPO, gloo_rank, kernel, launch, memory, op, trace_doc, write_trace
 from kinetoscope import pipeline
 from kinetoscope.cli.main import main as cli_main
-from kinetoscope.index import sidecar
 from kinetoscope.index.readers import SidecarIndex
 from kinetoscope.index.tasks import index_trace
 from kinetoscope.server.plugin import KinetoscopePlugin
@@ -48,7 +47,7 @@ def hostile_logdir(tmp_path, monkeypatch):
     monkeypatch.setenv("KINETOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     outside = tmp_path / "outside"
     write_trace(outside / "creds.pt.trace.json", secret_trace())
-    (outside / "passwd.json").write_text('{"traceEvents": [], "note": "%s"}' % SECRET)
+    (outside / "passwd.json").write_text(f'{{"traceEvents": [], "note": "{SECRET}"}}')
     (outside / ".x.kidx.0123456789abcdef.kinetoscope-tmp").write_text(SECRET)
     (outside / ".old.tmp").write_text(SECRET)
     os.utime(outside / ".x.kidx.0123456789abcdef.kinetoscope-tmp", (1, 1))
@@ -145,7 +144,7 @@ def test_no_route_answers_a_byte_from_outside_even_when_a_trace_is_swapped_for_a
         good.unlink()
         (logdir / "run" / "kept.json.bak").rename(good)
     assert answers
-    for url, status, body in answers:
+    for url, _status, body in answers:
         assert SECRET.encode() not in body and ENV_MARK.encode() not in body, url
         assert len(body) < 2 << 20, (url, len(body))
     whole = [a for a in answers if "whole=1" in a[0]]

@@ -166,7 +166,7 @@ def test_a_fifo_sidecar_never_blocks(corpus_source, tmp_path):
                            index=SidecarIndex())
     try:
         service.scan_now()
-        for sid, f, _ in service.snapshot():
+        for sid, _f, _ in service.snapshot():
             assert service.get(sid, wait_s=60).model.n_events > 0
             assert "a FIFO" in routes.status_impl(service, sid)["traces"][0]["index_reason"]
     finally:

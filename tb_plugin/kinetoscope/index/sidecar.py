@@ -25,8 +25,11 @@ else the reader decodes and says why (`SidecarMiss`):
   matches its sha256 before it is decoded, and holds this trace's sha256;
 - the `.npz` is one `index.npz` accepts (no overlapping, repeated, compressed or mis-sized members) and the
   model's columns pass `index.validate.check_model` (dtypes, lengths, index ranges, orders).
-The analyses are not stored: readers compute them from the checked model (`pipeline.prepare`), so nothing a
-sidecar holds reaches a route without being derived from columns that were checked.
+The analyses are not stored beyond the summary: TensorBoard computes them from the checked model
+(`pipeline.prepare`), so nothing a sidecar holds reaches a route without being derived from columns that were
+checked; the summary (for `report` and the ranks view) is checked for its types (`validate.check_summary`).
+What no check can catch: a sidecar forged with this code's own encoder for the trace's exact bytes. Whoever
+can write that can write the trace too; a shared logdir is as trustworthy as its writers.
 
 Sidecars are written whole: locally to a temp name in the same folder then renamed over the old one; on
 object stores as one object (a PUT is atomic). A reader therefore sees the old sidecar or the new one.

@@ -104,8 +104,8 @@ def _outcome(child: subprocess.Popen, path: str) -> tuple:
         return outcome
     except Exception:  # noqa: BLE001 - no result at all: the child died
         limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
-        raise TraceError(path, f"the decoder process died (exit code {child.returncode}: killed, or out of memory; it "
-                               f"may use {limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
+        raise TraceError(path, f"the decoder process failed (exit code {child.returncode}: it was killed, or ran out of "
+                               f"memory; it may use {limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
 
 
 def main(argv: list[str]) -> int:
