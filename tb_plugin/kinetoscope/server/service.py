@@ -219,9 +219,9 @@ class TraceService:
         if files is None:
             self._scan_finished()
             return
+        new = {span_id(f.path): f for f in files}
+        indexed = {sid: self._index_version(f) for sid, f in new.items()}  # one lstat each, outside the lock
         with self._lock:
-            new = {span_id(f.path): f for f in files}
-            indexed = {sid: self._index_version(f) for sid, f in new.items()}
             for sid in list(self._entries):
                 if sid not in new:
                     self._drop(sid)
