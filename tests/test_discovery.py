@@ -92,11 +92,13 @@ def test_sniffing(head, verdict):
     assert looks_like_trace(head) is verdict
 
 
-def test_symlinked_traces_are_found_with_their_targets_identity(tmp_path):
+def test_symlinked_traces_are_found_with_their_targets_identity(tmp_path, monkeypatch):
     target = write_trace(tmp_path / "elsewhere" / "real.json", DOC)
     (tmp_path / "logs" / "run").mkdir(parents=True)
     (tmp_path / "logs" / "run" / "w.7.pt.trace.json").symlink_to(target)
     (tmp_path / "logs" / "run" / "w.8.pt.trace.json").symlink_to(tmp_path / "missing")
+    assert scan_logdir(str(tmp_path / "logs")) == []  # a link out of the logdir is not followed (issue 26)
+    monkeypatch.setenv("KINETOSCOPE_ALLOW_LINKS_TO", str(tmp_path / "elsewhere"))  # unless allowed
     (found,) = scan_logdir(str(tmp_path / "logs"))
     assert (found.run, found.worker, found.span, found.size) == ("run", "w", 7, target.stat().st_size)
     assert found.mtime == target.stat().st_mtime
@@ -109,13 +111,16 @@ def test_a_fifo_in_the_logdir_never_blocks_the_scan(tmp_path):
     assert names == ["w.1.pt.trace.json"]
 
 
-def test_symlinked_run_folders_are_followed_without_looping(tmp_path):
+def test_symlinked_run_folders_are_followed_without_looping(tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere" / "runB"
     write_trace(elsewhere / "w.2.pt.trace.json", trace_doc([op("b", 0, 1)]))
     logs = tmp_path / "logs"
     write_trace(logs / "runA" / "w.1.pt.trace.json", trace_doc([op("a", 0, 1)]))
     (logs / "runB").symlink_to(elsewhere, target_is_directory=True)
     (logs / "runA" / "loop").symlink_to(logs, target_is_directory=True)  # a link back to the logdir
+    (logs / "runC").symlink_to(logs / "runA", target_is_directory=True)  # inside: followed, listed once
+    assert [(f.run, os.path.basename(f.path)) for f in scan_logdir(str(logs))] == [("runA", "w.1.pt.trace.json")]
+    monkeypatch.setenv("KINETOSCOPE_ALLOW_LINKS_TO", str(tmp_path / "elsewhere"))  # runs linked in from there
     found = scan_logdir(str(logs))
     assert sorted((f.run, os.path.basename(f.path)) for f in found) == [("runA", "w.1.pt.trace.json"),
                                                                          ("runB", "w.2.pt.trace.json")]

@@ -224,7 +224,7 @@ def test_empty_trace_answers_every_route(apps, ids, route):
 
 def test_cpu_only_trace_answers_without_gpu_or_memory(apps, ids):
     sid = ids["cpu"]
-    assert body(get(apps, "memory", f"?span={sid}")) == {"devices": []}
+    assert body(get(apps, "memory", f"?span={sid}"))["devices"] == []
     assert body(get(apps, "launches", f"?span={sid}"))["pairs"] == 0
     verdict = body(get(apps, "summary", f"?span={sid}"))["verdict"]
     assert verdict["bound"] == "cpu-only" and "aten::add" in verdict["evidence"]
@@ -373,7 +373,7 @@ def test_unexpected_exception_is_a_generic_500_logged_once(apps, ids, monkeypatc
         assert response.status_code == 500 and b"secret" not in response.get_data()
         assert body(response)["error"] == {"code": 500, "message": "internal error; see the TensorBoard log"}
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and errors[0].exc_info is not None
+    assert len(errors) == 1 and "Traceback" in errors[0].getMessage()  # the traceback, redacted, in the line
 
 
 def test_no_logdir_runs_is_404_not_a_crash():
@@ -449,4 +449,4 @@ def test_whole_export_streams_the_file_gzipped(apps, ids, logdir, which, name):
 
 def test_whole_export_of_a_broken_or_unknown_span(apps, ids):
     assert get(apps, "export", "?span=0123456789ab&whole=1").status_code == 404
-    assert get(apps, "export", f"?span={ids['broken']}&whole=1").status_code == 200  # the file as it is, unparsed
+    assert get(apps, "export", f"?span={ids['broken']}&whole=1").status_code == 422  # only a trace that loaded

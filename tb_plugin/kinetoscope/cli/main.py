@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterable
 from contextlib import contextmanager
 from typing import Optional
 
 from .. import __version__
 from ..trace.budgets import CLI_OPTIONS
-from ..trace.remote import OptionsError, options_in_env, parse_options
+from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
+from ..trace.storage import confined, roots_for
 from . import diff, index, report, table
 
 
@@ -54,14 +56,28 @@ def _budgets(args: argparse.Namespace):
                 os.environ[name] = value
 
 
+def _named_paths(args: argparse.Namespace) -> list[str]:
+    """The paths the user named: what a command may read inside (`storage.confined`), links out refused."""
+    named = {"report": lambda: args.paths, "diff": lambda: [args.baseline, args.candidate],
+             "table": lambda: [args.span], "index": lambda: [args.logdir]}
+    return list(named[args.command]())
+
+
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
-    if args.command == "index":
-        return index.run(args)
-    if args.command == "table":
-        return table.run(args)
-    with _budgets(args), options_in_env(getattr(args, "storage_options", None)):
-        if args.command == "diff":
-            return diff.run(args)
-        return report.run(args)
+    paths = _named_paths(args)
+    for path in paths:
+        refused = credentials_in_url(path)
+        if refused is not None:
+            print(f"kinetoscope {args.command}: {refused}", file=sys.stderr)
+            return 2
+    with confined(roots_for(paths)):
+        if args.command == "index":
+            return index.run(args)
+        if args.command == "table":
+            return table.run(args)
+        with _budgets(args), options_in_env(getattr(args, "storage_options", None)):
+            if args.command == "diff":
+                return diff.run(args)
+            return report.run(args)

@@ -142,5 +142,5 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(RENDERERS[args.format](entry) + "\n")
     failed = [e for e in entries if e["error"]]
     for entry in failed:
-        print(f"kinetoscope: failed: {entry['error']['message']}", file=sys.stderr)
+        print(redact(f"kinetoscope: failed: {entry['error']['message']}"), file=sys.stderr)
     return 1 if failed or not traces else 0

@@ -10,12 +10,13 @@ from __future__ import annotations
 import importlib
 import io
 import math
-import zipfile
 from dataclasses import fields, is_dataclass
 from typing import Any, Optional
 
 import msgspec
 import numpy as np
+
+from . import npz
 
 _TREE = "__tree__"
 PACKAGE = "kinetoscope."
@@ -35,29 +36,17 @@ def encode(obj: Any) -> bytes:
     return buf.getvalue()
 
 
-def check_stored(blob: bytes) -> None:
-    """Refuse an `.npz` whose members are compressed: ours never are, and a compressed member could inflate
-    far beyond the bytes read (a zip bomb). Stored members hold at most `len(blob)` bytes of arrays."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
-            for info in archive.infolist():
-                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
-                    raise CodecError(f"member {info.filename[:40]!r} is compressed; sidecars store arrays raw")
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise CodecError(f"not a stored tree ({exc})") from None
-
-
 def decode(blob: bytes) -> Any:
-    """The object `encode` stored; arrays come back read-only.
+    """The object `encode` stored; arrays come back read-only views of `blob`.
+
+    The `.npz` is read by `npz.read`, which refuses compressed, overlapping, repeated or mis-sized members.
 
     Raises:
         CodecError: not an npz of ours, or a class or field this version does not have.
     """
-    check_stored(blob)
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        arrays = npz.read(blob)
+    except npz.NpzError as exc:
         raise CodecError(f"not a stored tree ({exc})") from None
     raw = arrays.pop(_TREE, None)
     if raw is None:
@@ -66,8 +55,8 @@ def decode(blob: bytes) -> Any:
         tree = msgspec.json.decode(raw.tobytes())
     except msgspec.DecodeError as exc:
         raise CodecError(f"stored tree is not JSON ({exc})") from None
-    for array in arrays.values():
-        array.flags.writeable = False
+    except RecursionError:
+        raise CodecError("stored tree nested too deeply") from None
     return _dec(tree, arrays, 0)
 
 

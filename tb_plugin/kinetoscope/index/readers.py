@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional
 
+from ..pipeline import prepare
+from ..trace.loader import resource_message
 from ..trace.model import TraceModel
 from . import sidecar
 
@@ -17,15 +19,32 @@ class SidecarIndex:
     """The sidecar reader TraceService is given (`TraceService(..., index=SidecarIndex())`)."""
 
     def open(self, path: str) -> tuple[Optional[TraceModel], Any, Optional[str]]:
-        """(model, prepared, None) from the trace's sidecar, or (None, None, why not)."""
+        """(model, prepared, None) from the trace's sidecar (the analyses computed from its checked model), or
+        (None, None, why not)."""
+        model, reason = self.open_model(path)
+        return (None, None, reason) if model is None else (model, prepare(model), None)
+
+    def open_model(self, path: str) -> tuple[Optional[TraceModel], Optional[str]]:
+        """(model, None) from the trace's sidecar once every check holds (`sidecar.open_model`), or (None, why not)."""
         try:
-            model, prepared = sidecar.open_prepared(path)
+            return sidecar.open_model(path), None
         except sidecar.SidecarMiss as miss:
-            return None, None, miss.reason
+            return None, miss.reason
+        except (MemoryError, RecursionError) as exc:
+            return None, f"sidecar refused: {resource_message(exc)}"
         except Exception as exc:  # noqa: BLE001 - a sidecar never takes a load down: decode instead
-            log.warning("kinetoscope: reading the sidecar of %s failed", path, exc_info=True)
-            return None, None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
-        return model, prepared, None
+            log.warning("kinetoscope: reading the sidecar of %s failed: %s: %s", path, type(exc).__name__, exc)
+            return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+
+    @staticmethod
+    def present(path: str) -> bool:
+        """Whether the trace has something at its sidecar's path (worth a child to read it)."""
+        return sidecar.present(path)
+
+    @staticmethod
+    def version(path: str) -> Any:
+        """What identifies the trace's sidecar now (None when it has none): a change means reload."""
+        return sidecar.version(path)
 
     def digest(self, path: str) -> tuple[Any, Optional[str]]:
         """(rank digest, None) from the sidecar's summary section alone, or (None, why not)."""
@@ -34,7 +53,7 @@ class SidecarIndex:
         except sidecar.SidecarMiss as miss:
             return None, miss.reason
         except Exception as exc:  # noqa: BLE001
-            log.warning("kinetoscope: reading the sidecar of %s failed", path, exc_info=True)
+            log.warning("kinetoscope: reading the sidecar of %s failed: %s: %s", path, type(exc).__name__, exc)
             return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
 
 

@@ -24,7 +24,7 @@ from typing import Callable, Optional
 from ..analysis.jobs import job_groups, multi_rank_jobs
 from ..analysis.ranks import ranks_view
 from ..trace.discovery import TraceFile, scan_logdir
-from ..trace.storage import is_process_local
+from ..trace.storage import StorageError, confined, is_process_local, roots_for
 from . import sidecar
 from .tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, Outcome, index_trace
 
@@ -61,20 +61,22 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders
+    roots = roots_for([logdir])  # nothing outside the logdir is read or written (`storage.confined`)
+    with confined(roots):
+        traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders, nor links out of the logdir
     by_path = {t.path: t for t in traces}
     paths = list(by_path)
     if is_process_local(logdir) or (not (scheduler or dask_local) and ((jobs or os.cpu_count() or 1) == 1
                                                                                 or len(paths) <= 1)):
         executor = "this process" + (" (no worker sees this filesystem)" if is_process_local(logdir) else "")
-        results = (index_trace(p, force, verify) for p in paths)
+        results = (index_trace(p, force, verify, roots) for p in paths)
     elif scheduler or dask_local:
         executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"
-        results = _on_dask(paths, force, verify, scheduler, dask_local, timings)
+        results = _on_dask(paths, force, verify, scheduler, dask_local, timings, roots)
     else:
         n = min(jobs or os.cpu_count() or 1, len(paths))
         executor = f"{n} local processes"
-        results = _on_pool(paths, force, verify, n)
+        results = _on_pool(paths, force, verify, n, roots)
     summary = Summary(logdir=logdir, executor=executor)
     width = len(str(len(paths)))
     for outcome in results:
@@ -84,7 +86,7 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
         note = f": {outcome.reason}" if outcome.reason and outcome.status != NEW else ""
         progress(f"[{len(summary.outcomes):>{width}}/{len(paths)}] {outcome.status:<11} {name} "
                  f"({outcome.seconds:.2f} s){note}")
-    summary.ranks = _ranks(traces, summary.outcomes)
+    summary.ranks = _ranks(traces, summary.outcomes, roots)
     summary.wall_s = time.perf_counter() - started
     summary.startup_s = timings.get("startup_s", 0.0)
     return summary
@@ -109,7 +111,7 @@ def summary_lines(summary: Summary) -> list[str]:
     return lines
 
 
-def _ranks(traces: list[TraceFile], outcomes: list[Outcome]) -> dict[str, dict]:
+def _ranks(traces: list[TraceFile], outcomes: list[Outcome], roots: tuple[str, ...] = ()) -> dict[str, dict]:
     """The ranks view of every run holding a job of two ranks or more (its largest; `jobs.job_groups`), from
     the digests the tasks sent back, written to the run's `.kinetoscope/ranks.json` (failures to write are
     reported in the view, never raised)."""
@@ -128,8 +130,9 @@ def _ranks(traces: list[TraceFile], outcomes: list[Outcome]) -> dict[str, dict]:
         folder = sidecar.sidecar_path(members[0].path).rsplit("/", 1)[0]
         target = folder + "/ranks.json"
         try:
-            sidecar.write_file(target, json.dumps({"run": run, "view": view}, default=_json_default).encode())
-        except (OSError, ValueError, TypeError) as exc:
+            with confined(roots):
+                sidecar.write_file(target, json.dumps({"run": run, "view": view}, default=_json_default).encode())
+        except (OSError, ValueError, TypeError, StorageError) as exc:
             view = {**view, "write_error": str(exc)}
         views[run] = view
     return views
@@ -145,7 +148,7 @@ def _json_default(value):
 
 # ---- executors -----------------------------------------------------------------------------------
 
-def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int) -> Iterator[Outcome]:
+def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tuple[str, ...]) -> Iterator[Outcome]:
     """The tasks on a local process pool (spawned: no fork of a process holding threads). A worker that
     dies breaks the pool: the unfinished tasks go to a new one, and after POOL_RESTARTS breaks each runs in
     a pool of its own, so the trace that kills its worker is the one reported."""
@@ -157,7 +160,7 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int) -> Iterator
         pending = []
         for batch in batches:
             with ProcessPoolExecutor(1 if solo else min(jobs, len(batch)), mp_context=context) as pool:
-                futures = {pool.submit(index_trace, p, force, verify): p for p in batch}
+                futures = {pool.submit(index_trace, p, force, verify, roots): p for p in batch}
                 for future in as_completed(futures):
                     try:
                         yield future.result()
@@ -170,7 +173,7 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int) -> Iterator
 
 
 def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[str],
-             local: Optional[int], timings: Optional[dict] = None) -> Iterator[Outcome]:
+             local: Optional[int], timings: Optional[dict] = None, roots: tuple[str, ...] = ()) -> Iterator[Outcome]:
     """The tasks on a Dask cluster: Dask schedules them, moves them off a worker that dies, and hands back
     each outcome as it completes. A task that Dask gives up on (`KilledWorker`) is reported as failed."""
     import dask
@@ -186,7 +189,7 @@ def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[st
         if timings is not None:
             timings["startup_s"] = time.perf_counter() - started
         try:
-            futures = client.map(index_trace, paths, force=force, verify=verify, pure=False,
+            futures = client.map(index_trace, paths, force=force, verify=verify, roots=roots, pure=False,
                                  key=[f"kinetoscope-index-{i}-{posixpath.basename(p)[:80]}" for i, p in enumerate(paths)])
             where = {f.key: p for f, p in zip(futures, paths)}
             for future in dask_completed(futures):

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from ..pipeline import prepare
 from ..trace.loader import TraceError, load_trace, resource_message
-from ..trace.storage import StorageError
+from ..trace.storage import StorageError, confined
 from . import sidecar
 
 FRESH, NEW, CHANGED, RESTAMPED, FAILED = "up to date", "indexed", "re-indexed", "re-stamped", "failed"
@@ -36,17 +36,20 @@ def _where() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def index_trace(path: str, force: bool = False, verify: bool = False) -> Outcome:
+def index_trace(path: str, force: bool = False, verify: bool = False, roots: tuple[str, ...] = ()) -> Outcome:
     """Bring one trace's sidecar up to date. Never raises for a bad trace: the outcome says FAILED and why.
 
     Args:
         path: the trace (local path or fsspec URL, as discovery names it).
         force: decode even when the sidecar is up to date.
-        verify: also compare the sha256 of every stored byte with the recorded one (a full read).
+        verify: kept for compatibility: every check, the full sha256 included, runs anyway.
+        roots: the folders it may read and write inside (`storage.confined`; the logdir): a link out of them is
+            refused, not followed.
     """
     started = time.perf_counter()
     try:
-        return _index(path, force, verify, started)
+        with confined(roots):
+            return _index(path, force, verify, started)
     except TraceError as exc:
         return Outcome(path, FAILED, exc.message, None, time.perf_counter() - started, host=_where())
     except StorageError as exc:
@@ -59,32 +62,16 @@ def index_trace(path: str, force: bool = False, verify: bool = False) -> Outcome
 
 
 def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
+    """`verify` is kept for the command line's sake: every check a reader makes (the full sha256 included) runs
+    on every `index`, so that `index` calls a sidecar up to date exactly when the readers would use it."""
     sidecar.remove_stale_temps(path)
     current = sidecar.trace_identity(path)
-    status, reason = NEW, "not indexed"
-    try:
-        header = sidecar.read_header(path)
-    except sidecar.SidecarMiss as miss:
-        header, reason = None, miss.reason
-        status = NEW if reason.startswith("not indexed") else CHANGED
-    if header is not None:
-        status = CHANGED
-        try:
-            sidecar.check_header(header, current)
-            if force:
-                raise sidecar.SidecarMiss("forced (--force)")
-            if verify and (header.get("trace") or {}).get("sha256") != sidecar.full_sha256(path):
-                raise sidecar.SidecarMiss("trace changed since it was indexed: content (full sha256)")
-            if verify:  # every section against its checksum, and decodable
-                sidecar.open_prepared(path)
-            _report, digest = sidecar.open_summary(path)
-            return Outcome(path, FRESH, None, digest, time.perf_counter() - started, current["size"], host=_where())
-        except sidecar.SidecarMiss as miss:
-            reason = miss.reason
-        restamped = _restamp(path, header, current, reason)
-        if restamped is not None:
-            return Outcome(path, RESTAMPED, restamped, _summary_digest(path), time.perf_counter() - started,
-                           current["size"], host=_where())
+    if force:
+        status, reason = (CHANGED if _exists(path) else NEW), "forced (--force)"
+    else:
+        status, reason, digest = _check(path)
+        if status in (FRESH, RESTAMPED):
+            return Outcome(path, status, reason, digest, time.perf_counter() - started, current["size"], host=_where())
     model = load_trace(path, cache_dir=None)
     prepared = prepare(model)  # the analyses the tab shows, as the server computes them
     after = sidecar.trace_identity(path, full=True)
@@ -97,19 +84,29 @@ def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
                    host=_where())
 
 
-def _restamp(path: str, header: dict, current: dict, reason: str) -> Optional[str]:
-    """When only the trace's mtime changed and its bytes are those indexed (full sha256), rewrite the
-    sidecar's header instead of decoding again; returns the reason, or None when it does not apply."""
-    recorded = header.get("trace") or {}
-    if not reason.startswith("trace changed since it was indexed: mtime") or recorded.get("size") != current["size"]:
-        return None
-    if recorded.get("head_tail") != current["head_tail"] or not recorded.get("sha256"):
-        return None
-    full = sidecar.full_sha256(path)
-    if full != recorded["sha256"]:
-        return None
-    sidecar.restamp(path, {**current, "sha256": full})
-    return f"{reason}; same content (sha256), header re-stamped"
+def _exists(path: str) -> bool:
+    try:
+        sidecar.read_header(path)
+    except sidecar.SidecarMiss as miss:
+        return not miss.reason.startswith("not indexed")
+    return True
+
+
+def _check(path: str) -> tuple[str, Optional[str], Any]:
+    """(FRESH, None, digest) when the readers would use the trace's sidecar as it is, (RESTAMPED, why, digest)
+    when they would and only its recorded mtime was stale (its header is re-stamped), else (NEW or CHANGED,
+    why not, None). The same checks as the readers: `open_summary` (report) and `open_model` (TensorBoard)."""
+    try:
+        header = sidecar.read_header(path)
+        _report, digest = sidecar.open_summary(path)
+        sidecar.open_model(path)
+    except sidecar.SidecarMiss as miss:
+        return (NEW if miss.reason.startswith("not indexed") else CHANGED), miss.reason, None
+    current = sidecar.trace_identity(path, full=True)
+    if header["trace"].get("mtime") == current["mtime"]:
+        return FRESH, None, digest
+    sidecar.restamp(path, current)
+    return RESTAMPED, "trace's mtime changed, same content (sha256): header re-stamped", digest
 
 
 def _summary_digest(path: str) -> Any:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import traceback
 from typing import Any, Optional
+
+from ..trace.remote import redact
 
 log = logging.getLogger(__name__)
 _logged: set = set()
@@ -15,11 +18,16 @@ _logged_lock = threading.Lock()
 
 
 def log_once(key: Any, message: str, *args: Any, exc_info: bool = False) -> None:
-    """Log an error the first time `key` occurs; repeats (a client polling a broken route) go to debug."""
+    """Log an error the first time `key` occurs; repeats (a client polling a broken route) go to debug. The
+    line, traceback included, is redacted (`remote.redact`): a URL's password or a storage secret in an
+    exception's text never reaches TensorBoard's log."""
     with _logged_lock:
         first = key not in _logged
         _logged.add(key)
-    log.log(logging.ERROR if first else logging.DEBUG, message, *args, exc_info=exc_info if first else False)
+    text = message % args if args else message
+    if exc_info and first:
+        text += "\n" + traceback.format_exc().rstrip()
+    log.log(logging.ERROR if first else logging.DEBUG, "%s", redact(text))
 
 
 class PluginError(Exception):
@@ -28,6 +36,7 @@ class PluginError(Exception):
     http_code = 500
 
     def __init__(self, message: str) -> None:
+        message = redact(message)  # whatever it quotes (a storage error, a URL), no credential is answered
         super().__init__(message)
         self.message = message
 

@@ -33,7 +33,7 @@ from ..trace.budgets import setting
 from ..trace.model import TraceModel
 from ..trace.remote import redact
 from ..trace.source import args_or_reason
-from ..trace.storage import FileIdentity, StorageError, iter_gzipped
+from ..trace.storage import FileIdentity, StorageError, confined, identity, iter_gzipped
 from ..views.export import chrome_trace, event_view, window_rows
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
@@ -274,7 +274,8 @@ def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = F
         raise NotFound(f"span {sid} has no event row {row!r}")
     out = event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row)
     if with_args:
-        out["args"], out["args_error"] = args_or_reason(FileIdentity(*loaded.file.identity), loaded.model, row)
+        with confined(service.roots):  # re-read from the file: inside the logdir only
+            out["args"], out["args_error"] = args_or_reason(FileIdentity(*loaded.file.identity), loaded.model, row)
     return out
 
 
@@ -306,16 +307,22 @@ def export_check_impl(service: TraceService, sid: str, *, start_us: Optional[flo
 
 def export_whole_impl(service: TraceService, sid: str) -> tuple[Iterator[bytes], str]:
     """The whole trace file as a gzip stream (the file as it is on disk, with every arg), and its download
-    name. Needs no load: any size streams in bounded memory.
+    name. Only a trace that loaded (its lanes at least) is served, opened inside the logdir (`storage.confined`:
+    a link out, a FIFO or a device is refused) and only while it is the version that loaded: a file swapped
+    for a link to `/proc/self/environ` or `~/.aws/credentials` after the scan is refused, never streamed.
 
     Raises:
-        NotFound: unknown span. TraceFailed: the file cannot be read.
+        NotFound: unknown span. NotReady: still loading. TraceFailed: it failed to load, or cannot be read now.
     """
-    (_, f, _), = service.snapshot(sid)
+    loaded = _load_lanes(service, sid)
+    f = loaded.file
     try:
-        blocks = iter_gzipped(f.path)
+        with confined(service.roots):
+            if FileIdentity(*f.identity) != identity(f.path):
+                raise StorageError("the file changed since it loaded; open it again to export it")
+            blocks = iter_gzipped(f.path)
     except StorageError as exc:
-        raise TraceFailed(f"{f.run}/{Path(f.path).name}: {exc}") from None
+        raise TraceFailed(f"{f.run}/{Path(f.path).name}: {redact(str(exc))}") from None
     return blocks, f"kinetoscope-{_safe(f.run)}-{_safe(f.span_text or f.worker)}-whole.json.gz"
 
 

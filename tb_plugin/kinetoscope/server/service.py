@@ -43,8 +43,8 @@ from ..trace.cache import default_cache_dir, load_cached
 from ..trace.discovery import TraceFile, scan_logdir_checked
 from ..trace.loader import TraceError, load_trace
 from ..trace.model import TraceModel
-from ..trace.remote import redact
-from ..trace.storage import StorageError, identity, is_process_local, is_remote
+from ..trace.remote import credentials_in_url, redact
+from ..trace.storage import StorageError, confined, identity, is_process_local, is_remote, roots_for
 from . import decoder
 from .errors import NotFound, NotReady, TraceFailed, log_once
 
@@ -116,6 +116,7 @@ class _Entry:
     lanes: Optional[Loaded] = None  # stage one of a staged load in flight: the model and what the lanes need
     lanes_event: Optional[threading.Event] = None  # set once the lanes are published or the load has ended
     duration_us: Optional[float] = None  # the model's extent, known from stage one on (kept after eviction)
+    index_version: Any = None  # the identity of the trace's sidecar at the scan: a new or changed one reloads
 
 
 class TraceService:
@@ -128,6 +129,7 @@ class TraceService:
                  preload_first: bool = False,
                  stages: Optional[tuple[Callable[[TraceModel], Any], Callable[[TraceModel, Any], Any]]] = None) -> None:
         self.logdir = logdir
+        self.roots = roots_for([logdir])  # nothing outside is read (`storage.confined`): links out are refused
         self._cache_dir = default_cache_dir() if cache_dir is _DEFAULT else cache_dir
         self._workers = max(1, workers)
         self._budget = memory_budget_bytes
@@ -196,9 +198,16 @@ class TraceService:
 
     def scan_now(self) -> None:
         """One scan in the caller's thread (used by the scanner and by tests)."""
+        refused = credentials_in_url(self.logdir)
+        if refused is not None:  # never listed, never logged as given
+            self.scan_error = refused
+            log_once(("scan-error", refused), "kinetoscope: %s", refused)
+            self._scan_finished()
+            return
         self._scanning = True
         try:
-            files = scan_logdir_checked(self.logdir, self._sniff_cache)
+            with confined(self.roots):
+                files = scan_logdir_checked(self.logdir, self._sniff_cache)
             self.scan_error = None
         except StorageError as exc:  # unreachable, denied, missing: say why
             self.scan_error = redact(f"{self.logdir}: {exc}")
@@ -210,18 +219,31 @@ class TraceService:
         if files is None:
             self._scan_finished()
             return
+        new = {span_id(f.path): f for f in files}
+        indexed = {sid: self._index_version(f) for sid, f in new.items()}  # one lstat each, outside the lock
         with self._lock:
-            new = {span_id(f.path): f for f in files}
             for sid in list(self._entries):
                 if sid not in new:
                     self._drop(sid)
             for sid, file in new.items():
                 entry = self._entries.get(sid)
-                if entry is None or entry.file.identity != file.identity:
+                if entry is None or entry.file.identity != file.identity or entry.index_version != indexed[sid]:
                     self._drop(sid)
-                    self._entries[sid] = _Entry(file)
+                    self._entries[sid] = _Entry(file, index_version=indexed[sid])
             self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
         self._scan_finished()
+
+    def _index_version(self, file: TraceFile) -> Any:
+        """What identifies the trace's sidecar now (None: no index reader, or no sidecar): when `index` writes,
+        rewrites or removes it, the span reloads, so a running TensorBoard never keeps a model the sidecar
+        no longer describes."""
+        if self._index is None:
+            return None
+        try:
+            with confined(self.roots):
+                return self._index.version(file.path)
+        except Exception:  # noqa: BLE001 - a sidecar that cannot be stat'ed is one the load will refuse
+            return "unreadable"
 
     def _scan_finished(self) -> None:
         self._last_scan = time.monotonic()
@@ -420,23 +442,24 @@ class TraceService:
         self._update(sid, file, state="loading", phase=phase, progress=PHASE_PROGRESS[phase])
 
     def _load(self, sid: str, file: TraceFile) -> None:
-        self._update(sid, file, started=time.monotonic())
-        self._phase(sid, file, "reading")
+        """Load one file version; whatever happens, the entry ends `ready` or `error` with its message (a span
+        never stays `loading`)."""
         try:
-            model, prepared = self._from_index(sid, file)
-            if model is None:
-                model = self._read_model(sid, file)
-                self._phase(sid, file, "analysing")
-                prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model)
+            self._update(sid, file, started=time.monotonic())
+            self._phase(sid, file, "reading")
+            with confined(self.roots):
+                model = self._from_index(sid, file)
+                if model is None:
+                    model = self._read_model(sid, file)
+            self._phase(sid, file, "analysing")
+            prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model)
+            self._update(sid, file, attempts=0, retry_at=None)
+            self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
         except TraceError as exc:
-            self._fail(sid, file, f"{file.run}/{Path(file.path).name}: {exc.message}", transient=exc.transient)
-            return
+            self._fail(sid, file, redact(f"{file.run}/{Path(file.path).name}: {exc.message}"), transient=exc.transient)
         except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
             log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
             self._fail(sid, file, LOAD_FAILED)
-            return
-        self._update(sid, file, attempts=0, retry_at=None)
-        self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
 
     def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel) -> Any:
         """Stage one, published for the lane routes at once; then stage two, the span's prepared analyses."""
@@ -465,14 +488,20 @@ class TraceService:
         self._update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
                      retry_at=retry_at, lanes=None)
 
-    def _from_index(self, sid: str, file: TraceFile) -> tuple[Optional[TraceModel], Any]:
-        """(model, prepared) from the trace's index sidecar when it matches this version, else (None, None)
-        with the reason kept for `status`."""
+    def _from_index(self, sid: str, file: TraceFile) -> Optional[TraceModel]:
+        """The model from the trace's index sidecar when it holds for these bytes, else None with the reason kept
+        for `status`. The sidecar is read (hashed, capped, checked) in a decoder child where decoding would be,
+        so a hostile sidecar costs that child's memory, never this process's; the analyses are then computed
+        from the checked model like those of any other load."""
         if self._index is None:
-            return None, None
-        model, prepared, reason = self._index.open(file.path)
-        self._update(sid, file, index_note=reason, source="sidecar" if model is not None else None)
-        return model, prepared
+            return None
+        if self._use_child and not is_process_local(file.path) and self._index.present(file.path):
+            model, reason = self._in_child(file.path, decoder.SIDECAR)
+        else:
+            model, reason = self._index.open_model(file.path)
+        self._update(sid, file, index_note=redact(reason) if reason else None,
+                     source="sidecar" if model is not None else None)
+        return model
 
     def _read_model(self, sid: str, file: TraceFile) -> TraceModel:
         """From the disk cache when it holds this version, else decoded (in a worker process)."""
@@ -495,13 +524,17 @@ class TraceService:
         return self._decode_in_child(file.path, on_progress)
 
     def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None) -> TraceModel:
+        return self._in_child(path, decoder.DECODE, on_progress)
+
+    def _in_child(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None) -> Any:
+        """A decoder child's result: the model (DECODE), or (model or None, why not) for a sidecar (SIDECAR)."""
         with self._lock:
             if self._stop.is_set():
                 raise TraceError(path, "the plugin is shutting down")
-            child = decoder.start(path, self._cache_dir, on_progress)
+            child = decoder.start(path, self._cache_dir, on_progress, self.roots, mode)
             self._children.add(child)
         try:
-            return decoder.result(child, path)
+            return decoder.sidecar_result(child, path) if mode == decoder.SIDECAR else decoder.result(child, path)
         finally:
             with self._lock:
                 self._children.discard(child)
@@ -536,7 +569,8 @@ class TraceService:
             if entry is not None and entry.digest is not None:
                 return entry.digest
         if entry is not None and self._index is not None:  # a sidecar's summary: no model loaded
-            digest, _reason = self._index.digest(entry.file.path)
+            with confined(self.roots):
+                digest, _reason = self._index.digest(entry.file.path)
             if digest is not None and self._update(sid, entry.file, digest=digest):
                 return digest
         self.request_load(sid)

@@ -12,7 +12,7 @@ import os
 from tensorboard.plugins import base_plugin
 
 from ..trace.budgets import CLI_OPTIONS
-from ..trace.remote import OPTIONS_ENV, OptionsError, parse_options
+from ..trace.remote import OPTIONS_ENV, OptionsError, credentials_in_url, parse_options
 
 # (flag without its `--kinetoscope_` prefix, environment variable, what it bounds); the budgets first.
 FLAGS = tuple((option.lstrip("-").replace("-", "_"), env, bounds) for option, env, _, bounds in CLI_OPTIONS) + (
@@ -36,6 +36,10 @@ class KinetoscopeLoader(base_plugin.TBLoader):
                                 f"are better left to the environment or the backend's config files)")
 
     def fix_flags(self, flags) -> None:
+        for name in ("logdir", "logdir_spec"):  # TensorBoard shows them at /data/environment and in its log
+            refused = credentials_in_url(str(getattr(flags, name, None) or ""))
+            if refused is not None:
+                raise base_plugin.FlagsError(f"--{name}: {refused}")
         for name, _, _ in FLAGS:
             value = getattr(flags, f"kinetoscope_{name}", None)
             if value is not None and not value > 0:

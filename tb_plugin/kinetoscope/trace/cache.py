@@ -70,23 +70,35 @@ def read_model(source) -> TraceModel:
         OSError, ValueError, KeyError, TypeError, msgspec.DecodeError: not a stored model of this layout.
     """
     with np.load(source, allow_pickle=False) as npz:
-        columns = {name: npz[name] for name in array_fields()}
-        strings = msgspec.json.decode(npz[_STRINGS].tobytes())
-    return TraceModel(**columns, names=tuple(strings["names"]), cats=tuple(strings["cats"]),
-                      lane_label=tuple(strings["lane_label"]), meta=strings["meta"], skipped=strings["skipped"],
-                      warnings=tuple(strings["warnings"]), source_bytes=strings["source_bytes"],
-                      coll_strings=tuple(strings.get("coll_strings", ())),
+        return model_from_arrays({name: npz[name] for name in [*array_fields(), _STRINGS]})
+
+
+def model_from_arrays(arrays: dict[str, np.ndarray]) -> TraceModel:
+    """The model from the arrays `model_arrays` made (raises KeyError, TypeError, ValueError or
+    msgspec.DecodeError when they are not of this layout)."""
+    strings = msgspec.json.decode(arrays[_STRINGS].tobytes())
+    if not isinstance(strings, dict):
+        raise TypeError("stored strings are not an object")
+    return TraceModel(**{name: arrays[name] for name in array_fields()}, names=tuple(strings["names"]),
+                      cats=tuple(strings["cats"]), lane_label=tuple(strings["lane_label"]), meta=strings["meta"],
+                      skipped=strings["skipped"], warnings=tuple(strings["warnings"]),
+                      source_bytes=strings["source_bytes"], coll_strings=tuple(strings.get("coll_strings", ())),
                       shape_strings=tuple(strings.get("shape_strings", ())))
 
 
-def write_model(handle, model: TraceModel) -> None:
-    """Store the model in a binary file object as one uncompressed `.npz`: each column raw, plus one JSON
-    blob for the string tables and metadata (raises OSError, TypeError or msgspec.EncodeError)."""
+def model_arrays(model: TraceModel) -> dict[str, np.ndarray]:
+    """The model as named arrays: each column, plus one JSON blob for the string tables and metadata."""
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
                "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes,
                "coll_strings": model.coll_strings, "shape_strings": model.shape_strings}
     blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
-    np.savez(handle, **{name: getattr(model, name) for name in array_fields()}, **{_STRINGS: blob})
+    return {**{name: getattr(model, name) for name in array_fields()}, _STRINGS: blob}
+
+
+def write_model(handle, model: TraceModel) -> None:
+    """Store the model in a binary file object as one uncompressed `.npz` (`model_arrays`; raises OSError,
+    TypeError or msgspec.EncodeError)."""
+    np.savez(handle, **model_arrays(model))
 
 
 def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: Optional[int] = None) -> None:

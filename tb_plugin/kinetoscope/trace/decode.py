@@ -549,6 +549,17 @@ def _exact_events(exact: list, rebase: int) -> list[Event]:
     return events
 
 
+def _loads(text: str) -> Any:
+    """`json.loads`, whose refusals of content (an integer literal of more digits than Python converts, 4,300 by
+    default) are DecodeErrors naming the problem, like any other malformed text."""
+    try:
+        return json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise DecodeError(f"invalid JSON: a number too long to read ({str(exc).split(';')[0]})") from None
+
+
 def forgiving_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
     """Second chance for text msgspec rejects: NaN/Infinity, control characters, bad UTF-8, bare N/A."""
     warnings: list[str] = []
@@ -558,11 +569,11 @@ def forgiving_json(raw: bytes, first_error: Exception) -> tuple[Any, list[str]]:
         text = raw.decode("utf-8", errors="replace")
         warnings.append(f"invalid UTF-8 at byte {exc.start} replaced with U+FFFD")
     try:
-        doc = json.loads(text, strict=False)
+        doc = _loads(text)
     except json.JSONDecodeError:
         patched = _BARE_NA.sub(b'"N/A"', text.encode("utf-8"))
         try:
-            doc = json.loads(patched.decode("utf-8"), strict=False)  # str: bytes would be sniffed as UTF-16
+            doc = _loads(patched.decode("utf-8"))  # str: bytes would be sniffed as UTF-16
         except json.JSONDecodeError as exc:
             if exc.pos >= len(patched.rstrip()) - 1:
                 raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)", transient=True) from None

@@ -22,7 +22,19 @@ from dataclasses import dataclass
 from stat import S_ISREG
 from typing import Optional
 
-from .storage import NOT_STORAGE_ERRORS, StorageError, identity, is_remote, modified_time, read_bytes, remote_error, split_url
+from .storage import (
+    NOT_STORAGE_ERRORS,
+    StorageError,
+    confinement_roots,
+    contained,
+    identity,
+    is_remote,
+    modified_time,
+    read_bytes,
+    remote_error,
+    roots_for,
+    split_url,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +121,8 @@ def scan_logdir_checked(logdir: str, sniff_cache: Optional[dict] = None) -> list
         fs, root = split_url(logdir)
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         root = root.rstrip("/") or "/"
-        walk = _local_walk(root) if protocol in ("file", "local") else list(fs.walk(root, detail=True, on_error="raise"))
+        walk = _local_walk(root, confinement_roots() or roots_for([root])) if protocol in ("file", "local") else \
+            list(fs.walk(root, detail=True, on_error="raise"))
         if not walk and is_remote(logdir) and not fs.exists(root):
             raise FileNotFoundError(f"{logdir} does not exist")
     except NOT_STORAGE_ERRORS:
@@ -167,36 +180,43 @@ def resolve(path: str) -> list[TraceFile]:
                       path=path, size=size, mtime=mtime)]
 
 
-def _local_walk(root: str) -> list[tuple[str, list, dict]]:
-    """A local logdir's folders as fs.walk gives them, following symlinked folders (a run linked in from
-    elsewhere is a run) but never into a folder twice (a link to a parent would loop forever)."""
+def _local_walk(root: str, roots: tuple[str, ...]) -> list[tuple[str, list, dict]]:
+    """A local logdir's folders as fs.walk gives them, following symlinked folders whose real path lies inside
+    `roots` (the logdir, or folders KINETOSCOPE_ALLOW_LINKS_TO names), never into a folder twice (a link to a
+    parent would loop forever) and never out of them: a link to the parent folder, to /proc or to a home
+    folder lists nothing. Files likewise: a link is listed only when its target lies inside."""
     if not os.path.isdir(root):
         raise OSError(f"not a directory: {root}")
     seen: set[tuple[int, int]] = set()
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         stat = os.stat(dirpath)
-        if (stat.st_dev, stat.st_ino) in seen:
+        if (stat.st_dev, stat.st_ino) in seen or not contained(os.path.realpath(dirpath), roots):
+            log.info("not following %s: seen already, or it leads outside the logdir", dirpath)
             dirnames[:] = []
             continue
         seen.add((stat.st_dev, stat.st_ino))
         dirnames[:] = sorted(d for d in dirnames if d != INDEX_FOLDER)
         files = {}
         for name in filenames:
-            info = _local_info(posixpath.join(dirpath, name))
+            info = _local_info(posixpath.join(dirpath, name), roots)
             if info is not None:
                 files[name] = info
         out.append((dirpath, dirnames, files))
     return out
 
 
-def _local_info(path: str) -> Optional[dict]:
-    """fs.info's fields for a local file (its target when it is a link); None for broken links and non-files."""
+def _local_info(path: str, roots: tuple[str, ...]) -> Optional[dict]:
+    """fs.info's fields for a local file (its target when it is a link, if that lies inside `roots`); None for
+    broken links, links out and non-files."""
     try:
         stat = os.stat(path)
     except OSError:
         return None
     if not S_ISREG(stat.st_mode):
+        return None
+    if not contained(os.path.realpath(path), roots):
+        log.info("not listing %s: it leads outside the logdir", path)
         return None
     return {"name": path, "size": stat.st_size, "type": "file", "mtime": stat.st_mtime, "ino": stat.st_ino,
             "created": stat.st_ctime}

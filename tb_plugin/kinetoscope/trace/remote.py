@@ -27,6 +27,7 @@ import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Optional
+from urllib.parse import quote, quote_plus
 
 from .budgets import setting
 
@@ -44,7 +45,9 @@ EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "
 SECRET_KEY_RE = re.compile(r"key|secret|token|passw|credential|sas|signature|connection_string|auth|session|cert",
                            re.IGNORECASE)
 SECRET_ENV_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "GCS", "GCLOUD", "FSSPEC_", "HDFS", "KRB5", "WEBHDFS")
-URL_USERINFO_RE = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@:]+:[^/\s@]*@")
+URL_USERINFO_RE = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@?#]+@")  # user:pass@ and token@
+# The same without a scheme, as some backends quote it ("bucket user:password@bucket"): name:secret@host.
+BARE_USERINFO_RE = re.compile(r"(?<![\w.+-])[\w.~%!$&'()*+,;=-]+:[^\s/@:'\"]+@(?=[\w.-])")
 INLINE_SECRET_RE = re.compile(r"(?P<name>AccountKey|SharedAccessSignature|sig|X-Amz-Signature|X-Amz-Credential|"
                               r"X-Amz-Security-Token|password|secret|token)=[^;&\s\"']+", re.IGNORECASE)
 MIN_SECRET_CHARS = 4  # shorter values would blank out ordinary words
@@ -271,11 +274,31 @@ def secrets() -> list[str]:
 
 
 def redact(text: str) -> str:
-    """`text` with every known secret, URL password and inline signature replaced by `***`."""
+    """`text` with every known secret (as given and URL-quoted), URL userinfo (with or without its scheme) and
+    inline signature replaced by `***`."""
     for value in secrets():
-        text = text.replace(value, "***")
+        for form in dict.fromkeys((value, quote(value, safe=""), quote_plus(value))):
+            text = text.replace(form, "***")
     text = URL_USERINFO_RE.sub(lambda m: m.group("scheme") + "***@", text)
+    text = BARE_USERINFO_RE.sub("***@", text)
     return INLINE_SECRET_RE.sub(lambda m: m.group("name") + "=***", text)
+
+
+def credentials_in_url(url: str) -> Optional[str]:
+    """Why a logdir URL is refused when it carries credentials (`s3://user:password@bucket/...`, a token as
+    its user), else None. A logdir is shown in logs, errors, reports and TensorBoard's /data/environment:
+    credentials belong in the storage options or the backend's own places."""
+    for part in url.split("::"):
+        if "://" not in part:
+            continue
+        authority = part.split("://", 1)[1].split("/", 1)[0]
+        if "@" in authority:
+            return (f"the logdir URL {redact(url)} carries credentials: refused (a logdir is shown in logs, errors "
+                    f"and TensorBoard's /data/environment). Give them as storage options "
+                    f"(--kinetoscope_storage_options or --storage-options, @FILE keeps them off the command line) or "
+                    f"where the backend looks for them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or ~/.aws for S3, "
+                    f"GOOGLE_APPLICATION_CREDENTIALS for GCS, AZURE_STORAGE_* for Azure)")
+    return None
 
 
 def _names(exc: BaseException) -> set[str]:

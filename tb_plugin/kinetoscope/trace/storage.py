@@ -4,7 +4,9 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
@@ -122,17 +124,116 @@ def identity(path: str) -> FileIdentity:
     return FileIdentity(path, int(info.get("size") or 0), modified_time(info))
 
 
-def _regular_stat(path: str) -> os.stat_result:
-    """The stat of a local path that must be a regular file: a FIFO would block the reader forever on open,
-    and a device such as /dev/zero never ends, so both are refused before any read."""
+# ---- confinement: no local file outside the logdir (or what the user named) is opened ---------------
+#
+# The doors say which folders (or files) a run may read: the plugin its logdir, the CLI the paths it was given
+# (`confined`). Every local open then resolves the real path, refuses one outside those roots, opens it with
+# O_NOFOLLOW (a link put in its place after the check is refused, not followed) and O_NONBLOCK (a FIFO put in
+# its place does not block the open), checks with fstat that it is a regular file, and, where /proc shows what
+# the descriptor really is, checks that again: a folder on the way swapped for a link between the check and
+# the open is caught too. Without roots (library use) the same opens run, without the containment check.
+ROOTS_ENV = "KINETOSCOPE_CONFINE_ROOTS"  # how a decoder process learns its parent's roots (os.pathsep-joined)
+_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("kinetoscope_roots", default=())
+_PROC_FD = "/proc/self/fd"
+
+
+def real_root(path: str) -> str:
+    """The real path of a local root (a logdir, a named file): what containment is checked against."""
+    return os.path.realpath(os.path.abspath(os.path.expanduser(path)))
+
+
+LINKED_ROOTS_ENV = "KINETOSCOPE_ALLOW_LINKS_TO"  # folders outside a logdir its links may lead to (os.pathsep-joined)
+
+
+def roots_for(paths: Sequence[str]) -> tuple[str, ...]:
+    """The roots a run over `paths` (a logdir, or the CLI's arguments) reads inside: their real paths, plus the
+    folders KINETOSCOPE_ALLOW_LINKS_TO names (runs linked in from elsewhere, trusted by whoever set it)."""
+    extra = [p for p in os.environ.get(LINKED_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return tuple(dict.fromkeys(real_root(p) for p in [*paths, *extra] if p and not is_remote(p)))
+
+
+@contextmanager
+def confined(roots: Sequence[str]):
+    """Local reads in this block (this thread) stay inside `roots` (local paths; remote ones are ignored)."""
+    token = _ROOTS.set(tuple(real_root(r) for r in roots if r and not is_remote(r)))
     try:
-        stat = os.stat(os.path.expanduser(path))
+        yield
+    finally:
+        _ROOTS.reset(token)
+
+
+def confinement_roots() -> tuple[str, ...]:
+    """The roots in force in this thread (empty: no containment check)."""
+    return _ROOTS.get()
+
+
+def contained(real: str, roots: Sequence[str]) -> bool:
+    """Whether the real path `real` is one of `roots` or lies below one."""
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def confined_real_path(path: str, roots: Optional[Sequence[str]] = None) -> str:
+    """The real path of a local file, checked against the roots in force (or `roots`).
+
+    Raises:
+        StorageError: it resolves outside them (a link out of the logdir): not transient.
+    """
+    real = os.path.realpath(os.path.abspath(os.path.expanduser(path)))
+    roots = confinement_roots() if roots is None else tuple(roots)
+    if roots and not contained(real, roots):
+        raise StorageError("refused: it resolves outside the logdir (a link out of it); only files inside are read")
+    return real
+
+
+def _kind(mode: int) -> str:
+    return "a directory" if S_ISDIR(mode) else "a FIFO" if S_ISFIFO(mode) else \
+        "a device" if S_ISCHR(mode) or S_ISBLK(mode) else "not a regular file"
+
+
+def open_local_fd(path: str, roots: Optional[Sequence[str]] = None) -> int:
+    """A read-only descriptor on a confined, regular local file (see the section's comment).
+
+    Raises:
+        StorageError: outside the roots, not a regular file, or not openable.
+    """
+    real = confined_real_path(path, roots)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(real, flags)
     except OSError as exc:
-        raise StorageError(f"cannot stat: {exc}", transient=True) from None
+        raise StorageError(f"cannot read: {exc.strerror or exc} (the file changed or is a link)", transient=True) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not S_ISREG(mode):
+            raise StorageError(f"not a regular file ({_kind(mode)}); only trace files are read")
+        roots = confinement_roots() if roots is None else tuple(roots)
+        if roots and os.path.isdir(_PROC_FD):
+            where = os.readlink(f"{_PROC_FD}/{fd}")
+            if not contained(where, roots):
+                raise StorageError("refused: it resolves outside the logdir (a link out of it); only files inside are read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_local(path: str, roots: Optional[Sequence[str]] = None):
+    """A raw binary handle on a confined, regular local file (`open_local_fd`)."""
+    return io.FileIO(open_local_fd(path, roots), "rb", closefd=True)
+
+
+def _regular_stat(path: str) -> os.stat_result:
+    """The stat of a local path that must be a regular file inside the roots in force: a FIFO would block the
+    reader forever on open, and a device such as /dev/zero never ends, so both are refused before any read."""
+    real = confined_real_path(path)
+    try:
+        stat = os.stat(real)
+    except OSError as exc:
+        raise StorageError(f"cannot stat: {exc.strerror or exc}", transient=True) from None
     if not S_ISREG(stat.st_mode):
-        kind = "a directory" if S_ISDIR(stat.st_mode) else "a FIFO" if S_ISFIFO(stat.st_mode) else \
-            "a device" if S_ISCHR(stat.st_mode) or S_ISBLK(stat.st_mode) else "not a regular file"
-        raise StorageError(f"not a regular file ({kind}); only trace files are read")
+        raise StorageError(f"not a regular file ({_kind(stat.st_mode)}); only trace files are read")
     return stat
 
 
@@ -151,9 +252,8 @@ def _open(path: str, ranged: bool = False):
         except Exception as exc:  # noqa: BLE001 - every backend raises its own types
             raise remote_error(exc, path, "read") from None
     try:
-        _regular_stat(path)
-        return open(os.path.expanduser(path), "rb", buffering=0)
-    except (OSError, ValueError, ImportError) as exc:
+        return open_local(path)
+    except (OSError, ValueError) as exc:
         raise StorageError(f"cannot read: {exc}", transient=True) from None
 
 

@@ -10,6 +10,10 @@ from ..analysis.memory_timeline import downsample_minmax
 from ..trace.model import TraceModel
 
 MAX_GROWTH_STEPS = 1000  # growth per step is listed for the first steps only (a trace may hold a million)
+# Samples in one memory answer, all devices together: a sample is three numbers (~40 bytes of JSON), so 20,000
+# keep the answer under 1 MB, within the 2 MB every route promises (100,000 per device answered 2.6 MB), and
+# still 4x the pixels of a wide screen (uPlot's rule) for one device.
+MAX_TOTAL_POINTS = 20_000
 
 
 def log_histogram(series: dict[str, np.ndarray], bins: int) -> dict[str, Any]:
@@ -43,10 +47,13 @@ def log_histogram(series: dict[str, np.ndarray], bins: int) -> dict[str, Any]:
 
 def memory_view(model: TraceModel, memory: Sequence[Any], *, max_points: int, device: Optional[str] = None,
                 t0_ns: Optional[int] = None, t1_ns: Optional[int] = None) -> dict[str, Any]:
-    """Every device's curve (or one device's) in the window, at most `max_points` samples each."""
+    """Every device's curve (or one device's) in the window, at most `max_points` samples each and
+    MAX_TOTAL_POINTS in all (shared equally among the devices shown)."""
     base = model.start_ns
-    return {"devices": [_series_entry(s, base, max_points, t0_ns, t1_ns)
-                        for s in memory if device is None or s.device == device]}
+    shown = [s for s in memory if device is None or s.device == device]
+    per_device = max(16, min(max_points, MAX_TOTAL_POINTS // max(1, len(shown))))
+    return {"devices": [_series_entry(s, base, per_device, t0_ns, t1_ns) for s in shown],
+            "max_points": per_device}
 
 
 def _series_entry(s: Any, base: int, max_points: int, t0_ns: Optional[int], t1_ns: Optional[int]) -> dict[str, Any]:
