@@ -34,6 +34,9 @@ not a gap of the device window; it gets a cause by the same rules (`DeviceIdle.l
 whose host spends its first 200 ms preprocessing is judged with them. No device work precedes it, so
 no synchronization can have drained any: never `sync`.
 
+The lead's culprit, when no op runs through it, is the innermost Python frame covering half of it
+(`selectors.covering_frame`: host preprocessing outside any op).
+
 The culprit of a host or comm gap is what T was doing at the gap's midpoint: the innermost operator
 running then (or the one T finished last, when none runs), with the innermost user annotation around
 it. A sync gap's culprit is the sync call, with the operator that made it.
@@ -49,7 +52,7 @@ import numpy as np
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
-from .selectors import OpIndex, activity_rows_by_device, collective_union, dataloader_union, first_of_launch, graph_launch_mask, sync_rows
+from .selectors import OpIndex, activity_rows_by_device, covering_frame, collective_union, dataloader_union, first_of_launch, graph_launch_mask, sync_rows
 
 
 class Cause(enum.IntEnum):
@@ -234,8 +237,9 @@ def _lead(model, first_row: int, judged_from_ns: Optional[int], window_s: int, c
     cause = int(_classify(model, start, end, row, launch, no_syncs)[0][0])
     culprit = annotation = -1
     if cause in (Cause.HOST, Cause.COMM) and launch[0] >= 0:
-        op, ann, _ = ops.culprit_at(model.lane[launch], start + (end - start) // 2)
-        culprit, annotation = int(op[0]), int(ann[0])
+        op, ann, after = ops.culprit_at(model.lane[launch], start + (end - start) // 2)
+        frame = covering_frame(model, int(model.lane[launch[0]]), int(start[0]), int(end[0])) if after[0] or op[0] < 0 else -1
+        culprit, annotation = (frame if frame >= 0 else int(op[0])), int(ann[0])
     return {"lead_start_ns": int(judged_from_ns), "lead_cause": cause, "lead_culprit_row": culprit,
             "lead_annotation_row": annotation}
 

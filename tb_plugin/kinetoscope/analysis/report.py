@@ -17,7 +17,7 @@ from . import thresholds as T
 from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
 from .cpu_ops import hot_spots
-from .culprits import sync_culprit, top_culprits
+from .culprits import host_culprit, sync_culprit, top_culprits
 from .dataloader_stalls import Steps, judged_ends, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
@@ -117,11 +117,10 @@ def launch_regime(launch: LaunchOffsets) -> bool:
 
 
 def _facts(model, busiest, steps, launch, comm, parts) -> Facts:
-    host = top_culprits(model, busiest, Cause.HOST, 1)
     dev_comm = comm.of(busiest.device)
     graph_ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
     return Facts(device=busiest.device, judged_ms=parts.judged_ns / 1e6, steps=steps.count,
-                 stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host[0]["label"] if host else None,
+                 stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host_culprit(model, busiest),
                  sync_culprit=sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
                  launches=launch.pairs, queued_p50_us=queued_p50_us(launch),
                  uses_graphs=bool(model.name_in(graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,

@@ -105,6 +105,20 @@ def captured_launch_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
     return captured
 
 
+def covering_frame(model: TraceModel, lane: int, start_ns: int, end_ns: int) -> int:
+    """The innermost Python frame (`python_function`, recorded with `with_stack=True`) on `lane` that covers
+    at least half of [start_ns, end_ns), or -1: what host code held the thread when no CPU op ran (image
+    preprocessing in PIL and numpy calls no ATen op)."""
+    lo, hi = int(model.lane_ptr[lane]), int(model.lane_ptr[lane + 1])
+    rows = np.arange(lo, hi)
+    rows = rows[model.kind[rows] == Kind.PYTHON_FUNCTION]
+    if not rows.size:
+        return -1
+    overlap = np.minimum(model.end_ns[rows], end_ns) - np.maximum(model.ts_ns[rows], start_ns)
+    rows = rows[overlap * 2 >= end_ns - start_ns]
+    return int(rows[np.argmax(model.depth[rows])]) if rows.size else -1
+
+
 def launch_call_rows(model: TraceModel) -> np.ndarray:
     """Every call that sends work to a device (LAUNCH_CALLS on runtime or driver rows)."""
     ids = model.name_ids_where(lambda n: n in LAUNCH_CALLS)

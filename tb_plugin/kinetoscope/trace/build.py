@@ -150,7 +150,7 @@ class EventIndex:
 
     Kineto numbers CPU ops and Python frames in index spaces of their own (`with_stack=True` puts the
     frames ~30 million numbers above the ops), and a file cut out of a longer profile starts at an offset.
-    The summary keeps the range of the numbers and the SPACE_CUTS largest jumps between consecutive
+    The summary keeps the range of the numbers and its SPACE_CUTS largest jumps (of MIN_JUMP or more) between consecutive
     numbers, so the verdict can judge coverage inside each space (`analysis.sufficiency.index_spaces`):
     sampling leaves holes everywhere, a jump between spaces leaves one. Only the summary is kept: a column
     would cost 8 bytes per event. Kineto writes the numbers in ascending file order, so sorting a chunk is
@@ -158,6 +158,7 @@ class EventIndex:
     """
 
     SPACE_CUTS = 8  # the largest gaps kept: far more index spaces than a writer makes, far fewer than sampling's holes
+    MIN_JUMP = 100  # a jump between spaces skips at least this many numbers (shorter holes are holes of one space)
 
     def __init__(self) -> None:
         self.count, self.low, self.high = 0, None, None
@@ -170,8 +171,10 @@ class EventIndex:
             return
         ordered = np.sort(values)
         gaps = np.diff(ordered)
-        top = np.argpartition(gaps, -self.SPACE_CUTS)[-self.SPACE_CUTS:] if gaps.size > self.SPACE_CUTS else np.arange(gaps.size)
-        top = top[gaps[top] > 1]
+        floor = self.MIN_JUMP
+        if gaps.size > self.SPACE_CUTS:  # strictly above the next largest: ties never depend on the chunking
+            floor = max(floor, int(np.partition(gaps, gaps.size - self.SPACE_CUTS - 1)[gaps.size - self.SPACE_CUTS - 1]) + 1)
+        top = np.flatnonzero(gaps >= floor)
         chunk = len(self._chunks)
         self._gaps += [(chunk, int(ordered[i]), int(ordered[i + 1]), int(i) + 1) for i in top.tolist()]
         low, high = int(ordered[0]), int(ordered[-1])
@@ -185,7 +188,7 @@ class EventIndex:
         chunks = np.array(self._chunks, np.int64).reshape(-1, 3)
         order = np.argsort(chunks[:, 1], kind="stable")
         between = [(-1, int(chunks[a, 2]), int(chunks[b, 1]), 0) for a, b in zip(order[:-1].tolist(), order[1:].tolist())
-                   if chunks[b, 1] - chunks[a, 2] > 1]
+                   if chunks[b, 1] - chunks[a, 2] >= self.MIN_JUMP]
         gaps = np.array(self._gaps + between, np.int64).reshape(-1, 4)
         inside = (chunks[None, :, 1] < gaps[:, 2, None]) & (chunks[None, :, 2] > gaps[:, 1, None])
         inside[np.flatnonzero(gaps[:, 0] >= 0), gaps[gaps[:, 0] >= 0, 0]] = False  # a chunk's own gap
