@@ -1,9 +1,10 @@
 """Per-step breakdown and data-loader stalls.
 
 A step is a CPU `ProfilerStep#N` event; a trace without any (an inference or serving profile) takes
-its steps from the iteration annotations of its serving framework (`selectors.iteration_rows`). Its DataLoader wait is the union of the main process's
-`enumerate(DataLoader)#...__next__` intervals clipped to the step. A step is stalled when that wait is
-at least 5% of the step and the GPU (the busiest device) sat idle for at least half of it:
+its steps from the iteration annotations of its serving framework (`selectors.iteration_rows`). Its
+DataLoader wait is the union of the main process's `enumerate(DataLoader)#...__next__` intervals
+clipped to the step. A step is stalled when that wait is at least 5% of the step and the GPU
+(the busiest device) sat idle for at least half of it:
 
     CPU   [ProfilerStep#7 ......................................................)
           [DataLoader __next__ )[forward ... backward ... optimizer)

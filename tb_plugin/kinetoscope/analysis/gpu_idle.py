@@ -52,7 +52,16 @@ import numpy as np
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
-from .selectors import OpIndex, activity_rows_by_device, covering_frame, collective_union, dataloader_union, first_of_launch, graph_launch_mask, sync_rows
+from .selectors import (
+    OpIndex,
+    activity_rows_by_device,
+    collective_union,
+    covering_frame,
+    dataloader_union,
+    first_of_launch,
+    graph_launch_mask,
+    sync_rows,
+)
 
 
 class Cause(enum.IntEnum):
