@@ -72,6 +72,7 @@ LEGACY_OP_CATEGORY = "Operator"
 CPU_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
 
 _AUTOGRAD_NODE = re.compile(r"Backward\d*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 # Serving frameworks mark each engine iteration with a user annotation instead of ProfilerStep: vLLM and
 # SGLang `execute_<tokens>_context_...` / xDiT `execute_diffusion_...`, SGLang's scheduler `step[DECODE bs=32]`.
@@ -136,8 +137,9 @@ def is_collective_name(name: str) -> bool:
 def is_annotation_name(name: str) -> bool:
     """True for names that label a region rather than an operator: `## forward ##`, `Optimizer.step#SGD.step`.
 
-    Operators are namespaced (`aten::`, `c10d::`, `autograd::engine::...`) or are autograd nodes
-    (`AddmmBackward`, `MseLossBackward0`); 2021 files write user annotations under the same `Operator`
-    category as operators, so there the name is what tells them apart.
+    Operators are namespaced (`aten::`, `c10d::`, `autograd::engine::...`), autograd nodes
+    (`AddmmBackward`, `MseLossBackward0`) or bare identifiers: 2021 files write ops without a namespace
+    (`detach_`, `Broadcast`, `ReduceAddCoalesced`), and user annotations under the same `Operator` category.
+    A record_function label is told apart by what an identifier never holds: a space, `#`, parentheses.
     """
-    return "::" not in name and _AUTOGRAD_NODE.search(name) is None
+    return "::" not in name and _AUTOGRAD_NODE.search(name) is None and _IDENTIFIER.fullmatch(name) is None
