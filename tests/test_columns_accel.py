@@ -159,7 +159,8 @@ def test_event_index_summary_on_every_path(tmp_path, monkeypatch, odd):
     text = _numbered(odd)
     path = write_trace(tmp_path / "n.pt.trace.json", text)
     # a numeric string is read as its int by the forgiving decode, as for every int arg; other odd values are absent
-    expected = {"count": 15, "min": 7, "max": 2**62} if odd == "7" else {"count": 14, "min": 3, "max": 2**62}
+    expected = ({"count": 15, "min": 7, "max": 2**62, "spaces": [[7, 60, 14], [2**62, 2**62, 1]]} if odd == "7" else
+                {"count": 14, "min": 3, "max": 2**62, "spaces": [[3, 60, 13], [2**62, 2**62, 1]]})  # the GPU event's jump
     for chunk in (64, 1 << 20):
         monkeypatch.setattr(loader, "CHUNK_BYTES", chunk)
         monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", chunk)
@@ -179,7 +180,8 @@ def test_event_index_survives_the_lenient_and_exact_decodes(tmp_path, monkeypatc
         for i, ts in ((5, "NaN"), (6, "2"), (7, "3"))) + "]}"  # NaN: the forgiving decode, event 5 skipped later
     exact = ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1712195495519689.5, '
              '"dur": 1, "args": {"Profiler Event Index": 9}}]}')  # 16-digit fractional times: the exact decode
-    for text, expected in ((lenient, {"count": 3, "min": 5, "max": 7}), (exact, {"count": 1, "min": 9, "max": 9})):
+    for text, expected in ((lenient, {"count": 3, "min": 5, "max": 7, "spaces": [[5, 7, 3]]}),
+                           (exact, {"count": 1, "min": 9, "max": 9, "spaces": [[9, 9, 1]]})):
         c, py = _both(monkeypatch, lambda text=text: loader.decode_bytes(text.encode()))
         _assert_same(c, py)
         assert c.meta["event_index"] == expected

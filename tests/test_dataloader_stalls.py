@@ -1,11 +1,14 @@
 """analysis.dataloader_stalls: per-step DataLoader wait, GPU idle during it, and the stall rule."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import kernel, op, trace_doc, write_trace
 from kinetoscope.analysis.dataloader_stalls import step_breakdown
 from kinetoscope.analysis.gpu_idle import gpu_idle
-from kinetoscope.trace.loader import load_trace
+from kinetoscope.analysis.selectors import dataloader_union
+from kinetoscope.trace.loader import decode_bytes, load_trace
 
 DL = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 step = lambda n, ts: op(f"ProfilerStep#{n}", ts, 100, cat="user_annotation")  # noqa: E731
@@ -48,3 +51,13 @@ def test_without_gpu_nothing_stalls(tmp_path):
     s = step_breakdown(model, None)
     assert s.dataloader_ns.tolist() == [90_000] and s.stalled.tolist() == [False]
     assert s.dataloader_gpu_idle_ns.tolist() == [0] and s.gpu_idle_ns.tolist() == [0]
+
+
+def test_datapipe_iteration_is_not_dataloader_time():
+    """`enumerate(DataPipe)#...` runs inside the DataLoader's own fetch (or a worker): torch-tb-profiler never
+    counts it as DataLoader time, and neither do we (only the 2 ms DataLoader __next__ counts)."""
+    events = [op("ProfilerStep#1", 0, 10_000, cat="user_annotation"),
+              op("enumerate(DataPipe)#MapperIterDataPipe.__next__", 100, 3000, cat="user_annotation"),
+              op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 5000, 2000, cat="user_annotation")]
+    starts, ends = dataloader_union(decode_bytes(json.dumps(trace_doc(events)).encode()))
+    assert int((ends - starts).sum()) == 2_000_000

@@ -1,4 +1,5 @@
-"""The verdict on every shared real trace against an expert's reading of the raw events (../shared/oracle/verdicts.md).
+"""The verdict on every shared real trace against an expert's reading of the raw events (../shared/oracle/verdicts.md,
+and verdicts-modern.md for the 2025-2026 traces under traces/modern/).
 
 High confidence: the verdict must match. Medium: the verdict must be the expert's verdict or runner-up.
 Spans of one run with similar figures get the same verdict.
@@ -13,17 +14,19 @@ from kinetoscope.analysis.report import analyze, report_entry, with_run_verdicts
 from kinetoscope.trace.loader import load_trace
 
 VERDICTS = SHARED / "oracle" / "verdicts.md"
+MODERN_VERDICTS = SHARED / "oracle" / "verdicts-modern.md"
 ROW = re.compile(r"^\| `([^`]+)` \| ([a-z -]+) \| (high|medium|low) \| ([a-z -]+) \|$")
 
 
-def expert_rows() -> list[tuple[str, str, str, str]]:
-    """(trace, verdict, confidence, runner-up) from the summary table."""
-    if not VERDICTS.is_file():
+def expert_rows(table=VERDICTS, under: str = "") -> list[tuple[str, str, str, str]]:
+    """(trace, verdict, confidence, runner-up) from the summary table; `under`: the folder the table's paths are in."""
+    if not table.is_file():
         return []
-    return [m.groups() for m in map(ROW.match, VERDICTS.read_text().splitlines()) if m]
+    return [(under + m[1], *m.groups()[1:]) for m in map(ROW.match, table.read_text().splitlines()) if m]
 
 
 EXPERT = expert_rows()
+MODERN = expert_rows(MODERN_VERDICTS, "modern/")
 # Where our runner-up differs from the expert's, with the evidence (see the closing note of issue 12):
 RUNNER_UP_DISAGREES = {
     # the queue is empty at every launch (queued p50 0 µs) and 8 of 16 kernels run shorter than their launch
@@ -61,6 +64,44 @@ def test_matches_the_expert(verdicts, trace, bound, confidence, runner):
     assert mine["runner_up"] != mine["bound"]
     assert mine["confidence"] == confidence
     assert mine["runner_up"] == RUNNER_UP_DISAGREES.get(trace, runner)
+
+
+def test_the_modern_table_was_read():
+    if MODERN_VERDICTS.is_file():
+        assert len(MODERN) >= 12
+
+
+@requires_shared
+@pytest.mark.parametrize("trace, bound, confidence, runner", MODERN, ids=[r[0].split("/")[-1][:36] for r in MODERN])
+def test_matches_the_expert_on_modern_traces(verdicts, trace, bound, confidence, runner):
+    """The same rule on traces recorded by other people with recent PyTorch (H100, B200, MI300X; Hugging
+    Face, vLLM, SGLang, xDiT, torch.compile): the verdict for high confidence, verdict or runner-up otherwise."""
+    mine = verdicts(trace)
+    if confidence == "high":
+        assert mine["bound"] == bound, mine["evidence"]
+    else:
+        assert mine["bound"] in (bound, runner), mine["evidence"]
+    assert mine["runner_up"] != mine["bound"]
+
+
+@requires_shared
+@pytest.mark.parametrize("trace, reason", [
+    ("modern/inference/vllm_decode_full/capture_traces/graph_capture_rank_0.1773709742341309550.pt.trace.json.gz",
+     "capture-only"),
+    ("modern/inference/xdit_flux.1_aiter_sage/capture_traces/capture_trace_rank_0.json.gz", "capture-only"),
+])
+def test_capture_traces_are_refused_for_capture(verdicts, trace, reason):
+    mine = verdicts(trace)
+    assert mine["bound"] == "not enough data" and "graph capture" in " ".join(mine["reasons"])
+    assert "sampled" not in mine["evidence"] and "device records" not in mine["evidence"]
+
+
+@requires_shared
+@pytest.mark.parametrize("trace, bound, confidence, runner", MODERN, ids=[r[0].split("/")[-1][:36] for r in MODERN])
+def test_no_modern_trace_is_called_sampled_or_start_up(verdicts, trace, bound, confidence, runner):
+    """Index spaces and cropped files are not sampling; copies waiting on the GPU are not start-up."""
+    reasons = " ".join(verdicts(trace)["reasons"])
+    assert "sampled" not in reasons and "start-up" not in reasons
 
 
 @requires_shared

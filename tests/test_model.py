@@ -228,7 +228,8 @@ def test_event_index_is_kept_by_the_cache(tmp_path, monkeypatch):
     fresh = load_trace(path, cache_dir=tmp_path / "cache")
     monkeypatch.setattr(loader, "_load_uncached", lambda *a: (_ for _ in ()).throw(AssertionError("decoded")))
     cached = load_trace(path, cache_dir=tmp_path / "cache")
-    assert cached.meta["event_index"] == fresh.meta["event_index"] == {"count": 2, "min": 10, "max": 1000}
+    assert cached.meta["event_index"] == fresh.meta["event_index"] == {"count": 2, "min": 10, "max": 1000,
+                                                                           "spaces": [[10, 10, 1], [1000, 1000, 1]]}
 
 
 @pytest.mark.parametrize("case", ["nan-and-bare-na", "ill-typed-fields", "invalid-utf8", "exact-16-digit-times",

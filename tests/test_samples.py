@@ -163,8 +163,8 @@ class Cpu:
         return min(hits, key=lambda e: (e.start, -e.end)).name if hits else "(no op)"
 
 
-def classify(gap: tuple[int, int], acts: list[Ev], runtime: list[Ev], cpu: Cpu) -> dict[str, Any]:
-    """Cause and culprit of one idle gap, straight from the definitions."""
+def classify(gap: tuple[int, int], acts: list[Ev], runtime: list[Ev], cpu: Cpu, lead: bool = False) -> dict[str, Any]:
+    """Cause and culprit of one idle gap, straight from the definitions (`lead`: before the window, no sync)."""
     start, end = gap
     row: dict[str, Any] = {"start_ns": start, "end_ns": end, "culprit": None, "after": False, "annotation": None,
                            "caller": None}
@@ -181,8 +181,10 @@ def classify(gap: tuple[int, int], acts: list[Ev], runtime: list[Ev], cpu: Cpu) 
     if 2 * covered_in(collectives, start, end) >= end - start:
         return {**row, "cause": "comm", **cpu.culprit(launch.tid, start + (end - start) // 2)}
     if launch is None:
-        return {**row, "cause": "unlinked"}
-    syncs = [r for r in runtime if r.tid == launch.tid and r.name in SYNC_NAMES and start < r.end <= end]
+        corrs = {r.args.get("correlation") for r in runtime}
+        linked = [g.start for g in acts if g.args.get("correlation") in corrs]
+        return {**row, "cause": "launch" if linked and nxt.start < min(linked) else "unlinked"}
+    syncs = [r for r in runtime if r.tid == launch.tid and r.name in SYNC_NAMES and start < r.end <= end and not lead]
     if syncs:
         call = max(syncs, key=lambda r: r.end)
         op, mark = cpu.running(cpu.ops[call.tid], call.start), cpu.running(cpu.marks[call.tid], call.start)
@@ -302,30 +304,58 @@ def brute_memory(memory: list[dict[str, Any]], cpu: Cpu) -> dict[str, Any]:
     return result
 
 
-def brute_units(device: dict[str, Any], busy: Spans, exposed: Spans, steps: list[dict[str, Any]]) -> list[dict[str, int]]:
-    """Time per category of each step clipped to the window (or of the window)."""
+def brute_units(device: dict[str, Any], busy: Spans, exposed: Spans, steps: list[dict[str, Any]], acts: list[Ev],
+                runtime: list[Ev], cpu: Cpu) -> tuple[list[dict[str, int]], list[int]]:
+    """Time per category of each judged unit (steps from their lead, extended to the work they launched,
+    clipped to the window's end; or the window), less unseen time; and the host time inside launch calls."""
     lo_w, hi_w = device["window_ns"]
-    clipped = [(max(lo_w, min(s["start_ns"], hi_w)), max(lo_w, min(s["end_ns"], hi_w))) for s in steps] or [(lo_w, hi_w)]
-    units = []
-    for lo, hi in clipped:
+    calls = {r.args.get("correlation"): r for r in runtime}
+    gaps = list(device["gaps"])
+    if steps and steps[0]["start_ns"] < lo_w:
+        gaps.insert(0, classify((steps[0]["start_ns"], lo_w), acts, runtime, cpu, lead=True))
+    spans = []
+    for i, step in enumerate(steps):
+        launched = [g.end for g in acts if g.args.get("correlation") in calls
+                    and step["start_ns"] <= calls[g.args.get("correlation")].start < step["end_ns"]]
+        end = max([step["end_ns"], *launched])
+        if i + 1 < len(steps):
+            end = max(step["end_ns"], min(end, steps[i + 1]["start_ns"]))
+        spans.append((min(step["start_ns"], hi_w), min(end, hi_w)))
+    first = {}
+    for g in acts:
+        first[g.args.get("correlation")] = min(first.get(g.args.get("correlation"), g.start), g.start)
+    unseen = []
+    for gap in device["gaps"]:
+        (nxt,) = [g for g in acts if g.start == gap["end_ns"]]
+        call = calls.get(nxt.args.get("correlation"))
+        if call is not None and first[nxt.args.get("correlation")] == nxt.start and gap["end_ns"] - max(gap["start_ns"], call.end) >= 10**6:
+            unseen.append((max(gap["start_ns"], call.end), gap["end_ns"]))
+    launching = sweep([(r.start, r.end) for r in runtime if r.name in LAUNCH_NAMES])
+    units, in_launch = [], []
+    for lo, hi in spans or [(lo_w, hi_w)]:
         unit = dict.fromkeys(CAUSES, 0)
         unit["exposed_comm"] = covered_in(exposed, lo, hi)
         unit["compute"] = covered_in(busy, lo, hi) - unit["exposed_comm"]
-        for gap in device["gaps"]:
-            unit[gap["cause"]] += covered_in([(gap["start_ns"], gap["end_ns"])], lo, hi)
+        for gap in gaps:
+            unit[gap["cause"]] += covered_in(minus([(gap["start_ns"], gap["end_ns"])], unseen), lo, hi)
+        host = sweep([(g["start_ns"], g["end_ns"]) for g in gaps if g["cause"] == "host"])
+        host = minus(host, unseen)
+        in_launch.append(covered_in(host, lo, hi) - covered_in(minus(host, launching), lo, hi))
         units.append(unit)
-    return units
+    return units, in_launch
 
 
-def bound_times(unit: dict[str, int], regime: bool) -> dict[str, int]:
+def bound_times(unit: dict[str, int], regime: bool, in_launch: int = 0) -> dict[str, int]:
     times = dict.fromkeys(BOUNDS, 0)
     for cause, ns in unit.items():
         bound = BOUND_OF[cause]
-        if regime and bound == "host-bound":
-            bound = "launch-overhead-bound"
-        elif not regime and bound == "launch-overhead-bound":  # no empty queue: a device-side bubble
+        if not regime and bound == "launch-overhead-bound":  # no empty queue: a device-side bubble
             bound = "compute-bound"
         times[bound] += ns
+    if regime:  # the host's time inside launch calls is the launch calls' cost
+        moved = min(in_launch, unit["host"])
+        times["host-bound"] -= moved
+        times["launch-overhead-bound"] += moved
     return times
 
 
@@ -336,14 +366,15 @@ def rule(times: dict[str, int]) -> str:
     return max(BOUNDS[1:], key=lambda b: times[b])
 
 
-def brute_device_verdict(units: list[dict[str, int]], from_steps: bool, launch: dict[str, Any]) -> dict[str, Any]:
+def brute_device_verdict(units: list[dict[str, int]], from_steps: bool, launch: dict[str, Any],
+                         in_launch: list[int]) -> dict[str, Any]:
     """The rule, step votes, runner-up and confidence over the judged units."""
     regime = bool(launch["pairs"]) and statistics.median(launch["queued_ns"]) <= 10_000 and \
         2 * launch["short_kernels"] >= launch["pairs"]
-    times = bound_times({c: sum(u[c] for u in units) for c in CAUSES}, regime)
+    times = bound_times({c: sum(u[c] for u in units) for c in CAUSES}, regime, sum(in_launch))
     whole = sum(times.values()) or 1
-    voting = [u for u in units if from_steps and sum(u.values())]
-    votes = [rule(bound_times(u, regime)) for u in voting] if len(voting) >= 3 else []
+    voting = [(u, k) for u, k in zip(units, in_launch) if from_steps and sum(u.values())]
+    votes = [rule(bound_times(u, regime, k)) for u, k in voting] if len(voting) >= 3 else []
     tally = Counter(votes)
     bound = max(tally, key=lambda b: (tally[b], times[b])) if votes else rule(times)
     agreement = tally[bound] / len(votes) if votes else None
@@ -378,17 +409,28 @@ def brute_cpu_verdict(steps: list[dict[str, Any]], cpu: Cpu, trace_ns: int) -> d
     return {"bound": "cpu-only", "runner_up": runner, "confidence": "high" if max(loader, coll) < 0.25 else "medium"}
 
 
+def waits(call: Ev, gpu: list[Ev], runtime: list[Ev], busy: Spans) -> bool:
+    """A call waits on the device: busy half of it, or work launched before it starts after half of it."""
+    if 2 * covered_in(busy, call.start, call.end) >= call.end - call.start:
+        return True
+    ends = {r.args.get("correlation"): r.end for r in runtime}
+    return any(ends.get(g.args.get("correlation"), call.start + 1) <= call.start and 2 * g.start >= call.start + call.end
+               for g in gpu)
+
+
 def brute_sufficiency(complete: list[Ev], gpu: list[Ev], runtime: list[Ev], cpu: Cpu, steps: int,
-                      activities: int) -> dict[str, Any]:
+                      activities: int, busy: Spans) -> dict[str, Any]:
     numbers = [e.args["Ev Idx"] for e in complete if "Ev Idx" in e.args]
     launched = {g.args.get("correlation") for g in gpu}
     calls = [r for r in runtime if r.name in LAUNCH_NAMES]
     return {"ev_idx": {"count": len(numbers), "min": min(numbers), "max": max(numbers)} if numbers else None,
             "trace_ns": max(e.end for e in complete) - min(e.start for e in complete),
-            "longest_call_ns": max((r.end - r.start for r in runtime if r.name not in SYNC_NAMES | POLL_NAMES), default=0),
+            "longest_call_ns": max((r.end - r.start for r in runtime if r.name not in SYNC_NAMES | POLL_NAMES
+                                    and not waits(r, gpu, runtime, busy)), default=0),
             "launch_calls": len(calls),
             "launch_calls_without_activity": sum(r.args.get("correlation") not in launched for r in calls),
-            "device_activities": activities, "cpu_ops": sum(len(v) for v in cpu.ops.values()), "steps": steps}
+            "device_activities": activities, "cpu_ops": sum(len(v) for v in cpu.ops.values()), "steps": steps,
+            "busy_ns": sum(e - s for s, e in busy)}
 
 
 def brute_reasons(fig: dict[str, Any], judged_ns: Optional[int]) -> list[str]:
@@ -397,13 +439,13 @@ def brute_reasons(fig: dict[str, Any], judged_ns: Optional[int]) -> list[str]:
     if ev and ev["max"] - ev["min"] + 1 >= 100 and 2 * ev["count"] < ev["max"] - ev["min"] + 1:
         reasons.append("sampled")
     if fig["longest_call_ns"] and 4 * fig["longest_call_ns"] >= fig["trace_ns"]:
-        reasons.append("startup")
+        reasons.append("startup")  # the longest call that does not wait on the device
     if fig["launch_calls"] >= 20 and 2 * fig["launch_calls_without_activity"] > fig["launch_calls"]:
         reasons.append("device-records-missing")
     if judged_ns is None:
         small = fig["cpu_ops"] < 50
     else:
-        small = fig["device_activities"] < 20 or (fig["steps"] < 3 and judged_ns < 50_000_000)
+        small = fig["device_activities"] < 20 and fig["busy_ns"] < 10_000_000
     return reasons + ["too-small"] * small
 
 
@@ -420,14 +462,17 @@ def brute_truth(trace: dict[str, Any]) -> dict[str, Any]:
     kinds = kind_spans(acts)
     steps = brute_steps(cpu, busy, kinds)
     launch = brute_launch(gpu, runtime)
-    fig = brute_sufficiency(complete, gpu, runtime, cpu, len(steps), len(acts))
+    fig = brute_sufficiency(complete, gpu, runtime, cpu, len(steps), len(acts), busy or [])
     breakdown = None
     if busiest is not None:
-        units = brute_units(devices[busiest], busy, kinds["exposed_comm"], steps)
+        units, in_launch = brute_units(devices[busiest], busy, kinds["exposed_comm"], steps, acts, runtime, cpu)
         breakdown = {"device": int(busiest), "units": len(units), "from_steps": bool(steps),
                      "judged_ns": sum(sum(u.values()) for u in units),
                      "by_category_ns": {c: sum(u[c] for u in units) for c in CAUSES}}
-        verdict = brute_device_verdict(units, bool(steps), launch)
+        verdict = brute_device_verdict(units, bool(steps), launch, in_launch)
+        if len(acts) < 20:
+            verdict = {**verdict, "confidence": "medium" if verdict["confidence"] == "high" else verdict["confidence"],
+                       "runner_up": verdict["runner_up"] or "not enough data"}
     else:
         verdict = {**brute_cpu_verdict(steps, cpu, fig["trace_ns"]), "launch_regime": None, "votes": [], "groups_ns": None}
     reasons = brute_reasons(fig, breakdown["judged_ns"] if breakdown else None)
@@ -478,8 +523,8 @@ def test_truth_matches_brute_force(generated: dict, case: tuple[str, str, int]) 
 PLANTED = {  # scenario -> (bound, runner-up, confidence or None where not planted in every era and seed)
     "dataloader": ("dataloader-bound", "compute-bound", "high"),
     "launch": ("launch-overhead-bound", "dataloader-bound", "high"),
-    "sync": ("sync-bound", "compute-bound", "low"),
-    "host": ("host-bound", "compute-bound", None),
+    "sync": ("sync-bound", "dataloader-bound", "high"),  # the first step's leading DataLoader wait is judged
+    "host": ("host-bound", "dataloader-bound", None),  # the first step's leading DataLoader wait is judged
     "compute": ("compute-bound", "sync-bound", "high"),
     "mixed": ("compute-bound", "host-bound", None),
     "cpu_only": ("not enough data", "cpu-only", "high"),

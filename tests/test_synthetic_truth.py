@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import SAMPLES, write_trace
+from kinetoscope.analysis import intervals
 from kinetoscope.analysis.gpu_idle import CAUSE_NAMES
 from kinetoscope.analysis.report import analyze, busiest_activities, launch_regime
 from kinetoscope.analysis.selectors import OpIndex
@@ -141,7 +142,8 @@ def test_not_enough_data_reasons(case):
     judged_ms = analysis.breakdown.judged_ns / 1e6 if analysis.breakdown else None
     lacking = sufficiency(model, steps=analysis.steps.count, judged_ms=judged_ms,
                           device_activities=busiest_activities(model, busiest) if busiest else 0,
-                          cpu_ops=OpIndex(model).op_count)
+                          cpu_ops=OpIndex(model).op_count,
+                          busy=(busiest.busy_starts_ns, busiest.busy_ends_ns) if busiest else (intervals.EMPTY, intervals.EMPTY))
     want = truth["verdict"]["reasons"]
     assert list(lacking.codes) == want
     assert (analysis.verdict.bound == NOT_ENOUGH_DATA) == bool(want)

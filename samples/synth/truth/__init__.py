@@ -17,7 +17,7 @@ from ..core import Timeline
 from ..ops import Loop
 from .common import NO_OP, AmbiguousDesign, Threads, is_collective, require, union
 from .figures import comm_truth, kind_unions, launch_truth, memory_truth, steps_truth
-from .gaps import busy_union, device_truth
+from .gaps import busy_union, device_truth, lead_truth
 from .verdict import CATEGORIES, Facts, breakdown_units, cpu_figures, sufficiency_figures, verdict_truth
 
 __all__ = ["NO_OP", "AmbiguousDesign", "span_truth"]
@@ -33,10 +33,12 @@ def span_truth(tl: Timeline, scenario: str, era: str, trace_begin: int, trace_en
     collectives = union((s.start, s.end) for s in tl.cpu if is_collective(s.name))
     steps = steps_truth(tl, busy, kinds)
     launch = launch_truth(tl)
-    units, from_steps = breakdown_units(devices, busy, kinds["exposed_comm"], steps) if devices else ((), False)
-    sufficiency = sufficiency_figures(tl, era, trace_end - trace_begin, threads.op_count(), len(steps))
+    lead = lead_truth(tl, threads, devices["0"]["window_ns"][0], steps[0]["start_ns"]) if devices and steps else None
+    units, from_steps, in_launch = (breakdown_units(tl, devices, busy, kinds["exposed_comm"], steps, lead) if devices
+                                    else ((), False, ()))
+    sufficiency = sufficiency_figures(tl, era, trace_end - trace_begin, threads.op_count(), len(steps), busy)
     facts = Facts(units=units, from_steps=from_steps, steps=len(steps), launch=launch, sufficiency=sufficiency,
-                  cpu=None if devices else cpu_figures(steps, collectives, trace_end - trace_begin))
+                  cpu=None if devices else cpu_figures(steps, collectives, trace_end - trace_begin), host_in_launch=in_launch)
     starts = [trace_begin] + [s.start for s in tl.cpu] + [r.start for r in tl.runtime if not r.dropped]
     starts += [g.start for g in tl.gpu] + ([m.start for m in tl.marks] if era == "2024" else [])
     breakdown = {

@@ -9,7 +9,8 @@ cause is the first that holds:
 - ``dataloader``: DataLoader waits cover at least half the gap;
 - ``comm``: CPU-side collectives (``nccl:*``, ``gloo:*``, ``c10d::*``, ``record_param_comms``) on
   any thread cover at least half the gap;
-- ``unlinked``: ``k`` has no launch call in the trace;
+- ``unlinked``: ``k`` has no launch call in the trace, unless ``k`` starts before the first activity
+  that has one: then it was launched before the trace began, before the gap too: ``launch``;
 - ``sync``: a host-blocking call (:data:`..core.SYNC_CALLS`; never a poll) on ``T`` ended inside
   the gap (after its start, at or before its end);
 - ``host`` if ``L`` started after the gap began, else ``launch``.
@@ -19,6 +20,9 @@ the innermost operator (or, when none runs, the one that ended last before, flag
 the innermost annotation. For ``sync`` gaps, the call that ended last inside the gap; its ``caller``
 is the innermost operator running at the call's start (None when none runs) and ``annotation`` the
 innermost annotation there. Every other gap has none of these.
+
+The lead (:func:`lead_truth`): from the first step's start to the window's start when the step starts
+first, with a cause by the same rules except ``sync`` (no device work before it for a sync to drain).
 """
 from __future__ import annotations
 
@@ -44,8 +48,9 @@ class Classifier:
         self.collectives = union((s.start, s.end) for s in tl.cpu if is_collective(s.name))
         self.syncs = [r for r in tl.runtime if r.name in SYNC_CALLS and not r.dropped]
 
-    def gap(self, start: int, end: int) -> dict[str, Any]:
-        """Cause and culprit of the gap ``[start, end)``, checked to be clear of every boundary."""
+    def gap(self, start: int, end: int, lead: bool = False) -> dict[str, Any]:
+        """Cause and culprit of the gap ``[start, end)``, checked to be clear of every boundary
+        (``lead``: the idle before the window, where no sync counts)."""
         nxt = [g for g in self.tl.gpu if g.start == end]
         require(len(nxt) == 1, f"gap ending at {end} must end at exactly one activity")
         act = nxt[0]
@@ -64,8 +69,9 @@ class Classifier:
             require(launch is not None, "a comm gap needs a launching thread")
             return {**row, "cause": "comm", **self._culprit(launch.tid, start, end)}
         if launch is None:
-            return {**row, "cause": "unlinked"}
-        call = self._sync_inside(launch.tid, start, end)
+            linked = [g.start for g in self.tl.gpu if g.corr in self.launch_by_corr]
+            return {**row, "cause": "launch" if linked and act.start < min(linked) else "unlinked"}
+        call = None if lead else self._sync_inside(launch.tid, start, end)
         if call is not None:
             caller, annotation = self.threads.op_at(call.tid, call.start)
             return {**row, "cause": "sync", "culprit": call.name, "caller": caller, "annotation": annotation}
@@ -96,6 +102,13 @@ class Classifier:
 def busy_union(tl: Timeline) -> Merged:
     """Device 0's busy time: the union of every GPU activity."""
     return union((g.start, g.end) for g in tl.gpu)
+
+
+def lead_truth(tl: Timeline, threads: Threads, window_start: int, first_step: int) -> Optional[dict[str, Any]]:
+    """The lead gap ``[first_step, window_start)`` with its cause, or None when the step starts later."""
+    if first_step >= window_start:
+        return None
+    return Classifier(tl, threads).gap(first_step, window_start, lead=True)
 
 
 def device_truth(tl: Timeline, threads: Threads) -> dict[str, Any]:

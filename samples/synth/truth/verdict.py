@@ -1,12 +1,16 @@
 """The verdict: judged time, its categories and groups, the rule, step votes, runner-up, confidence,
 "not enough data" and the CPU-only verdict.
 
-- Judged time: the steps clipped to device 0's window (the window itself without steps). Each unit
-  splits into compute (busy minus exposed NCCL), exposed communication and idle per gap cause.
+- Judged time: each step from its start (a first step that starts before device 0's window keeps that
+  lead, with the lead's cause) to the later of its end and the end of the device work launched inside
+  it (never past the next step's start), clipped to the window's end; the window itself without steps.
+  Each unit splits into compute (busy minus exposed NCCL), exposed communication and idle per gap
+  cause, less the unseen parts of gaps: from the later of the gap's start and the return of the next
+  activity's launch call (first activity of its call) to the gap's end, when at least 1 ms.
 - Groups: compute-bound (compute, graph), communication-bound (exposed, comm), dataloader-bound,
-  sync-bound, host-bound (host, unlinked), launch-overhead-bound (launch and host, only when the launch
-  regime holds: queued p50 <= 10 µs and at least half the launch units are short kernels; outside it
-  launch gaps count with compute).
+  sync-bound, host-bound (host, unlinked), launch-overhead-bound (launch, and the host gaps' time
+  inside launch calls, only when the launch regime holds: queued p50 <= 10 µs and at least half the
+  launch units are short kernels; outside it launch gaps count with compute).
 - Rule: host-side groups under 20% of the unit: compute- or communication-bound, the larger; else the
   largest group other than compute. With 3 or more units with time, each votes; most votes win (ties:
   the larger group over all units).
@@ -17,9 +21,11 @@
   another winner is high when clear, medium at 1.25 times, else low; one level less when under 2/3
   of the steps agree.
 - Not enough data (then the judged verdict is the runner-up, confidence high): sampled ``Ev Idx``
-  (under half of a range of >= 100), one non-blocking runtime call >= 25% of the trace, >= 20 launch
-  calls of which over half have no device work, or too small: without a device under 50 operators;
-  with one under 20 device activities, or under 3 steps in under 50 ms judged.
+  (under half of a range of >= 100 in one of its index spaces), one non-blocking runtime call >= 25%
+  of the trace that does not wait on the device, graph capture over half the judged time, >= 20 launch
+  calls outside capture of which over half have no device work, or too small: without a device under
+  50 operators; with one under 20 device activities busy under 10 ms. Under 20 device activities
+  judged: confidence at most medium, runner-up "not enough data" when there is none.
 - CPU only: DataLoader waits >= 50% of the step time: dataloader-bound (high at 75%), runner-up
   cpu-only; collectives likewise communication-bound; else cpu-only (high when both are under 25%),
   runner-up the DataLoader or collectives at 10% or more, else "not enough data" under 3 steps.
@@ -36,7 +42,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from ..core import SYNC_CALLS, Timeline
-from .common import LAUNCH_CALLS, POLL_CALLS, Merged, covered, require, total
+from .common import LAUNCH_CALLS, POLL_CALLS, Merged, covered, require, subtract, total, union
 
 NOT_ENOUGH = "not enough data"
 CATEGORIES = ("compute", "exposed_comm", "dataloader", "sync", "host", "launch", "unlinked", "comm", "graph")
@@ -66,7 +72,7 @@ class Thresholds:
     runner_min: float = 0.0
     queue_empty_ns: float = 10_000.0
     short_share: float = 0.5
-    min_window_ns: float = 50e6
+    min_busy_ns: float = 10e6
     cpu_dominant: float = 0.5
     cpu_high: float = 0.75
     cpu_runner: float = 0.10
@@ -80,6 +86,7 @@ NOMINAL = Thresholds()
 PERTURB = {name: 0.05 if name in ("dominance", "steady_dominance", "medium") else 0.1 for name in NOMINAL.__dataclass_fields__}
 MIN_STEPS, STEP_AGREEMENT, STEADY_AGREEMENT = 3, 2.0 / 3.0, 0.8
 MIN_DEVICE_ACTIVITIES, MIN_CPU_OPS, MIN_LAUNCHES, EV_MIN_RANGE = 20, 50, 20, 100
+HELD_MIN_NS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -92,28 +99,78 @@ class Facts:
     launch: dict[str, Any]
     sufficiency: dict[str, Any]
     cpu: Optional[dict[str, int]]  # step_ns, dataloader_ns, collective_ns (None with a device)
+    host_in_launch: tuple[int, ...] = ()  # per unit: host-gap time inside launch calls
 
 
-def breakdown_units(devices: dict[str, Any], busy: Merged, exposed: Merged,
-                    steps: Sequence[dict[str, Any]]) -> tuple[tuple[dict[str, int], ...], bool]:
-    """Categories per judged unit: each step clipped to the window, or the window alone."""
+def judged_spans(tl: Timeline, devices: dict[str, Any], steps: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The judged units: steps extended to the device work they launched, from the lead, to the window's end."""
+    lo_w, hi_w = devices["0"]["window_ns"]
+    if not steps:
+        return [(lo_w, hi_w)]
+    first = min(steps[0]["start_ns"], lo_w)
+    launches = {r.corr: r.start for r in tl.runtime if not r.dropped}
+    spans = []
+    for i, s in enumerate(steps):
+        nxt = steps[i + 1]["start_ns"] if i + 1 < len(steps) else None
+        work = [g.end for g in tl.gpu if g.corr in launches and s["start_ns"] <= launches[g.corr] < s["end_ns"]]
+        end = max([s["end_ns"], *work])
+        end = max(s["end_ns"], min(end, nxt)) if nxt is not None else end
+        spans.append((min(max(s["start_ns"], first), hi_w), min(max(end, first), hi_w)))
+    return spans
+
+
+def unseen_parts(tl: Timeline, gaps: Sequence[dict[str, Any]]) -> Merged:
+    """Parts of gaps where the next activity's launch had returned at least HELD_MIN_NS before it started."""
+    launches = {r.corr: r for r in tl.runtime if not r.dropped}
+    firsts: dict[int, int] = {}
+    for g in tl.gpu:
+        firsts[g.corr] = min(firsts.get(g.corr, g.start), g.start)
+    parts = []
+    for gap in gaps:
+        act = next(g for g in tl.gpu if g.start == gap["end_ns"])
+        call = launches.get(act.corr)
+        if call is None or firsts[act.corr] != act.start:
+            continue
+        begin = max(gap["start_ns"], call.end)
+        if gap["end_ns"] - begin >= HELD_MIN_NS:
+            parts.append((begin, gap["end_ns"]))
+    return parts
+
+
+def breakdown_units(tl: Timeline, devices: dict[str, Any], busy: Merged, exposed: Merged, steps: Sequence[dict[str, Any]],
+                    lead: Optional[dict[str, Any]]) -> tuple[tuple[dict[str, int], ...], bool, tuple[int, ...]]:
+    """Categories per judged unit (see the module docstring), and the host-gap time inside launch calls per unit."""
     device = devices["0"]
-    lo_w, hi_w = device["window_ns"]
-    spans = [(min(max(s["start_ns"], lo_w), hi_w), min(max(s["end_ns"], lo_w), hi_w)) for s in steps] or [(lo_w, hi_w)]
-    units = []
-    for lo, hi in spans:
+    unseen = unseen_parts(tl, device["gaps"])
+    gaps = ([lead] if lead else []) + list(device["gaps"])
+    calls = union((r.start, r.end) for r in tl.runtime if not r.dropped and r.name in LAUNCH_CALLS)
+    units, in_launch = [], []
+    for lo, hi in judged_spans(tl, devices, steps):
         on, hidden = covered(busy, lo, hi), covered(exposed, lo, hi)
         row = {"compute": on - hidden, "exposed_comm": hidden}
         for cause in CATEGORIES[2:]:
-            row[cause] = sum(covered([(g["start_ns"], g["end_ns"])], lo, hi) for g in device["gaps"] if g["cause"] == cause)
+            mine = subtract(union((g["start_ns"], g["end_ns"]) for g in gaps if g["cause"] == cause), unseen)
+            row[cause] = covered(mine, lo, hi)
+            if cause == "host":
+                in_launch.append(covered(mine, lo, hi) - covered(subtract(mine, calls), lo, hi))
         units.append(row)
-    return tuple(units), bool(steps)
+    return tuple(units), bool(steps), tuple(in_launch)
 
 
-def sufficiency_figures(tl: Timeline, era: str, trace_ns: int, op_count: int, steps: int) -> dict[str, Any]:
+def waits_on_device(tl: Timeline, call: Any, busy: Merged) -> bool:
+    """The call waits on the device: busy for half of it, or work launched before it starts after half of it."""
+    half = call.start + (call.end - call.start) / 2
+    if 2 * covered(busy, call.start, call.end) >= call.end - call.start:
+        return True
+    ends = {r.corr: r.end for r in tl.runtime if not r.dropped}
+    return any(g.corr in ends and ends[g.corr] <= call.start and g.start >= half for g in tl.gpu)
+
+
+def sufficiency_figures(tl: Timeline, era: str, trace_ns: int, op_count: int, steps: int, busy: Merged = ()) -> dict[str, Any]:
     """The figures "not enough data" is decided from."""
     calls = [r for r in tl.runtime if not r.dropped]
-    longest = max((r.end - r.start for r in calls if r.name not in SYNC_CALLS | POLL_CALLS), default=0)
+    longest = max((r.end - r.start for r in calls if r.name not in SYNC_CALLS | POLL_CALLS
+                   and not waits_on_device(tl, r, list(busy))), default=0)
     launched = {g.corr for g in tl.gpu}
     launch_calls = [r for r in calls if r.name in LAUNCH_CALLS]
     numbered = len(tl.cpu) if era == "2024" else 0  # Kineto numbers the CPU events, written first, from 0
@@ -121,7 +178,7 @@ def sufficiency_figures(tl: Timeline, era: str, trace_ns: int, op_count: int, st
         "ev_idx": {"count": numbered, "min": 0, "max": numbered - 1} if numbered else None,
         "trace_ns": trace_ns, "longest_call_ns": longest, "launch_calls": len(launch_calls),
         "launch_calls_without_activity": sum(r.corr not in launched for r in launch_calls),
-        "device_activities": len(tl.gpu), "cpu_ops": op_count, "steps": steps,
+        "device_activities": len(tl.gpu), "cpu_ops": op_count, "steps": steps, "busy_ns": total(list(busy)),
     }
 
 
@@ -144,13 +201,14 @@ def _pick(candidates: Sequence[str], values: dict[str, float], what: str) -> str
     return ranked[0]
 
 
-def groups_of(row: dict[str, int], regime: bool) -> dict[str, int]:
-    """Time per bound of one unit (or the sum of units): host gaps count as launch overhead in the regime,
-    and outside it launch gaps are the device's own bubbles (compute)."""
+def groups_of(row: dict[str, int], regime: bool, host_in_launch: int = 0) -> dict[str, int]:
+    """Time per bound of one unit (or the sum of units): host-gap time inside launch calls counts as launch
+    overhead in the regime, and outside it launch gaps are the device's own bubbles (compute)."""
     groups = {bound: sum(row[c] for c in cats) for bound, cats in GROUPS.items()}
     if regime:
-        groups["launch-overhead-bound"] += groups["host-bound"]
-        groups["host-bound"] = 0
+        moved = min(host_in_launch, row["host"])
+        groups["launch-overhead-bound"] += moved
+        groups["host-bound"] -= moved
     else:
         groups["compute-bound"] += groups["launch-overhead-bound"]
         groups["launch-overhead-bound"] = 0
@@ -214,8 +272,7 @@ def insufficient(facts: Facts, th: Thresholds) -> list[str]:
     if not facts.units:
         small = fig["cpu_ops"] < MIN_CPU_OPS
     else:
-        judged = sum(sum(u.values()) for u in facts.units)
-        small = fig["device_activities"] < MIN_DEVICE_ACTIVITIES or (facts.steps < MIN_STEPS and judged < th.min_window_ns)
+        small = fig["device_activities"] < MIN_DEVICE_ACTIVITIES and fig["busy_ns"] < th.min_busy_ns
     return codes + ["too-small"] * small
 
 
@@ -240,9 +297,10 @@ def device_verdict(facts: Facts, th: Thresholds) -> dict[str, Any]:
     """The rule over the judged units, the step vote, runner-up and confidence."""
     regime = launch_regime(facts.launch, th)
     summed = {c: sum(u[c] for u in facts.units) for c in CATEGORIES}
-    groups = groups_of(summed, regime)
-    rows = [u for u in facts.units if facts.from_steps and sum(u.values()) > 0]
-    votes = [decide(groups_of(u, regime), th) for u in rows] if len(rows) >= MIN_STEPS else []
+    in_launch = facts.host_in_launch or (0,) * len(facts.units)
+    groups = groups_of(summed, regime, sum(in_launch))
+    rows = [(u, k) for u, k in zip(facts.units, in_launch) if facts.from_steps and sum(u.values()) > 0]
+    votes = [decide(groups_of(u, regime, k), th) for u, k in rows] if len(rows) >= MIN_STEPS else []
     if votes:
         counts = {v: votes.count(v) for v in votes}
         best = max(counts.values())
@@ -259,6 +317,9 @@ def judge(facts: Facts, th: Thresholds) -> dict[str, Any]:
     """The whole verdict under one set of thresholds."""
     if facts.units:
         judged = device_verdict(facts, th)
+        if facts.sufficiency["device_activities"] < MIN_DEVICE_ACTIVITIES:
+            judged = {**judged, "confidence": "medium" if judged["confidence"] == "high" else judged["confidence"],
+                      "runner_up": judged["runner_up"] or NOT_ENOUGH}
     else:
         judged = {**cpu_verdict(facts.cpu or {}, facts.steps, th), "launch_regime": None, "votes": [], "groups_ns": None}
     reasons = insufficient(facts, th)

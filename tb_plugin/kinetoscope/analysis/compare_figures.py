@@ -8,7 +8,8 @@ its parts (`compare.ranked_changes`):
               |no device|compute |exposed | host | compute  |  dataloader  | outside (after)
               ^ before the first device activity: the DataLoader wait there counts as `dataloader`
 
-    compute, exposed_comm, and idle by cause: `breakdown` (the step clipped to the device window);
+    compute, exposed_comm, and idle by cause: `breakdown` (the step clipped to the device window, run on to
+    the end of the device work it launched);
     dataloader also takes the DataLoader wait outside that window; `outside` is the rest of the step
     outside the device window (a CPU-only trace: everything but the DataLoader wait).
 
@@ -69,8 +70,9 @@ class TraceFigures:
 def trace_figures(model: TraceModel, analysis: Analysis, worker: str = "", rank: Optional[int] = None) -> TraceFigures:
     """The figures of one analysed trace."""
     steps, parts = analysis.steps, analysis.breakdown
-    if steps.count:
-        start, end = steps.start_ns, steps.end_ns
+    if steps.count:  # a step runs on to the end of the device work it launched, as the breakdown judges it
+        start = steps.start_ns
+        end = np.maximum(steps.end_ns, parts.end_ns) if parts is not None and parts.from_steps else steps.end_ns
     elif parts is not None:
         start, end = parts.start_ns, parts.end_ns
     else:

@@ -69,3 +69,21 @@ def sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[st
         return None
     top = top_culprits(model, device, Cause.SYNC, 1)
     return top[0]["label"] if top else None
+
+
+def lead_culprit(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST) -> Optional[dict]:
+    """The culprit of the device's lead (idle judged before its first activity, see `gpu_idle`) when the
+    lead has that cause: `name`, `annotation`, `label` and `idle_us` like a `top_culprits` row, else None."""
+    if device.lead_cause != cause or device.lead_start_ns >= device.window_start_ns:
+        return None
+    name = model.shown_names[model.name_id[device.lead_culprit_row]] if device.lead_culprit_row >= 0 else NO_OP
+    annotation = model.shown_names[model.name_id[device.lead_annotation_row]] if device.lead_annotation_row >= 0 else None
+    return {"name": name, "annotation": annotation, "label": f"{name} in {annotation}" if annotation else name,
+            "idle_us": (device.window_start_ns - device.lead_start_ns) / 1e3}
+
+
+def host_culprit(model: TraceModel, device: DeviceIdle) -> Optional[str]:
+    """The label of what kept the host busiest while the device waited for it: the lead's culprit or the
+    top host-gap culprit, whichever holds more idle time."""
+    rows = top_culprits(model, device, Cause.HOST, 1) + [r for r in (lead_culprit(model, device),) if r]
+    return max(rows, key=lambda r: r["idle_us"])["label"] if rows else None

@@ -1,8 +1,10 @@
 """Per-step breakdown and data-loader stalls.
 
-A step is a CPU `ProfilerStep#N` event. Its DataLoader wait is the union of the main process's
-`enumerate(DataLoader)#...__next__` intervals clipped to the step. A step is stalled when that wait is
-at least 5% of the step and the GPU (the busiest device) sat idle for at least half of it:
+A step is a CPU `ProfilerStep#N` event; a trace without any (an inference or serving profile) takes
+its steps from the iteration annotations of its serving framework (`selectors.iteration_rows`). Its
+DataLoader wait is the union of the main process's `enumerate(DataLoader)#...__next__` intervals
+clipped to the step. A step is stalled when that wait is at least 5% of the step and the GPU
+(the busiest device) sat idle for at least half of it:
 
     CPU   [ProfilerStep#7 ......................................................)
           [DataLoader __next__ )[forward ... backward ... optimizer)
@@ -22,7 +24,27 @@ from . import intervals
 from . import thresholds as T
 from .comm import DeviceComm, communication
 from .gpu_idle import DeviceIdle
-from .selectors import activity_rows_by_device, dataloader_union, step_rows
+from .selectors import activity_rows_by_device, dataloader_union, iteration_rows
+
+
+def judged_ends(model: TraceModel, rows: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """Where each step's judged time ends: at the later of its end and the end of the device work (on
+    `rows`, one device's activities) launched inside it, but never after the next step begins.
+
+    A serving iteration (`execute_...`) ends when the host has issued it, while its GPU work runs on for
+    hundreds of milliseconds; the last ProfilerStep's GPU work spills past it the same way. Steps of a
+    loop that follow each other end where the next begins, as before.
+    """
+    ends = end_ns.copy()
+    if not start_ns.size:
+        return ends
+    launch = model.launch_idx[rows]
+    rows, launch = rows[launch >= 0], launch[launch >= 0]
+    step = np.searchsorted(start_ns, model.ts_ns[launch], side="right") - 1
+    inside = (step >= 0) & (model.ts_ns[launch] < end_ns[np.maximum(step, 0)])
+    np.maximum.at(ends, step[inside], model.end_ns[rows[inside]])
+    following = np.append(start_ns[1:], np.iinfo(np.int64).max)
+    return np.maximum(end_ns, np.minimum(ends, following))
 
 
 @dataclass(frozen=True)
@@ -64,7 +86,7 @@ def step_breakdown(model: TraceModel, busiest: Optional[DeviceIdle], *, min_shar
         comm: the busiest device's communication figures, whose unions give compute, comm and exposed
             comm per step (computed here when not given).
     """
-    steps = step_rows(model)
+    steps = iteration_rows(model)
     start, end = model.ts_ns[steps], model.end_ns[steps]
     dl_s, dl_e = dataloader_union(model)
     wait = intervals.covered(dl_s, dl_e, start, end)

@@ -14,11 +14,28 @@ and T the CPU thread of L, is the first that holds, in this order:
     dataloader  DataLoader waits cover >= half the gap (the input pipeline starved the step)
     comm        CPU-side collectives (record_param_comms, nccl:*, gloo:*, c10d::*) cover >= half the
                 gap: the host was waiting on communication with other ranks
-    unlinked    k has no launch call in the trace
+    unlinked    k has no launch call in the trace (but see below: launched before the trace)
     sync        a blocking synchronization call on T ended inside the gap (the CPU drained the device
                 first); polls such as cudaEventQuery/cudaStreamQuery never block and never count
     host        L started after the gap began (the CPU had not asked for the work yet)
     launch      L started before the gap began (requested in time, reached the device late)
+
+Work launched before the trace: an activity with no launch call that runs before the device's first
+activity with one was launched before the file begins (the previous step's kernels draining into this
+one), so its launch came before the gap too: `launch`, not `unlinked` (`launched_before_trace`).
+
+Work the trace does not show: when k's launch call returned at least HELD_MIN_US before k started and
+the device sat idle all that while, k was queued behind device work missing from the file (launched
+before it began, or on a stream it waited on). That part of the gap is `unseen` (`unseen_work`): the
+figures keep it as idle, as measured, but the verdict does not judge it.
+
+The lead: a step that begins before the device's first activity starts with device idle time that is
+not a gap of the device window; it gets a cause by the same rules (`DeviceIdle.lead_*`) so that a step
+whose host spends its first 200 ms preprocessing is judged with them. No device work precedes it, so
+no synchronization can have drained any: never `sync`.
+
+The lead's culprit, when no op runs through it, is the innermost Python frame covering half of it
+(`selectors.covering_frame`: host preprocessing outside any op).
 
 The culprit of a host or comm gap is what T was doing at the gap's midpoint: the innermost operator
 running then (or the one T finished last, when none runs), with the innermost user annotation around
@@ -27,7 +44,7 @@ it. A sync gap's culprit is the sync call, with the operator that made it.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -35,7 +52,16 @@ import numpy as np
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
-from .selectors import OpIndex, activity_rows_by_device, collective_union, dataloader_union, first_of_launch, graph_launch_mask, sync_rows
+from .selectors import (
+    OpIndex,
+    activity_rows_by_device,
+    collective_union,
+    covering_frame,
+    dataloader_union,
+    first_of_launch,
+    graph_launch_mask,
+    sync_rows,
+)
 
 
 class Cause(enum.IntEnum):
@@ -77,6 +103,13 @@ class DeviceIdle:
     gap_caller_row: np.ndarray  # sync: the innermost op that made the call; else -1
     busy_starts_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
     busy_ends_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
+    unseen_starts_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)  # see `unseen_work`
+    unseen_ends_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
+    lead_start_ns: int = 0  # judged idle before the window (== window_start_ns: none), see the module docstring
+    lead_cause: int = -1  # Cause of the lead, -1 without one
+    lead_culprit_row: int = -1  # host/comm: what its thread was doing (as gap_culprit_row)
+    lead_annotation_row: int = -1
+    pre_window_rows: int = 0  # activities launched before the trace (`launched_before_trace`)
 
     @property
     def window_ns(self) -> int:
@@ -105,7 +138,8 @@ class GpuIdle:
 
 
 def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, comm_share: float = T.GAP_COVER_SHARE,
-             ops: Optional[OpIndex] = None, acts: Optional[dict[int, np.ndarray]] = None) -> GpuIdle:
+             ops: Optional[OpIndex] = None, acts: Optional[dict[int, np.ndarray]] = None,
+             judged_from_ns: Optional[int] = None) -> GpuIdle:
     """Find and classify the idle gaps of every device.
 
     Args:
@@ -114,6 +148,8 @@ def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, 
         comm_share: fraction of a gap CPU-side collectives must cover for the `comm` cause.
         ops: a prebuilt OpIndex of the model (built here when not given).
         acts: the model's `activity_rows_by_device` (computed here when not given).
+        judged_from_ns: where the judged time begins (the first step's start); a device whose first
+            activity comes later gets a lead from there (None: no lead).
 
     Returns:
         One DeviceIdle per device, sorted by device index.
@@ -121,7 +157,8 @@ def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, 
     ops = ops or OpIndex(model)
     context = _Context(dl=dataloader_union(model), comm=collective_union(model), syncs=sync_rows(model),
                        first=first_of_launch(model), dataloader_share=dataloader_share, comm_share=comm_share)
-    devices = [_device_idle(model, dev, rows, context, ops) for dev, rows in sorted((acts or activity_rows_by_device(model)).items())]
+    devices = [_device_idle(model, dev, rows, context, ops, judged_from_ns)
+               for dev, rows in sorted((acts or activity_rows_by_device(model)).items())]
     return GpuIdle(tuple(devices))
 
 
@@ -137,13 +174,44 @@ class _Context:
     comm_share: float
 
 
-def _device_idle(model, device, rows, context: _Context, ops: OpIndex) -> DeviceIdle:
+def launched_before_trace(model: TraceModel, rows: np.ndarray) -> np.ndarray:
+    """Which of one device's activities (rows, sorted by start) were launched before the trace begins:
+    those with no launch call that start before the device's first activity that has one. A trace with
+    no launch links at all says nothing either way (all False)."""
+    linked = np.flatnonzero(model.launch_idx[rows] >= 0)
+    if linked.size == 0:
+        return np.zeros(rows.size, bool)
+    return (model.launch_idx[rows] < 0) & (np.arange(rows.size) < linked[0])
+
+
+def unseen_work(model: TraceModel, gap_s: np.ndarray, gap_e: np.ndarray, next_row: np.ndarray,
+                first: np.ndarray, held_min_ns: float = T.HELD_MIN_US * 1e3) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of gaps in which the device held work that had already been launched: from the later of
+    the gap's start and the return of k's launch call, to k's start, when that is at least `held_min_ns`.
+    An idle device starts launched work within microseconds, so it was busy with work the trace does not
+    show. Only the first activity of a launch counts (later graph nodes wait on the graph itself).
+
+    Returns:
+        (starts, ends) of those parts, sorted.
+    """
+    launch = model.launch_idx[next_row]
+    sel = (launch >= 0) & first[next_row]
+    held_s = np.maximum(gap_s[sel], model.end_ns[launch[sel]])
+    keep = gap_e[sel] - held_s >= held_min_ns
+    return held_s[keep], gap_e[sel][keep]
+
+
+def _device_idle(model, device, rows, context: _Context, ops: OpIndex, judged_from_ns: Optional[int]) -> DeviceIdle:
     starts, ends = model.ts_ns[rows], model.end_ns[rows]
     busy_s, busy_e = intervals.union(starts, ends)
     gap_s, gap_e = intervals.gaps_between(busy_s, busy_e)
     next_row = rows[np.minimum(np.searchsorted(starts, gap_e, side="left"), rows.size - 1)]
     launch_row = model.launch_idx[next_row]
+    pre_window = launched_before_trace(model, rows)
     cause, sync_row = _classify(model, gap_s, gap_e, next_row, launch_row, context)
+    early = np.zeros(model.n_events, bool)
+    early[rows[pre_window]] = True
+    cause[(cause == Cause.UNLINKED) & early[next_row]] = Cause.LAUNCH
     culprit = np.where(cause == Cause.SYNC, sync_row, -1)
     annotation, after, caller = np.full(gap_s.size, -1, np.int64), np.zeros(gap_s.size, bool), np.full(gap_s.size, -1, np.int64)
     on_host = np.flatnonzero((cause == Cause.HOST) | (cause == Cause.COMM))
@@ -157,11 +225,32 @@ def _device_idle(model, device, rows, context: _Context, ops: OpIndex) -> Device
         caller[synced[none_running]] = -1  # a bare call: no op made it, and the one before did not either
     window_s, window_e = int(busy_s[0]), int(busy_e[-1])
     busy = intervals.total(busy_s, busy_e)
+    unseen_s, unseen_e = unseen_work(model, gap_s, gap_e, next_row, context.first)
+    lead = _lead(model, rows[0], judged_from_ns, window_s, context, ops)
     return DeviceIdle(device=device, window_start_ns=window_s, window_end_ns=window_e, busy_ns=busy,
                       idle_ns=window_e - window_s - busy, gap_start_ns=gap_s, gap_end_ns=gap_e,
                       gap_cause=cause, gap_next_row=next_row, gap_launch_row=launch_row,
                       gap_culprit_row=culprit, gap_annotation_row=annotation, gap_culprit_after=after,
-                      gap_caller_row=caller, busy_starts_ns=busy_s, busy_ends_ns=busy_e)
+                      gap_caller_row=caller, busy_starts_ns=busy_s, busy_ends_ns=busy_e, unseen_starts_ns=unseen_s,
+                      unseen_ends_ns=unseen_e, pre_window_rows=int(np.count_nonzero(pre_window)), **lead)
+
+
+def _lead(model, first_row: int, judged_from_ns: Optional[int], window_s: int, context: _Context, ops: OpIndex) -> dict:
+    """The lead (judged idle before the device's first activity) as DeviceIdle fields: its cause by the
+    gap rules, and for host time what the launching thread was doing."""
+    if judged_from_ns is None or judged_from_ns >= window_s:
+        return {"lead_start_ns": window_s}
+    start, end = np.array([judged_from_ns], np.int64), np.array([window_s], np.int64)
+    row, launch = np.array([first_row]), model.launch_idx[[first_row]]
+    no_syncs = replace(context, syncs=np.zeros(0, np.int64))  # no device work before it: no sync drained any
+    cause = int(_classify(model, start, end, row, launch, no_syncs)[0][0])
+    culprit = annotation = -1
+    if cause in (Cause.HOST, Cause.COMM) and launch[0] >= 0:
+        op, ann, after = ops.culprit_at(model.lane[launch], start + (end - start) // 2)
+        frame = covering_frame(model, int(model.lane[launch[0]]), int(start[0]), int(end[0])) if after[0] or op[0] < 0 else -1
+        culprit, annotation = (frame if frame >= 0 else int(op[0])), int(ann[0])
+    return {"lead_start_ns": int(judged_from_ns), "lead_cause": cause, "lead_culprit_row": culprit,
+            "lead_annotation_row": annotation}
 
 
 def _classify(model, gap_s, gap_e, next_row, launch_row, context: _Context) -> tuple[np.ndarray, np.ndarray]:

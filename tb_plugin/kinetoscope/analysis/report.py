@@ -17,8 +17,8 @@ from . import thresholds as T
 from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
 from .cpu_ops import hot_spots
-from .culprits import sync_culprit, top_culprits
-from .dataloader_stalls import Steps, step_breakdown
+from .culprits import host_culprit, sync_culprit, top_culprits
+from .dataloader_stalls import Steps, judged_ends, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .health import health_entries, trace_health
@@ -26,11 +26,11 @@ from .insights import insight_entries, insights
 from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .selectors import OpIndex, activity_rows_by_device
+from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
-from .verdict import Verdict, device_verdict, harmonized_by_worker, not_enough, run_verdict
+from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,17 @@ class Analysis:
 def analyze(model: TraceModel) -> Analysis:
     """Run every analysis on a model (pure; the model is not modified)."""
     ops, acts = OpIndex(model), activity_rows_by_device(model)
-    idle = gpu_idle(model, ops=ops, acts=acts)
+    iterations = iteration_rows(model)
+    idle = gpu_idle(model, ops=ops, acts=acts, judged_from_ns=int(model.ts_ns[iterations[0]]) if iterations.size else None)
     busiest = idle.busiest()
     comm = communication(model, acts)
     steps = step_breakdown(model, busiest, acts=acts, comm=comm.of(busiest.device) if busiest else None)
     launch = launch_offsets(model)
     memory = memory_timeline(model, steps.start_ns, steps.end_ns, ops=ops)
-    parts = breakdown(busiest, comm.of(busiest.device), steps.start_ns, steps.end_ns) if busiest else None
+    calls = launch_call_rows(model)
+    calls = intervals.union(model.ts_ns[calls], model.end_ns[calls])
+    parts = (breakdown(busiest, comm.of(busiest.device), steps.start_ns,
+                       judged_ends(model, acts[busiest.device], steps.start_ns, steps.end_ns), calls) if busiest else None)
     verdict = _verdict(model, ops, idle, steps, launch, comm, parts, acts)
     analysis = Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
     return replace(analysis, insights=insights(model, analysis, ops))
@@ -66,12 +70,17 @@ def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
     busiest = idle.busiest()
     judged_ms = parts.judged_ns / 1e6 if parts else None
     activities = int(acts[busiest.device].size) if busiest else 0
-    lacking = sufficiency(model, steps=steps.count, judged_ms=judged_ms, device_activities=activities, cpu_ops=ops.op_count)
+    busy = intervals.union(np.concatenate([d.busy_starts_ns for d in idle.devices] or [intervals.EMPTY]),
+                           np.concatenate([d.busy_ends_ns for d in idle.devices] or [intervals.EMPTY]))
+    lacking = sufficiency(model, steps=steps.count, judged_ms=judged_ms, device_activities=activities, cpu_ops=ops.op_count,
+                          busy=busy)
     if busiest is None:
         judged = cpu_verdict(_cpu_facts(model, ops, steps, comm))
     else:
         facts = _facts(model, busiest, steps, launch, comm, parts)
         judged = device_verdict(parts, launch_regime(launch), lambda bound, shares, runner: _explained(facts, bound, shares, runner))
+    if busiest is not None and activities < T.MIN_DEVICE_ACTIVITIES and judged.bound in GROUPS:
+        judged = few_activities(judged, activities)
     if "empty" in lacking.codes:
         return not_enough(lacking.reasons, lacking.codes, None)  # nothing to lean to
     return not_enough(lacking.reasons, lacking.codes, judged, device_lean(parts)) if lacking else judged
@@ -110,11 +119,10 @@ def launch_regime(launch: LaunchOffsets) -> bool:
 
 
 def _facts(model, busiest, steps, launch, comm, parts) -> Facts:
-    host = top_culprits(model, busiest, Cause.HOST, 1)
     dev_comm = comm.of(busiest.device)
     graph_ids = model.name_ids_where(lambda n: n in GRAPH_LAUNCH_CALLS)
     return Facts(device=busiest.device, judged_ms=parts.judged_ns / 1e6, steps=steps.count,
-                 stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host[0]["label"] if host else None,
+                 stalled=int(np.count_nonzero(steps.stalled)), host_culprit=host_culprit(model, busiest),
                  sync_culprit=sync_culprit(model, busiest), short_kernels=int(np.count_nonzero(launch.short)),
                  launches=launch.pairs, queued_p50_us=queued_p50_us(launch),
                  uses_graphs=bool(model.name_in(graph_ids).any()), comm_ms=dev_comm.comm_ns / 1e6,

@@ -8,8 +8,13 @@ import numpy as np
 
 from ..trace.build import nesting_depth
 from ..trace.kinds import (
+    CAPTURE_BEGIN_RE,
+    CAPTURE_END_RE,
     CPU_OP_KINDS,
     GRAPH_LAUNCH_CALLS,
+    ITERATION_ANNOTATION_RE,
+    LAUNCH_CALLS,
+    LAUNCH_KINDS,
     LEGACY_OP_CATEGORY,
     STEP_RE,
     SYNC_CALLS,
@@ -53,6 +58,71 @@ def step_rows(model: TraceModel) -> np.ndarray:
     rows = cpu_rows(model)
     rows = rows[model.name_in(ids, rows) & model.kind_in(CPU_OP_KINDS, rows)]
     return rows[np.argsort(model.ts_ns[rows], kind="stable")]
+
+
+def iteration_rows(model: TraceModel) -> np.ndarray:
+    """The steps the verdict judges: `ProfilerStep#N` rows, or, in a trace without any, the outermost
+    iteration annotations of a serving framework (`execute_...`, `step[...]`: see ITERATION_ANNOTATION_RE),
+    sorted by start. Inference profiles have one such iteration or none; empty when there are neither."""
+    steps = step_rows(model)
+    if steps.size:
+        return steps
+    ids = model.name_ids_where(lambda n: ITERATION_ANNOTATION_RE.match(n) is not None)
+    rows = cpu_rows(model)
+    rows = rows[model.name_in(ids, rows) & (model.kind[rows] == Kind.USER_ANNOTATION)]
+    rows = rows[np.lexsort((-model.dur_ns[rows], model.ts_ns[rows]))]
+    if rows.size < 2:
+        return rows
+    reach = np.maximum.accumulate(model.end_ns[rows])  # an iteration inside an earlier one is part of it
+    outer = np.ones(rows.size, bool)
+    outer[1:] = model.end_ns[rows[1:]] > reach[:-1]
+    return rows[outer]
+
+
+def capture_spans(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lane, start, end) of every CUDA/HIP stream capture: a `...StreamBeginCapture` call to the next
+    `...StreamEndCapture` call on the same thread (an unfinished capture runs to the end of the trace)."""
+    begin_ids = model.name_ids_where(lambda n: CAPTURE_BEGIN_RE.match(n) is not None)
+    end_ids = model.name_ids_where(lambda n: CAPTURE_END_RE.match(n) is not None)
+    calls = model.kind_in(LAUNCH_KINDS)
+    begins, ends = np.flatnonzero(model.name_in(begin_ids) & calls), np.flatnonzero(model.name_in(end_ids) & calls)
+    lane, start, stop = model.lane[begins], model.ts_ns[begins], np.full(begins.size, model.stop_ns, np.int64)
+    for one in np.unique(lane).tolist():  # rows are in (lane, ts) order: per lane, the first end after each begin
+        sel, closing = np.flatnonzero(lane == one), ends[model.lane[ends] == one]
+        after = np.searchsorted(model.ts_ns[closing], start[sel], side="right")
+        found = after < closing.size
+        stop[sel[found]] = model.end_ns[closing[after[found]]]
+    return lane, start, stop
+
+
+def captured_launch_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
+    """Which launch-call rows were recorded into a graph by a stream capture on their thread (they own no
+    device activity: the graph's replay does)."""
+    lane, start, stop = capture_spans(model)
+    captured = np.zeros(rows.size, bool)
+    for one, s, e in zip(lane.tolist(), start.tolist(), stop.tolist()):
+        captured |= (model.lane[rows] == one) & (model.ts_ns[rows] >= s) & (model.ts_ns[rows] < e)
+    return captured
+
+
+def covering_frame(model: TraceModel, lane: int, start_ns: int, end_ns: int) -> int:
+    """The innermost Python frame (`python_function`, recorded with `with_stack=True`) on `lane` that covers
+    at least half of [start_ns, end_ns), or -1: what host code held the thread when no CPU op ran (image
+    preprocessing in PIL and numpy calls no ATen op)."""
+    lo, hi = int(model.lane_ptr[lane]), int(model.lane_ptr[lane + 1])
+    rows = np.arange(lo, hi)
+    rows = rows[model.kind[rows] == Kind.PYTHON_FUNCTION]
+    if not rows.size:
+        return -1
+    overlap = np.minimum(model.end_ns[rows], end_ns) - np.maximum(model.ts_ns[rows], start_ns)
+    rows = rows[overlap * 2 >= end_ns - start_ns]
+    return int(rows[np.argmax(model.depth[rows])]) if rows.size else -1
+
+
+def launch_call_rows(model: TraceModel) -> np.ndarray:
+    """Every call that sends work to a device (LAUNCH_CALLS on runtime or driver rows)."""
+    ids = model.name_ids_where(lambda n: n in LAUNCH_CALLS)
+    return np.flatnonzero(model.name_in(ids) & model.kind_in(LAUNCH_KINDS))
 
 
 def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:

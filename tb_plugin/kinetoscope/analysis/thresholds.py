@@ -43,12 +43,17 @@ CPU_WAIT_RUNNER_UP = 0.10
 HOT_SPOTS = 3
 
 # --- not enough data ------------------------------------------------------------------------------------
-# Fewer than this many steps make step-to-step noise impossible to judge; with a short window too,
-# the trace cannot support a verdict (a one-step micro-test, a 9 ms toy).
+# Steps vote only from this many on (two cannot outvote a first-step stall); fewer steps are judged as
+# one unit. One step is enough data: an inference profile has one forward or none, and a 4 ms forward of
+# 60 kernels shows its bound as well as five do. What makes a trace too small is its device work (below).
 MIN_STEPS = 3
-MIN_WINDOW_MS = 50.0
-# Fewer device activities than this is a micro-test, not a workload.
+# Fewer device activities than this is a micro-test, not a workload (a forward of the smallest model
+# launches dozens) ...
 MIN_DEVICE_ACTIVITIES = 20
+# ... unless they keep the device busy this long: twenty launches cost the host about 2 ms at worst
+# (100 µs each), so 10 ms of device work is the device's own time whatever the host does around it
+# (a compiled transformer block of 12 GEMM-sized kernels is a real call; 16 toy kernels in 0.15 ms are not).
+MIN_DEVICE_BUSY_MS = 10.0
 # Fewer CPU ops than this is a fragment of a trace (a CPU-only rank kept 16 events).
 MIN_CPU_OPS = 50
 # Kineto numbers every CPU event (`Ev Idx`); when fewer than this share of the numbers in their range
@@ -57,8 +62,20 @@ MIN_CPU_OPS = 50
 EV_IDX_MIN_COVERAGE = 0.5
 EV_IDX_MIN_RANGE = 100
 # One non-synchronizing runtime call taking this share of the trace is start-up (CUDA context creation,
-# module loading, a first-time launch), not the workload.
+# module loading, a first-time launch), not the workload ...
 STARTUP_CALL_SHARE = 0.25
+# ... unless it waits on the device: busy for at least half of the call, or work launched before the call
+# starts only after half of it has passed (queued behind device work, shown or not). Half: the majority of
+# the call is spent waiting, so what the call itself does cannot be most of it.
+WAIT_BUSY_SHARE = 0.5
+# An idle device starts launched work within 5-20 µs (launch->start medians of empty-queue H100, B200 and
+# MI300X traces); work held this long after its launch returned, with the device idle, was queued behind
+# device work the trace does not show (launched before the file, or on a stream it waited on). 1 ms is
+# 50x that latency and above any host jitter.
+HELD_MIN_US = 1000.0
+# Graph capture covering this share of the judged time: the trace records capture (one-time work whose
+# launches never run), not the workload; the majority, so a capture inside a long profile is still judged.
+CAPTURE_SHARE = 0.5
 # Launch calls whose device work is missing: above this share (with at least MIN_LAUNCHES calls),
 # device records were dropped and idle time cannot be trusted.
 MISSING_DEVICE_SHARE = 0.5

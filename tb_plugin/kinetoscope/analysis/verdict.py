@@ -13,7 +13,9 @@ group, so the groups' shares add up to 100%:
                            not in the trace)
     launch-overhead-bound  only in the launch regime (the device queue is empty at launch and most
                            kernels run shorter than their launch call, so the launch calls themselves
-                           are the cost): the `launch` gaps and the host gaps
+                           are the cost): the `launch` gaps and the part of the host gaps the host
+                           spends inside launch calls; the rest of the host gaps stays host-bound (a
+                           host in Python between tiny kernels is host-bound, however short they are)
 
 The rule: when the host-side groups (dataloader, sync, host, launch-overhead) leave the device idle less
 than IDLE_BOUND of the time, the device is the limit: compute-bound or communication-bound, whichever is
@@ -73,26 +75,28 @@ _HOST_SIDE = np.array([b in HOST_SIDE for b in BOUNDS])
 _DEVICE_SIDE = np.array([b in DEVICE_SIDE for b in BOUNDS])
 
 
-def group_matrix(categories_ns: np.ndarray, launch_regime: bool) -> np.ndarray:
+def group_matrix(categories_ns: np.ndarray, launch_regime: bool, host_in_launch_ns=0) -> np.ndarray:
     """Time per bound (columns in BOUNDS order) of each row of a Breakdown.
 
-    In the launch regime (empty queue, short kernels) host gaps belong to launch overhead too. Outside it
-    nothing does: launch overhead needs an empty queue, so a `launch` gap (requested in time, started
-    late) behind a queue of work is the device's own scheduling bubble, counted with compute.
+    In the launch regime (empty queue, short kernels) the host idle spent inside launch calls
+    (`host_in_launch_ns`, per row) belongs to launch overhead too. Outside it nothing does: launch
+    overhead needs an empty queue, so a `launch` gap (requested in time, started late) behind a queue of
+    work is the device's own scheduling bubble, counted with compute.
     """
     groups = np.atleast_2d(categories_ns).astype(np.float64) @ _OWNER
     if launch_regime:
-        groups[:, _LAUNCH] += groups[:, _HOST]
-        groups[:, _HOST] = 0.0
+        moved = np.minimum(np.asarray(host_in_launch_ns, np.float64), groups[:, _HOST])
+        groups[:, _LAUNCH] += moved
+        groups[:, _HOST] -= moved
     else:
         groups[:, _COMPUTE] += groups[:, _LAUNCH]
         groups[:, _LAUNCH] = 0.0
     return groups
 
 
-def group_ns(categories_ns: np.ndarray, launch_regime: bool) -> dict[str, float]:
+def group_ns(categories_ns: np.ndarray, launch_regime: bool, host_in_launch_ns=0) -> dict[str, float]:
     """Time per bound of one breakdown row (or of the sum of rows given as one)."""
-    return dict(zip(BOUNDS, group_matrix(categories_ns, launch_regime)[0].tolist()))
+    return dict(zip(BOUNDS, group_matrix(categories_ns, launch_regime, host_in_launch_ns)[0].tolist()))
 
 
 def decide_rows(groups: np.ndarray) -> np.ndarray:
@@ -141,12 +145,21 @@ def step_votes(breakdown: Breakdown, launch_regime: bool) -> dict[str, int]:
     """How many steps, each judged alone, give each bound (empty with fewer than MIN_STEPS steps: too few to vote)."""
     if not breakdown.from_steps:
         return {}
-    groups = group_matrix(breakdown.ns, launch_regime)
+    groups = group_matrix(breakdown.ns, launch_regime, breakdown.host_in_launch_ns)
     groups = groups[groups.sum(axis=1) > 0]
     if groups.shape[0] < T.MIN_STEPS:
         return {}
     counts = np.bincount(decide_rows(groups), minlength=len(BOUNDS))
     return {b: n for b, n in zip(BOUNDS, counts.tolist()) if n}
+
+
+def few_activities(judged: Verdict, activities: int) -> Verdict:
+    """A verdict on fewer than MIN_DEVICE_ACTIVITIES device activities (judged because they keep the device
+    busy for MIN_DEVICE_BUSY_MS): one call of a few long kernels, so at most medium, and with nothing else
+    to name second, `not enough data` is the runner-up."""
+    return replace(judged, confidence=LEVELS[min(LEVELS.index(judged.confidence), 1)],
+                   runner_up=judged.runner_up or NOT_ENOUGH_DATA,
+                   evidence=f"{judged.evidence}; only {activities} device activities: one call, no repeated steps")
 
 
 def lowered(level: str) -> str:
@@ -159,7 +172,7 @@ def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdic
     With MIN_STEPS steps or more, the steps vote: the bound most steps give wins (ties go to the larger
     share), so a first-step stall or an untraced tail cannot outvote the steady state.
     """
-    groups = group_ns(breakdown.ns.sum(axis=0), launch_regime)
+    groups = group_ns(breakdown.ns.sum(axis=0), launch_regime, int(breakdown.host_in_launch_ns.sum()))
     total = sum(groups.values()) or 1.0
     shares = {g: v / total for g, v in groups.items()}
     votes = step_votes(breakdown, launch_regime)

@@ -147,26 +147,65 @@ class _Interner:
 
 
 class EventIndex:
-    """How many complete events carry Kineto's event number (`Ev Idx`) and the range of those numbers.
+    """How many complete events carry Kineto's event number (`Ev Idx`), and the index spaces they fill.
 
-    A trace whose numbers cover only a small part of their range was sampled or lost events (the
-    verdict refuses to judge it). Only the summary is kept: a column would cost 8 bytes per event.
+    Kineto numbers CPU ops and Python frames in index spaces of their own (`with_stack=True` puts the
+    frames ~30 million numbers above the ops), and a file cut out of a longer profile starts at an offset.
+    The summary keeps the range of the numbers and its SPACE_CUTS largest jumps (of MIN_JUMP or more) between consecutive
+    numbers, so the verdict can judge coverage inside each space (`analysis.sufficiency.index_spaces`):
+    sampling leaves holes everywhere, a jump between spaces leaves one. Only the summary is kept: a column
+    would cost 8 bytes per event. Kineto writes the numbers in ascending file order, so sorting a chunk is
+    cheap; a jump seen inside one chunk is kept only when no other chunk has numbers inside it.
     """
+
+    SPACE_CUTS = 8  # the largest gaps kept: far more index spaces than a writer makes, far fewer than sampling's holes
+    MIN_JUMP = 100  # a jump between spaces skips at least this many numbers (shorter holes are holes of one space)
 
     def __init__(self) -> None:
         self.count, self.low, self.high = 0, None, None
+        self._chunks: list[tuple[int, int, int]] = []  # (count, min, max) per chunk with numbers
+        self._gaps: list[tuple[int, int, int, int]] = []  # (chunk, before, after, numbers <= before in the chunk)
 
     def add(self, values: np.ndarray) -> None:
         values = values[values >= 0]
-        if values.size:
-            self.count += int(values.size)
-            low, high = int(values.min()), int(values.max())
-            self.low = low if self.low is None else min(self.low, low)
-            self.high = high if self.high is None else max(self.high, high)
+        if not values.size:
+            return
+        ordered = np.sort(values)
+        gaps = np.diff(ordered)
+        floor = self.MIN_JUMP
+        if gaps.size > self.SPACE_CUTS:  # strictly above the next largest: ties never depend on the chunking
+            floor = max(floor, int(np.partition(gaps, gaps.size - self.SPACE_CUTS - 1)[gaps.size - self.SPACE_CUTS - 1]) + 1)
+        top = np.flatnonzero(gaps >= floor)
+        chunk = len(self._chunks)
+        self._gaps += [(chunk, int(ordered[i]), int(ordered[i + 1]), int(i) + 1) for i in top.tolist()]
+        low, high = int(ordered[0]), int(ordered[-1])
+        self._chunks.append((int(values.size), low, high))
+        self.count += int(values.size)
+        self.low = low if self.low is None else min(self.low, low)
+        self.high = high if self.high is None else max(self.high, high)
+
+    def spaces(self) -> list[list[int]]:
+        """`[first, last, count]` per index space, ascending: the range cut at the SPACE_CUTS largest true gaps."""
+        chunks = np.array(self._chunks, np.int64).reshape(-1, 3)
+        order = np.argsort(chunks[:, 1], kind="stable")
+        between = [(-1, int(chunks[a, 2]), int(chunks[b, 1]), 0) for a, b in zip(order[:-1].tolist(), order[1:].tolist())
+                   if chunks[b, 1] - chunks[a, 2] >= self.MIN_JUMP]
+        gaps = np.array(self._gaps + between, np.int64).reshape(-1, 4)
+        inside = (chunks[None, :, 1] < gaps[:, 2, None]) & (chunks[None, :, 2] > gaps[:, 1, None])
+        inside[np.flatnonzero(gaps[:, 0] >= 0), gaps[gaps[:, 0] >= 0, 0]] = False  # a chunk's own gap
+        gaps = gaps[~inside.any(axis=1)]
+        gaps = gaps[np.argsort(gaps[:, 2] - gaps[:, 1], kind="stable")[::-1][:self.SPACE_CUTS]]
+        gaps = gaps[np.argsort(gaps[:, 1], kind="stable")]
+        below = [int(chunks[chunks[:, 2] <= before, 0].sum()) + int(own) for _, before, _, own in gaps.tolist()]
+        firsts, lasts = [self.low] + gaps[:, 2].tolist(), gaps[:, 1].tolist() + [self.high]
+        counts = np.diff([0] + below + [self.count]).tolist()
+        return [[f, t, c] for f, t, c in zip(firsts, lasts, counts)]
 
     def meta(self) -> dict[str, Any]:
-        """`{"event_index": {"count", "min", "max"}}`, or nothing when no event is numbered."""
-        return {"event_index": {"count": self.count, "min": self.low, "max": self.high}} if self.count else {}
+        """`{"event_index": {"count", "min", "max", "spaces"}}`, or nothing when no event is numbered."""
+        if not self.count:
+            return {}
+        return {"event_index": {"count": self.count, "min": self.low, "max": self.high, "spaces": self.spaces()}}
 
 
 class CollectiveFields:

@@ -72,8 +72,17 @@ LEGACY_OP_CATEGORY = "Operator"
 CPU_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
 
 _AUTOGRAD_NODE = re.compile(r"Backward\d*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-DATALOADER_PREFIXES = ("enumerate(DataLoader)#", "enumerate(DataPipe)#")
+# Serving frameworks mark each engine iteration with a user annotation instead of ProfilerStep: vLLM and
+# SGLang `execute_<tokens>_context_...` / xDiT `execute_diffusion_...`, SGLang's scheduler `step[DECODE bs=32]`.
+ITERATION_ANNOTATION_RE = re.compile(r"^(execute_|step\[)")
+# The main process waiting for the next batch. DataPipe iteration (`enumerate(DataPipe)#...`) runs inside the
+# DataLoader's own fetch (or in a worker), so it is never DataLoader time of its own (torch-tb-profiler agrees).
+DATALOADER_PREFIXES = ("enumerate(DataLoader)#",)
+# Stream capture of a CUDA/HIP graph: launches between these calls are recorded, not run (no device activity).
+CAPTURE_BEGIN_RE = re.compile(r"^(cuda|cu|hip)StreamBeginCapture")
+CAPTURE_END_RE = re.compile(r"^(cuda|cu|hip)StreamEndCapture")
 # Calls that block the host until device work finishes. Polls (cudaEventQuery, cudaStreamQuery and their
 # cu*/hip* twins) return at once whatever the device state, so they are never syncs, however often they
 # run; cudaStreamWaitEvent is a device-side wait and does not block the host either.
@@ -128,8 +137,9 @@ def is_collective_name(name: str) -> bool:
 def is_annotation_name(name: str) -> bool:
     """True for names that label a region rather than an operator: `## forward ##`, `Optimizer.step#SGD.step`.
 
-    Operators are namespaced (`aten::`, `c10d::`, `autograd::engine::...`) or are autograd nodes
-    (`AddmmBackward`, `MseLossBackward0`); 2021 files write user annotations under the same `Operator`
-    category as operators, so there the name is what tells them apart.
+    Operators are namespaced (`aten::`, `c10d::`, `autograd::engine::...`), autograd nodes
+    (`AddmmBackward`, `MseLossBackward0`) or bare identifiers: 2021 files write ops without a namespace
+    (`detach_`, `Broadcast`, `ReduceAddCoalesced`), and user annotations under the same `Operator` category.
+    A record_function label is told apart by what an identifier never holds: a space, `#`, parentheses.
     """
-    return "::" not in name and _AUTOGRAD_NODE.search(name) is None
+    return "::" not in name and _AUTOGRAD_NODE.search(name) is None and _IDENTIFIER.fullmatch(name) is None
