@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 11  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 12  # bump when the model's layout or its decoding semantics change (invalidates caches)
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
