@@ -49,6 +49,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..trace.kinds import LAUNCH_KINDS
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
@@ -156,7 +157,8 @@ def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, 
     """
     ops = ops or OpIndex(model)
     context = _Context(dl=dataloader_union(model), comm=collective_union(model), syncs=sync_rows(model),
-                       first=first_of_launch(model), dataloader_share=dataloader_share, comm_share=comm_share)
+                       first=first_of_launch(model), dataloader_share=dataloader_share, comm_share=comm_share,
+                       first_launch_corr=first_launch_correlation(model))
     devices = [_device_idle(model, dev, rows, context, ops, judged_from_ns)
                for dev, rows in sorted((acts or activity_rows_by_device(model)).items())]
     return GpuIdle(tuple(devices))
@@ -172,16 +174,30 @@ class _Context:
     first: np.ndarray
     dataloader_share: float
     comm_share: float
+    first_launch_corr: Optional[int] = None  # the lowest correlation id of a launch call in the trace
 
 
-def launched_before_trace(model: TraceModel, rows: np.ndarray) -> np.ndarray:
-    """Which of one device's activities (rows, sorted by start) were launched before the trace begins:
-    those with no launch call that start before the device's first activity that has one. A trace with
-    no launch links at all says nothing either way (all False)."""
+def first_launch_correlation(model: TraceModel) -> Optional[int]:
+    """The lowest correlation id of the trace's launch calls (None: no launch call carries one)."""
+    corr = model.correlation[model.kind_in(LAUNCH_KINDS)]
+    corr = corr[corr >= 0]
+    return int(corr.min()) if corr.size else None
+
+
+def launched_before_trace(model: TraceModel, rows: np.ndarray, first_launch_corr: Optional[int] = None) -> np.ndarray:
+    """Which of one device's activities (rows, sorted by start) were launched before the trace begins: those
+    with no launch call that start before the device's first activity that has one, or whose correlation id
+    is below every launch call's in the trace (`first_launch_corr`; the runtime numbers them in launch order).
+    A trace with no launch links at all says nothing either way (all False)."""
     linked = np.flatnonzero(model.launch_idx[rows] >= 0)
     if linked.size == 0:
         return np.zeros(rows.size, bool)
-    return (model.launch_idx[rows] < 0) & (np.arange(rows.size) < linked[0])
+    unlinked = model.launch_idx[rows] < 0
+    early = np.arange(rows.size) < linked[0]
+    if first_launch_corr is not None:
+        corr = model.correlation[rows]
+        early |= (corr >= 0) & (corr < first_launch_corr)
+    return unlinked & early
 
 
 def unseen_work(model: TraceModel, gap_s: np.ndarray, gap_e: np.ndarray, next_row: np.ndarray,
@@ -207,7 +223,7 @@ def _device_idle(model, device, rows, context: _Context, ops: OpIndex, judged_fr
     gap_s, gap_e = intervals.gaps_between(busy_s, busy_e)
     next_row = rows[np.minimum(np.searchsorted(starts, gap_e, side="left"), rows.size - 1)]
     launch_row = model.launch_idx[next_row]
-    pre_window = launched_before_trace(model, rows)
+    pre_window = launched_before_trace(model, rows, context.first_launch_corr)
     cause, sync_row = _classify(model, gap_s, gap_e, next_row, launch_row, context)
     early = np.zeros(model.n_events, bool)
     early[rows[pre_window]] = True

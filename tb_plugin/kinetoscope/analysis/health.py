@@ -34,6 +34,8 @@ import numpy as np
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel
 from . import thresholds as T
+from .gpu_idle import first_launch_correlation, launched_before_trace
+from .selectors import activity_rows_by_device
 
 # The figures a health item can affect: the key, and where the tab and the report show it.
 FIGURES = {
@@ -89,15 +91,12 @@ def cropped(model: TraceModel) -> Optional[HealthItem]:
 
 
 def pre_window(model: TraceModel) -> Optional[HealthItem]:
-    """Device activities with no launch call in the file that were launched before it began: a correlation id
-    below every launch call's, or a start before the first launch call."""
-    acts = np.flatnonzero(model.kind_in(ACTIVITY_KINDS) & (model.launch_idx < 0))
-    launches = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.correlation >= 0))
-    if not acts.size or not launches.size:
-        return None
-    corr = model.correlation[acts]
-    before = ((corr >= 0) & (corr < model.correlation[launches].min())) | (model.ts_ns[acts] < model.ts_ns[launches].min())
-    rows = acts[before]
+    """Device activities launched before the file begins (`gpu_idle.launched_before_trace`, as the gap causes
+    read them: no launch call in the file, and they run before the device's first activity that has one or
+    carry a correlation id below every launch call's)."""
+    first = first_launch_correlation(model)
+    rows = [r[launched_before_trace(model, r, first)] for r in activity_rows_by_device(model).values()]
+    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     if not rows.size:
         return None
     total = int(np.count_nonzero(model.activity_mask()))
