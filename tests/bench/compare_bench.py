@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from layout import BENCH_DIR, REPO_ROOT
+from layout import BENCH_DIR, REPO_ROOT, link_trace
 
 sys.path.insert(0, str(REPO_ROOT / "samples"))
 from scale_trace import scale_trace  # noqa: E402
@@ -68,7 +68,7 @@ def route_figures(a: Path, b: Path, cache_dir: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as root:
         for run, path in (("a", a), ("b", b)):
             os.makedirs(f"{root}/{run}")
-            os.symlink(path, f"{root}/{run}/worker0.1.pt.trace.json")
+            link_trace(path, Path(f"{root}/{run}/worker0.1.pt.trace.json"))
         plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=root, multiplexer=None))
         plugin._service = TraceService(root, cache_dir=cache_dir, rescan_s=3600, prepare=pipeline.prepare)
         try:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
+from layout import link_trace  # noqa: E402
 from tbserver import TensorBoard, ensure_node_modules, run_node  # noqa: E402
 from worker_common import write_section  # noqa: E402
 
@@ -46,7 +47,7 @@ def tab(trace: Path, scratch: Path, preload: bool = True) -> tuple[float, float,
     server and cache."""
     logdir = scratch / "logdir" / "run"
     logdir.mkdir(parents=True)
-    (logdir / trace.name).symlink_to(trace.resolve())
+    link_trace(trace, logdir / trace.name)
     env = {"KINETOSCOPE_CACHE_DIR": str(scratch / "cache"), "KINETOSCOPE_PRELOAD_FIRST": "1" if preload else "0"}
     with TensorBoard(logdir.parent, env=env) as server:
         cold = run_node("bench_first_lanes.mjs", server.base, timeout_s=900)

@@ -27,7 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from layout import BENCH_DIR, REPO_ROOT
+from layout import BENCH_DIR, REPO_ROOT, link_trace
 
 sys.path.insert(0, str(REPO_ROOT / "samples"))
 sys.path.insert(0, str(REPO_ROOT / "tests" / "bench"))
@@ -151,7 +151,7 @@ def main() -> int:
         logdir.mkdir(parents=True, exist_ok=True)
         linked = logdir / trace.name
         if not linked.exists():
-            os.symlink(trace, linked)
+            link_trace(trace, linked)
         costs = [per_trace_300mb(linked) for _ in range(args.repeat)]
         out["per_trace_300mb"] = {"median_s": statistics.median(c["seconds"] for c in costs), "runs": costs}
         print("per trace 300 MB", out["per_trace_300mb"], flush=True)
@@ -160,7 +160,7 @@ def main() -> int:
             bare = BENCH_DIR / "index300-bare" / "run"
             bare.mkdir(parents=True, exist_ok=True)
             if not (bare / trace.name).exists():
-                os.symlink(trace, bare / trace.name)
+                link_trace(trace, bare / trace.name)
             decoded = [open_cold(bare.parent, Path(tmp) / f"cache-bare{i}") for i in range(args.repeat)]
         out["open_cold_indexed"] = {"median_s": statistics.median(c["seconds"] for c in cold), "runs": cold}
         out["open_cold_decoding"] = {"median_s": statistics.median(c["seconds"] for c in decoded), "runs": decoded}

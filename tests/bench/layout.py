@@ -60,3 +60,9 @@ def main_python() -> Path:
 def peers_python() -> Path:
     """Interpreter of the peers venv (may not exist yet: see :mod:`peers_env`)."""
     return PEERS_VENV / "bin" / "python"
+
+
+def link_trace(trace: Path, target: Path) -> None:
+    """Put a benchmark trace into a logdir without copying it: a hard link, so the logdir holds a regular file
+    of its own (Kinetoscope does not follow a symlink out of its logdir, see KINETOSCOPE_ALLOW_LINKS_TO)."""
+    os.link(Path(trace).resolve(), target)

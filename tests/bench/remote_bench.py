@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests/: the S3 server helper
 sys.path.insert(0, str(HERE.parents[1] / "tb_plugin"))
 
+from layout import link_trace  # noqa: E402
 from s3_server import bytes_requested, moto_server, s3_env, upload  # noqa: E402
 
 BUCKET = "bench"
@@ -77,7 +78,7 @@ def main() -> int:
                 upload(server.endpoint, BUCKET, {key: trace})
                 local_dir = tmp / "local" / trace.stem
                 local_dir.mkdir(parents=True)
-                os.symlink(trace.resolve(), local_dir / trace.name)
+                link_trace(trace, local_dir / trace.name)
                 places = (("local disk", str(local_dir)), ("S3 (moto, 127.0.0.1)", f"s3://{BUCKET}/logs/{trace.stem}"))
                 results = {place: ([], [], [], []) for place, _ in places}
                 for _ in range(args.runs):  # local and S3 in turn, so a change of load on the machine hits both

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kinetoscope import pipeline
 from kinetoscope.server.service import TraceService
+from layout import link_trace
 from worker_common import write_section
 
 
@@ -30,7 +31,7 @@ def load_once(trace: Path, cache_dir: Path, staged: bool) -> tuple[float, float]
     with tempfile.TemporaryDirectory(prefix="kinetoscope-stages-") as scratch:
         logdir = Path(scratch) / "run"
         logdir.mkdir()
-        (logdir / trace.name).symlink_to(trace.resolve())
+        link_trace(trace, logdir / trace.name)
         service = TraceService(scratch, cache_dir=cache_dir, rescan_s=3600, prepare=pipeline.prepare,
                                stages=pipeline.STAGES if staged else None)
         try:

@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tb_plugin"))
 
+from layout import link_trace  # noqa: E402
 from worker_common import write_section  # noqa: E402 - tests/bench is the script's folder
 
 PREFIX = "/data/plugin/kinetoscope"
@@ -64,7 +65,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="ks-tables-"))
     logdir = scratch / "logs" / "resnet"
     logdir.mkdir(parents=True)
-    os.symlink(args.trace.resolve(), logdir / "worker0.1.pt.trace.json")
+    link_trace(args.trace, logdir / "worker0.1.pt.trace.json")
     os.environ["KINETOSCOPE_CACHE_DIR"] = str(scratch / "cache")
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(scratch / "logs"), multiplexer=None))
     apps = plugin.get_plugin_apps()
