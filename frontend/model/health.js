@@ -52,6 +52,42 @@ export function unreliableText(summary, figure) {
 }
 
 /**
+ * The figures each panel shows, as keys of FIGURE_NAMES: what `figureWarning` is asked about there.
+ * Gaps are idle time split by cause (busy_idle) with their culprits (host_gaps); steps split device time
+ * (busy_idle) and, when the span communicates, communication (comm); the operator table attributes
+ * GPU time (kernel_table) and backward ops (op_table).
+ */
+export const PANEL_FIGURES = {
+  launch: ['launch'],
+  gaps: ['busy_idle', 'host_gaps'],
+  steps: ['busy_idle'],
+  stepsComm: ['busy_idle', 'comm'],
+  opTable: ['kernel_table', 'op_table'],
+  kernelTable: ['kernel_table'],
+  moduleTable: ['kernel_table'],
+  comm: ['comm'],
+};
+
+/**
+ * The line a panel shows when a warning in the health list makes one of its figures unreliable, or null:
+ * "unreliable: launch offsets (pre_window, kernel_causality); see Trace health". Figures in the order
+ * asked, each check once per figure; `info` items and malformed entries never count.
+ * @param {any} health `summary.health` (anything else reads as no findings)
+ * @param {string | string[]} figures one key of FIGURE_NAMES or several
+ * @returns {string | null}
+ */
+export function figureWarning(health, figures) {
+  const items = healthItems({ health });
+  const parts = [];
+  for (const figure of new Set(Array.isArray(figures) ? figures : [figures])) {
+    const checks = [...new Set(items.filter((h) => h.severity === 'warn' && Array.isArray(h.affects) && h.affects.includes(figure))
+      .map((h) => h.check))];
+    if (checks.length) parts.push(`${/** @type {Record<string, string>} */ (FIGURE_NAMES)[figure] ?? figure} (${checks.join(', ')})`);
+  }
+  return parts.length ? `unreliable: ${parts.join('; ')}; see Trace health` : null;
+}
+
+/**
  * One finding as a line: "cropped: no 'Trace' span ... Affects device busy and idle time, the verdict: ...".
  * @param {HealthItem} h
  */

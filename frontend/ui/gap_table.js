@@ -10,9 +10,11 @@ import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES, gapSolid } from '../model/colors.js';
 import { formatCount, formatDuration, formatTimestamp } from '../model/format.js';
 import { causeParam, gapCulprit } from '../model/gaps.js';
+import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { culpritLists } from './culprits.js';
 import { el, errorText, message } from './dom.js';
+import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
 
@@ -53,12 +55,14 @@ export class GapTable {
     this.pager = el('span', { class: 'ks-pager' });
     this.table = el('div', { class: 'ks-table-wrap' });
     this.culprits = el('div', {});
-    this.root = el('section', { class: 'ks-section ks-gaps' }, el('h3', {}, 'GPU idle gaps'),
+    this.health = healthSlot();
+    this.root = el('section', { class: 'ks-section ks-gaps' }, el('h3', {}, 'GPU idle gaps'), this.health,
       el('div', { class: 'ks-toolbar' }, el('label', {}, 'Device ', this.deviceSel), this.filters, inView, this.pager), this.culprits, this.table);
     /** @type {number} */
     this.viewTimer = 0;
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
+      if (changed.has('summary')) showHealthNote(this.health, store.state.summary, PANEL_FIGURES.gaps);
       if (changed.has('summary') && store.state.summary) this.setDevices(store.state.summary.devices ?? []);
       if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
       if (changed.has('win') && this.inView) {

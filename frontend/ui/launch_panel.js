@@ -6,10 +6,12 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatCount, formatDuration } from '../model/format.js';
+import { PANEL_FIGURES } from '../model/health.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { FONT } from '../render/frame.js';
 import { HIST_PAD, SERIES, drawHistogram, edgeX } from '../render/histogram.js';
 import { el, errorText, message } from './dom.js';
+import { healthSlot, showHealthNote } from './health_note.js';
 import { Tooltip } from './tooltip.js';
 
 const TOP_ROWS = 10;
@@ -24,8 +26,9 @@ export class LaunchPanel {
     this.data = null;
     this.canvas = el('canvas', { class: 'ks-hist-canvas', 'aria-label': 'launch offset histogram' });
     this.body = el('div', { class: 'ks-launch-body' });
+    this.health = healthSlot();
     const wrap = el('div', { class: 'ks-canvas-wrap' }, this.canvas);
-    this.root = el('section', { class: 'ks-section' }, el('h3', {}, 'Launch offsets'),
+    this.root = el('section', { class: 'ks-section' }, el('h3', {}, 'Launch offsets'), this.health,
       el('div', { class: 'ks-legend' }, SERIES.map((s) => el('span', { class: 'ks-legend-item' }, el('i', { style: { background: s.color } }), s.label)),
         el('span', { class: 'ks-keys' }, 'log-spaced bins; offset = launch call + queued + latency')),
       wrap, this.body);
@@ -39,6 +42,7 @@ export class LaunchPanel {
     this.canvas.addEventListener('pointerleave', () => this.tooltip.hide());
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
+      if (changed.has('summary')) showHealthNote(this.health, store.state.summary, PANEL_FIGURES.launch);
       if (changed.has('summary') && store.state.summary) this.load();
       if (changed.has('spanError') && store.state.spanError) this.body.replaceChildren(message('error', store.state.spanError));
     });

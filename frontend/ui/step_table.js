@@ -7,9 +7,11 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { sortSteps, stepColumns } from '../model/steps.js';
 import { el, errorText, message } from './dom.js';
+import { healthSlot, showHealthNote } from './health_note.js';
 
 export class StepTable {
   /** @param {import('./store.js').Store} store @param {import('../api.js').Api} api @param {() => void} reveal */
@@ -24,7 +26,8 @@ export class StepTable {
     this.desc = false;
     this.note = el('div', { class: 'ks-hint' });
     this.table = el('div', { class: 'ks-table-wrap' });
-    this.root = el('section', { class: 'ks-section ks-steps' }, el('h3', {}, 'Steps'), this.note, this.table);
+    this.health = healthSlot();
+    this.root = el('section', { class: 'ks-section ks-steps' }, el('h3', {}, 'Steps'), this.health, this.note, this.table);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if (changed.has('summary') && store.state.summary) this.load();
@@ -36,6 +39,7 @@ export class StepTable {
     this.channel.cancel();
     this.steps = [];
     this.note.replaceChildren();
+    this.health.replaceChildren();
     this.table.replaceChildren(message('info', 'Loading steps\u2026'));
   }
 
@@ -63,7 +67,9 @@ export class StepTable {
       this.table.replaceChildren(message('info', 'No ProfilerStep#N annotations in this trace (profile with a schedule and call prof.step()).'));
       return;
     }
-    const communicates = (this.store.state.summary?.devices ?? []).some((/** @type {any} */ d) => Number(d.comm?.kernels) > 0);
+    const { summary } = this.store.state;
+    const communicates = (summary?.devices ?? []).some((/** @type {any} */ d) => Number(d.comm?.kernels) > 0);
+    showHealthNote(this.health, summary, communicates ? PANEL_FIGURES.stepsComm : PANEL_FIGURES.steps);
     const columns = stepColumns(this.steps, communicates);
     const column = columns.find((c) => c.key === this.sortKey) ?? columns[1];
     const head = columns.map((c) => el('th', { class: 'ks-sortable', title: c.title, 'aria-sort': c.key === this.sortKey ? (this.desc ? 'descending' : 'ascending') : 'none',

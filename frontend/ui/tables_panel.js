@@ -8,13 +8,17 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { OP_GROUPS, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 import { el, errorText, message } from './dom.js';
+import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
 const SEARCH_PAGE = 100;
 const FILTER_DELAY_MS = 250;
+/** The figures each table shows (model/health.js PANEL_FIGURES). @type {Record<string, string[]>} */
+const TABLE_FIGURES = { op: PANEL_FIGURES.opTable, kernel: PANEL_FIGURES.kernelTable, module: PANEL_FIGURES.moduleTable };
 
 export class TablesPanel {
   /**
@@ -45,6 +49,7 @@ export class TablesPanel {
     OP_GROUPS.map((g) => el('option', { value: g.value, title: g.title }, g.label)));
     this.stackBox = el('label', { class: 'ks-hint' }, 'Group ', this.groupSelect);
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
+    this.health = healthSlot();
     this.table = el('div', { class: 'ks-table-wrap' });
     this.pager = el('div', { class: 'ks-pager' });
     this.searchInput = el('input', { class: 'ks-search', type: 'search', placeholder: 'find an op or kernel in the lanes', 'aria-label': 'search op and kernel names',
@@ -54,7 +59,7 @@ export class TablesPanel {
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
     this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
-      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox), this.scope, this.table, this.pager);
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox), this.health, this.scope, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
@@ -71,6 +76,7 @@ export class TablesPanel {
     this.searchChannel.cancel();
     this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
     this.searchCount.textContent = '';
+    this.health.replaceChildren();
     this.table.replaceChildren(message('info', 'Loading tables\u2026'));
   }
 
@@ -98,6 +104,7 @@ export class TablesPanel {
   async load() {
     const { span, area } = this.store.state;
     if (!span || !this.store.state.summary) return;
+    showHealthNote(this.health, this.store.state.summary, TABLE_FIGURES[this.by] ?? PANEL_FIGURES.kernelTable);
     /** @type {Record<string, string | number>} */
     const params = { span: span.id, by: this.by, sort: this.sort, offset: this.offset, limit: PAGE };
     if (this.filter) params.filter = this.filter;

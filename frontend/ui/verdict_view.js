@@ -7,7 +7,7 @@
  */
 import { commText, deviceIdleText } from '../model/devices.js';
 import { formatDuration } from '../model/format.js';
-import { healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
+import { PANEL_FIGURES, figureWarning, healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
 import { confidenceText, reasonsOf, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
 import { el } from './dom.js';
 
@@ -101,14 +101,27 @@ function insightsBlock(insights) {
 function chips(summary) {
   const devices = Array.isArray(summary.devices) ? summary.devices : [];
   const idleNote = unreliableText(summary, 'busy_idle');
+  const commNote = figureWarning(summary.health, PANEL_FIGURES.comm);
   return el('div', { class: 'ks-chips' }, el('span', { class: 'ks-chip' }, `${formatDuration(summary.duration_us)} \u00b7 ${summary.events} events`),
     devices.map((/** @type {any} */ d) => el('span', idleNote ? { class: 'ks-chip ks-chip-unreliable', title: idleNote } : { class: 'ks-chip' },
       idleNote ? `\u26a0 ${deviceIdleText(d)}` : deviceIdleText(d))),
     devices.map((/** @type {any} */ d) => {
       const text = commText(d.device, d.comm);
-      return text ? el('span', { class: 'ks-chip ks-comm', dataset: { device: String(d.device) },
-        title: `communication kernels (NCCL/RCCL): their time, the part no compute kernel covers, the overlap; compute ${formatDuration(d.comm.compute_us)}` }, text) : null;
+      return text ? el('span', { class: commNote ? 'ks-chip ks-comm ks-chip-unreliable' : 'ks-chip ks-comm', dataset: { device: String(d.device) },
+        title: `communication kernels (NCCL/RCCL): their time, the part no compute kernel covers, the overlap; compute ${formatDuration(d.comm.compute_us)}`
+          + (commNote ? `\n${commNote}` : '') }, commNote ? `\u26a0 ${text}` : text) : null;
     }));
+}
+
+/**
+ * The note under the communication chips when a warning makes them unreliable, or null (also when the span
+ * has no communication to show).
+ * @param {any} summary
+ */
+function commNoteLine(summary) {
+  const devices = Array.isArray(summary.devices) ? summary.devices : [];
+  const text = devices.some((/** @type {any} */ d) => commText(d.device, d.comm)) ? figureWarning(summary.health, PANEL_FIGURES.comm) : null;
+  return text ? el('div', { class: 'ks-unreliable', dataset: { figure: 'comm' } }, `\u26a0 ${text}`) : null;
 }
 
 /**
@@ -121,7 +134,7 @@ export function verdictNodes(summary, runAnswer) {
   const warnings = Array.isArray(summary.warnings) ? summary.warnings : [];
   const alone = runAnswer && runAnswer.run === summary.run ? independentText(runAnswer) : '';
   return [withRun ? runBlock(runAnswer) : null, alone ? el('div', { class: 'ks-hint ks-independent' }, alone) : null,
-    spanBlock(summary, runAnswer, withRun), chips(summary), unreliableNote(summary, 'busy_idle'), healthBlock(summary),
+    spanBlock(summary, runAnswer, withRun), chips(summary), unreliableNote(summary, 'busy_idle'), commNoteLine(summary), healthBlock(summary),
     warnings.length ? el('details', { class: 'ks-warnings' }, el('summary', {}, `${warnings.length} loader warning(s)`),
       el('ul', {}, warnings.map((/** @type {any} */ w) => el('li', {}, typeof w === 'string' ? w : JSON.stringify(w))))) : null]
     .filter((x) => x !== null);
