@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from conftest import SHARED, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
 from kinetoscope.analysis import tables as T
+from kinetoscope.analysis.launch_offsets import launch_offsets, launch_table
 from kinetoscope.trace.kinds import Kind
 from kinetoscope.trace.loader import load_trace
 
@@ -246,3 +247,28 @@ def test_ops_grouped_by_their_innermost_module(tmp_path):
     bare = load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
     bindex = T.TableIndex.build(bare)
     assert bindex.in_module is None and T.op_table(bare, bindex, group="module").module_id.tolist() == [-1]
+
+
+def test_a_launch_belongs_to_the_op_its_external_id_names_in_both_tables(tmp_path):
+    """Thread 1 (µs; ext = External id):
+
+        [aten::first 0-10, ext 7)[aten::second 10-20, ext 8)
+                                 launch 10+0 ext 7 -> k_first 30-35  (zero-length, on the boundary: time alone
+                                                                      says aten::second, its External id aten::first)
+                                   launch 12-14 ext 8 -> k_second 40-47
+    """
+    doc = trace_doc([
+        op("aten::first", 0, 10, **{"External id": 7}), op("aten::second", 10, 10, **{"External id": 8}),
+        launch(10, 0, 1, **{"External id": 7}), launch(12, 2, 2, **{"External id": 8}),
+        kernel("k_first", 30, 5, 1), kernel("k_second", 40, 7, 2),
+    ])
+    model = load_trace(str(write_trace(tmp_path / "boundary.pt.trace.json", doc)), cache_dir=None)
+    index = T.TableIndex.build(model)
+    rows = _by_name(model, T.op_table(model, index))
+    assert (rows["aten::first"]["gpu_self_ns"], rows["aten::first"]["launches"]) == (5_000, 1)
+    assert (rows["aten::second"]["gpu_self_ns"], rows["aten::second"]["launches"]) == (7_000, 1)
+    by_op = {r["name"]: r["count"] for r in launch_table(model, launch_offsets(model), by="op")}
+    assert by_op == {"aten::first": 1, "aten::second": 1}
+    launchers = T.kernel_launchers(model, index, index.act_name_ids)
+    first_op = model.names.index("aten::first")
+    assert launchers[model.names.index("k_first")] == [(first_op, 5_000, 1)]

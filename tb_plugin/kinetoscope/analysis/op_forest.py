@@ -12,11 +12,15 @@ per-window total is one prefix sum:
                                                         [aten::relu)    <- depth 1 again: sibling of 1
     subtree(0) = [0, 5)   subtree(1) = [1, 4)   gpu_total(1) = cs[4] - cs[1]
 
-A GPU activity belongs to the innermost node running on its launch call's thread when the call started.
+A GPU activity belongs to the node that issued its launch call: given the calls' issuers (the op with the
+call's External id enclosing it, `launch_offsets.issuing_ops`, as the launch table attributes them), that
+node; otherwise the innermost node running on the call's thread when the call started. Time alone misplaces
+a zero-length call on the boundary between two ops, and a call inside ops that start and end together.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -54,7 +58,8 @@ class Forest:
         return int(self.rows.size)
 
 
-def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call_rows: np.ndarray) -> Forest:
+def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call_rows: np.ndarray,
+                 issued: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Forest:
     """The forest of `rows` (CPU-lane rows, ascending) and the owner of each of `act_rows` (GPU activities).
 
     Args:
@@ -63,6 +68,9 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
         act_rows: GPU activity rows; each is owned by the innermost node running on its launch call's
             lane at the call's start (-1 when it has no launch call or no node runs then).
         call_rows: runtime/driver calls on CPU lanes; each is owned the same way (by where it starts).
+        issued: (call rows ascending, the model row of the op that issued each or -1), covering the launch
+            calls of `act_rows` and `call_rows`: where that op is a node, it owns the call and its GPU work
+            instead of the innermost node by time.
     """
     rows = np.asarray(rows, np.int64)
     start, end = model.ts_ns[rows], model.end_ns[rows]
@@ -79,6 +87,9 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     owner[linked] = _owners(model.lane[launch[linked]], model.ts_ns[launch[linked]], start, end, parent, lane_ids, ptr)
     call_rows = np.asarray(call_rows, np.int64)
     call_owner = _owners(model.lane[call_rows], model.ts_ns[call_rows], start, end, parent, lane_ids, ptr)
+    if issued is not None:
+        owner[linked] = _issued_or(owner[linked], launch[linked], rows, issued)
+        call_owner = _issued_or(call_owner, call_rows, rows, issued)
     owned = call_owner >= 0
     call_rows, call_owner = call_rows[owned], call_owner[owned]
     i32 = np.int32  # positions stay far below 2^31 (the event budget) and halve the index's memory
@@ -96,6 +107,17 @@ def innermost_at(model: TraceModel, forest: Forest, lane: np.ndarray, t: np.ndar
     ptr = np.append(lane_lo, forest.size).astype(np.int64)
     return _owners(np.asarray(lane), np.asarray(t, np.int64), forest.start_ns, forest.end_ns,
                    forest.parent.astype(np.int64), lane_ids, ptr)
+
+
+def _issued_or(owner: np.ndarray, calls: np.ndarray, rows: np.ndarray, issued: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Position among `rows` of the node that issued each of `calls` (per `issued`), else its `owner`."""
+    callers, issuer = issued
+    if calls.size == 0 or callers.size == 0 or rows.size == 0:
+        return owner
+    at = np.minimum(np.searchsorted(callers, calls), callers.size - 1)
+    op = np.where(callers[at] == calls, issuer[at], -1)
+    node = np.minimum(np.searchsorted(rows, op), rows.size - 1)
+    return np.where((op >= 0) & (rows[node] == op), node, owner)
 
 
 def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:

@@ -30,7 +30,9 @@ OpTable rows (one per name; nested calls of the same name each count, as in torc
                   runtime/driver calls (cudaLaunchKernel, cudaMemcpy...) made directly in them, as torch.profiler
                   and torch-tb-profiler count host self time
     cpu_max_ns    longest single (clipped) call
-    gpu_self_ns   GPU activity time (kernels, memcpys, memsets) whose launch call ran directly in the op
+    gpu_self_ns   GPU activity time (kernels, memcpys, memsets) whose launch call the op issued itself: the op
+                  with the call's External id enclosing it, else the innermost op running when the call started
+                  (`launch_offsets.issuing_ops`, so the launch table names the same op)
     gpu_total_ns  the same, launched by the op or by any op nested in it (per call, summed over calls)
     launches      launch calls of the op or its descendants whose GPU work ran in the window
     cpu_mean_ns / gpu_mean_ns (properties): totals per call (0 when no call)
@@ -63,6 +65,7 @@ import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel, freeze_arrays, shown
+from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
 
@@ -128,7 +131,9 @@ class TableIndex:
         ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
         kind_of = model.kind[act[first_at]]
         calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
-        ops = build_forest(model, op_rows(model), act, calls)
+        launch = model.launch_idx[act]
+        callers = np.union1d(calls, launch[launch >= 0])  # the launch table's attribution: External id, then time
+        ops = build_forest(model, op_rows(model), act, calls, (callers, issuing_ops(model, callers)))
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         stack = _stack_groups(model, ops)
         shapes = _shape_groups(model, ops)
