@@ -8,7 +8,7 @@ ACCEL := $(VENV)/.columns-built
 PORT ?= 6006
 LOGDIR ?= samples/logs
 
-.PHONY: install browser-deps test test-python test-js demo serve bench loadtest lint clean
+.PHONY: install install-min browser-deps test test-min test-python test-js demo serve bench loadtest lint clean
 
 install: $(STAMP) $(ACCEL)
 
@@ -39,6 +39,37 @@ test-python: install
 
 test-js:
 	@if [ -d frontend/test ]; then node --test frontend/test/; fi
+
+# The declared minimums: a second venv on the oldest Python setup.py allows, every floor of setup.py
+# (install_requires and the test extra) pinned exactly by tests/min-versions.txt, no torch; the suite less the
+# browser checks. PYMIN: the first python3.9 on PATH that runs (a pyenv shim may not), else pyenv's own.
+PYMIN_VERSION := 3.9
+PY_IS_MIN = $(shell "$(1)" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null | grep -qx '$(PYMIN_VERSION)' && echo yes)
+PYMIN ?= $(firstword $(foreach p,$(shell command -v python$(PYMIN_VERSION) 2>/dev/null) \
+	$(wildcard /root/.pyenv/versions/$(PYMIN_VERSION).*/bin/python$(PYMIN_VERSION)),$(if $(call PY_IS_MIN,$(p)),$(p))))
+VENV_MIN := .venv-min
+MIN_PINS := tests/min-versions.txt
+MIN_STAMP := $(VENV_MIN)/.installed-v1
+MIN_ACCEL := $(VENV_MIN)/.columns-built
+
+install-min: $(MIN_STAMP) $(MIN_ACCEL)
+
+$(MIN_STAMP): setup.py $(MIN_PINS)
+	@if [ -z "$(PYMIN)" ] || [ -z "$(call PY_IS_MIN,$(PYMIN))" ]; then \
+		echo "make test-min: no working Python $(PYMIN_VERSION) (the python_requires floor): tried PYMIN='$(PYMIN)', python$(PYMIN_VERSION) on PATH and /root/.pyenv/versions/$(PYMIN_VERSION).*; install one or pass PYMIN=/path/to/python$(PYMIN_VERSION)" >&2; \
+		exit 1; fi
+	rm -rf $(VENV_MIN)
+	$(PYMIN) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/pip install -q --upgrade pip
+	$(VENV_MIN)/bin/pip install -q --use-pep517 -c $(MIN_PINS) -e '.[test]'
+	touch $@
+
+$(MIN_ACCEL): $(ACCEL_SRC) $(MIN_STAMP)
+	$(VENV_MIN)/bin/pip install -q --use-pep517 --no-deps -e .
+	touch $@
+
+test-min: install-min
+	KINETOSCOPE_MIN_VERSIONS=1 $(VENV_MIN)/bin/python -m pytest -q -p no:cacheprovider tests --ignore=tests/test_browser.py
 
 demo: install
 	$(BIN)/tensorboard --logdir $(LOGDIR) --host 127.0.0.1 --port $(PORT) --load_fast false
@@ -91,4 +122,4 @@ lint: install
 	@if [ -d frontend/test ]; then node --check frontend/index.js; fi
 
 clean:
-	rm -rf $(VENV) .bench test-artifacts build *.egg-info tb_plugin/*.egg-info tb_plugin/kinetoscope/trace/_columns*.so
+	rm -rf $(VENV) $(VENV_MIN) .bench test-artifacts build *.egg-info tb_plugin/*.egg-info tb_plugin/kinetoscope/trace/_columns*.so

@@ -26,24 +26,30 @@ setup(
     package_data={"kinetoscope.server": ["HTTP_API.md"],
                   "kinetoscope.frontend": ["*.js", "*.css", "*.json", "model/*.js", "render/*.js", "ui/*.js"]},
     ext_modules=[COLUMNS],
+    # Floors tested by `make test-min` (tests/min-versions.txt pins each one; keep both equal). Raised to what
+    # passes: msgspec 0.19 (older msgspec.convert rejects the msgspec.Raw args of the lenient decode), fsspec
+    # 2023.9 (walk(on_error=...)), werkzeug 2.2.2 (moto[server] excludes 2.2.0 and 2.2.1).
     install_requires=[
-        "msgspec>=0.18",
+        "msgspec>=0.19",
         "numpy>=1.24",
-        "fsspec>=2023.1",
+        "fsspec>=2023.9",
         "isal>=1.0",
         "tensorboard>=2.11",
-        "werkzeug>=2.2",
+        "werkzeug>=2.2.2",
         "protobuf>=3.20",
     ],
     extras_require={
-        "test": ["pytest>=7", "psutil>=5.9", "ruff>=0.4", "hypothesis>=6",
-                 # remote logdirs are tested against moto's S3 server on 127.0.0.1
-                 "moto[server]>=5.0", "s3fs>=2023.1", "boto3>=1.26",
+        # ruff 0.9: the first to know UP045 (ruff.toml); hypothesis 6.83: characters(codec=...)
+        "test": ["pytest>=7", "psutil>=5.9", "ruff>=0.9", "hypothesis>=6.83",
+                 # remote logdirs are tested against moto's S3 server on 127.0.0.1; s3fs pins fsspec exactly (so
+                 # s3fs >= the fsspec floor), its aiobotocore pins botocore (s3fs 2023.9: botocore 1.31, so
+                 # boto3 1.28, which is also the first to take AWS_ENDPOINT_URL)
+                 "moto[server]>=5.0", "s3fs>=2023.9", "boto3>=1.28",
                  # the index runs on a local Dask cluster in the tests
                  "dask[distributed]>=2023.1"],
         # remote logdirs (fsspec backends); boto3 also lets TensorBoard itself read s3:// logdirs
-        "s3": ["s3fs>=2023.1", "boto3>=1.26"],
-        "gcs": ["gcsfs>=2023.1"],
+        "s3": ["s3fs>=2023.9", "boto3>=1.28"],
+        "gcs": ["gcsfs>=2023.9"],  # gcsfs pins fsspec exactly, as s3fs does
         "azure": ["adlfs>=2023.1"],
         "hdfs": ["pyarrow>=10"],
         "dask": ["dask[distributed]>=2023.1"],

@@ -18,6 +18,26 @@ SAMPLES = REPO / "samples"
 
 requires_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")
 
+# What the session ran against, printed at its end (`make test-min` runs the suite at the declared minimum
+# versions, `make test` at the newest): the installed versions, plus what tests saw at run time.
+VERSIONS_SEEN: dict[str, str] = {}
+_REPORTED = ("tensorboard", "werkzeug", "protobuf", "numpy", "msgspec", "fsspec", "isal")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    import importlib.metadata
+    import platform
+
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "absent"
+    installed = [f"python {platform.python_version()}"] + [f"{name} {version(name)}" for name in _REPORTED]
+    terminalreporter.write_line("ran against: " + ", ".join(installed))
+    for what, value in VERSIONS_SEEN.items():
+        terminalreporter.write_line(f"{what}: {value}")
+
 
 def stop_process(proc: subprocess.Popen, wait_s: float) -> None:
     """Stop a server the tests started: SIGTERM, then SIGKILL if it has not exited within `wait_s`."""

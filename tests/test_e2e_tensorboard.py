@@ -3,6 +3,7 @@ trace added while it runs. Every process started here is stopped here."""
 from __future__ import annotations
 
 import gzip
+import importlib.metadata
 import json
 import os
 import re
@@ -18,13 +19,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from conftest import SAMPLES, SHARED_TRACES, op, stop_process, trace_doc, write_trace
+from conftest import SAMPLES, SHARED_TRACES, VERSIONS_SEEN, op, stop_process, trace_doc, write_trace
 
 TENSORBOARD = Path(sys.executable).parent / "tensorboard"
 PORT_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/")
 PLUGIN = "/data/plugin/kinetoscope"
 
 pytestmark = pytest.mark.skipif(not TENSORBOARD.exists(), reason="no tensorboard next to the interpreter")
+TB_VERSION = importlib.metadata.version("tensorboard") if TENSORBOARD.exists() else "absent"
 
 
 @contextmanager
@@ -142,6 +144,37 @@ def test_sample_logdirs_every_route(tmp_path):
     with tensorboard(SAMPLES / "logs", tmp_path) as base:
         assert_listed(base)
         assert walk_logdir(base) == {}
+
+
+@pytest.mark.skipif(not (SAMPLES / "logs").is_dir(), reason="samples/logs not generated")
+@pytest.mark.parametrize("version", [TB_VERSION], ids=lambda v: f"tensorboard-{v}")
+def test_this_tensorboard_version_loads_the_plugin(tmp_path, version, record_property):
+    """Whatever TensorBoard this venv holds (the newest in `.venv`, the oldest supported in `.venv-min`, see
+    `make test-min`) loads the plugin as a user starts it (default flags) and serves it, over HTTP only:
+    listed in plugins_listing, `runs`, the `status?load=1` long poll until ready, then `summary`."""
+    with tensorboard(SAMPLES / "logs", tmp_path, load_fast=None) as base:
+        status, ctype, environment = fetch(f"{base}/data/environment")
+        assert status == 200 and ctype.startswith("application/json"), (status, environment)
+        served = environment.get("version")
+        assert served == version, f"{TENSORBOARD} serves TensorBoard {served}, this venv has {version}"
+        VERSIONS_SEEN["tensorboard served over HTTP"] = served
+        record_property("tensorboard", served)
+        assert_listed(base)
+        status, ctype, runs = fetch(f"{base}{PLUGIN}/runs")
+        assert status == 200 and ctype.startswith("application/json"), (status, runs)
+        sid = runs["runs"][0]["workers"][0]["spans"][0]["id"]
+
+        def ready() -> Optional[dict]:
+            code, kind, body = fetch(f"{base}{PLUGIN}/status?span={sid}&load=1&wait_ms=1500")
+            assert code == 200 and kind.startswith("application/json"), (code, body)
+            (trace,) = body["traces"]
+            assert trace["state"] != "error", trace
+            return trace if trace["state"] == "ready" else None
+
+        assert wait_until(ready, 120, 0), f"span {sid} never became ready under TensorBoard {version}"
+        status, ctype, summary = fetch(f"{base}{PLUGIN}/summary?span={sid}")
+        assert status == 200 and ctype.startswith("application/json"), (status, summary)
+        assert summary["id"] == sid and summary["events"] > 0
 
 
 def test_new_trace_appears_while_running_under_default_load_fast(tmp_path):
