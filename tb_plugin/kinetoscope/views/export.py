@@ -60,12 +60,12 @@ def _args(correlation: int, external_id: int) -> dict[str, int]:
 
 def _lane_metadata(model: TraceModel, lanes: np.ndarray, pid: np.ndarray, tid: np.ndarray) -> list[dict[str, Any]]:
     out, named = [], set()
-    for k in lanes.tolist():
-        p, t, label = int(pid[k]), int(tid[k]), shown(model.lane_label[k])
-        kind = model.lane_kind[k]
+    gpu, marker = int(LaneKind.GPU), int(LaneKind.MARKER)  # plain ints: a numpy scalar against an enum member is slow
+    for k, p, t, kind in zip(lanes.tolist(), pid[lanes].tolist(), tid[lanes].tolist(), model.lane_kind[lanes].tolist()):
+        label = shown(model.lane_label[k])
         if p not in named:
             named.add(p)
-            process = f"GPU {p}" if kind == LaneKind.GPU else (label if kind == LaneKind.MARKER else f"process {p}")
+            process = f"GPU {p}" if kind == gpu else (label if kind == marker else f"process {p}")
             out.append({"ph": "M", "name": "process_name", "pid": p, "tid": 0, "args": {"name": process}})
         out.append({"ph": "M", "name": "thread_name", "pid": p, "tid": t, "args": {"name": label}})
     return out
