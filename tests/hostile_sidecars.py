@@ -124,11 +124,16 @@ def _unsorted_times(raw: bytes) -> bytes:
 
 
 def _object_array(raw: bytes) -> bytes:
-    """A member whose .npy header asks for Python objects (pickle)."""
+    """A member whose .npy header asks for Python objects (pickle), in a well-formed zip (CRCs recomputed)."""
     header, sections = split(raw)
-    blob = sections["model"]
-    at = blob.index(b"'descr': '<i8'")
-    return join(header, {**sections, "model": blob[:at] + b"'descr': '|O8'" + blob[at + 14:]})
+    source, out = zipfile.ZipFile(io.BytesIO(sections["model"])), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as rezipped:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename == "ts_ns.npy":
+                data = data.replace(b"'descr': '<i8'", b"'descr': '|O8'", 1)
+            rezipped.writestr(info.filename, data)
+    return join(header, {**sections, "model": out.getvalue()})
 
 
 def _wrong_checksum(raw: bytes) -> bytes:

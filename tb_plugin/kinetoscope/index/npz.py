@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import math
 import struct
+import zlib
 from typing import Union
 
 import numpy as np
@@ -47,11 +48,13 @@ def read(blob: Buffer) -> dict[str, np.ndarray]:
     entries = _directory(view)
     arrays: dict[str, np.ndarray] = {}
     expected = 0
-    for name, offset, size, extra_sizes in entries:
+    for name, offset, size, extra_sizes, crc in entries:
         if offset != expected:
             raise NpzError(f"member {name[:40]!r} at byte {offset}, expected {expected}: members overlap, repeat, "
                            f"or leave gaps")
         start = _local(view, name, offset, size, extra_sizes)
+        if zlib.crc32(view[start:start + size]) != crc:  # a changed byte the section checksum was recomputed over
+            raise NpzError(f"member {name[:40]!r}: its bytes do not match its CRC-32")
         arrays[name[:-4]] = _npy(view[start:start + size], name)
         expected = start + size
     cd_offset = _eocd(view)[1]
@@ -77,7 +80,7 @@ def _eocd(view: memoryview) -> tuple[int, int, int]:
 
 
 def _directory(view: memoryview) -> list[tuple[str, int, int, bool]]:
-    """(name, local header offset, size, sizes in a zip64 extra) of each member, in directory order."""
+    """(name, local header offset, size, sizes in a zip64 extra, CRC-32) of each member, in directory order."""
     total, pos, cd_size = _eocd(view)
     end = pos + cd_size
     names: set[str] = set()
@@ -85,7 +88,7 @@ def _directory(view: memoryview) -> list[tuple[str, int, int, bool]]:
     for _ in range(total):
         if pos + CENTRAL.size > end:
             raise NpzError("directory cut short")
-        (sig, _made, _need, flags, method, _t, _d, _crc, csize, usize, nlen, xlen, clen, disk, _ia, _ea,
+        (sig, _made, _need, flags, method, _t, _d, crc, csize, usize, nlen, xlen, clen, disk, _ia, _ea,
          offset) = CENTRAL.unpack_from(view, pos)
         if sig != CENTRAL_SIG:
             raise NpzError("bad directory entry")
@@ -96,7 +99,7 @@ def _directory(view: memoryview) -> list[tuple[str, int, int, bool]]:
         if name in names:
             raise NpzError(f"member {name[:40]!r} appears twice")
         names.add(name)
-        out.append((name, offset, usize, zip64))
+        out.append((name, offset, usize, zip64, crc))
         pos += CENTRAL.size + nlen + xlen + clen
     if pos != end:
         raise NpzError("directory size disagrees with its entries")
