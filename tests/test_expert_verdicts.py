@@ -48,6 +48,15 @@ def verdicts():
     return get
 
 
+def assert_expert_rule(mine: dict, bound: str, confidence: str, runner: str) -> None:
+    """High confidence: our verdict is the expert's; medium or low: the expert's verdict or runner-up."""
+    if confidence == "high":
+        assert mine["bound"] == bound, mine["evidence"]
+    else:
+        assert mine["bound"] in (bound, runner), mine["evidence"]
+    assert mine["runner_up"] != mine["bound"]
+
+
 def test_the_table_was_read():
     if VERDICTS.is_file():
         assert len(EXPERT) >= 16
@@ -57,11 +66,7 @@ def test_the_table_was_read():
 @pytest.mark.parametrize("trace, bound, confidence, runner", EXPERT, ids=[r[0].split("/")[-1][:36] for r in EXPERT])
 def test_matches_the_expert(verdicts, trace, bound, confidence, runner):
     mine = verdicts(trace)
-    if confidence == "high":
-        assert mine["bound"] == bound, mine["evidence"]
-    else:
-        assert mine["bound"] in (bound, runner), mine["evidence"]
-    assert mine["runner_up"] != mine["bound"]
+    assert_expert_rule(mine, bound, confidence, runner)
     assert mine["confidence"] == confidence
     assert mine["runner_up"] == RUNNER_UP_DISAGREES.get(trace, runner)
 
@@ -76,12 +81,7 @@ def test_the_modern_table_was_read():
 def test_matches_the_expert_on_modern_traces(verdicts, trace, bound, confidence, runner):
     """The same rule on traces recorded by other people with recent PyTorch (H100, B200, MI300X; Hugging
     Face, vLLM, SGLang, xDiT, torch.compile): the verdict for high confidence, verdict or runner-up otherwise."""
-    mine = verdicts(trace)
-    if confidence == "high":
-        assert mine["bound"] == bound, mine["evidence"]
-    else:
-        assert mine["bound"] in (bound, runner), mine["evidence"]
-    assert mine["runner_up"] != mine["bound"]
+    assert_expert_rule(verdicts(trace), bound, confidence, runner)
 
 
 @requires_shared
