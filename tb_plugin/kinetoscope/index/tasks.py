@@ -102,7 +102,8 @@ def _check(path: str) -> tuple[str, Optional[str], Any]:
         sidecar.open_model(path)
     except sidecar.SidecarMiss as miss:
         return (NEW if miss.reason.startswith("not indexed") else CHANGED), miss.reason, None
-    current = sidecar.trace_identity(path, full=True)
+    # open_model has just compared the trace's full sha256 with the recorded one: reuse it, not a third hash
+    current = {**sidecar.trace_identity(path), "sha256": header["trace"]["sha256"]}
     if header["trace"].get("mtime") == current["mtime"]:
         return FRESH, None, digest
     sidecar.restamp(path, current)
