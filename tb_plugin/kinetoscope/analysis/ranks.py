@@ -94,8 +94,8 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
 def job_signature(info: dict) -> str:
     """What every rank of one job shares in its `distributedInfo` ("" when the trace is not a rank of a
     job of two or more: no info, or world_size <= 1)."""
-    world = info.get("world_size")
-    if not isinstance(world, int) or isinstance(world, bool) or world <= 1:
+    world = whole(info.get("world_size"))
+    if world is None or world <= 1:
         return ""
     groups = info.get("pg_config") if isinstance(info.get("pg_config"), list) else []
     default = next((g for g in groups if isinstance(g, dict)
