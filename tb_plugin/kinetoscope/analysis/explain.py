@@ -38,7 +38,7 @@ def pct(share: float) -> str:
 
 def explain(facts: Facts, bound: str, shares: dict) -> tuple[str, str]:
     """(evidence, suggestion) for a device verdict."""
-    scope = f"{facts.steps} steps" if facts.steps else "the device window"
+    scope = f"{facts.steps} step{'s' * (facts.steps != 1)}" if facts.steps else "the device window"
     head = f"device {facts.device}, {facts.judged_ms:.1f} ms judged ({scope})"
     cat = facts.categories
     busy = cat.get("compute", 0.0) + cat.get("exposed_comm", 0.0)

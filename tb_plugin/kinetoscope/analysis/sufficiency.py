@@ -144,7 +144,7 @@ def _capture_only(model: TraceModel, judged_ms: Optional[float]) -> Optional[tup
         return None
     launches = launch_call_rows(model)
     captured = int(np.count_nonzero(captured_launch_mask(model, launches)))
-    return ("capture-only", f"{lane.size} CUDA/HIP graph capture{'s' * (lane.size != 1)} take {capture_ns / 1e6:.1f} ms "
+    return ("capture-only", f"{lane.size} CUDA/HIP graph capture{'s' * (lane.size != 1)} take{'s' * (lane.size == 1)} {capture_ns / 1e6:.1f} ms "
                             f"({captured:,} launches recorded, not run): the trace records graph capture, one-time "
                             "work, not the workload")
 
