@@ -172,3 +172,15 @@ def test_traces_the_expert_calls_clean_have_no_warning(trace):
     """'Clean: all device events linked, Ev Idx dense, no overlaps': nothing but the with_stack note."""
     found = trace_health(load_trace(str(SHARED_TRACES / "modern" / trace), cache_dir=None))
     assert [h.check for h in found if h.severity == "warn"] == []
+
+
+def test_pdl_overlap_with_a_kernel_launched_before_the_window():
+    # the earlier two kernels have no launch call in the file (launched before it began) and overlap each other
+    events = [*META, *SPAN, op("aten::mm", 0, 40), kernel("prior", 5, 100, corr=1), kernel("prior2", 95, 50, corr=2),
+              launch(30, 5, corr=7, name="cudaLaunchKernelExC"), kernel("b", 140, 50, corr=7)]
+    props = [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9}]
+    found = checks_of(trace_doc(events, deviceProperties=props))["same_stream_overlap"]
+    assert found.count == 2 and found.severity == "info"
+    # with no *Ex launch among the overlaps there is nothing to call PDL
+    events[-2] = launch(30, 5, corr=7, name="cudaLaunchKernel")
+    assert checks_of(trace_doc(events, deviceProperties=props))["same_stream_overlap"].severity == "warn"
