@@ -1,4 +1,4 @@
-"""The `kinetoscope` command: `report`, `index`, `diff` and `table`, one module each in this folder.
+"""The `kinetoscope` command: `report`, `index`, `diff`, `table` and `whatif`, one module each in this folder.
 
 Exit status: 0 on success, 1 when a trace failed (or, for `diff`, a rule broke), 2 for usage errors.
 """
@@ -15,7 +15,7 @@ from .. import __version__
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
 from ..trace.storage import confined, roots_for
-from . import diff, index, report, table
+from . import diff, index, report, table, whatif
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     index.add_parser(sub)
     report.add_budgets(diff.add_parser(sub))
     table.add_parser(sub)
+    whatif.add_parser(sub)
     return parser
 
 
@@ -59,7 +60,7 @@ def _budgets(args: argparse.Namespace):
 def _named_paths(args: argparse.Namespace) -> list[str]:
     """The paths the user named: what a command may read inside (`storage.confined`), links out refused."""
     named = {"report": lambda: args.paths, "diff": lambda: [args.baseline, args.candidate],
-             "table": lambda: [args.span], "index": lambda: [args.logdir]}
+             "table": lambda: [args.span], "index": lambda: [args.logdir], "whatif": lambda: [args.path]}
     return list(named[args.command]())
 
 
@@ -77,6 +78,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             return index.run(args)
         if args.command == "table":
             return table.run(args)
+        if args.command == "whatif":
+            return whatif.run(args)
         with _budgets(args), options_in_env(getattr(args, "storage_options", None)):
             if args.command == "diff":
                 return diff.run(args)

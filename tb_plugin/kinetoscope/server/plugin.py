@@ -22,6 +22,7 @@ from werkzeug import wrappers
 from .. import pipeline
 from ..analysis.gpu_idle import CAUSE_NAMES
 from ..analysis.search import MAX_QUERY_CHARS
+from ..analysis.whatif import MAX_EDITS
 from ..index.readers import SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
 from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS
@@ -271,6 +272,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/launches": self.launches_route,
             "/memory": self.memory_route,
             "/stalls": self.stalls_route,
+            "/whatif": self.whatif_route,
             "/lanes": self.lanes_route,
             "/event": self.event_route,
             "/export": self.export_route,
@@ -344,6 +346,14 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         args = request.args
         return routes.stalls_impl(self.service(), span_arg(args), offset=int_arg(args, "offset", 0, 0, 1 << 40),
                                limit=int_arg(args, "limit", 1000, 1, 5000))
+
+    @_route
+    def whatif_route(self, request):
+        args = request.args
+        edits = args.getlist("edit")
+        if len(edits) > MAX_EDITS:
+            raise BadRequest(f"at most {MAX_EDITS} edit arguments, not {len(edits)}")
+        return routes.whatif_impl(self.service(), span_arg(args), edits)
 
     @_route
     def lanes_route(self, request):

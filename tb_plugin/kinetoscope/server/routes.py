@@ -27,6 +27,7 @@ from ..analysis.report import verdict_entry
 from ..analysis.search import SearchIndex
 from ..analysis.tables import TableIndex
 from ..analysis.verdict import harmonized_by_worker, run_verdict
+from ..analysis.whatif import EditError, parse_edit, whatif, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
 from ..trace.budgets import setting
@@ -250,6 +251,19 @@ def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int 
     loaded = _load(service, sid)
     analysis = loaded.prepared.analysis
     return stalls_view(loaded.model, analysis.steps, analysis.verdict, offset=offset, limit=limit)
+
+
+def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[str, Any]:
+    """The steps re-timed after `edits` (analysis/whatif.py): recorded and predicted per step, their medians."""
+    try:
+        parsed = tuple(parse_edit(text) for text in edits)
+    except EditError as exc:
+        raise BadRequest(str(exc)) from None
+    loaded = _load(service, sid)
+    try:
+        return whatif_entry(whatif(loaded.model, parsed))
+    except EditError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,

@@ -1,0 +1,70 @@
+"""`kinetoscope whatif PATH --edit EDIT [--edit EDIT ...] [--format text|markdown|json]`: re-time the steps of
+each trace under PATH (a trace file or a folder, local or fsspec URL) after the edits, by replaying the trace's
+own dependencies (analysis/whatif.py), and print the recorded and predicted steps.
+
+Exit status: 0 on success, 1 when a trace failed to load or has no steps, 2 for usage errors (an unknown edit).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..analysis.whatif import SPELLINGS, EditError, parse_edit, whatif, whatif_entry
+from ..formats.whatif import render
+from ..trace.cache import default_cache_dir
+from ..trace.discovery import resolve
+from ..trace.loader import TraceError, load_trace
+from ..trace.remote import redact
+from ..trace.storage import StorageError
+
+
+def add_parser(sub: Any) -> None:
+    """Register the `whatif` subcommand on the CLI's subparsers."""
+    parser = sub.add_parser("whatif", help="re-time the steps after an edit (remove DataLoader waits, a sync, ...)",
+                            description="Re-time each trace's steps after the edits, replaying the trace's own "
+                                        "dependencies. Edits: " + ", ".join(SPELLINGS) + ".")
+    parser.add_argument("path", metavar="PATH", help="a trace file or a folder of traces (local path or fsspec URL)")
+    parser.add_argument("--edit", action="append", default=[], metavar="EDIT",
+                        help="an edit (repeat for several): " + ", ".join(SPELLINGS))
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
+    cache.add_argument("--no-cache", action="store_true", help="always decode from the file")
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `whatif` subcommand; returns the exit status."""
+    try:
+        edits = tuple(parse_edit(text) for text in args.edit)
+    except EditError as exc:
+        print(f"kinetoscope whatif: {exc}", file=sys.stderr)
+        return 2
+    try:
+        traces = resolve(args.path)
+    except FileNotFoundError:
+        print(redact(f"kinetoscope whatif: no such file or directory: {args.path}"), file=sys.stderr)
+        return 2
+    except (StorageError, ValueError) as exc:
+        print(redact(f"kinetoscope whatif: {args.path}: {exc}"), file=sys.stderr)
+        return 1
+    if not traces:
+        print(f"kinetoscope whatif: no trace files under {args.path}", file=sys.stderr)
+        return 1
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    entries, failed = [], 0
+    for trace in traces:
+        entry: dict[str, Any] = {"path": trace.path, "run": trace.run, "worker": trace.worker, "span": trace.span}
+        try:
+            entry["whatif"] = whatif_entry(whatif(load_trace(trace.path, cache_dir=cache_dir), edits))
+        except (TraceError, EditError) as exc:
+            entry["error"] = redact(str(exc))
+            failed += 1
+        entries.append(entry)
+    if args.format == "json":
+        json.dump({"traces": entries}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(entries, markdown=args.format == "markdown"))
+    return 1 if failed else 0

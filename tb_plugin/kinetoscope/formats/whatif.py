@@ -1,0 +1,41 @@
+"""What-if replays (`analysis.whatif.whatif_entry`) as text or markdown: what `kinetoscope whatif` prints."""
+from __future__ import annotations
+
+from .units import human_us, md, table_lines
+
+
+def render(entries: list[dict], markdown: bool = False) -> str:
+    """One block per trace: the edits, how many events each changed, and the re-timed steps."""
+    text = md if markdown else str
+    out: list[str] = []
+    for entry in entries:
+        out.append(f"## {text(entry['path'])}" if markdown else f"== {entry['path']} ==")
+        if entry.get("error"):
+            out += [f"error: {text(entry['error'])}", ""]
+            continue
+        result = entry["whatif"]
+        if result.get("note"):
+            out += [f"note: {text(result['note'])}", ""]
+            continue
+        edits = result["edits"]
+        if edits:
+            out.append("edits: " + ", ".join(f"{text(e)} ({result['matched'].get(e, 0):,} events)" for e in edits))
+        else:
+            out.append("edits: none (the unedited replay)")
+        if markdown:
+            out.append("")
+        rows = [[s["name"], human_us(s["recorded_us"]), human_us(s["predicted_us"]),
+                 human_us(s["recorded_us"] - s["predicted_us"])] for s in result["steps"]]
+        out.extend(table_lines(["step", "recorded", "predicted", "saved"], rows, markdown))
+        if markdown:
+            out.append("")
+        share = result["saving_share"]
+        out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
+                   f"{human_us(result['median_step_us'])} predicted"
+                   + (f" ({100 * share:.1f}% saved)" if share is not None else ""))
+        recorded, device = result["recorded_median_step_us"], result["replay_median_step_us"]
+        if device > 1.05 * recorded:
+            out.append(f"note: the device takes {human_us(device)} per step (its work runs behind the host's "
+                       f"{human_us(recorded)}): savings are measured on the device's time")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,213 @@
+"""What-if replay (analysis/whatif.py, `kinetoscope whatif`): the unedited replay gives back every recorded
+time; each edit's prediction on constructed traces whose answer follows from first principles; and real
+before/after pairs (the "before" trace edited, against the "after" trace's measured median step)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import MS, REPO, SAMPLES, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
+from kinetoscope.analysis.whatif import EditError, parse_edit, replayed_ends, whatif, whatif_entry
+from kinetoscope.trace.discovery import scan_logdir
+from kinetoscope.trace.loader import decode_bytes, load_trace
+
+DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def model_of(events: list[dict]):
+    return decode_bytes(json.dumps(trace_doc(events)).encode())
+
+
+def predicted(events: list[dict], *edits: str) -> np.ndarray:
+    return whatif(model_of(events), tuple(parse_edit(e) for e in edits)).predicted_ns / 1e3
+
+
+# --- edits as the CLI spells them
+
+
+@pytest.mark.parametrize("text, kind, target, factor", [
+    ("dataloader=0", "dataloader", "", 0.0), ("dataloader-workers=4", "dataloader-workers", "", 4.0),
+    ("sync:aten::item=0", "sync", "aten::item", 0.0), ("sync:cudaStreamSynchronize*0.5", "sync", "cudaStreamSynchronize", 0.5),
+    ("host:## forward ##*0.25", "host", "## forward ##", 0.25), ("kernel:*gemm**0.5", "kernel", "*gemm*", 0.5),
+    ("kernel:nccl=0", "kernel", "nccl", 0.0)])
+def test_edits_parse(text, kind, target, factor):
+    edit = parse_edit(text)
+    assert (edit.kind, edit.target, edit.factor, edit.text) == (kind, target, factor, text)
+
+
+@pytest.mark.parametrize("text, says", [("dataloader=1", "not an edit"), ("dataloader-workers=0", "at least 1"),
+                                        ("sync:=0", "1 to"), ("host:x*abc", "not a number"), ("host:x*-1", "from 0 to"),
+                                        ("kernel:x*1e9", "from 0 to"), ("kernel:x*nan", "from 0 to"), ("host:x", r"host:NAME\*F"),
+                                        ("fuse:aten::add", "not replayed yet"), ("x" * 100_000, "not an edit")])
+def test_bad_edits_are_named(text, says):
+    with pytest.raises(EditError, match=says) as info:
+        parse_edit(text)
+    assert len(str(info.value)) < 1000
+
+
+# --- constructed traces: the answer follows from the dependencies
+
+
+def sync_steps(kernel_us: float = 2000, steps: int = 4) -> list[dict]:
+    """Each step: an op launches one kernel; `aten::item` waits for it in cudaStreamSynchronize (5 µs return);
+    then 1 ms of host logging. The host is blocked on the device, then the device waits for the host."""
+    events, t = [], 0.0
+    for n in range(steps):
+        sync_end = t + 20 + kernel_us + 5
+        events += [op(f"ProfilerStep#{n + 1}", t, sync_end + 1015 - t),
+                   op("aten::mm", t + 1, 30), launch(t + 10, 5, corr=n + 1), kernel(f"gemm_{n}", t + 20, kernel_us, corr=n + 1),
+                   op("aten::item", t + 40, sync_end + 2 - (t + 40)), op("aten::_local_scalar_dense", t + 41, sync_end - (t + 41)),
+                   op("cudaStreamSynchronize", t + 42, sync_end - (t + 42), cat="cuda_runtime"),
+                   op("## log ##", sync_end + 10, 1000, cat="user_annotation")]
+        t = sync_end + 1016
+    return events
+
+
+def test_no_edit_gives_back_the_recorded_steps():
+    events = sync_steps()
+    result = whatif(model_of(events))
+    assert np.array_equal(result.predicted_ns, result.recorded_ns)
+    assert np.array_equal(result.replayed_ns, result.recorded_ns)  # the device keeps up: the replay's own step too
+
+
+def test_faster_kernels_shorten_the_sync_wait():
+    # the host waits for the kernel: half the kernel is 1 ms less per step, nothing else moves
+    base = predicted(sync_steps())
+    assert np.allclose(base - predicted(sync_steps(), "kernel:gemm*0.5"), 1000, atol=1)
+
+
+def test_removing_the_sync_leaves_the_device_as_the_bound():
+    # without the wait, the host issues a step in about 1.06 ms, but each step's kernel takes 2 ms on one stream:
+    # the steps take the device's 2 ms (the first step has no device step before it: the host's time)
+    steps = predicted(sync_steps(), "sync:aten::item=0")
+    assert np.all(steps[1:] >= 2000 - 1) and np.all(steps[1:] <= 2100)
+    assert steps[0] == pytest.approx(3040 - (2025 - 42), abs=1)  # the recorded step less the whole sync
+    # the sync matched by its call's name, by the op around it, and by an op further out
+    for edit in ("sync:cudaStreamSynchronize=0", "sync:aten::_local_scalar_dense=0"):
+        assert np.array_equal(predicted(sync_steps(), edit), steps)
+    assert whatif(model_of(sync_steps()), (parse_edit("sync:aten::nothing=0"),)).matched == {"sync:aten::nothing=0": 0}
+
+
+def test_shortening_the_sync_by_half():
+    full, half = predicted(sync_steps(kernel_us=4000)), predicted(sync_steps(kernel_us=4000), "sync:aten::item*0.5")
+    # a half-length wait returns 2 ms early; the host then needs 1.0 ms, the device 4 ms: the device bounds it
+    assert np.all(half <= full) and np.all(half[1:] >= 4000 - 1)
+
+
+def loader_steps(wait_us: float = 10 * MS, work_us: float = 2 * MS, steps: int = 5) -> list[dict]:
+    """Each step: a DataLoader wait, then `work_us` of host work that launches a 100 µs kernel at its end."""
+    events, t = [], 0.0
+    for n in range(steps):
+        events += [op(f"ProfilerStep#{n + 1}", t, wait_us + work_us + 10),
+                   op(DL, t + 1, wait_us, cat="user_annotation"), op("aten::conv2d", t + wait_us + 2, work_us),
+                   launch(t + wait_us + work_us - 8, 5, corr=n + 1), kernel(f"conv_{n}", t + wait_us + work_us, 100, corr=n + 1)]
+        t += wait_us + work_us + 10
+    return events
+
+
+def test_removing_the_dataloader_wait():
+    assert np.allclose(predicted(loader_steps(), "dataloader=0"), 2 * MS + 10, atol=1)
+
+
+@pytest.mark.parametrize("workers, wait", [(2, 5 * MS - (2 * MS + 10)), (4, 2.5 * MS - (2 * MS + 10)), (8, 0.0)])
+def test_dataloader_workers_overlap_loading_with_the_step(workers, wait):
+    # K workers deliver a 10 ms batch every 10/K ms; the step's own work takes 2.01 ms
+    assert np.allclose(predicted(loader_steps(), f"dataloader-workers={workers}"), 2 * MS + 10 + max(wait, 0), atol=1)
+
+
+def test_scaling_host_time():
+    events = loader_steps(wait_us=0.5, work_us=4 * MS)
+    assert np.allclose(predicted(events) - predicted(events, "host:aten::conv2d*0.25"), 3 * MS, atol=1)
+
+
+def test_a_trace_without_steps_says_so():
+    entry = whatif_entry(whatif(model_of([op("aten::mm", 0, 10), launch(2, 3, corr=1), kernel("k", 8, 5, corr=1)]),
+                                (parse_edit("dataloader-workers=2"), parse_edit("kernel:k*2"))))
+    assert entry["steps"] == [] and entry["median_step_us"] is None and "no steps" in entry["note"]
+
+
+# --- the unedited replay on real traces
+
+
+REAL = [p for p in (SHARED_TRACES / "resnet50_num_workers_0").glob("*.json*")] + \
+       [SHARED_TRACES / "hta" / "trace_diff" / "test" / "test.json.gz",
+        SHARED_TRACES / "hta" / "critical_path" / "cuda_event_sync" / "event_sync_trace.json.gz",
+        SHARED_TRACES / "modern" / "b200" / "eager_trace.json.gz"] + \
+       sorted((SAMPLES / "logs" / "cuda_h200").rglob("*.json.gz"))
+
+
+@requires_shared
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name[:40])
+def test_the_unedited_replay_gives_back_every_recorded_time(path):
+    model = load_trace(str(path), cache_dir=None)
+    rows, recorded, replayed = replayed_ends(model)
+    assert rows.size > 0 and np.array_equal(recorded, replayed)
+    result = whatif(model)
+    assert np.array_equal(result.predicted_ns, result.recorded_ns)
+
+
+# --- real before/after pairs: predicted from "before", measured in "after"
+
+
+def median_step_ms(folder: Path, *edits: str) -> list[float]:
+    out = []
+    for trace in scan_logdir(str(folder)):
+        result = whatif(load_trace(trace.path, cache_dir=None), tuple(parse_edit(e) for e in edits))
+        out.append(result.median_predicted_ns / 1e6)
+    return out
+
+
+@requires_shared
+def test_resnet_with_four_dataloader_workers():
+    # ResNet-50 on a V100: 0 workers (about 70 ms of DataLoader wait in each 176 ms step) and, re-run, 4 workers
+    after = float(np.median(median_step_ms(SHARED_TRACES / "resnet50_num_workers_4")))
+    for before in median_step_ms(SHARED_TRACES / "resnet50_num_workers_0", "dataloader-workers=4"):
+        error = before / after - 1
+        print(f"predicted {before:.1f} ms, measured {after:.1f} ms: {100 * error:+.1f}%")
+        assert abs(error) < 0.15
+
+
+def test_cpu_run_with_two_dataloader_workers():
+    # torch 2.13 on CPU: 25 ms per item, 8 items a batch, 0 workers; re-run with 2 workers
+    after = float(np.median(median_step_ms(SAMPLES / "logs" / "torch213_cpu" / "workers2")))
+    for before in median_step_ms(SAMPLES / "logs" / "torch213_cpu" / "stall", "dataloader-workers=2"):
+        error = before / after - 1
+        print(f"predicted {before:.1f} ms, measured {after:.1f} ms: {100 * error:+.1f}%")
+        assert abs(error) < 0.15
+
+
+# --- the command
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kinetoscope.cli", "whatif", *args], capture_output=True, text=True,
+                          timeout=300, cwd=REPO, check=False)
+
+
+def test_cli_json_and_text(tmp_path):
+    path = write_trace(tmp_path / "run" / "w.1.pt.trace.json", trace_doc(loader_steps()))
+    done = cli(str(path.parent), "--edit", "dataloader=0", "--format", "json", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)["traces"]
+    result = entry["whatif"]
+    assert result["edits"] == ["dataloader=0"] and result["matched"] == {"dataloader=0": 5}
+    assert result["median_step_us"] == pytest.approx(2010, abs=1) and result["recorded_median_step_us"] == pytest.approx(12010, abs=1)
+    assert [s["predicted_us"] for s in result["steps"]] == pytest.approx([2010] * 5, abs=1)
+    text = cli(str(path), "--edit", "dataloader=0", "--no-cache")
+    assert text.returncode == 0 and "predicted" in text.stdout and "83.3% saved" in text.stdout
+    markdown = cli(str(path), "--edit", "dataloader=0", "--format", "markdown", "--no-cache")
+    assert markdown.returncode == 0 and "| step | recorded | predicted | saved |" in markdown.stdout
+
+
+def test_cli_errors(tmp_path):
+    bad = cli(str(tmp_path), "--edit", "comm=hidden")
+    assert bad.returncode == 2 and "not replayed yet" in bad.stderr and "Traceback" not in bad.stderr
+    path = write_trace(tmp_path / "w.1.pt.trace.json", trace_doc([op("aten::mm", 0, 10)]))
+    none = cli(str(path), "--no-cache")
+    assert none.returncode == 0 and "no steps" in none.stdout
+    missing = cli(str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
