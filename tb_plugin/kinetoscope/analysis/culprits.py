@@ -63,6 +63,28 @@ def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOS
     return rows
 
 
+def culprit_targets(model: TraceModel, device: DeviceIdle, cause: Cause, top: int = 3) -> list[tuple[str, float]]:
+    """The ops an edit can name for the top culprits of one cause, with the idle time behind each (ns), largest
+    first: the sync's calling op (else the call) for sync gaps, the op itself for the others. A gap after an op
+    (no op running) or with no op names nothing to edit and is left out."""
+    sel = np.flatnonzero(device.gap_cause == cause)
+    if sel.size == 0:
+        return []
+    keys, inverse = _culprit_keys(model, device, sel)
+    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
+    out: dict[str, float] = {}
+    for i in np.argsort(-idle, kind="stable").tolist():
+        culprit, after, caller, _ = keys[i]  # name ids, -1 for none
+        name_id = caller if caller >= 0 else culprit
+        if after or name_id < 0:
+            continue
+        name = model.names[name_id]
+        out[name] = out.get(name, 0.0) + float(idle[i])
+        if len(out) >= top:
+            break
+    return sorted(out.items(), key=lambda kv: -kv[1])
+
+
 def sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[str]:
     """`cudaStreamSynchronize in aten::item`: the sync call (and its op) behind most sync idle time."""
     if device is None:

@@ -27,6 +27,7 @@ from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
 from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
+from .savings import saving_entries, savings
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
@@ -45,6 +46,7 @@ class Analysis:
     breakdown: Optional[Breakdown]  # of the busiest device; None without device activity
     verdict: Verdict
     insights: tuple = ()  # insights.Insight: suggestions beside the verdict (they never change it)
+    savings: tuple = ()  # savings.Saving: what each suggestion would save, replayed (largest first)
 
 
 def analyze(model: TraceModel) -> Analysis:
@@ -63,7 +65,8 @@ def analyze(model: TraceModel) -> Analysis:
                        judged_ends(model, acts[busiest.device], steps.start_ns, steps.end_ns), calls) if busiest else None)
     verdict = _verdict(model, ops, idle, steps, launch, comm, parts, acts)
     analysis = Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
-    return replace(analysis, insights=insights(model, analysis, ops))
+    analysis = replace(analysis, insights=insights(model, analysis, ops))
+    return replace(analysis, savings=savings(model, analysis))
 
 
 def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
@@ -175,6 +178,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "verdict": verdict_entry(analysis.verdict),
         "health": health_entries(trace_health(model)),
         "insights": insight_entries(analysis.insights),
+        "savings": saving_entries(analysis.savings),
         "tables": tables_entry(model, tables),
     }
 

@@ -27,9 +27,11 @@ replay does not know of contention between streams on one GPU, clock and power e
 faster or slower when the work around them moves, a CPU that other processes (DataLoader workers) slow down,
 or cross-stream event waits, which it keeps as recorded gaps.
 
-A step's predicted time is the later of its host time and its device period (from the end of the previous
-step's device work to the end of its own): the host cannot run ahead of the device for long (the launch queue
-and the caching allocator stop it), and a device cannot finish a step before the host has issued it.
+A step is done when the host has ended it and the device has run the work launched inside it; its time in
+the replay runs from the previous step's done point to its own (the first from its start, or from the end of
+the device's backlog then), so the steps add up to the whole run. Where the device runs behind the host
+(the launch queue grows through the window) this is the device's pace, not the host's: the host cannot run
+ahead for long (the launch queue and the caching allocator stop it).
 
 Edits, as the CLI and the routes spell them:
 
@@ -39,7 +41,8 @@ Edits, as the CLI and the routes spell them:
     sync:NAME=0             remove the syncs made by the call NAME or inside an op NAME (`sync:aten::item=0`)
     sync:NAME*F             shorten those syncs' waits to a fraction F
     host:NAME*F             scale the host time of the ops (or annotation regions) named NAME by F
-    kernel:PATTERN*F        scale the device time of kernels whose name contains PATTERN (a glob with * or ?)
+    kernel:PATTERN*F        scale the device time of kernels named PATTERN, whose name contains it, or that match
+                            it as a glob (with * ? or [)
 """
 from __future__ import annotations
 
@@ -54,7 +57,13 @@ import numpy as np
 from ..trace.kinds import LaneKind
 from ..trace.model import TraceModel
 from . import intervals
-from .selectors import cpu_rows, dataloader_union, iteration_rows, parent_rows, sync_rows
+from .selectors import cpu_rows, dataloader_union, iteration_rows, sync_rows
+
+try:
+    from . import _replay as _accel
+except ImportError:  # built without a C compiler: the numpy pass
+    _accel = None
+ACCELERATED = _accel is not None
 
 MAX_EDITS = 16  # edits one request may apply
 MAX_NAME = 1000  # characters of a NAME or PATTERN
@@ -155,6 +164,28 @@ class WhatIf:
         return self.median_recorded_ns - self.median_predicted_ns
 
 
+class Replayer:
+    """One trace, ready to replay under any edits: the dependencies are read once, the unedited replay run once."""
+
+    def __init__(self, model: TraceModel) -> None:
+        self.ctx = _Context.of(model)
+        self.base = _replay(self.ctx, _Plan())[0]
+
+    def apply(self, edits: tuple[Edit, ...] = ()) -> WhatIf:
+        """The steps re-timed with `edits` (see `whatif`)."""
+        if len(edits) > MAX_EDITS:
+            raise EditError(f"at most {MAX_EDITS} edits at once")
+        ctx, matched = self.ctx, {}
+        plan = _plan(ctx, edits, matched)
+        workers = [e for e in edits if e.kind == "dataloader-workers"]
+        if workers:
+            plan = _with_workers(ctx, plan, int(workers[-1].factor), matched, workers[-1].text)
+        edited, edited_host, _ = _replay(ctx, plan)
+        names = tuple(ctx.model.shown_names[i] for i in ctx.model.name_id[ctx.steps])
+        return WhatIf(names, (ctx.step_end - ctx.step_start).astype(np.int64), self.base, edited, edited_host,
+                      tuple(e.text for e in edits), matched)
+
+
 def whatif(model: TraceModel, edits: tuple[Edit, ...] = ()) -> WhatIf:
     """Re-times the steps of `model` with `edits` applied (module docstring). A trace without steps gives
     empty arrays (`whatif_entry` says why).
@@ -164,17 +195,7 @@ def whatif(model: TraceModel, edits: tuple[Edit, ...] = ()) -> WhatIf:
     """
     if len(edits) > MAX_EDITS:
         raise EditError(f"at most {MAX_EDITS} edits at once")
-    ctx = _Context.of(model)
-    matched: dict[str, int] = {}
-    base, _, _ = _replay(ctx, _Plan())
-    plan = _plan(ctx, edits, matched)
-    workers = [e for e in edits if e.kind == "dataloader-workers"]
-    if workers:
-        plan = _with_workers(ctx, plan, int(workers[-1].factor), matched, workers[-1].text)
-    edited, edited_host, _ = _replay(ctx, plan)
-    names = tuple(model.shown_names[i] for i in model.name_id[ctx.steps])
-    return WhatIf(names, (ctx.step_end - ctx.step_start).astype(np.int64), base, edited, edited_host,
-                  tuple(e.text for e in edits), matched)
+    return Replayer(model).apply(edits)
 
 
 def replayed_ends(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -212,8 +233,6 @@ class _Context:
     dur: np.ndarray
     host: np.ndarray  # when each activity's launch call began (its own start when it has none)
     linked: np.ndarray
-    latency: np.ndarray  # L: launch to start, for the activity that waits only for its launch
-    gap: np.ndarray  # B: the recorded gap after the stream's previous activity, for a queued one
     segment: np.ndarray  # how many main-thread syncs began before the launch
     joins: np.ndarray  # the first sync that may wait for the activity (syncs.size: none)
     syncs: np.ndarray  # main-thread sync rows, by start
@@ -222,6 +241,25 @@ class _Context:
     sync_waited: np.ndarray  # bool: the device was still running work the sync waited for when it began
     sync_own: np.ndarray  # the call's own length when it did not wait for the device, else 0
     sync_tail: np.ndarray  # from the end of the awaited device work to the sync's return, when it waited
+    dur_i: np.ndarray  # int64 ns
+    latency_i: np.ndarray  # L: launch to start, for the activity that waits only for its launch (int64 ns)
+    gap_i: np.ndarray  # B: the recorded gap after the stream's previous activity (int64 ns)
+    lane_i: np.ndarray  # dense lane index of each activity
+    n_lanes: int
+    seg_order: np.ndarray  # activities by segment, (lane, start) order inside each
+    seg_bounds: np.ndarray  # where each segment's activities begin in seg_order
+    seg_groups: np.ndarray  # where each segment's runs (of one lane each) begin among all runs
+    group_local: np.ndarray  # per seg_order position: its run, numbered from its segment's first
+    group_start: np.ndarray  # seg_order position where each run begins
+    group_last: np.ndarray  # and ends
+    group_lane: np.ndarray  # each run's lane
+    joined: np.ndarray  # activities by the sync that joins them
+    joined_bounds: np.ndarray
+    in_step: np.ndarray  # bool: launched inside a step
+    by_step: np.ndarray  # those activities, grouped by step
+    step_bounds: np.ndarray  # where each step's begin in by_step
+    step_has_work: np.ndarray  # bool per step
+    cache: dict = field(default_factory=dict)  # what plans share (`_cached`)
 
     @staticmethod
     def of(model: TraceModel) -> "_Context":
@@ -270,8 +308,44 @@ class _Context:
         waited = awaited > sync_start
         sync_own = np.where(waited, 0.0, sync_end - sync_start)
         sync_tail = np.where(waited, sync_end - awaited, 0.0)
-        return _Context(model, steps, step_start, step_end, acts, lane, start, dur, host, linked, latency, gap,
-                        segment, joins, syncs, sync_start, sync_end, waited, sync_own, sync_tail)
+        seg_order = np.argsort(segment, kind="stable")  # (lane, start) order kept inside each segment
+        seg_bounds = np.searchsorted(segment[seg_order], np.arange(syncs.size + 2))
+        lane_i = np.unique(lane, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        ordered = lane_i[seg_order]
+        seg_first = np.ones(acts.size, bool)  # a run of one lane begins (inside a segment)
+        seg_first[1:] = ordered[1:] != ordered[:-1]
+        seg_first[seg_bounds[(seg_bounds > 0) & (seg_bounds < acts.size)]] = True
+        group_start = np.flatnonzero(seg_first)
+        group_last = np.append(group_start[1:], acts.size) - 1
+        seg_groups = np.searchsorted(group_start, seg_bounds)
+        group_global = np.cumsum(seg_first) - 1
+        segment_of_pos = np.searchsorted(seg_bounds, np.arange(acts.size), side="right") - 1
+        group_local = group_global - seg_groups[np.clip(segment_of_pos, 0, seg_groups.size - 1)]
+        # the activities launched inside each step, grouped by step (for the steps' device ends)
+        step_of = np.searchsorted(step_start, host, side="right") - 1
+        in_step = linked & (step_of >= 0) & (host < step_end[np.maximum(step_of, 0)]) if steps.size else np.zeros(acts.size, bool)
+        by_step = np.flatnonzero(in_step)
+        by_step = by_step[np.argsort(step_of[by_step], kind="stable")]
+        step_bounds = np.searchsorted(step_of[by_step], np.arange(steps.size))
+        step_has_work = np.bincount(step_of[by_step], minlength=steps.size)[:steps.size] > 0
+        joined = np.argsort(joins, kind="stable")
+        joined_bounds = np.searchsorted(joins[joined], np.arange(syncs.size + 2))
+        return _Context(model, steps, step_start, step_end, acts, lane, start, dur, host, linked,
+                        segment, joins, syncs, sync_start, sync_end, waited, sync_own, sync_tail,
+                        dur_i=model.dur_ns[acts].astype(np.int64),
+                        latency_i=np.round(latency).astype(np.int64), gap_i=np.round(gap).astype(np.int64),
+                        lane_i=lane_i, n_lanes=int(lane_i.max(initial=-1)) + 1, seg_order=seg_order,
+                        seg_bounds=seg_bounds, seg_groups=seg_groups, group_local=group_local.astype(np.int64),
+                        group_start=group_start, group_last=group_last, group_lane=ordered[group_start],
+                        joined=joined, joined_bounds=joined_bounds,
+                        in_step=in_step, by_step=by_step, step_bounds=step_bounds, step_has_work=step_has_work)
+
+
+def _cached(ctx: "_Context", key: str, compute):
+    """A value every plan of one trace shares (the CPU rows, the op nesting), computed once per context."""
+    if key not in ctx.cache:
+        ctx.cache[key] = compute()
+    return ctx.cache[key]
 
 
 def _lane_running_max(values: np.ndarray, first: np.ndarray) -> np.ndarray:
@@ -290,11 +364,11 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
     plan = _Plan()
     for edit in edits:
         if edit.kind == "dataloader":
-            s, e = dataloader_union(model)
+            s, e = _cached(ctx, "dataloader", lambda: dataloader_union(model))
             cuts.append(((s - t0).astype(np.float64), (e - t0).astype(np.float64), np.zeros(s.size)))
             matched[edit.text] = int(s.size)
         elif edit.kind == "host":
-            rows = cpu_rows(model)
+            rows = _cached(ctx, "cpu_rows", lambda: cpu_rows(model))
             ids = model.name_ids_where(lambda n: n == edit.target)
             rows = rows[model.name_in(ids, rows)]
             s, e = intervals.union(model.ts_ns[rows], model.end_ns[rows])
@@ -304,7 +378,7 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             pattern = edit.target
             glob = any(ch in pattern for ch in "*?[")
             low = pattern.lower()
-            ids = model.name_ids_where(lambda n: fnmatch.fnmatchcase(n, pattern) if glob else low in n.lower())
+            ids = model.name_ids_where(lambda n: n == pattern or (fnmatch.fnmatchcase(n, pattern) if glob else low in n.lower()))
             hit = model.name_in(ids, ctx.acts)
             scale = plan.dur_scale if plan.dur_scale is not None else np.ones(ctx.acts.size)
             scale[hit] *= edit.factor
@@ -322,17 +396,19 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
 
 
 def _syncs_named(ctx: _Context, name: str) -> np.ndarray:
-    """Which main-thread syncs are the call `name` or run inside an op named `name` (any enclosing level)."""
+    """Which main-thread syncs are the call `name` or run inside an event named `name` on their thread (any
+    enclosing level: an op, a region)."""
     model = ctx.model
     ids = model.name_ids_where(lambda n: n == name)
     hit = model.name_in(ids, ctx.syncs)
     if ctx.syncs.size and ids.size:
-        parent = parent_rows(model)
-        current = parent[ctx.syncs]
-        while np.any(current >= 0):
-            alive = current >= 0
-            hit[alive] |= model.name_in(ids, current[alive])
-            current = np.where(alive, parent[np.maximum(current, 0)], -1)
+        lane = int(model.lane[ctx.syncs[0]])  # the main thread's
+        rows = np.arange(model.lane_ptr[lane], model.lane_ptr[lane + 1])  # the model keeps each lane's rows together
+        rows = rows[model.name_in(ids, rows)]
+        s, e = intervals.union(model.ts_ns[rows], model.end_ns[rows])
+        t = model.ts_ns[ctx.syncs]
+        k = np.searchsorted(s, t, side="right") - 1
+        hit |= (k >= 0) & (t < e[np.maximum(k, 0)]) & (model.end_ns[ctx.syncs] <= e[np.maximum(k, 0)])
     return hit
 
 
@@ -350,7 +426,7 @@ def _disjoint(start: np.ndarray, end: np.ndarray, factor: np.ndarray) -> tuple[n
 def _with_workers(ctx: _Context, plan: _Plan, workers: int, matched: dict[str, int], text: str) -> _Plan:
     """The plan with each step's DataLoader wait w replaced by max(0, w / K - the step's time without it)."""
     model, t0 = ctx.model, ctx.model.start_ns
-    s, e = dataloader_union(model)
+    s, e = _cached(ctx, "dataloader", lambda: dataloader_union(model))
     s, e = (s - t0).astype(np.float64), (e - t0).astype(np.float64)
     matched[text] = int(s.size)
     if not s.size or not ctx.steps.size:
@@ -383,26 +459,51 @@ def _warp(plan: _Plan, t: np.ndarray) -> np.ndarray:
     return t - np.interp(t, x, y, left=0.0, right=float(before[-1] + removed[-1]))
 
 
-def _replay(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each step's time and host time under `plan` (ns), and each activity's replayed end."""
-    dur = ctx.dur if plan.dur_scale is None else ctx.dur * plan.dur_scale
-    warped_host = _warp(plan, ctx.host)
-    end = np.zeros(ctx.acts.size)
-    carry: dict[int, float] = {}
+def _replay(ctx: _Context, plan: _Plan, accelerated: Optional[bool] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each step's time and host time under `plan` (ns), and each activity's replayed end.
+
+    Device times are whole ns in int64 (exact: the unedited replay gives back every recorded time); the host
+    warp and the syncs are in float64 ns from the trace start and rounded where they meet the device. The
+    sequential pass runs in C (`_replay.c`) when it is built, else in numpy (`_pass_py`): the same numbers."""
+    dur = ctx.dur_i if plan.dur_scale is None else np.round(ctx.dur * plan.dur_scale).astype(np.int64)
+    ready = np.round(_warp(plan, ctx.host)).astype(np.int64) + ctx.latency_i
+    sync_start = _warp(plan, ctx.sync_start)
+    sync_end_w = _warp(plan, ctx.sync_end)
+    use_c = ACCELERATED if accelerated is None else accelerated
+    end, offsets = (_pass_c if use_c else _pass_py)(ctx, plan, dur, ready, sync_start, sync_end_w)
+    return _step_times(ctx, plan, dur, end, offsets)
+
+
+def _pass_c(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, sync_start: np.ndarray,
+            sync_end_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    end = np.zeros(ctx.acts.size, np.int64)
+    offsets = np.zeros(ctx.syncs.size + 1)
+    carry = np.full(max(ctx.n_lanes, 1), _NEVER, np.int64)
+    factor = None if plan.sync_factor is None else np.ascontiguousarray(plan.sync_factor, np.float64)
+    _accel.replay(ctx.seg_order, ctx.seg_bounds, ctx.lane_i, ready, ctx.gap_i, np.ascontiguousarray(dur, np.int64),
+                  ctx.joined, ctx.joined_bounds, np.ascontiguousarray(sync_start, np.float64),
+                  np.ascontiguousarray(sync_end_w, np.float64), ctx.sync_waited.astype(np.uint8), ctx.sync_own,
+                  ctx.sync_tail, factor, end, offsets, carry)
+    return end, offsets
+
+
+def _pass_py(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, sync_start: np.ndarray,
+             sync_end_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reference pass: segment by segment, every stream at once in numpy (`_stream_ends`)."""
+    end = np.zeros(ctx.acts.size, np.int64)
+    carry = np.full(ctx.n_lanes, _NEVER, np.int64)
     offset = 0.0  # what the syncs so far moved host time by
     offsets = np.zeros(ctx.syncs.size + 1)
     completion = -np.inf
-    order = np.argsort(ctx.segment, kind="stable")  # (lane, start) order kept inside each segment
-    bounds = np.searchsorted(ctx.segment[order], np.arange(ctx.syncs.size + 2))
-    joined = np.argsort(ctx.joins, kind="stable")
-    joined_bounds = np.searchsorted(ctx.joins[joined], np.arange(ctx.syncs.size + 2))
-    sync_start = _warp(plan, ctx.sync_start)
-    sync_end_w = _warp(plan, ctx.sync_end)
+    order, bounds, joined, joined_bounds = ctx.seg_order, ctx.seg_bounds, ctx.joined, ctx.joined_bounds
     for j in range(ctx.syncs.size + 1):
-        rows = order[bounds[j]:bounds[j + 1]]
-        if rows.size:
-            a = warped_host[rows] + offset + ctx.latency[rows]
-            end[rows] = _stream_ends(ctx.lane[rows], a, ctx.gap[rows], dur[rows], carry)
+        lo, hi = bounds[j], bounds[j + 1]
+        if hi > lo:
+            rows = order[lo:hi]
+            g_lo, g_hi = ctx.seg_groups[j], ctx.seg_groups[j + 1]
+            end[rows] = _stream_ends(ctx.group_local[lo:hi], ctx.group_start[g_lo:g_hi] - lo, ctx.group_last[g_lo:g_hi] - lo,
+                                     ctx.group_lane[g_lo:g_hi], ready[rows] + int(round(offset)), ctx.gap_i[rows],
+                                     dur[rows], carry)
         offsets[j] = offset
         if j == ctx.syncs.size:
             break
@@ -418,6 +519,11 @@ def _replay(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, np.ndarray, np.ndar
             finish = begin + plan.sync_factor[j] * (finish - begin)
         offset = finish - sync_end_w[j]
     offsets[-1] = offset
+    return end, offsets
+
+
+def _step_times(ctx: _Context, plan: _Plan, dur: np.ndarray, end: np.ndarray,
+                offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not ctx.steps.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), end
     # host time of each step boundary: warped, plus what the syncs ended before it moved it by
@@ -427,31 +533,45 @@ def _replay(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, np.ndarray, np.ndar
 
     start, stop = host_time(ctx.step_start), host_time(ctx.step_end)
     host_len = stop - start
-    # device period: from the end of the previous step's device work to the end of this step's
-    step_of = np.searchsorted(ctx.step_start, ctx.host, side="right") - 1
-    inside = ctx.linked & (step_of >= 0) & (ctx.host < ctx.step_end[np.maximum(step_of, 0)])
+    # a step is done when the host has ended it and the device has run the work launched inside it; it takes
+    # from the previous step's done point to its own, so the steps add up to the whole run
+    inside, by_step, step_bounds, has_work = ctx.in_step, ctx.by_step, ctx.step_bounds, ctx.step_has_work
     device_end = np.full(ctx.steps.size, -np.inf)
-    np.maximum.at(device_end, step_of[inside], end[inside])
-    previous = np.concatenate(([-np.inf], device_end[:-1]))
-    has = np.isfinite(device_end) & np.isfinite(previous)
-    period = np.where(has, device_end - np.maximum(previous, start), 0.0)
-    return np.round(np.maximum(host_len, period)).astype(np.int64), np.round(host_len).astype(np.int64), end
+    if by_step.size:
+        device_end[has_work] = np.maximum.reduceat(end[by_step], step_bounds[has_work])
+    done = np.maximum.accumulate(np.maximum(stop, device_end))
+    # before the first step: the host's start, or the end of the backlog the device was still running then
+    # (work launched before the window, or outside any step, that started before the first step's work ended)
+    backlog = ~inside & (end - dur < device_end[0]) if np.isfinite(device_end[0]) else np.zeros(end.size, bool)
+    first = max(float(start[0]), float(end[backlog].max()) if backlog.any() else -np.inf)
+    previous = np.concatenate(([first], done[:-1]))
+    return np.round(done - previous).astype(np.int64), np.round(host_len).astype(np.int64), end
 
 
-def _stream_ends(lane: np.ndarray, a: np.ndarray, gap: np.ndarray, dur: np.ndarray, carry: dict[int, float]) -> np.ndarray:
-    """Ends of activities on their streams (rows grouped by lane, in stream order): the running maximum of
-    the module docstring, continuing from `carry` (each lane's last end) and updating it."""
-    out = np.empty(lane.size)
-    first = np.ones(lane.size, bool)
-    first[1:] = lane[1:] != lane[:-1]
-    bounds = np.append(np.flatnonzero(first), lane.size)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        key = int(lane[lo])
-        c = np.cumsum(gap[lo:hi] + dur[lo:hi])
-        best = np.maximum.accumulate(a[lo:hi] + dur[lo:hi] - c)
-        best = np.maximum(best, carry.get(key, -np.inf))
-        out[lo:hi] = c + best
-        carry[key] = float(out[hi - 1])
+_NEVER = -(1 << 62)  # an end before anything: a stream's carry before its first activity
+
+
+def _stream_ends(group: np.ndarray, starts: np.ndarray, lasts: np.ndarray, lanes: np.ndarray, ready: np.ndarray,
+                 gap: np.ndarray, dur: np.ndarray, carry: np.ndarray) -> np.ndarray:
+    """Ends of one segment's activities on their streams: the running maximum of the module docstring, for
+    every stream at once, continuing from `carry` (each lane's last end) and updating it (int64 ns, exact).
+    Rows come in runs of one lane each, in stream order: `group` numbers each row's run, `starts`/`lasts` are
+    where each run begins and ends, `lanes` its lane."""
+    step = gap + dur
+    total = np.cumsum(step)
+    c = total - (total[starts] - step[starts])[group]  # cumsum of gap + dur within each run
+    value = ready + dur - c
+    low = int(value.min())
+    span = int(value.max()) - low + 1
+    if starts.size * span < (1 << 62):  # one running maximum over keys that rise from run to run
+        lift = group * span
+        best = np.maximum.accumulate(lift + (value - low)) - lift + low
+    else:  # values too far apart to pack: run by run
+        best = np.empty_like(value)
+        for a, b in zip(starts.tolist(), (lasts + 1).tolist()):
+            best[a:b] = np.maximum.accumulate(value[a:b])
+    out = c + np.maximum(best, carry[lanes][group])
+    carry[lanes] = out[lasts]
     return out
 
 

@@ -48,6 +48,7 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
     if "verdict" not in entry:
         return "\n".join(lines + [""])
     lines += [""] + verdict_lines(entry["verdict"], markdown) + insight_lines(entry.get("insights") or [])
+    lines += saving_lines(entry.get("savings") or [], markdown)
     lines += unreliable_lines(entry, "verdict", markdown)
     for section in (_health, _devices, _steps, _launch, _memory, _tables, _warnings):
         lines += section(entry, markdown)
@@ -268,6 +269,23 @@ def insight_lines(insights: list[dict]) -> list[str]:
     lines = ["  What to do next (from the tables):"]
     for i in insights:
         lines += [f"  - {i['kind']}: {i['evidence']}", f"    Suggestion: {i['suggestion']}"]
+    return lines
+
+
+MAX_SAVINGS_SHOWN = 6
+
+
+def saving_lines(savings: list[dict], markdown: bool) -> list[str]:
+    """What each suggestion would save, largest first, with the edit the replay applied (`kinetoscope whatif`)."""
+    if not savings:
+        return []
+    text = md if markdown else str
+    lines = ["  What a fix would save (replayed from the trace; per step, the mean):"]
+    for s in savings[:MAX_SAVINGS_SHOWN]:
+        share = f" ({100 * s['saving_share']:.1f}%)" if s.get("saving_share") is not None else ""
+        edits = ", ".join(short(e, 70) for e in s["edits"])
+        lines.append(f"  - {text(s['fix'])}: {human_us(s['saving_us'])}{share}, median step "
+                     f"{human_us(s['recorded_median_step_us'])} -> {human_us(s['median_step_us'])} [{text(edits)}]")
     return lines
 
 

@@ -1,0 +1,135 @@
+"""What each suggestion would save: the verdict's fix, the runner-up's, and each top culprit's, each re-timed by
+the what-if replay (analysis/whatif.py) with the edit that stands for it, ordered by the median step time saved.
+
+The edit behind each suggestion (the estimate's assumption, shown with it):
+
+    dataloader-bound        dataloader=0 (the DataLoader never makes the step wait), and
+                            dataloader-workers=4 (four workers loading in parallel)
+    sync-bound              sync:OP=0 for the top sync culprits (the op that made the sync, else the call)
+    host-bound              host:OP*0 for the top host culprits (the op's host time gone)
+    launch-overhead-bound   host:CALL*0 for the launch calls in the trace (launching costs the host nothing:
+                            what CUDA graphs or fusion aim at)
+    compute-bound           kernel:NAME*0.5 for the kernel with the most device time (it runs twice as fast)
+
+Top culprits get their own entries under any verdict (host and sync culprits, three of each at most); an edit
+already listed is not repeated. Communication-bound and straggler savings need the `comm=hidden` and
+`straggler=median` edits, which the replay does not do yet.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ..trace.kinds import LAUNCH_CALLS, Kind
+from ..trace.model import TraceModel, shown
+from .culprits import culprit_targets
+from .gpu_idle import Cause
+from .whatif import Edit, Replayer
+
+TOP_CULPRITS = 3  # culprits of each cause that get their own saving
+WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
+KERNEL_SPEEDUP = 0.5  # the top kernel's new time as a share of the old one, for compute-bound
+
+
+@dataclass(frozen=True)
+class Saving:
+    """One suggestion's estimate: the median step before and after its edits, and the saving summed over the
+    steps (ns). Its saving per step is the mean: removing a wait can move work from one step into the next,
+    so a median can rise while the whole run gets shorter."""
+
+    source: str  # "verdict", "runner-up" or "culprit"
+    fix: str  # the change, in words
+    edits: tuple[str, ...]
+    recorded_ns: float  # median recorded step
+    predicted_ns: float  # median predicted step
+    total_ns: float  # the saving summed over the steps
+    steps: int
+
+    @property
+    def saving_ns(self) -> float:
+        """Mean saving per step."""
+        return self.total_ns / self.steps if self.steps else 0.0
+
+
+def _edit(text: str, kind: str, target: str = "", factor: float = 0.0) -> Edit:
+    """An edit built from a trace's own names (they may be longer than a user's edit may be: not parsed)."""
+    return Edit(kind, target, factor, text)
+
+
+def _candidates(model: TraceModel, analysis: Any) -> list[tuple[str, str, tuple[Edit, ...]]]:
+    verdict, busiest = analysis.verdict, analysis.idle.busiest()
+    out: list[tuple[str, str, tuple[Edit, ...]]] = []
+    for source, bound in (("verdict", verdict.bound), ("runner-up", verdict.runner_up)):
+        if bound == "dataloader-bound":
+            out.append((source, "no DataLoader wait", (_edit("dataloader=0", "dataloader"),)))
+            out.append((source, f"{WORKERS} DataLoader workers",
+                        (_edit(f"dataloader-workers={WORKERS}", "dataloader-workers", factor=float(WORKERS)),)))
+        elif bound == "sync-bound" and busiest is not None:
+            for name, _ in culprit_targets(model, busiest, Cause.SYNC, TOP_CULPRITS):
+                out.append((source, f"remove the syncs of {shown(name)}", (_edit(f"sync:{shown(name)}=0", "sync", name),)))
+        elif bound == "host-bound" and busiest is not None:
+            for name, _ in culprit_targets(model, busiest, Cause.HOST, TOP_CULPRITS):
+                out.append((source, f"{shown(name)} costs no host time", (_edit(f"host:{shown(name)}*0", "host", name),)))
+        elif bound == "launch-overhead-bound":
+            calls = sorted({model.names[i] for i in np.unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
+                            if model.names[i] in LAUNCH_CALLS})
+            if calls:
+                out.append((source, "launches cost the host nothing (CUDA graphs, fusion)",
+                            tuple(_edit(f"host:{c}*0", "host", c) for c in calls[:8])))
+        elif bound == "compute-bound":
+            top = _top_kernel(model)
+            if top is not None:
+                out.append((source, f"the top kernel twice as fast ({shown(top)})",
+                            (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
+    if busiest is not None:
+        for cause, verb in ((Cause.SYNC, "remove the syncs of {}"), (Cause.HOST, "{} costs no host time")):
+            for name, _ in culprit_targets(model, busiest, cause, TOP_CULPRITS):
+                edit = _edit(f"sync:{shown(name)}=0", "sync", name) if cause == Cause.SYNC else \
+                    _edit(f"host:{shown(name)}*0", "host", name)
+                out.append(("culprit", verb.format(shown(name)), (edit,)))
+    return out
+
+
+def _top_kernel(model: TraceModel) -> Optional[str]:
+    rows = np.flatnonzero(model.kind == Kind.KERNEL)
+    if not rows.size:
+        return None
+    total = np.bincount(model.name_id[rows], weights=model.dur_ns[rows], minlength=len(model.names))
+    return model.names[int(total.argmax())]
+
+
+def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None) -> tuple[Saving, ...]:
+    """Every suggestion's saving, largest first (module docstring); none for a trace without steps."""
+    candidates = _candidates(model, analysis)
+    if not candidates or not analysis.steps.count:
+        return ()
+    replayer = replayer or Replayer(model)
+    seen: set[tuple[Edit, ...]] = set()
+    found: list[Saving] = []
+    loader_saving = None
+    for source, fix, edits in candidates:
+        if edits in seen:
+            continue
+        seen.add(edits)
+        if edits[0].kind == "dataloader-workers" and loader_saving is not None and loader_saving <= 0:
+            continue  # workers cannot save more than no wait at all
+        result = replayer.apply(edits)
+        if not any(result.matched.values()):
+            continue
+        predicted = result.predicted_ns
+        found.append(Saving(source, fix, result.edits, result.median_recorded_ns, result.median_predicted_ns,
+                            float((result.recorded_ns - predicted).sum()), int(predicted.size)))
+        if edits[0].kind == "dataloader":
+            loader_saving = found[-1].saving_ns
+    return tuple(sorted(found, key=lambda s: -s.saving_ns))
+
+
+def saving_entries(found: tuple[Saving, ...]) -> list[dict[str, Any]]:
+    """The savings as JSON (µs), largest first."""
+    return [{"source": s.source, "fix": s.fix, "edits": list(s.edits), "saving_us": round(s.saving_ns / 1e3, 3),
+             "steps": s.steps,
+             "saving_share": round(s.saving_ns / s.recorded_ns, 4) if s.recorded_ns > 0 else None,
+             "median_step_us": round(s.predicted_ns / 1e3, 3), "recorded_median_step_us": round(s.recorded_ns / 1e3, 3),
+             "total_saving_us": round(s.total_ns / 1e3, 3)} for s in found]

@@ -1,0 +1,74 @@
+"""Every suggestion with its expected saving (analysis/savings.py): the verdict's fix, the runner-up's and each
+top culprit's, each re-timed by the what-if replay with its edit, largest first, in the report and the JSON."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import SAMPLES
+from kinetoscope.analysis.report import analyze, report_entry
+from kinetoscope.formats.report import render_entry
+from kinetoscope.trace.discovery import scan_logdir
+from kinetoscope.trace.loader import load_trace
+
+LOGS = SAMPLES / "logs" / "synthetic"
+
+
+def entries(run: str) -> list[tuple[dict, dict]]:
+    truth = json.loads((SAMPLES / "truth" / f"{run}.json").read_text())
+    out = []
+    for trace, span in zip(scan_logdir(str(LOGS / run)), truth["spans"]):
+        model = load_trace(trace.path, cache_dir=None)
+        out.append(({"path": trace.path, "run": run, "worker": trace.worker, "span": trace.span, "error": None,
+                     **report_entry(model, analyze(model))}, span))
+    return out
+
+
+def test_savings_are_ordered_and_complete():
+    for entry, _ in entries("host") + entries("sync") + entries("dataloader"):
+        savings = entry["savings"]
+        assert savings and [s["saving_us"] for s in savings] == sorted((s["saving_us"] for s in savings), reverse=True)
+        for s in savings:
+            assert set(s) == {"source", "fix", "edits", "saving_us", "steps", "saving_share", "median_step_us",
+                              "recorded_median_step_us", "total_saving_us"}
+            assert s["source"] in ("verdict", "runner-up", "culprit") and s["edits"]
+            assert s["total_saving_us"] == pytest.approx(s["saving_us"] * s["steps"], abs=0.01 * s["steps"])  # rounded to ns
+
+
+def test_the_planted_host_culprit_saves_its_own_time():
+    # synthetic/host: aten::nonzero runs 1.8 ms on the host each step with no launches, the GPU waiting on it
+    for entry, _ in entries("host"):
+        top = entry["savings"][0]
+        assert top["source"] == "verdict" and top["edits"] == ["host:aten::nonzero*0"]
+        assert top["saving_us"] == pytest.approx(1800, rel=0.05)
+
+
+def test_the_dataloader_wait_saving_is_bounded_by_the_wait():
+    for entry, span in entries("dataloader"):
+        waits = np.array([s["dataloader_ns"] for s in span["steps"]]) / 1e3
+        top = entry["savings"][0]
+        assert top["edits"] == ["dataloader=0"] and top["source"] == "verdict"
+        # the wait is gone, but the step still needs the work that followed it (host and about 2 ms of GPU)
+        assert 0.6 * waits.mean() < top["saving_us"] <= waits.mean() * 1.001
+
+
+def test_sync_culprits_are_edited_by_the_op_that_made_them():
+    for entry, _ in entries("sync"):
+        edits = [e for s in entry["savings"] for e in s["edits"]]
+        assert "sync:aten::_local_scalar_dense=0" in edits and "sync:cudaDeviceSynchronize=0" in edits
+        assert all(s["saving_us"] > 0 for s in entry["savings"] if s["edits"][0].startswith("sync:"))
+
+
+def test_the_report_shows_them():
+    entry, _ = entries("host")[0]
+    text = render_entry(entry)
+    assert "What a fix would save" in text and "aten::nonzero costs no host time" in text
+    markdown = render_entry(entry, markdown=True)
+    assert "What a fix would save" in markdown and r"host:aten::nonzero\*0" in markdown
+
+
+def test_no_steps_no_savings():
+    for trace in scan_logdir(str(SAMPLES / "logs" / "synthetic" / "cpu_only"))[:1]:
+        model = load_trace(trace.path, cache_dir=None)
+        assert isinstance(report_entry(model, analyze(model))["savings"], list)
