@@ -231,3 +231,41 @@ def test_the_compiled_pass_equals_the_numpy_pass(path):
         slow = W._replay(replayer.ctx, plan, accelerated=False)
         for a, b in zip(fast, slow):
             assert np.array_equal(a, b), texts
+
+
+# --- straggler=median on multi-rank runs
+
+
+def straggler_run(folder: Path) -> subprocess.CompletedProcess:
+    return cli(str(folder), "--edit", "straggler=median", "--format", "json", "--no-cache")
+
+
+def test_the_planted_straggler_costs_its_lateness():
+    # synthetic NCCL ranks: 60 ms steps, rank 2 arrives 20 ms late at every all-reduce and the others wait for it
+    done = straggler_run(SAMPLES / "logs" / "synthetic_ranks" / "nccl_straggler")
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    assert run["stragglers"] == [2] and run["whatif"]["median_step_us"] == pytest.approx(40_000, rel=0.01)
+    assert run["whatif"]["recorded_median_step_us"] == pytest.approx(60_000, rel=0.01)
+
+
+def test_a_real_ddp_job_without_its_slow_rank():
+    # 4 gloo ranks on CPU (samples/record_distributed.py): rank 2 with 40 ms of extra compute per step, and the same
+    # job re-run with no slow rank
+    (before,) = json.loads(straggler_run(SAMPLES / "logs" / "ddp_gloo_4_straggler").stdout)["runs"]
+    after = json.loads(subprocess.run([sys.executable, "-m", "kinetoscope.cli", "report", str(SAMPLES / "logs" / "ddp_gloo_4"),
+                                       "--format", "json", "--no-cache"], capture_output=True, text=True, timeout=300,
+                                      cwd=REPO, check=False).stdout)
+    (view,) = after["ranks"].values()
+    measured = float(np.median([s for r in view["ranks"] for s in r["step_us"] if s is not None]))
+    error = before["whatif"]["median_step_us"] / measured - 1
+    print(f"predicted {before['whatif']['median_step_us'] / 1e3:.1f} ms, measured {measured / 1e3:.1f} ms: {100 * error:+.1f}%")
+    assert abs(error) < 0.15
+
+
+def test_no_straggler_no_prediction():
+    done = straggler_run(SAMPLES / "logs" / "ddp_gloo_4")
+    (run,) = json.loads(done.stdout)["runs"]
+    assert done.returncode == 0 and run["whatif"] is None and "no straggler" in run["note"]
+    mixed = cli(str(SAMPLES / "logs" / "ddp_gloo_4"), "--edit", "straggler=median", "--edit", "dataloader=0")
+    assert mixed.returncode == 2 and "cannot be combined" in mixed.stderr

@@ -30,6 +30,7 @@ import numpy as np
 from ..trace.kinds import STEP_RE
 from ..trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
+from .straggler_whatif import straggler_at_median
 
 TIE_NS = 1_000  # durations within 1 µs of the shortest: no one rank was waited for
 STRAGGLER_SHARE = 0.5  # of the matched instances
@@ -158,6 +159,12 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
     step_numbers = sorted(set().union(*(d.step_numbers.tolist() for d in digests))) if digests else []
     median_step = _median_step_ns(digests)
     stragglers = _stragglers(digests, ranks, matched, per_rank, median_step)
+    straggler_rows = [i for i, r in enumerate(ranks) if any(s["rank"] == r for s in stragglers)]
+    whatif = straggler_at_median(matched, step_numbers, [dict(zip(d.step_numbers.tolist(), d.step_dur_ns.tolist()))
+                                                         for d in digests], straggler_rows)
+    if whatif is not None:
+        for row in whatif["ranks"]:
+            row["rank"] = ranks[row.pop("index")]
     rows = []
     for i, (d, r) in enumerate(zip(digests, ranks)):
         steps = dict(zip(d.step_numbers.tolist(), d.step_dur_ns.tolist()))
@@ -175,6 +182,7 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         "instances": _instances_entry(matched, ranks, world),
         "stragglers": stragglers,
         "wait_by_step_us": _wait_by_step(matched, len(digests), step_numbers),
+        "straggler_whatif": whatif,  # straggler_whatif.py: the steps if the stragglers were as fast as the median rank
     }
 
 

@@ -43,6 +43,7 @@ Edits, as the CLI and the routes spell them:
     host:NAME*F             scale the host time of the ops (or annotation regions) named NAME by F
     kernel:PATTERN*F        scale the device time of kernels named PATTERN, whose name contains it, or that match
                             it as a glob (with * ? or [)
+    straggler=median        a multi-rank run's stragglers as fast as its median rank (analysis/straggler_whatif.py)
 """
 from __future__ import annotations
 
@@ -68,10 +69,12 @@ ACCELERATED = _accel is not None
 MAX_EDITS = 16  # edits one request may apply
 MAX_NAME = 1000  # characters of a NAME or PATTERN
 MAX_FACTOR = 100.0  # the largest scale factor an edit may give
-NOT_YET = ("fuse:", "comm=", "straggler=")  # edits of the issue this version does not replay yet
+NOT_YET = ("fuse:", "comm=")  # edits of the issue this version does not replay yet
+STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.py, on a run's ranks view
 
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
-SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F")
+SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
+             "straggler=median")
 
 
 class EditError(ValueError):
@@ -121,6 +124,8 @@ def parse_edit(text: str) -> Edit:
             if not (math.isfinite(factor) and 0.0 <= factor <= MAX_FACTOR):
                 raise EditError(f"{t!r}: the factor must be a number from 0 to {MAX_FACTOR:g}")
             return Edit(kind, name, factor, t)
+    if t == STRAGGLER:
+        return Edit("straggler", "", 0.0, t)
     if t.startswith(NOT_YET):
         raise EditError(f"{t!r}: this edit is not replayed yet; this version replays {', '.join(SPELLINGS)}")
     raise EditError(f"{t[:200]!r} is not an edit; write one of {', '.join(SPELLINGS)}")
@@ -175,6 +180,8 @@ class Replayer:
         """The steps re-timed with `edits` (see `whatif`)."""
         if len(edits) > MAX_EDITS:
             raise EditError(f"at most {MAX_EDITS} edits at once")
+        if any(e.kind == "straggler" for e in edits):
+            raise EditError(f"{STRAGGLER} re-times a multi-rank run (its folder), not one trace")
         ctx, matched = self.ctx, {}
         plan = _plan(ctx, edits, matched)
         workers = [e for e in edits if e.kind == "dataloader-workers"]

@@ -11,13 +11,14 @@ import json
 import sys
 from typing import Any
 
-from ..analysis.whatif import SPELLINGS, EditError, parse_edit, whatif, whatif_entry
-from ..formats.whatif import render
+from ..analysis.whatif import SPELLINGS, STRAGGLER, EditError, parse_edit, whatif, whatif_entry
+from ..formats.whatif import render, render_runs
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import resolve
 from ..trace.loader import TraceError, load_trace
 from ..trace.remote import redact
 from ..trace.storage import StorageError
+from .report import entry_for, multi_rank_views
 
 
 def add_parser(sub: Any) -> None:
@@ -53,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"kinetoscope whatif: no trace files under {args.path}", file=sys.stderr)
         return 1
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    if any(e.kind == "straggler" for e in edits):
+        if len(edits) > 1:
+            print(f"kinetoscope whatif: {STRAGGLER} cannot be combined with other edits yet", file=sys.stderr)
+            return 2
+        return _straggler(traces, cache_dir, args.format)
     entries, failed = [], 0
     for trace in traces:
         entry: dict[str, Any] = {"path": trace.path, "run": trace.run, "worker": trace.worker, "span": trace.span}
@@ -67,4 +73,26 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(entries, markdown=args.format == "markdown"))
+    return 1 if failed else 0
+
+
+def _straggler(traces: list, cache_dir, fmt: str) -> int:
+    """`straggler=median` on every multi-rank job under PATH (its ranks view, `kinetoscope report`'s)."""
+    entries = [entry_for(trace, cache_dir) for trace in traces]
+    failed = [e for e in entries if e.get("error")]
+    for entry in failed:
+        print(redact(f"kinetoscope whatif: {entry['error']['message']}"), file=sys.stderr)
+    views, _ = multi_rank_views(entries)
+    runs = [{"run": name, "edits": [STRAGGLER], "stragglers": [s["rank"] for s in view["stragglers"]],
+             "whatif": view.get("straggler_whatif"),
+             "note": None if view.get("straggler_whatif") else "no straggler: no rank held the others back"}
+            for name, view in views.items()]
+    if not runs:
+        print("kinetoscope whatif: straggler=median needs a multi-rank job (two ranks or more of one run)", file=sys.stderr)
+        return 1
+    if fmt == "json":
+        json.dump({"runs": runs}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_runs(runs, markdown=fmt == "markdown"))
     return 1 if failed else 0

@@ -146,6 +146,11 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
             lines.append(f"Straggler: rank {s['rank']} ({s['worker']}): the others waited for it in {s['waited_for']} of "
                          f"{s['of']} collectives, {human_us(s['caused_wait_us'])} in all; last in steps "
                          f"{', '.join(map(str, s['steps_last'][:10])) or '-'}; meanwhile it ran {doing}")
+        saving = view.get("straggler_whatif")
+        if saving:
+            lines.append(f"If the straggler were as fast as the median rank: median step "
+                         f"{human_us(saving['recorded_median_step_us'])} -> {human_us(saving['median_step_us'])} "
+                         f"({100 * (saving['saving_share'] or 0):.1f}% saved) [straggler=median]")
     elif view["matched_instances"]:
         lines.append(f"No straggler: {view['matched_instances']} collectives matched across ranks, no rank held the others back")
     else:

@@ -39,3 +39,27 @@ def render(entries: list[dict], markdown: bool = False) -> str:
                        f"{human_us(recorded)}): savings are measured on the device's time")
         out.append("")
     return "\n".join(out)
+
+
+def render_runs(runs: list[dict], markdown: bool = False) -> str:
+    """`straggler=median` per multi-rank run: each rank's steps recorded and predicted, and the run's median."""
+    text = md if markdown else str
+    out: list[str] = []
+    for run in runs:
+        out.append(f"## {text(run['run'])}" if markdown else f"== run {run['run']} ==")
+        result = run["whatif"]
+        if result is None:
+            out += [f"note: {run['note']}", ""]
+            continue
+        out.append(f"edits: {run['edits'][0]} (stragglers: rank {', '.join(map(str, run['stragglers']))})")
+        if markdown:
+            out.append("")
+        rows = [[str(r["rank"]), str(s["step"]), human_us(s["recorded_us"]), human_us(s["predicted_us"])]
+                for r in result["ranks"] for s in r["steps"]]
+        out.extend(table_lines(["rank", "step", "recorded", "predicted"], rows, markdown))
+        if markdown:
+            out.append("")
+        out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
+                   f"{human_us(result['median_step_us'])} predicted ({100 * (result['saving_share'] or 0):.1f}% saved)")
+        out.append("")
+    return "\n".join(out)
