@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, SHARED_TRACES, requires_shared
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.formats.report import render_entry
 from kinetoscope.trace.discovery import scan_logdir
@@ -26,13 +26,13 @@ def entries(run: str) -> list[tuple[dict, dict]]:
 
 
 def test_savings_are_ordered_and_complete():
-    for entry, _ in entries("host") + entries("sync") + entries("dataloader"):
+    for entry, _ in entries("host") + entries("sync") + entries("dataloader") + entries("nccl_exposed"):
         savings = entry["savings"]
         assert savings and [s["saving_us"] for s in savings] == sorted((s["saving_us"] for s in savings), reverse=True)
         for s in savings:
             assert set(s) == {"source", "fix", "edits", "saving_us", "steps", "saving_share", "median_step_us",
                               "recorded_median_step_us", "total_saving_us"}
-            assert s["source"] in ("verdict", "runner-up", "culprit") and s["edits"]
+            assert s["source"] in ("verdict", "runner-up", "culprit", "insight:fusion") and s["edits"]
             assert s["total_saving_us"] == pytest.approx(s["saving_us"] * s["steps"], abs=0.01 * s["steps"])  # rounded to ns
 
 
@@ -72,3 +72,19 @@ def test_no_steps_no_savings():
     for trace in scan_logdir(str(SAMPLES / "logs" / "synthetic" / "cpu_only"))[:1]:
         model = load_trace(trace.path, cache_dir=None)
         assert isinstance(report_entry(model, analyze(model))["savings"], list)
+
+
+def test_communication_bound_and_fusion_carry_savings():
+    for entry, _ in entries("nccl_exposed"):
+        hidden = [s for s in entry["savings"] if s["edits"] == ["comm=hidden"]]
+        assert hidden and hidden[0]["source"] == "verdict" and hidden[0]["saving_share"] > 0.5
+
+
+@requires_shared
+def test_the_fusion_insight_carries_its_saving():
+    path = sorted((SHARED_TRACES / "resnet50_num_workers_0").glob("*.json*"))[0]
+    model = load_trace(str(path), cache_dir=None)
+    entry = report_entry(model, analyze(model))
+    assert any(i["kind"] == "fusion" for i in entry["insights"])
+    fusion = [s for s in entry["savings"] if s["source"] == "insight:fusion"]
+    assert fusion and fusion[0]["edits"][0].startswith("fuse:") and fusion[0]["saving_us"] > 0

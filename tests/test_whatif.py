@@ -42,7 +42,7 @@ def test_edits_parse(text, kind, target, factor):
 @pytest.mark.parametrize("text, says", [("dataloader=1", "not an edit"), ("dataloader-workers=0", "at least 1"),
                                         ("sync:=0", "1 to"), ("host:x*abc", "not a number"), ("host:x*-1", "from 0 to"),
                                         ("kernel:x*1e9", "from 0 to"), ("kernel:x*nan", "from 0 to"), ("host:x", r"host:NAME\*F"),
-                                        ("fuse:aten::add", "not replayed yet"), ("x" * 100_000, "not an edit")])
+                                        ("comm=exposed", "not replayed"), ("fuse:", "1 to"), ("x" * 100_000, "not an edit")])
 def test_bad_edits_are_named(text, says):
     with pytest.raises(EditError, match=says) as info:
         parse_edit(text)
@@ -206,8 +206,8 @@ def test_cli_json_and_text(tmp_path):
 
 
 def test_cli_errors(tmp_path):
-    bad = cli(str(tmp_path), "--edit", "comm=hidden")
-    assert bad.returncode == 2 and "not replayed yet" in bad.stderr and "Traceback" not in bad.stderr
+    bad = cli(str(tmp_path), "--edit", "comm=exposed")
+    assert bad.returncode == 2 and "not replayed" in bad.stderr and "Traceback" not in bad.stderr
     path = write_trace(tmp_path / "w.1.pt.trace.json", trace_doc([op("aten::mm", 0, 10)]))
     none = cli(str(path), "--no-cache")
     assert none.returncode == 0 and "no steps" in none.stdout
@@ -269,3 +269,38 @@ def test_no_straggler_no_prediction():
     assert done.returncode == 0 and run["whatif"] is None and "no straggler" in run["note"]
     mixed = cli(str(SAMPLES / "logs" / "ddp_gloo_4"), "--edit", "straggler=median", "--edit", "dataloader=0")
     assert mixed.returncode == 2 and "cannot be combined" in mixed.stderr
+
+
+# --- fuse:NAME and comm=hidden
+
+
+def fusable_steps(steps: int = 4) -> list[dict]:
+    """Each step: 20 µs of host work, then a region launching 10 kernels of 2 µs (5 µs launch calls, 3 µs apart)."""
+    events, t, corr = [], 0.0, 0
+    for n in range(steps):
+        events += [op(f"ProfilerStep#{n + 1}", t, 101), op("aten::prep", t + 1, 19),
+                   op("## elementwise ##", t + 20, 80, cat="user_annotation")]
+        for k in range(10):
+            corr += 1
+            events += [launch(t + 20 + 8 * k, 5, corr=corr), kernel(f"add_{k}", t + 20 + 8 * k + 6, 2, corr=corr)]
+        t += 102
+    return events
+
+
+def test_fusing_a_region_saves_its_launch_calls():
+    events = fusable_steps()
+    result = whatif(model_of(events), (parse_edit("fuse:## elementwise ##"),))
+    assert result.matched == {"fuse:## elementwise ##": 40}
+    # nine launch calls of 5 µs per step no longer cost the host; the fused kernel (20 µs) starts after the first
+    # call and ends before the host has finished the step
+    saved = (result.recorded_ns - result.predicted_ns) / 1e3
+    assert np.allclose(saved[1:], 45, atol=1)
+
+
+def test_hiding_communication():
+    # synthetic/nccl_exposed: per step a 1 ms all-reduce under backward, a 3 ms one alone, 0.5 ms of gloo on the host
+    truth = json.loads((SAMPLES / "truth" / "nccl_exposed.json").read_text())
+    for trace, span in zip(scan_logdir(str(SAMPLES / "logs" / "synthetic" / "nccl_exposed")), truth["spans"]):
+        result = whatif(load_trace(trace.path, cache_dir=None), (parse_edit("comm=hidden"),))
+        expected = np.median([(s["end_ns"] - s["start_ns"] - s["exposed_comm_ns"]) / 1e3 - 500 for s in span["steps"]])
+        assert result.median_predicted_ns / 1e3 == pytest.approx(expected, rel=0.1)

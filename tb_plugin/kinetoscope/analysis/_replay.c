@@ -58,7 +58,7 @@ static PyObject *replay(PyObject *self, PyObject *args) {
                           &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &objs[12], &objs[13], &objs[14],
                           &objs[15], &objs[16]))
         return NULL;
-    Py_ssize_t n, syncs, lanes;
+    Py_ssize_t n, syncs, lanes, n_joined;
     if (get(objs[B_ORDER], &b[B_ORDER], 8, 0, 0, "order") < 0) goto fail;
     n = b[B_ORDER].view.len / 8;
     if (get(objs[B_SYNC_START], &b[B_SYNC_START], 8, 0, 0, "sync_start") < 0) goto fail;
@@ -68,7 +68,7 @@ static PyObject *replay(PyObject *self, PyObject *args) {
     if (get(objs[B_SEG_BOUNDS], &b[B_SEG_BOUNDS], 8, 0, syncs + 2, "seg_bounds") < 0 ||
         get(objs[B_LANE], &b[B_LANE], 8, 0, n, "lane") < 0 || get(objs[B_READY], &b[B_READY], 8, 0, n, "ready") < 0 ||
         get(objs[B_GAP], &b[B_GAP], 8, 0, n, "gap") < 0 || get(objs[B_DUR], &b[B_DUR], 8, 0, n, "dur") < 0 ||
-        get(objs[B_JOINED], &b[B_JOINED], 8, 0, n, "joined") < 0 ||
+        get(objs[B_JOINED], &b[B_JOINED], 8, 0, 0, "joined") < 0 ||
         get(objs[B_JOINED_BOUNDS], &b[B_JOINED_BOUNDS], 8, 0, syncs + 2, "joined_bounds") < 0 ||
         get(objs[B_SYNC_END], &b[B_SYNC_END], 8, 0, syncs, "sync_end") < 0 ||
         get(objs[B_WAITED], &b[B_WAITED], 1, 0, syncs, "waited") < 0 ||
@@ -88,16 +88,23 @@ static PyObject *replay(PyObject *self, PyObject *args) {
     int64_t *end = b[B_END].view.buf, *carry = b[B_CARRY].view.buf;
     double *offsets = b[B_OFFSETS].view.buf;
 
+    n_joined = b[B_JOINED].view.len / 8;
     /* every index is checked once, here, so the loop below cannot read or write out of bounds */
     for (Py_ssize_t j = 0; j < syncs + 2; j++) {
         if (seg_bounds[j] < 0 || seg_bounds[j] > n || (j && seg_bounds[j] < seg_bounds[j - 1]) ||
-            joined_bounds[j] < 0 || joined_bounds[j] > n || (j && joined_bounds[j] < joined_bounds[j - 1])) {
+            joined_bounds[j] < 0 || joined_bounds[j] > n_joined || (j && joined_bounds[j] < joined_bounds[j - 1])) {
             PyErr_SetString(PyExc_ValueError, "replay: bounds out of range");
             goto fail;
         }
     }
     for (Py_ssize_t p = 0; p < n; p++) {
-        if (order[p] < 0 || order[p] >= n || joined[p] < 0 || joined[p] >= n || lane[p] < 0 || lane[p] >= lanes) {
+        if (order[p] < 0 || order[p] >= n || lane[p] < 0 || lane[p] >= lanes) {
+            PyErr_SetString(PyExc_ValueError, "replay: index out of range");
+            goto fail;
+        }
+    }
+    for (Py_ssize_t p = 0; p < n_joined; p++) {
+        if (joined[p] < 0 || joined[p] >= n) {
             PyErr_SetString(PyExc_ValueError, "replay: index out of range");
             goto fail;
         }

@@ -11,9 +11,12 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
                             what CUDA graphs or fusion aim at)
     compute-bound           kernel:NAME*0.5 for the kernel with the most device time (it runs twice as fast)
 
+    communication-bound     comm=hidden (communication runs under compute)
+    the fusion insight      fuse:REGION for its top region (its kernels one per stream and occurrence)
+
 Top culprits get their own entries under any verdict (host and sync culprits, three of each at most); an edit
-already listed is not repeated. Communication-bound and straggler savings need the `comm=hidden` and
-`straggler=median` edits, which the replay does not do yet.
+already listed is not repeated. A run's straggler carries its own saving in its ranks view (`straggler=median`,
+analysis/straggler_whatif.py).
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ class Saving:
     steps (ns). Its saving per step is the mean: removing a wait can move work from one step into the next,
     so a median can rise while the whole run gets shorter."""
 
-    source: str  # "verdict", "runner-up" or "culprit"
+    source: str  # "verdict", "runner-up", "culprit" or "insight:KIND"
     fix: str  # the change, in words
     edits: tuple[str, ...]
     recorded_ns: float  # median recorded step
@@ -78,11 +81,20 @@ def _candidates(model: TraceModel, analysis: Any) -> list[tuple[str, str, tuple[
             if calls:
                 out.append((source, "launches cost the host nothing (CUDA graphs, fusion)",
                             tuple(_edit(f"host:{c}*0", "host", c) for c in calls[:8])))
+        elif bound == "communication-bound":
+            out.append((source, "communication hidden under compute", (_edit("comm=hidden", "comm"),)))
         elif bound == "compute-bound":
             top = _top_kernel(model)
             if top is not None:
                 out.append((source, f"the top kernel twice as fast ({shown(top)})",
                             (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
+    for insight in getattr(analysis, "insights", ()):
+        if insight.kind == "fusion" and insight.figures.get("top_region"):
+            shown_name = insight.figures["top_region"]
+            raw = next((n for n in model.names if shown(n) == shown_name), None)
+            if raw is not None:
+                out.append(("insight:fusion", f"fuse the kernels of {shown_name} (one per stream and occurrence)",
+                            (_edit(f"fuse:{shown_name}", "fuse", raw),)))
     if busiest is not None:
         for cause, verb in ((Cause.SYNC, "remove the syncs of {}"), (Cause.HOST, "{} costs no host time")):
             for name, _ in culprit_targets(model, busiest, cause, TOP_CULPRITS):

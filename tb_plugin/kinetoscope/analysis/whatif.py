@@ -43,6 +43,11 @@ Edits, as the CLI and the routes spell them:
     host:NAME*F             scale the host time of the ops (or annotation regions) named NAME by F
     kernel:PATTERN*F        scale the device time of kernels named PATTERN, whose name contains it, or that match
                             it as a glob (with * ? or [)
+    fuse:NAME               the kernels launched inside each occurrence of the op or region NAME become one kernel
+                            per stream, as long as all of them; the other launch calls cost no host time
+    comm=hidden             communication hidden under compute: communication kernels keep their length on their
+                            own streams, but no other stream, sync or step end waits for them any more, and
+                            the host stops waiting in CPU collectives
     straggler=median        a multi-rank run's stragglers as fast as its median rank (analysis/straggler_whatif.py)
 """
 from __future__ import annotations
@@ -55,10 +60,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.kinds import LaneKind
+from ..trace.kinds import Kind, LaneKind, is_collective_name
 from ..trace.model import TraceModel
 from . import intervals
-from .selectors import cpu_rows, dataloader_union, iteration_rows, sync_rows
+from .selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, iteration_rows, launch_call_rows, sync_rows
 
 try:
     from . import _replay as _accel
@@ -69,12 +74,12 @@ ACCELERATED = _accel is not None
 MAX_EDITS = 16  # edits one request may apply
 MAX_NAME = 1000  # characters of a NAME or PATTERN
 MAX_FACTOR = 100.0  # the largest scale factor an edit may give
-NOT_YET = ("fuse:", "comm=")  # edits of the issue this version does not replay yet
+NOT_YET = ("comm=",)  # spellings of edits this version does not replay (comm= other than hidden)
 STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.py, on a run's ranks view
 
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
 SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
-             "straggler=median")
+             "fuse:NAME", "comm=hidden", "straggler=median")
 
 
 class EditError(ValueError):
@@ -126,8 +131,15 @@ def parse_edit(text: str) -> Edit:
             return Edit(kind, name, factor, t)
     if t == STRAGGLER:
         return Edit("straggler", "", 0.0, t)
+    if t == "comm=hidden":
+        return Edit("comm", "", 0.0, t)
+    if t.startswith("fuse:"):
+        name = t[len("fuse:"):]
+        if not name or len(name) > MAX_NAME:
+            raise EditError(f"{t[:200]!r}: the name must have 1 to {MAX_NAME} characters")
+        return Edit("fuse", name, 0.0, t)
     if t.startswith(NOT_YET):
-        raise EditError(f"{t!r}: this edit is not replayed yet; this version replays {', '.join(SPELLINGS)}")
+        raise EditError(f"{t!r}: this edit is not replayed; the replay knows {', '.join(SPELLINGS)}")
     raise EditError(f"{t[:200]!r} is not an edit; write one of {', '.join(SPELLINGS)}")
 
 
@@ -224,6 +236,10 @@ class _Plan:
     cut_factor: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dur_scale: Optional[np.ndarray] = None  # per activity (ctx order)
     sync_factor: Optional[np.ndarray] = None  # per main-thread sync
+    fused_into: Optional[np.ndarray] = None  # per activity: the activity it is fused into (itself: the fused kernel), -1
+    gap_i: Optional[np.ndarray] = None  # per activity: its stream gap, where an edit changes it (comm=hidden)
+    latency_i: Optional[np.ndarray] = None  # per activity: its launch latency, where an edit changes it
+    unawaited: Optional[np.ndarray] = None  # per activity: no sync and no step end waits for it (comm=hidden)
 
 
 @dataclass(frozen=True)
@@ -391,6 +407,20 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             scale[hit] *= edit.factor
             plan.dur_scale = scale
             matched[edit.text] = int(hit.sum())
+        elif edit.kind == "fuse":
+            fused, calls = _fusion(ctx, edit.target)
+            if plan.fused_into is None:
+                plan.fused_into = fused
+            else:
+                plan.fused_into = np.where(plan.fused_into >= 0, plan.fused_into, fused)
+            cuts.append(((model.ts_ns[calls] - t0).astype(np.float64), (model.end_ns[calls] - t0).astype(np.float64),
+                         np.zeros(calls.size)))
+            matched[edit.text] = int(np.count_nonzero(fused >= 0))
+        elif edit.kind == "comm":
+            plan.gap_i, plan.latency_i, host, n = _hidden_comm(ctx)
+            plan.unawaited = comm_mask(model, ctx.acts)
+            cuts.append(host)
+            matched[edit.text] = n
         elif edit.kind == "sync":
             hit = _syncs_named(ctx, edit.target)
             factor = plan.sync_factor if plan.sync_factor is not None else np.ones(ctx.syncs.size)
@@ -400,6 +430,89 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
     if cuts:
         plan.cut_start, plan.cut_end, plan.cut_factor = _disjoint(*(np.concatenate(parts) for parts in zip(*cuts)))
     return plan
+
+
+def _fusion(ctx: _Context, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """`fuse:NAME`: the kernels launched inside each occurrence of an op or region named NAME become one kernel
+    per stream, as long as all of them, launched by the first one's call; the other launch calls cost nothing.
+    Returns per activity the activity it is fused into (the first of its group: itself; -1 outside any group),
+    and the launch call rows whose host time goes."""
+    model = ctx.model
+    fused = np.full(ctx.acts.size, -1, np.int64)
+    ids = model.name_ids_where(lambda n: n == name)
+    rows = _cached(ctx, "cpu_rows", lambda: cpu_rows(model))
+    rows = rows[model.name_in(ids, rows)] if ids.size else rows[:0]
+    launch = model.launch_idx[ctx.acts]
+    kernels = np.flatnonzero((model.kind[ctx.acts] == Kind.KERNEL) & (launch >= 0))
+    if not rows.size or not kernels.size:
+        return fused, np.zeros(0, np.int64)
+    # occurrences: NAME's outermost intervals on each thread, numbered; a kernel belongs to the one its launch is in
+    order = np.lexsort((model.ts_ns[rows], model.lane[rows]))
+    rows = rows[order]
+    lane_key = model.lane[rows].astype(np.int64)
+    start, end = model.ts_ns[rows], model.end_ns[rows]
+    reach = _lane_running_max(np.concatenate(([np.iinfo(np.int64).min], end[:-1])),
+                              np.concatenate(([True], lane_key[1:] != lane_key[:-1])))
+    outer = (np.concatenate(([True], lane_key[1:] != lane_key[:-1]))) | (start >= reach)
+    occ_id = np.cumsum(outer) - 1
+    occ_rows = rows[outer]
+    occ_end = np.maximum.reduceat(end, np.flatnonzero(outer))
+    calls = launch[kernels]
+    key_occ = model.lane[occ_rows].astype(np.int64) * (1 << 40) + (model.ts_ns[occ_rows] - model.start_ns)
+    key_call = model.lane[calls].astype(np.int64) * (1 << 40) + (model.ts_ns[calls] - model.start_ns)
+    k = np.searchsorted(key_occ, key_call, side="right") - 1
+    ok = (k >= 0)
+    ok[ok] &= (model.lane[occ_rows[k[ok]]] == model.lane[calls[ok]]) & (model.ts_ns[calls[ok]] < occ_end[k[ok]])
+    members, occurrence = kernels[ok], k[ok]
+    if not members.size:
+        return fused, np.zeros(0, np.int64)
+    group = occurrence * (int(ctx.lane_i.max()) + 1) + ctx.lane_i[members]  # one fused kernel per occurrence and stream
+    order = np.lexsort((ctx.start[members], group))
+    members, group = members[order], group[order]
+    first = np.concatenate(([True], group[1:] != group[:-1]))
+    leader = members[np.flatnonzero(first)[np.cumsum(first) - 1]]
+    fused[members] = leader
+    single = np.bincount(np.cumsum(first) - 1) == 1  # a group of one is left as it is
+    fused[members[single[np.cumsum(first) - 1]]] = -1
+    dropped = members[(fused[members] >= 0) & (fused[members] != members)]
+    return fused, np.unique(launch[dropped])
+
+
+def _hidden_comm(ctx: _Context) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], int]:
+    """`comm=hidden`: communication runs under compute. On the device, the time other streams' activities waited
+    while a communication kernel ran (their stream gap, or their wait after launch) goes; the communication
+    kernels keep their length on their own stream. On the host, the CPU collectives' time that no CPU operator
+    covers (gloo waits) goes. Returns the new gaps and latencies, the host cuts and how many waits changed."""
+    model, t0 = ctx.model, ctx.model.start_ns
+    comm = comm_mask(model, ctx.acts)
+    gap, latency = ctx.gap_i.copy(), ctx.latency_i.copy()
+    changed = 0
+    if comm.any():
+        us, ue = intervals.union(model.ts_ns[ctx.acts[comm]] - t0, model.end_ns[ctx.acts[comm]] - t0)
+        start = (model.ts_ns[ctx.acts] - t0)
+        other = ~comm
+        covered_gap = intervals.covered(us, ue, start - np.maximum(gap, 0), start)
+        covered_latency = intervals.covered(us, ue, start - np.maximum(latency, 0), start)
+        gap = np.where(other, gap - covered_gap, gap)
+        latency = np.where(other, latency - covered_latency, latency)
+        changed = int(np.count_nonzero(other & ((covered_gap > 0) | (covered_latency > 0))))
+    # the host's own waits in collectives: CPU-side collectives that launch no device work (gloo's; an NCCL
+    # collective's CPU op only enqueues its kernel), where no CPU operator runs
+    ids = model.name_ids_where(is_collective_name)
+    rows = _cached(ctx, "cpu_rows", lambda: cpu_rows(model))
+    rows = rows[model.name_in(ids, rows)]
+    calls = launch_call_rows(model)
+    key = lambda r: model.lane[r].astype(np.int64) * (1 << 40) + (model.ts_ns[r] - t0)  # noqa: E731
+    call_keys = np.sort(key(calls))
+    launches = np.zeros(rows.size, bool)
+    if call_keys.size:
+        first_after = np.searchsorted(call_keys, key(rows))
+        launches = (first_after < call_keys.size) & \
+            (call_keys[np.minimum(first_after, call_keys.size - 1)] < key(rows) + model.dur_ns[rows])
+    cs, ce = intervals.union(model.ts_ns[rows[~launches]], model.end_ns[rows[~launches]])
+    ws, we = intervals.subtract(cs, ce, *cpu_compute_union(model))
+    host = ((ws - t0).astype(np.float64), (we - t0).astype(np.float64), np.zeros(ws.size))
+    return gap, latency, host, changed + int(ws.size)
 
 
 def _syncs_named(ctx: _Context, name: str) -> np.ndarray:
@@ -473,28 +586,48 @@ def _replay(ctx: _Context, plan: _Plan, accelerated: Optional[bool] = None) -> t
     warp and the syncs are in float64 ns from the trace start and rounded where they meet the device. The
     sequential pass runs in C (`_replay.c`) when it is built, else in numpy (`_pass_py`): the same numbers."""
     dur = ctx.dur_i if plan.dur_scale is None else np.round(ctx.dur * plan.dur_scale).astype(np.int64)
-    ready = np.round(_warp(plan, ctx.host)).astype(np.int64) + ctx.latency_i
+    gap = ctx.gap_i if plan.gap_i is None else plan.gap_i
+    ready = np.round(_warp(plan, ctx.host)).astype(np.int64) + (ctx.latency_i if plan.latency_i is None else plan.latency_i)
+    if plan.fused_into is not None:  # a fused group runs as its first kernel, as long as all of them
+        member = plan.fused_into >= 0
+        dur = dur.copy()
+        total = np.bincount(plan.fused_into[member], weights=dur[member], minlength=dur.size)
+        leader = member & (plan.fused_into == np.arange(dur.size))
+        others = member & ~leader
+        dur[leader] = np.round(total[leader]).astype(np.int64)
+        dur[others] = 0
+        gap = np.where(others, 0, gap)
+        ready = np.where(others, _NEVER, ready)
     sync_start = _warp(plan, ctx.sync_start)
     sync_end_w = _warp(plan, ctx.sync_end)
     use_c = ACCELERATED if accelerated is None else accelerated
-    end, offsets = (_pass_c if use_c else _pass_py)(ctx, plan, dur, ready, sync_start, sync_end_w)
+    end, offsets = (_pass_c if use_c else _pass_py)(ctx, plan, dur, ready, gap, sync_start, sync_end_w)
     return _step_times(ctx, plan, dur, end, offsets)
 
 
-def _pass_c(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, sync_start: np.ndarray,
+def _awaited(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, np.ndarray]:
+    """The activities each sync may wait for, grouped by sync: all of them, less those no one waits for."""
+    if plan.unawaited is None:
+        return ctx.joined, ctx.joined_bounds
+    joined = ctx.joined[~plan.unawaited[ctx.joined]]
+    return joined, np.searchsorted(ctx.joins[joined], np.arange(ctx.syncs.size + 2))
+
+
+def _pass_c(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, gap: np.ndarray, sync_start: np.ndarray,
             sync_end_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     end = np.zeros(ctx.acts.size, np.int64)
     offsets = np.zeros(ctx.syncs.size + 1)
     carry = np.full(max(ctx.n_lanes, 1), _NEVER, np.int64)
     factor = None if plan.sync_factor is None else np.ascontiguousarray(plan.sync_factor, np.float64)
-    _accel.replay(ctx.seg_order, ctx.seg_bounds, ctx.lane_i, ready, ctx.gap_i, np.ascontiguousarray(dur, np.int64),
-                  ctx.joined, ctx.joined_bounds, np.ascontiguousarray(sync_start, np.float64),
+    _accel.replay(ctx.seg_order, ctx.seg_bounds, ctx.lane_i, np.ascontiguousarray(ready, np.int64),
+                  np.ascontiguousarray(gap, np.int64), np.ascontiguousarray(dur, np.int64),
+                  *_awaited(ctx, plan), np.ascontiguousarray(sync_start, np.float64),
                   np.ascontiguousarray(sync_end_w, np.float64), ctx.sync_waited.astype(np.uint8), ctx.sync_own,
                   ctx.sync_tail, factor, end, offsets, carry)
     return end, offsets
 
 
-def _pass_py(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, sync_start: np.ndarray,
+def _pass_py(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, gap: np.ndarray, sync_start: np.ndarray,
              sync_end_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The reference pass: segment by segment, every stream at once in numpy (`_stream_ends`)."""
     end = np.zeros(ctx.acts.size, np.int64)
@@ -502,14 +635,15 @@ def _pass_py(ctx: _Context, plan: _Plan, dur: np.ndarray, ready: np.ndarray, syn
     offset = 0.0  # what the syncs so far moved host time by
     offsets = np.zeros(ctx.syncs.size + 1)
     completion = -np.inf
-    order, bounds, joined, joined_bounds = ctx.seg_order, ctx.seg_bounds, ctx.joined, ctx.joined_bounds
+    order, bounds = ctx.seg_order, ctx.seg_bounds
+    joined, joined_bounds = _awaited(ctx, plan)
     for j in range(ctx.syncs.size + 1):
         lo, hi = bounds[j], bounds[j + 1]
         if hi > lo:
             rows = order[lo:hi]
             g_lo, g_hi = ctx.seg_groups[j], ctx.seg_groups[j + 1]
             end[rows] = _stream_ends(ctx.group_local[lo:hi], ctx.group_start[g_lo:g_hi] - lo, ctx.group_last[g_lo:g_hi] - lo,
-                                     ctx.group_lane[g_lo:g_hi], ready[rows] + int(round(offset)), ctx.gap_i[rows],
+                                     ctx.group_lane[g_lo:g_hi], ready[rows] + int(round(offset)), gap[rows],
                                      dur[rows], carry)
         offsets[j] = offset
         if j == ctx.syncs.size:
@@ -545,7 +679,8 @@ def _step_times(ctx: _Context, plan: _Plan, dur: np.ndarray, end: np.ndarray,
     inside, by_step, step_bounds, has_work = ctx.in_step, ctx.by_step, ctx.step_bounds, ctx.step_has_work
     device_end = np.full(ctx.steps.size, -np.inf)
     if by_step.size:
-        device_end[has_work] = np.maximum.reduceat(end[by_step], step_bounds[has_work])
+        counted = end if plan.unawaited is None else np.where(plan.unawaited, np.iinfo(np.int64).min, end)
+        device_end[has_work] = np.maximum.reduceat(counted[by_step], step_bounds[has_work])
     done = np.maximum.accumulate(np.maximum(stop, device_end))
     # before the first step: the host's start, or the end of the backlog the device was still running then
     # (work launched before the window, or outside any step, that started before the first step's work ended)
