@@ -23,7 +23,7 @@ PREFIX = "/data/plugin/kinetoscope"
 XSS = "<img src=x onerror=alert(1)>"
 DATA_ROUTES = ("summary", "markdown", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
 DATA_ROUTES += ("tables", "search")  # the profiler tables and the name search (issue 16)
-DATA_ROUTES += ("whatif",)  # the what-if replay (issue 28)
+DATA_ROUTES += ("whatif", "critical_path")  # the what-if replay and the critical path (issue 28)
 
 
 def gpu_doc() -> dict:
@@ -155,6 +155,7 @@ SHAPES = {
     "export": ("", {"traceEvents", "baseTimeNanoseconds", "displayTimeUnit", "otherData"}),
     "tables": ("&by=kernel&start_us=0&end_us=500", {"by", "sort", "filter", "total", "offset", "limit", "window", "rows"}),
     "search": ("&q=aten", {"query", "total", "offset", "limit", "names", "hits"}),
+    "critical_path": ("", {"steps", "total"}),
     "whatif": ("&edit=dataloader=0&edit=kernel:k*0.5", {"edits", "matched", "steps", "median_step_us", "recorded_median_step_us",
                                                         "saving_us", "saving_share", "replay_median_step_us"}),
 }
@@ -257,7 +258,8 @@ BAD = [
     ("tables", "?span={gpu}&limit=501"), ("tables", "?span={gpu}&start_us=5&end_us=1"), ("tables", "?span={gpu}&filter=" + "x" * 201),
     ("tables", "?span={gpu}&group=shapes"),
     ("search", "?span={gpu}"), ("search", "?span={gpu}&q=" + "x" * 201), ("search", "?span={gpu}&q=a&limit=0"),
-    ("whatif", "?span={gpu}&edit=nonsense"), ("whatif", "?span={gpu}&edit=fuse:x"), ("whatif", "?span={gpu}&edit=host:x*-1"),
+    ("critical_path", "?span={gpu}&step=-1"), ("critical_path", "?span={gpu}&step=x"),
+    ("whatif", "?span={gpu}&edit=nonsense"), ("whatif", "?span={gpu}&edit=comm=exposed"), ("whatif", "?span={gpu}&edit=straggler=median"), ("whatif", "?span={gpu}&edit=host:x*-1"),
     ("whatif", "?span={gpu}" + "&edit=dataloader=0" * 17), ("whatif", "?span={gpu}&edit=" + "x" * 100_000),
 ]
 

@@ -256,6 +256,7 @@ class _Context:
     dur: np.ndarray
     host: np.ndarray  # when each activity's launch call began (its own start when it has none)
     linked: np.ndarray
+    queued: np.ndarray  # bool: launched while its stream was busy (its start waited for the stream, not the launch)
     segment: np.ndarray  # how many main-thread syncs began before the launch
     joins: np.ndarray  # the first sync that may wait for the activity (syncs.size: none)
     syncs: np.ndarray  # main-thread sync rows, by start
@@ -353,7 +354,7 @@ class _Context:
         step_has_work = np.bincount(step_of[by_step], minlength=steps.size)[:steps.size] > 0
         joined = np.argsort(joins, kind="stable")
         joined_bounds = np.searchsorted(joins[joined], np.arange(syncs.size + 2))
-        return _Context(model, steps, step_start, step_end, acts, lane, start, dur, host, linked,
+        return _Context(model, steps, step_start, step_end, acts, lane, start, dur, host, linked, queued,
                         segment, joins, syncs, sync_start, sync_end, waited, sync_own, sync_tail,
                         dur_i=model.dur_ns[acts].astype(np.int64),
                         latency_i=np.round(latency).astype(np.int64), gap_i=np.round(gap).astype(np.int64),

@@ -273,6 +273,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/memory": self.memory_route,
             "/stalls": self.stalls_route,
             "/whatif": self.whatif_route,
+            "/critical_path": self.critical_path_route,
             "/lanes": self.lanes_route,
             "/event": self.event_route,
             "/export": self.export_route,
@@ -354,6 +355,11 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         if len(edits) > MAX_EDITS:
             raise BadRequest(f"at most {MAX_EDITS} edit arguments, not {len(edits)}")
         return routes.whatif_impl(self.service(), span_arg(args), edits)
+
+    @_route
+    def critical_path_route(self, request):
+        args = request.args
+        return routes.critical_path_impl(self.service(), span_arg(args), step=int_arg(args, "step", None, 0, 1 << 40))
 
     @_route
     def lanes_route(self, request):

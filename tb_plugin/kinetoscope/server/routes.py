@@ -27,6 +27,7 @@ from ..analysis.report import verdict_entry
 from ..analysis.search import SearchIndex
 from ..analysis.tables import TableIndex
 from ..analysis.verdict import harmonized_by_worker, run_verdict
+from ..analysis.critical_path import critical_paths
 from ..analysis.whatif import EditError, parse_edit, whatif, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
@@ -264,6 +265,23 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[s
         return whatif_entry(whatif(loaded.model, parsed))
     except EditError as exc:
         raise BadRequest(str(exc)) from None
+
+
+MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
+
+
+def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = None) -> dict[str, Any]:
+    """Each step's critical path and its shares (analysis/critical_path.py); with `step` (an index), that step's
+    path segments too, for the lane overlay."""
+    loaded = _load(service, sid)
+    model = loaded.model
+    if step is None:
+        paths = critical_paths(model)
+        return {"steps": paths[:MAX_PATH_STEPS], "total": len(paths)}
+    paths = critical_paths(model, step_indices=[step], with_segments=True)
+    if not paths:
+        raise NotFound(f"span {sid} has no step {step}")
+    return {"steps": paths, "total": 1}
 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,
