@@ -30,6 +30,7 @@ from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
+from .tbprof_overview import overview, overview_entries, with_step_fields
 from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict
 
 
@@ -156,6 +157,9 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
     model's TableIndex when the caller has one (else it is built)."""
     t0 = model.start_ns
     launch = analysis.launch
+    tables = tables if tables is not None else TableIndex.build(model)
+    tbprof = overview(model, tables)
+    amp = tbprof.amp_insight()
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
@@ -163,7 +167,8 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "devices_total": len(analysis.idle.devices),
         "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
         "cpu_collectives_exposed_us": _us(analysis.comm.cpu_exposed_ns),
-        "steps": steps_entry(model, analysis.steps), "steps_total": analysis.steps.count,
+        "steps": with_step_fields(steps_entry(model, analysis.steps), tbprof, analysis.steps.name_id),
+        "steps_total": analysis.steps.count,
         "steps_stalled": int(np.count_nonzero(analysis.steps.stalled)),
         "launch": {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
                    "offset_us": percentiles_us(launch.offset_ns), "queued_us": percentiles_us(launch.queued_ns),
@@ -174,8 +179,9 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "breakdown": breakdown_entry(analysis.breakdown),
         "verdict": verdict_entry(analysis.verdict),
         "health": health_entries(trace_health(model)),
-        "insights": insight_entries(analysis.insights),
+        "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
         "tables": tables_entry(model, tables),
+        **overview_entries(model, tbprof, analysis.idle),
     }
 
 
