@@ -22,3 +22,17 @@ test('steps sort by name naturally and by numbers, missing values lowest', () =>
   assert.equal(stepValue({}, col('memcpy_us')), -Infinity);
   assert.equal(steps[0].name, 'ProfilerStep#10', 'the input is not reordered');
 });
+
+test("torch-tb-profiler's categories follow when the steps carry them; its comm column only with communication", async () => {
+  const { TBPROF_STEP_COLUMNS } = await import('../model/steps.js');
+  const plain = [{ name: 'ProfilerStep#5', comm_us: 0 }];
+  assert.ok(!keys(stepColumns(plain)).some((k) => k.startsWith('tbprof_')));
+  const tb = [{ name: 'ProfilerStep#5', comm_us: 0, tbprof_dur_us: 187948, tbprof_kernel_us: 98598, tbprof_dataloader_us: 69317 }];
+  const shown = keys(stepColumns(tb));
+  assert.deepEqual(shown.slice(-8), ['tbprof_dur_us', 'tbprof_kernel_us', 'tbprof_memcpy_us', 'tbprof_memset_us', 'tbprof_runtime_us',
+    'tbprof_dataloader_us', 'tbprof_cpu_exec_us', 'tbprof_other_us']);
+  assert.ok(keys(stepColumns(tb, true)).includes('tbprof_communication_us'));
+  assert.ok(TBPROF_STEP_COLUMNS.every((c) => c.title && c.kind === 'dur'));
+  const col = TBPROF_STEP_COLUMNS.find((c) => c.key === 'tbprof_kernel_us');
+  assert.equal(stepValue(tb[0], col), 98598);
+});
