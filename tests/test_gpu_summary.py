@@ -288,3 +288,41 @@ def test_hostile_args_never_crash(tmp_path):
     assert s.name is None and s.memory_bytes is None and s.compute_capability is None
     assert s.occupancy_pct is None and s.utilization == pytest.approx(0.2)
     json.dumps(report_entry(model, analyze(model)), allow_nan=False)
+
+
+# --- the doors: report text/markdown and the summary route ---------------------------------------------------
+
+def _door_events() -> list[dict]:
+    return [op("ProfilerStep#1", 0, 300), op("aten::mm", 1, 50), launch(2, 1, 1), op("aten::relu", 60, 10), launch(61, 1, 2),
+            _k("implicit_convolve_sgemm", 100, 80, 1, **{"blocks per SM": 0.5, "est. achieved occupancy %": 40}),
+            kernel("relu", 180, 20, 2)]
+
+
+def test_report_text_and_markdown_label_the_figures(tmp_path):
+    from kinetoscope.formats.report import render_entry
+    props = [{"id": 0, "name": "A|<b>", "totalGlobalMem": 1 << 30, "computeMajor": 8, "computeMinor": 0}]
+    model = _model(tmp_path, _door_events(), deviceProperties=props)
+    entry = {"run": "r", "worker": "w", "path": "p", **report_entry(model, analyze(model))}
+    text, markdown = render_entry(entry), render_entry(entry, markdown=True)
+    assert "GPU summary (torch-tb-profiler's definitions):" in text and "busy (kinetoscope)" in text
+    assert "Step time by torch-tb-profiler's categories:" in text and "average" in text
+    # utilization: kernels 100-200 over the step extended to 300 (its host end): 100/300; SM efficiency 0.5 * 80 / 300
+    assert "33.33%" in text and "13.33%" in text and "40.00%" in text
+    assert "### GPU summary (torch-tb-profiler's definitions)" in markdown and "A\\|\\<b\\>" in markdown
+    assert "mixed-precision" in text and "80%" in text
+
+
+def test_summary_and_markdown_routes_carry_the_new_fields(tmp_path):
+    from werkzeug.test import Client
+    from conftest import plugin_apps
+    prefix = "/data/plugin/kinetoscope"
+    with plugin_apps(trace_doc(_door_events()), tmp_path) as (apps, sid):
+        answer = Client(apps["/summary"]).get(f"{prefix}/summary?span={sid}")
+        assert answer.status_code == 200
+        body = json.loads(answer.get_data())
+        (gpu,) = body["gpu_summary"]
+        assert gpu["utilization_pct"] == pytest.approx(100 / 3) and gpu["occupancy_pct"] == pytest.approx(40)
+        assert body["tbprof_steps"]["count"] == 1 and body["steps"][0]["tbprof_kernel_us"] == pytest.approx(100)
+        assert body["tensor_cores"]["eligible_kernel_pct"] == pytest.approx(80)
+        markdown = Client(apps["/markdown"]).get(f"{prefix}/markdown?span={sid}").get_data(as_text=True)
+        assert "GPU summary (torch-tb-profiler's definitions)" in markdown
