@@ -108,7 +108,11 @@ def test_report_carries_the_figures_and_the_68_percent_amp_insight(resnet):
     amp = [i for i in entry["insights"] if i["kind"] == "mixed-precision"]
     assert len(amp) == 1 and "68%" in amp[0]["evidence"] and "autocast" in amp[0]["suggestion"]
     assert round(entry["tensor_cores"]["eligible_kernel_pct"]) == 68
-    assert entry["tbprof_steps"]["count"] == 6 and entry["steps"][0]["tbprof_kernel_us"] == TBPROF[rel][1][0][0]
+    tb = entry["tbprof_steps"]
+    assert tb["count"] == 6 and tb["steps"]["kernel_us"][0] == TBPROF[rel][1][0][0] and tb["steps"]["name"][0] == "ProfilerStep#5"
+    # its Overview's shares of the average step ("performance" extra: Kernel, DataLoader, CPU Exec)
+    shares = {"resnet50_num_workers_0": (55.51, 33.37, 7.7), "resnet50_num_workers_4": (70.28, 0.84, 16.07)}[rel.split("/")[0]]
+    assert tuple(round(tb["average_pct"][c], 2) for c in ("kernel", "dataloader", "cpu_exec")) == shares
     json.dumps(entry, allow_nan=False)
 
 
@@ -322,7 +326,7 @@ def test_summary_and_markdown_routes_carry_the_new_fields(tmp_path):
         body = json.loads(answer.get_data())
         (gpu,) = body["gpu_summary"]
         assert gpu["utilization_pct"] == pytest.approx(100 / 3) and gpu["occupancy_pct"] == pytest.approx(40)
-        assert body["tbprof_steps"]["count"] == 1 and body["steps"][0]["tbprof_kernel_us"] == pytest.approx(100)
+        assert body["tbprof_steps"]["count"] == 1 and body["tbprof_steps"]["steps"]["kernel_us"] == [100.0]
         assert body["tensor_cores"]["eligible_kernel_pct"] == pytest.approx(80)
         markdown = Client(apps["/markdown"]).get(f"{prefix}/markdown?span={sid}").get_data(as_text=True)
         assert "GPU summary (torch-tb-profiler's definitions)" in markdown

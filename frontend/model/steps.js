@@ -2,7 +2,7 @@
 /**
  * The step table's columns and order. A step row is a `stalls` step merged with the summary's
  * (`gpu_busy_us`, and the device time split into `compute_us`, `comm_us`, `exposed_comm_us`,
- * `memcpy_us`), and torch-tb-profiler's categories of the same step (`tbprof_*_us`). Pure.
+ * `memcpy_us`), and torch-tb-profiler's figures of the same step (`withTbprof`: `tbprof_*_us`). Pure.
  */
 
 /**
@@ -46,6 +46,26 @@ export const TBPROF_STEP_COLUMNS = [
   { key: 'tbprof_cpu_exec_us', head: 'tb CPU Exec', kind: 'dur', title: 'torch-tb-profiler: other host ops, none of the above' },
   { key: 'tbprof_other_us', head: 'tb Other', kind: 'dur', title: 'torch-tb-profiler: nothing recorded' },
 ];
+
+export const TBPROF_CATEGORIES = ['kernel', 'memcpy', 'memset', 'communication', 'runtime', 'dataloader', 'cpu_exec', 'other'];
+
+/**
+ * Steps with torch-tb-profiler's duration and categories of the same step (`tbprof_dur_us`,
+ * `tbprof_<category>_us`) from the summary's columnar `tbprof_steps.steps`. Both list steps in time order from
+ * the first; torch-tb-profiler may drop trailing ones, so the k-th step matches the k-th when the names agree.
+ * @param {any[]} steps @param {any} tbprofSteps the summary's `tbprof_steps`
+ */
+export function withTbprof(steps, tbprofSteps) {
+  const cols = tbprofSteps?.steps;
+  const names = Array.isArray(cols?.name) ? cols.name : [];
+  return steps.map((s, k) => {
+    if (k >= names.length || names[k] !== s?.name) return s;
+    /** @type {Record<string, unknown>} */
+    const extra = { tbprof_dur_us: cols.dur_us?.[k] };
+    for (const c of TBPROF_CATEGORIES) extra[`tbprof_${c}_us`] = cols[`${c}_us`]?.[k];
+    return { ...s, ...extra };
+  });
+}
 
 /**
  * The columns to show: the communication ones only when the span has communication (a step with

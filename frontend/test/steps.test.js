@@ -36,3 +36,18 @@ test("torch-tb-profiler's categories follow when the steps carry them; its comm 
   const col = TBPROF_STEP_COLUMNS.find((c) => c.key === 'tbprof_kernel_us');
   assert.equal(stepValue(tb[0], col), 98598);
 });
+
+test("torch-tb-profiler's columns join the step of the same position and name only", async () => {
+  const { withTbprof } = await import('../model/steps.js');
+  const steps = [{ name: 'ProfilerStep#5' }, { name: 'ProfilerStep#6' }, { name: 'ProfilerStep#7' }];
+  const tb = { steps: { name: ['ProfilerStep#5', 'ProfilerStep#X'], dur_us: [187948, 1], kernel_us: [98598, 1], other_us: [1115, 1] } };
+  const out = withTbprof(steps, tb);
+  assert.equal(out[0].tbprof_dur_us, 187948);
+  assert.equal(out[0].tbprof_kernel_us, 98598);
+  assert.equal(out[0].tbprof_memcpy_us, undefined);
+  assert.equal(out[1].tbprof_dur_us, undefined, 'names differ: not the same step');
+  assert.equal(out[2], steps[2]);
+  assert.deepEqual(withTbprof(steps, undefined), steps);
+  assert.deepEqual(withTbprof(steps, { steps: { name: 'x' } }), steps);
+  assert.ok(!('tbprof_dur_us' in steps[0]), 'the input is not changed');
+});

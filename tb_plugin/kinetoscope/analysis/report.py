@@ -30,7 +30,7 @@ from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
-from .tbprof_overview import overview, overview_entries, with_step_fields
+from .tbprof_overview import overview, overview_entries
 from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict
 
 
@@ -167,8 +167,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "devices_total": len(analysis.idle.devices),
         "cpu_collectives_us": _us(analysis.comm.cpu_collective_ns),
         "cpu_collectives_exposed_us": _us(analysis.comm.cpu_exposed_ns),
-        "steps": with_step_fields(steps_entry(model, analysis.steps), tbprof, analysis.steps.name_id),
-        "steps_total": analysis.steps.count,
+        "steps": steps_entry(model, analysis.steps), "steps_total": analysis.steps.count,
         "steps_stalled": int(np.count_nonzero(analysis.steps.stalled)),
         "launch": {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
                    "offset_us": percentiles_us(launch.offset_ns), "queued_us": percentiles_us(launch.queued_ns),

@@ -1,5 +1,5 @@
 """torch-tb-profiler's Overview beside Kinetoscope's own figures: the report's `gpu_summary`, `tensor_cores` and
-`tbprof_steps` entries, the per-step category fields, and the mixed-precision insight.
+`tbprof_steps` entries, and the mixed-precision insight.
 
 Each figure keeps torch-tb-profiler's definition (`gpu_summary`, `tbprof_steps`, `tensor_cores`), so a user
 coming from it finds its numbers; Kinetoscope's own (busy %, the step breakdown) stay beside them, labelled.
@@ -13,7 +13,7 @@ from ..trace.model import TraceModel
 from .gpu_summary import GpuSummary, gpu_summaries, gpu_summary_entries
 from .insights import Insight, mixed_precision
 from .tables import TableIndex
-from .tbprof_steps import TbprofSteps, per_step_fields, tbprof_steps, tbprof_steps_entry
+from .tbprof_steps import TbprofSteps, tbprof_steps, tbprof_steps_entry
 from .tensor_cores import TcEligibility, tc_eligibility
 
 
@@ -51,8 +51,3 @@ def overview_entries(model: TraceModel, view: Overview, idle: Any) -> dict[str, 
                              "op_kernel_us": e.launched_ns / 1e3, "eligible_ops": e.eligible_ops,
                              "tensor_core_kernel_pct": 100 * e.tensor_core_share, "kernel_us": e.kernel_ns / 1e3},
             "tbprof_steps": tbprof_steps_entry(model, view.steps)}
-
-
-def with_step_fields(rows: list[dict], view: Overview, name_id) -> list[dict]:
-    """The report's step rows with torch-tb-profiler's duration and categories of the same step (`tbprof_*_us`)."""
-    return [{**row, **extra} for row, extra in zip(rows, per_step_fields(view.steps, name_id[:len(rows)]))]

@@ -161,32 +161,17 @@ MAX_STEP_ROWS = 1000  # steps listed in the report (as `report.MAX_STEP_ROWS`); 
 
 
 def tbprof_steps_entry(model: TraceModel, steps: TbprofSteps, limit: int = MAX_STEP_ROWS) -> dict:
-    """The report's `tbprof_steps`: each step's window and time per category (µs, times from the trace start),
-    the average step, and each category's share of it (%), as torch-tb-profiler's Overview showed them."""
+    """The report's `tbprof_steps`: the first `limit` steps as columns (`name`, `start_us` from the trace start,
+    `dur_us`, `<category>_us`), the average step (`average_us`, with `total`) and each category's share of it
+    (`average_pct`), as torch-tb-profiler's Overview showed them. Columns, not rows: the summary stays small
+    with a thousand steps."""
     t0 = model.start_ns
-    cats = (steps.category_ns[:, :limit] / 1e3).tolist()
-    names = ["0" if i < 0 else model.shown_names[i] for i in steps.name_id[:limit].tolist()]
-    rows = [{"name": name, "start_us": (int(steps.start_ns[k]) - t0) / 1e3,
-             "dur_us": int(steps.end_ns[k] - steps.start_ns[k]) / 1e3,
-             **{f"{c}_us": cats[j][k] for j, c in enumerate(CATEGORIES)}} for k, name in enumerate(names)]
+    columns = {"name": ["0" if i < 0 else model.shown_names[i] for i in steps.name_id[:limit].tolist()],
+               "start_us": ((steps.start_ns[:limit] - t0) / 1e3).tolist(),
+               "dur_us": ((steps.end_ns[:limit] - steps.start_ns[:limit]) / 1e3).tolist(),
+               **{f"{c}_us": (steps.category_ns[j, :limit] / 1e3).tolist() for j, c in enumerate(CATEGORIES)}}
     average = steps.average_ns()
     total = average["total"]
-    return {"count": steps.count, "categories": list(CATEGORIES), "steps": rows,
+    return {"count": steps.count, "categories": list(CATEGORIES), "steps": columns,
             "average_us": {k: v / 1e3 for k, v in average.items()},
             "average_pct": {c: (100.0 * average[c] / total if total > 0 else 0.0) for c in CATEGORIES}}
-
-
-def per_step_fields(steps: TbprofSteps, name_id: np.ndarray) -> list[dict]:
-    """torch-tb-profiler's figures for each of Kinetoscope's steps (their `name_id`s in time order): its step duration and
-    categories (µs, keys `tbprof_<category>_us`, `tbprof_dur_us`) where it has the same step, else {}.
-
-    Both list ProfilerSteps in time order; torch-tb-profiler may drop trailing ones and moves starts to the end
-    of the previous step's device work, so a step matches by position and name.
-    """
-    n = min(steps.count, int(name_id.size))
-    same = np.zeros(int(name_id.size), bool)
-    same[:n] = steps.name_id[:n] == name_id[:n]
-    cats = (steps.category_ns[:, :n] / 1e3).tolist()
-    dur = ((steps.end_ns[:n] - steps.start_ns[:n]) / 1e3).tolist()
-    return [{"tbprof_dur_us": dur[k], **{f"tbprof_{c}_us": cats[j][k] for j, c in enumerate(CATEGORIES)}}
-            if same[k] else {} for k in range(int(name_id.size))]

@@ -41,11 +41,12 @@ def gpu_summary_lines(entry: dict, markdown: bool) -> list[str]:
 def tbprof_step_lines(entry: dict, markdown: bool) -> list[str]:
     """Step time in torch-tb-profiler's categories, per step and on average (the share of the average step)."""
     tb = entry.get("tbprof_steps") or {}
-    steps = tb.get("steps") or []
-    if not steps:
+    steps = tb.get("steps") or {}
+    if not steps.get("name"):
         return []
-    cats = [c for c in tb["categories"] if c != "communication" or any(s["communication_us"] for s in steps)]
-    rows = [[s["name"], human_us(s["dur_us"]), *(human_us(s[f"{c}_us"]) for c in cats)] for s in steps[:TEXT_STEP_ROWS]]
+    cats = [c for c in tb["categories"] if c != "communication" or any(steps["communication_us"])]
+    rows = [[name, human_us(steps["dur_us"][k]), *(human_us(steps[f"{c}_us"][k]) for c in cats)]
+            for k, name in enumerate(steps["name"][:TEXT_STEP_ROWS])]
     avg, pct = tb["average_us"], tb["average_pct"]
     rows.append(["average", human_us(avg["total"]), *(f"{human_us(avg[c])} ({pct[c]:.1f}%)" for c in cats)])
     note = ("each moment of a step counts once, for the first of these categories that covers it (left to right); "
