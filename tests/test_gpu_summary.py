@@ -14,13 +14,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
+from conftest import SHARED_TRACES, kernel, launch, op, plugin_apps, requires_shared, trace_doc, write_trace
 from kinetoscope.analysis.gpu_summary import gpu_summaries, uses_tensor_cores_tbprof
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.analysis.tables import TableIndex
 from kinetoscope.analysis.tbprof_steps import CATEGORIES, tbprof_steps
 from kinetoscope.analysis.tensor_cores import tc_eligibility
+from kinetoscope.formats.report import render_entry
 from kinetoscope.trace.loader import load_trace
+from werkzeug.test import Client
 
 # result_check_file.txt: (utilization, SM efficiency, occupancy, Tensor Cores) in %, and per step
 # (Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other) in whole µs, steps 5..10.
@@ -240,6 +242,24 @@ def test_two_devices_each_with_its_properties(tmp_path):
     assert a.tensor_core_share == pytest.approx(50 / 60) and b.tensor_core_share == 0.0
 
 
+def test_without_steps_the_host_span_is_the_operators_not_the_annotations(tmp_path):
+    """Kernels launched 100-200 and an annotation 0-1000: the window is the ops' span extended to the kernels."""
+    model = _model(tmp_path, [op("## phase ##", 0, 1000, cat="user_annotation"), op("aten::mm", 100, 20), launch(101, 1, 1),
+                              kernel("k", 150, 50, 1)])
+    steps = tbprof_steps(model)
+    assert (steps.start_ns[0], steps.end_ns[0]) == (100_000, 200_000)
+    (s,) = gpu_summaries(model, steps)
+    assert s.utilization == pytest.approx(0.5)
+
+
+def test_kernel_only_trace_uses_the_whole_trace(tmp_path):
+    model = _model(tmp_path, [kernel("a", 0, 10, None), kernel("b", 30, 10, None)])
+    steps = tbprof_steps(model)
+    (s,) = gpu_summaries(model, steps)
+    assert steps.count == 0 and s.window_ns == 40_000 and s.utilization == pytest.approx(0.5)
+    assert s.tensor_core_share is None  # no kernel has a launch call
+
+
 def test_no_kernels_no_summary_and_empty_trace(tmp_path):
     cpu_only = _model(tmp_path, [op("ProfilerStep#1", 0, 100), op("aten::add", 10, 5)], name="cpu")
     steps = tbprof_steps(cpu_only)
@@ -303,7 +323,6 @@ def _door_events() -> list[dict]:
 
 
 def test_report_text_and_markdown_label_the_figures(tmp_path):
-    from kinetoscope.formats.report import render_entry
     props = [{"id": 0, "name": "A|<b>", "totalGlobalMem": 1 << 30, "computeMajor": 8, "computeMinor": 0}]
     model = _model(tmp_path, _door_events(), deviceProperties=props)
     entry = {"run": "r", "worker": "w", "path": "p", **report_entry(model, analyze(model))}
@@ -317,8 +336,6 @@ def test_report_text_and_markdown_label_the_figures(tmp_path):
 
 
 def test_summary_and_markdown_routes_carry_the_new_fields(tmp_path):
-    from werkzeug.test import Client
-    from conftest import plugin_apps
     prefix = "/data/plugin/kinetoscope"
     with plugin_apps(trace_doc(_door_events()), tmp_path) as (apps, sid):
         answer = Client(apps["/summary"]).get(f"{prefix}/summary?span={sid}")
