@@ -98,5 +98,6 @@ def test_resnet_insights_add_to_the_verdict(rel):
     assert "fusion" in kinds and kinds["fusion"].figures["top_region"] == "Optimizer.step#SGD.step"
     assert "tiny-batch" not in kinds and "fragmentation" not in kinds
     entry = report_entry(model, analysis)
-    assert [i["kind"] for i in entry["insights"]] == [i.kind for i in analysis.insights]
+    # the report adds the one insight that needs the op tables: fp32 convolutions launch 68% of the kernel time
+    assert [i["kind"] for i in entry["insights"]] == [i.kind for i in analysis.insights] + ["mixed-precision"]
     assert all(i["suggestion"] not in entry["verdict"]["suggestion"] for i in entry["insights"])

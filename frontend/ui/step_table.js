@@ -2,14 +2,15 @@
 /**
  * The per-step table: duration, DataLoader wait and share, GPU idle while waiting, GPU busy, the
  * device time split into compute, communication (and the part of it exposed) and memcpy, and the
- * stall flag (from the `stalls` route and the summary). Sorted in the browser; a click zooms to the step.
+ * stall flag (from the `stalls` route and the summary), and torch-tb-profiler's step time by category beside them.
+ * Sorted in the browser; a click zooms to the step.
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
-import { sortSteps, stepColumns } from '../model/steps.js';
+import { sortSteps, stepColumns, withTbprof } from '../model/steps.js';
 import { el, errorText, message } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
@@ -51,7 +52,7 @@ export class StepTable {
       if (r.stale) return;
       // Both routes list the steps in time order from the first (names may repeat): merge by position.
       const busy = summary?.steps ?? [];
-      this.steps = (r.value.steps ?? []).map((/** @type {any} */ s, /** @type {number} */ i) => ({ ...busy[i], ...s }));
+      this.steps = withTbprof((r.value.steps ?? []).map((/** @type {any} */ s, /** @type {number} */ i) => ({ ...busy[i], ...s })), summary?.tbprof_steps);
       const total = Number(r.value.total ?? this.steps.length);
       const shown = total > this.steps.length ? ` The first ${this.steps.length.toLocaleString()} are listed.` : '';
       this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${total.toLocaleString()} steps stalled on the DataLoader.${shown}`,

@@ -10,6 +10,7 @@ import { formatDuration } from '../model/format.js';
 import { PANEL_FIGURES, figureWarning, healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
 import { confidenceText, reasonsOf, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
 import { el } from './dom.js';
+import { gpuSummaryBlock } from './gpu_summary.js';
 
 /** @param {import('../model/verdict.js').Verdict} v @param {string} [fallback] */
 function boundChip(v, fallback = 'no verdict') {
@@ -134,7 +135,8 @@ export function verdictNodes(summary, runAnswer) {
   const warnings = Array.isArray(summary.warnings) ? summary.warnings : [];
   const alone = runAnswer && runAnswer.run === summary.run ? independentText(runAnswer) : '';
   return [withRun ? runBlock(runAnswer) : null, alone ? el('div', { class: 'ks-hint ks-independent' }, alone) : null,
-    spanBlock(summary, runAnswer, withRun), chips(summary), unreliableNote(summary, 'busy_idle'), commNoteLine(summary), healthBlock(summary),
+    spanBlock(summary, runAnswer, withRun), chips(summary), unreliableNote(summary, 'busy_idle'), commNoteLine(summary), gpuSummaryBlock(summary),
+    healthBlock(summary),
     warnings.length ? el('details', { class: 'ks-warnings' }, el('summary', {}, `${warnings.length} loader warning(s)`),
       el('ul', {}, warnings.map((/** @type {any} */ w) => el('li', {}, typeof w === 'string' ? w : JSON.stringify(w))))) : null]
     .filter((x) => x !== null);

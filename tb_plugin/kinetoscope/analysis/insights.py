@@ -8,7 +8,9 @@ They add to the verdict's "what to do next"; they never change the verdict. Ever
   calls they cost;
 - warm-up: the first step much slower than the median of the others;
 - fragmentation: reserved memory far above allocated at the allocated peak;
-- tiny-batch: most kernels shorter than the call that launched them, the ones that carry the GPU time included.
+- tiny-batch: most kernels shorter than the call that launched them, the ones that carry the GPU time included;
+- mixed-precision: Tensor-Core eligible ops (fp32 convolutions, matrix multiplies) launch much of the kernel
+  time while almost none of it runs on Tensor Cores (`mixed_precision`, from the tables: the report adds it).
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ ELEMENTWISE = re.compile(r"elementwise_kernel")  # at::native's vectorized_/unro
 class Insight:
     """One pattern found: what it is, the figures that show it, and one suggestion."""
 
-    kind: str  # fusion, warm-up, fragmentation, tiny-batch
+    kind: str  # fusion, warm-up, fragmentation, tiny-batch, mixed-precision
     evidence: str
     suggestion: str
     figures: dict[str, Any] = field(default_factory=dict)
@@ -152,6 +154,32 @@ def tiny_batch(model: TraceModel, launch: Any) -> Optional[Insight]:
                    {"short_kernels": short, "launches": launch.pairs, "median_kernel_us": kernel_us,
                     "time_weighted_median_kernel_us": weighted_us,
                     "median_launch_call_us": call_us})
+
+
+def mixed_precision(eligible_share: float, eligible_ops: int, tensor_core_share: float,
+                    compute_majors: list[int]) -> Optional[Insight]:
+    """Eligible ops launch AMP_ELIGIBLE_MIN_SHARE of the kernel time or more, Tensor-Core kernels under
+    AMP_TC_MAX_SHARE of it, on a GPU with Tensor Cores (compute capability 7.0 or later, when the trace says).
+
+    Args:
+        eligible_share: kernel time launched by Tensor-Core eligible ops over the kernel time ops launched
+            (`tensor_cores.TcEligibility.share`).
+        eligible_ops: distinct eligible op names that launched kernels.
+        tensor_core_share: Tensor-Core kernel time over all kernel time.
+        compute_majors: the compute capability majors `deviceProperties` gives (empty: unknown).
+    """
+    if eligible_share < T.AMP_ELIGIBLE_MIN_SHARE or tensor_core_share > T.AMP_TC_MAX_SHARE:
+        return None
+    if compute_majors and max(compute_majors) < T.AMP_MIN_COMPUTE_MAJOR:
+        return None
+    return Insight("mixed-precision", f"kernels with {100 * eligible_share:.0f}% of the ops' kernel time are launched by "
+                                      f"Tensor-Core eligible ops ({eligible_ops} kinds of convolution or matrix multiply), "
+                                      f"but {100 * tensor_core_share:.1f}% of the kernel time ran on Tensor Cores",
+                   "enable automatic mixed precision: run the forward pass and loss under "
+                   "torch.autocast(device_type='cuda', dtype=torch.bfloat16) (or float16 with torch.amp.GradScaler), "
+                   "so convolutions and matrix multiplies run on Tensor Cores",
+                   {"eligible_kernel_pct": 100 * eligible_share, "eligible_ops": eligible_ops,
+                    "tensor_core_kernel_pct": 100 * tensor_core_share})
 
 
 def insight_entries(found: tuple[Insight, ...]) -> list[dict[str, Any]]:

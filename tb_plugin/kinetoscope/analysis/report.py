@@ -31,6 +31,7 @@ from .savings import saving_entries, savings
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
+from .tbprof_overview import overview, overview_entries
 from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict
 
 
@@ -159,6 +160,9 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
     model's TableIndex when the caller has one (else it is built)."""
     t0 = model.start_ns
     launch = analysis.launch
+    tables = tables if tables is not None else TableIndex.build(model)
+    tbprof = overview(model, tables)
+    amp = tbprof.amp_insight()
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
@@ -177,9 +181,10 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "breakdown": breakdown_entry(analysis.breakdown),
         "verdict": verdict_entry(analysis.verdict),
         "health": health_entries(trace_health(model)),
-        "insights": insight_entries(analysis.insights),
+        "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
         "savings": saving_entries(analysis.savings),
         "tables": tables_entry(model, tables),
+        **overview_entries(model, tbprof, analysis.idle),
     }
 
 

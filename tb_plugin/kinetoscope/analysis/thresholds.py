@@ -104,6 +104,16 @@ FRAGMENTATION_MIN_BYTES = 512 << 20
 # call that launched them returns, so the GPU does less per launch than the host needs to issue it; and
 # half of the GPU time is in kernels shorter than the median launch call (the work-carrying kernels are short too).
 TINY_BATCH_SHARE = 0.5
+# Mixed precision: suggested when Tensor-Core eligible ops (convolutions, matrix multiplies) launch at least a
+# fifth of the kernel time: autocast roughly halves their time on Tensor Cores, so the step shrinks by a tenth
+# or more. torch-tb-profiler suggested it from any eligible share above 0; 20% keeps the note for runs where
+# it can matter (ResNet-50 in fp32 launches 68%).
+AMP_ELIGIBLE_MIN_SHARE = 0.2
+# ... on a GPU whose Tensor Cores are nearly unused: under 1% of kernel time in Tensor-Core kernels (a stray
+# cuBLAS heuristic pick in an fp32 run is not mixed precision).
+AMP_TC_MAX_SHARE = 0.01
+# Tensor Cores exist from compute capability 7.0 (Volta) on; an older NVIDIA GPU gets no suggestion.
+AMP_MIN_COMPUTE_MAJOR = 7
 
 # --- trace health (analysis/health.py): what makes a figure unreliable, never a verdict ------------------
 # A kernel's first launch is a first-call stall when the host issued nothing on its thread for this long

@@ -12,6 +12,7 @@ from typing import Callable
 
 from ..analysis.gpu_idle import CAUSE_ORDER
 from ..analysis.health import FIGURES
+from .tbprof import gpu_summary_lines, tbprof_step_lines
 from .units import human_bytes, human_us, md, short, table_lines
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
@@ -50,7 +51,7 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
     lines += [""] + verdict_lines(entry["verdict"], markdown) + insight_lines(entry.get("insights") or [])
     lines += saving_lines(entry.get("savings") or [], markdown)
     lines += unreliable_lines(entry, "verdict", markdown)
-    for section in (_health, _devices, _steps, _launch, _memory, _tables, _warnings):
+    for section in (_health, _devices, gpu_summary_lines, _steps, tbprof_step_lines, _launch, _memory, _tables, _warnings):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
 

@@ -1,0 +1,57 @@
+// @ts-check
+/**
+ * The GPU summary of the overview: per device, what it is (`deviceProperties`) and torch-tb-profiler's
+ * figures, each labelled with what it measures, beside Kinetoscope's own busy share. Pure.
+ */
+
+export const MAX_SHOWN_DEVICES = 8; // the overview lists this many devices; the report and the JSON have them all
+
+/**
+ * @typedef {object} GpuFigure
+ * @property {string} key the `gpu_summary[]` field
+ * @property {string} label
+ * @property {string} title what it measures
+ */
+
+/** @type {GpuFigure[]} */
+export const GPU_FIGURES = [
+  { key: 'utilization_pct', label: 'GPU utilization', title: "torch-tb-profiler's: time at least one kernel runs, over all steps' time (steps reach to the end of their GPU work)" },
+  { key: 'kinetoscope_busy_pct', label: 'busy (Kinetoscope)', title: "Kinetoscope's: kernels, memcpys and memsets (union) over the device's judged window" },
+  { key: 'sm_efficiency_pct', label: 'est. SM efficiency', title: "blocks per SM of the running kernels, capped at 1, over all steps' time" },
+  { key: 'occupancy_pct', label: 'est. achieved occupancy', title: 'the kernels\u2019 achieved occupancy, weighted by kernel time' },
+  { key: 'tensor_cores_pct', label: 'kernel time using Tensor Cores', title: "share of kernel time in Tensor-Core kernels (torch-tb-profiler's name list)" },
+];
+
+/**
+ * A percentage with two decimals ("55.51%"), or "–" when not measured.
+ * @param {unknown} pct
+ */
+export function pctText(pct) {
+  return typeof pct === 'number' && Number.isFinite(pct) ? `${pct.toFixed(2)}%` : '\u2013';
+}
+
+/**
+ * The device's heading: "GPU 0 · Tesla V100-DGXS-32GB · 31.74 GB · compute 7.0" (parts it lacks left out).
+ * @param {any} g one `gpu_summary` entry
+ */
+export function deviceHeading(g) {
+  const parts = [`GPU ${g?.device ?? '?'}`];
+  if (typeof g?.name === 'string' && g.name) parts.push(g.name);
+  if (typeof g?.memory_gb === 'number' && Number.isFinite(g.memory_gb)) parts.push(`${g.memory_gb} GB`);
+  if (typeof g?.compute_capability === 'string' && g.compute_capability) parts.push(`compute ${g.compute_capability}`);
+  return parts.join(' \u00b7 ');
+}
+
+/**
+ * The rows of the GPU-summary block: one per device (MAX_SHOWN_DEVICES at most), each with its figures.
+ * @param {any} summary the `summary` answer
+ * @returns {{heading: string, device: string, figures: {key: string, label: string, title: string, value: string}[]}[]}
+ */
+export function gpuSummaryRows(summary) {
+  const gpus = Array.isArray(summary?.gpu_summary) ? summary.gpu_summary.slice(0, MAX_SHOWN_DEVICES) : [];
+  return gpus.map((/** @type {any} */ g) => ({
+    heading: deviceHeading(g),
+    device: String(g?.device ?? ''),
+    figures: GPU_FIGURES.map((f) => ({ key: f.key, label: f.label, title: f.title, value: pctText(g?.[f.key]) })),
+  }));
+}
