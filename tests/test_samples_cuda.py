@@ -73,3 +73,14 @@ def test_copies_beside_compute():
     entry = entry_of("copies")
     assert entry["verdict"]["bound"] == "compute-bound"
     assert entry["counts"]["memcpy"] >= 9  # three 64 MiB copies per step, 3 steps
+
+
+def test_gpu_summary_of_an_h200():
+    # deviceProperties as torch 2.11 writes them on an H200; torch-tb-profiler's Tensor-Core name list predates
+    # Hopper, Kinetoscope's own signatures see the bf16 and tf32 xmma kernels
+    for scenario in ("fp32_convnet", "amp_bf16"):
+        (gpu,) = entry_of(scenario)["gpu_summary"]
+        assert gpu["name"] == "NVIDIA H200" and gpu["compute_capability"] == "9.0" and gpu["memory_gb"] > 130
+        assert gpu["utilization_pct"] > 90 and gpu["tensor_cores_pct"] < 1 and gpu["kinetoscope_tensor_cores_pct"] > 10
+    (gpu,) = entry_of("launch_bound")["gpu_summary"]
+    assert gpu["utilization_pct"] < 10

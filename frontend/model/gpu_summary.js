@@ -19,7 +19,8 @@ export const GPU_FIGURES = [
   { key: 'kinetoscope_busy_pct', label: 'busy (Kinetoscope)', title: "Kinetoscope's: kernels, memcpys and memsets (union) over the device's judged window" },
   { key: 'sm_efficiency_pct', label: 'est. SM efficiency', title: "blocks per SM of the running kernels, capped at 1, over all steps' time" },
   { key: 'occupancy_pct', label: 'est. achieved occupancy', title: 'the kernels\u2019 achieved occupancy, weighted by kernel time' },
-  { key: 'tensor_cores_pct', label: 'kernel time using Tensor Cores', title: "share of kernel time in Tensor-Core kernels (torch-tb-profiler's name list)" },
+  { key: 'tensor_cores_pct', label: 'kernel time using Tensor Cores', title: "share of kernel time in Tensor-Core kernels (torch-tb-profiler's name list, written for Volta to Ampere)" },
+  { key: 'kinetoscope_tensor_cores_pct', label: 'Tensor Cores (Kinetoscope)', title: "the same share by Kinetoscope's signatures: Hopper wgmma/xmma, bf16 and tf32 kernels, AMD matrix cores" },
 ];
 
 /**

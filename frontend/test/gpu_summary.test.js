@@ -6,12 +6,12 @@ import { GPU_FIGURES, MAX_SHOWN_DEVICES, deviceHeading, gpuSummaryRows, pctText 
 // the ResNet sample's summary entry, as the summary route answers it
 const RESNET = { device: 0, name: 'Tesla V100-DGXS-32GB', memory_bytes: 34084028416, memory_gb: 31.74, compute_capability: '7.0',
   window_us: 1065553, utilization_pct: 55.514085, kinetoscope_busy_pct: 60.569185, sm_efficiency_pct: 54.679041,
-  occupancy_pct: 49.128005, tensor_cores_pct: 0 };
+  occupancy_pct: 49.128005, tensor_cores_pct: 0, kinetoscope_tensor_cores_pct: 0 };
 
 test('each figure is labelled, titled with what it measures, and written as torch-tb-profiler wrote it', () => {
   const [row] = gpuSummaryRows({ gpu_summary: [RESNET] });
   assert.equal(row.heading, 'GPU 0 \u00b7 Tesla V100-DGXS-32GB \u00b7 31.74 GB \u00b7 compute 7.0');
-  assert.deepEqual(row.figures.map((f) => f.value), ['55.51%', '60.57%', '54.68%', '49.13%', '0.00%']);
+  assert.deepEqual(row.figures.map((f) => f.value), ['55.51%', '60.57%', '54.68%', '49.13%', '0.00%', '0.00%']);
   assert.ok(row.figures.every((f) => f.label && f.title.length > 20));
   assert.match(row.figures.find((f) => f.key === 'utilization_pct').title, /torch-tb-profiler/);
   assert.match(row.figures.find((f) => f.key === 'kinetoscope_busy_pct').title, /Kinetoscope/);

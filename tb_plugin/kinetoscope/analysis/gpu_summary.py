@@ -28,6 +28,7 @@ import numpy as np
 from ..trace.kinds import Kind, LaneKind
 from ..trace.model import TraceModel
 from . import intervals
+from .tables import uses_tensor_cores
 from .tbprof_steps import TbprofSteps
 
 # torch-tb-profiler's tensor_core.TC_Allowlist (after NVIDIA PyProf): a kernel whose name contains one of these
@@ -58,6 +59,7 @@ class GpuSummary:
     sm_efficiency: Optional[float]
     occupancy_pct: Optional[float]  # already a percentage, as the trace writes it
     tensor_core_share: Optional[float]
+    tensor_core_share_any: Optional[float] = None  # by Kinetoscope's broader signatures (Hopper wgmma, bf16, AMD)
 
 
 def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ...]:
@@ -72,6 +74,7 @@ def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ..
     linked = model.launch_idx[kernels] >= 0
     tc_ids = model.name_ids_where(uses_tensor_cores_tbprof)
     tc = model.name_in(tc_ids, kernels)
+    tc_any = tc | model.name_in(model.name_ids_where(uses_tensor_cores), kernels)
     out = []
     for d in devices.tolist():
         on = device == d
@@ -79,11 +82,11 @@ def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ..
         start, end = model.ts_ns[k], model.end_ns[k]
         util = float(intervals.covered(*intervals.union(start, end), [lo], [hi])[0]) / (hi - lo) if hi > lo else None
         linked_ns = model.dur_ns[k[linked[on]]]
-        tc_share = float(linked_ns[tc[on][linked[on]]].sum()) / float(linked_ns.sum()) if linked_ns.sum() > 0 else (
-            0.0 if linked.any() else None)
+        share = lambda mask: (float(linked_ns[mask[on][linked[on]]].sum()) / float(linked_ns.sum())  # noqa: E731
+                              if linked_ns.sum() > 0 else (0.0 if linked.any() else None))
         out.append(GpuSummary(int(d), *_properties(model, int(d)), hi - lo, util,
                               _sm_efficiency(start, end, blocks[on], lo, hi),
-                              _occupancy(start, end, occupancy[on], lo, hi), tc_share))
+                              _occupancy(start, end, occupancy[on], lo, hi), share(tc), share(tc_any)))
     return tuple(out)
 
 
@@ -158,4 +161,5 @@ def gpu_summary_entries(summaries: tuple[GpuSummary, ...], busy_pct: dict[int, f
              "compute_capability": s.compute_capability, "window_us": s.window_ns / 1e3,
              "utilization_pct": _pct(s.utilization), "kinetoscope_busy_pct": busy_pct.get(s.device),
              "sm_efficiency_pct": _pct(s.sm_efficiency), "occupancy_pct": s.occupancy_pct,
-             "tensor_cores_pct": _pct(s.tensor_core_share)} for s in summaries]
+             "tensor_cores_pct": _pct(s.tensor_core_share),
+             "kinetoscope_tensor_cores_pct": _pct(s.tensor_core_share_any)} for s in summaries]

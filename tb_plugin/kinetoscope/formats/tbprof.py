@@ -28,14 +28,16 @@ def gpu_summary_lines(entry: dict, markdown: bool) -> list[str]:
         return []
     rows = [[str(g["device"]), g.get("name") or "-", "-" if g.get("memory_bytes") is None else human_bytes(g["memory_bytes"]),
              g.get("compute_capability") or "-", _pct(g.get("utilization_pct")), _pct(g.get("kinetoscope_busy_pct")),
-             _pct(g.get("sm_efficiency_pct")), _pct(g.get("occupancy_pct")), _pct(g.get("tensor_cores_pct"))] for g in gpus]
+             _pct(g.get("sm_efficiency_pct")), _pct(g.get("occupancy_pct")), _pct(g.get("tensor_cores_pct")),
+             _pct(g.get("kinetoscope_tensor_cores_pct"))] for g in gpus]
     notes = ["utilization: time a kernel runs over all steps' time (steps reaching to the end of their GPU work), "
              "torch-tb-profiler's; busy: kernels, memcpys and memsets over the device's judged window, Kinetoscope's; "
              "SM efficiency: blocks per SM (capped at 1) over all steps' time; occupancy: achieved occupancy weighted "
-             "by kernel time; Tensor Cores: share of kernel time in Tensor-Core kernels"]
+             "by kernel time; Tensor Cores: share of kernel time in Tensor-Core kernels, by torch-tb-profiler's name list "
+             "(written for Volta to Ampere) and by Kinetoscope's (Hopper wgmma/xmma, bf16 and tf32 kernels, AMD matrix cores)"]
     return (_head("GPU summary (torch-tb-profiler's definitions)", markdown) + notes + [""] * markdown
             + table_lines(["device", "name", "memory", "compute", "utilization", "busy (kinetoscope)", "est. SM efficiency",
-                           "est. occupancy", "tensor cores"], rows, markdown))
+                           "est. occupancy", "tensor cores", "tensor cores (kinetoscope)"], rows, markdown))
 
 
 def tbprof_step_lines(entry: dict, markdown: bool) -> list[str]:
