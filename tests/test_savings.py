@@ -32,7 +32,7 @@ def test_savings_are_ordered_and_complete():
         for s in savings:
             assert set(s) == {"source", "fix", "edits", "saving_us", "steps", "saving_share", "median_step_us",
                               "recorded_median_step_us", "total_saving_us"}
-            assert s["source"] in ("verdict", "runner-up", "culprit", "insight:fusion") and s["edits"]
+            assert s["source"] in ("verdict", "runner-up", "culprit", "insight:fusion", "insight:mixed-precision") and s["edits"]
             assert s["total_saving_us"] == pytest.approx(s["saving_us"] * s["steps"], abs=0.01 * s["steps"])  # rounded to ns
 
 
@@ -88,3 +88,14 @@ def test_the_fusion_insight_carries_its_saving():
     assert any(i["kind"] == "fusion" for i in entry["insights"])
     fusion = [s for s in entry["savings"] if s["source"] == "insight:fusion"]
     assert fusion and fusion[0]["edits"][0].startswith("fuse:") and fusion[0]["saving_us"] > 0
+
+
+@requires_shared
+def test_mixed_precision_carries_its_saving_and_no_saving_is_negative():
+    for path in sorted((SHARED_TRACES / "resnet50_num_workers_4").glob("*.json*")):
+        model = load_trace(str(path), cache_dir=None)
+        entry = report_entry(model, analyze(model))
+        amp = [s for s in entry["savings"] if s["source"] == "insight:mixed-precision"]
+        assert amp and all(e.startswith("kernel:in:aten::") and e.endswith("*0.5") for e in amp[0]["edits"])
+        # every edit here only removes or shortens work: the replay never makes the run longer
+        assert all(s["total_saving_us"] >= 0 for s in entry["savings"])

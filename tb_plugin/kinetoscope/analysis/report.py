@@ -47,7 +47,6 @@ class Analysis:
     breakdown: Optional[Breakdown]  # of the busiest device; None without device activity
     verdict: Verdict
     insights: tuple = ()  # insights.Insight: suggestions beside the verdict (they never change it)
-    savings: tuple = ()  # savings.Saving: what each suggestion would save, replayed (largest first)
 
 
 def analyze(model: TraceModel) -> Analysis:
@@ -66,8 +65,7 @@ def analyze(model: TraceModel) -> Analysis:
                        judged_ends(model, acts[busiest.device], steps.start_ns, steps.end_ns), calls) if busiest else None)
     verdict = _verdict(model, ops, idle, steps, launch, comm, parts, acts)
     analysis = Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
-    analysis = replace(analysis, insights=insights(model, analysis, ops))
-    return replace(analysis, savings=savings(model, analysis))
+    return replace(analysis, insights=insights(model, analysis, ops))
 
 
 def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
@@ -182,7 +180,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "verdict": verdict_entry(analysis.verdict),
         "health": health_entries(trace_health(model)),
         "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
-        "savings": saving_entries(analysis.savings),
+        "savings": saving_entries(savings(model, analysis, amp=amp)),
         "tables": tables_entry(model, tables),
         **overview_entries(model, tbprof, analysis.idle),
     }

@@ -13,6 +13,9 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
 
     communication-bound     comm=hidden (communication runs under compute)
     the fusion insight      fuse:REGION for its top region (its kernels one per stream and occurrence)
+    mixed precision         kernel:in:OP*0.5 for each Tensor-Core eligible op in the trace (their kernels twice as
+                            fast: a conservative Tensor-Core speed-up; a kernel counts once however many of these
+                            ops nest around its launch)
 
 Top culprits get their own entries under any verdict (host and sync culprits, three of each at most); an edit
 already listed is not repeated. A run's straggler carries its own saving in its ranks view (`straggler=median`,
@@ -29,7 +32,8 @@ from ..trace.kinds import LAUNCH_CALLS, Kind
 from ..trace.model import TraceModel, shown
 from .culprits import culprit_targets
 from .gpu_idle import Cause
-from .whatif import Edit, Replayer
+from .tensor_cores import TC_ELIGIBLE_OPS
+from .whatif import MAX_EDITS, Edit, Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
@@ -45,7 +49,7 @@ class Saving:
     source: str  # "verdict", "runner-up", "culprit" or "insight:KIND"
     fix: str  # the change, in words
     edits: tuple[str, ...]
-    recorded_ns: float  # median recorded step
+    recorded_ns: float  # median recorded step (the replay's where the device runs behind the host)
     predicted_ns: float  # median predicted step
     total_ns: float  # the saving summed over the steps
     steps: int
@@ -61,7 +65,7 @@ def _edit(text: str, kind: str, target: str = "", factor: float = 0.0) -> Edit:
     return Edit(kind, target, factor, text)
 
 
-def _candidates(model: TraceModel, analysis: Any) -> list[tuple[str, str, tuple[Edit, ...]]]:
+def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple[str, str, tuple[Edit, ...]]]:
     verdict, busiest = analysis.verdict, analysis.idle.busiest()
     out: list[tuple[str, str, tuple[Edit, ...]]] = []
     for source, bound in (("verdict", verdict.bound), ("runner-up", verdict.runner_up)):
@@ -88,6 +92,12 @@ def _candidates(model: TraceModel, analysis: Any) -> list[tuple[str, str, tuple[
             if top is not None:
                 out.append((source, f"the top kernel twice as fast ({shown(top)})",
                             (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
+    if amp is not None:  # the mixed-precision insight: the eligible ops' kernels twice as fast on Tensor Cores
+        present = set(model.names)
+        ops = sorted(n for n in TC_ELIGIBLE_OPS if n in present)[:MAX_EDITS]
+        if ops:
+            out.append(("insight:mixed-precision", "the Tensor-Core eligible ops' kernels twice as fast (autocast)",
+                        tuple(_edit(f"kernel:in:{op}*{KERNEL_SPEEDUP:g}", "kernel-in", op, KERNEL_SPEEDUP) for op in ops)))
     for insight in getattr(analysis, "insights", ()):
         if insight.kind == "fusion" and insight.figures.get("top_region"):
             shown_name = insight.figures["top_region"]
@@ -112,9 +122,10 @@ def _top_kernel(model: TraceModel) -> Optional[str]:
     return model.names[int(total.argmax())]
 
 
-def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None) -> tuple[Saving, ...]:
-    """Every suggestion's saving, largest first (module docstring); none for a trace without steps."""
-    candidates = _candidates(model, analysis)
+def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None) -> tuple[Saving, ...]:
+    """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
+    mixed-precision insight when the report found one."""
+    candidates = _candidates(model, analysis, amp)
     if not candidates or not analysis.steps.count:
         return ()
     replayer = replayer or Replayer(model)
@@ -130,9 +141,8 @@ def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = Non
         result = replayer.apply(edits)
         if not any(result.matched.values()):
             continue
-        predicted = result.predicted_ns
-        found.append(Saving(source, fix, result.edits, result.median_recorded_ns, result.median_predicted_ns,
-                            float((result.recorded_ns - predicted).sum()), int(predicted.size)))
+        found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,
+                            float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size)))
         if edits[0].kind == "dataloader":
             loader_saving = found[-1].saving_ns
     return tuple(sorted(found, key=lambda s: -s.saving_ns))

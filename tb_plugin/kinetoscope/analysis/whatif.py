@@ -43,6 +43,8 @@ Edits, as the CLI and the routes spell them:
     host:NAME*F             scale the host time of the ops (or annotation regions) named NAME by F
     kernel:PATTERN*F        scale the device time of kernels named PATTERN, whose name contains it, or that match
                             it as a glob (with * ? or [)
+    kernel:in:OP*F          scale the device time of the kernels launched inside an op or region named OP (once
+                            per kernel however many of these edits name ops around its launch)
     fuse:NAME               the kernels launched inside each occurrence of the op or region NAME become one kernel
                             per stream, as long as all of them; the other launch calls cost no host time
     comm=hidden             communication hidden under compute: communication kernels keep their length on their
@@ -72,6 +74,7 @@ except ImportError:  # built without a C compiler: the numpy pass
 ACCELERATED = _accel is not None
 
 MAX_EDITS = 16  # edits one request may apply
+DEVICE_BEHIND = 1.05  # replayed / recorded median step above which the device runs behind the host
 MAX_NAME = 1000  # characters of a NAME or PATTERN
 MAX_FACTOR = 100.0  # the largest scale factor an edit may give
 NOT_YET = ("comm=",)  # spellings of edits this version does not replay (comm= other than hidden)
@@ -79,7 +82,7 @@ STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.p
 
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
 SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
-             "fuse:NAME", "comm=hidden", "straggler=median")
+             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "straggler=median")
 
 
 class EditError(ValueError):
@@ -128,6 +131,10 @@ def parse_edit(text: str) -> Edit:
                 raise EditError(f"{t!r}: the name must have 1 to {MAX_NAME} characters")
             if not (math.isfinite(factor) and 0.0 <= factor <= MAX_FACTOR):
                 raise EditError(f"{t!r}: the factor must be a number from 0 to {MAX_FACTOR:g}")
+            if kind == "kernel" and name.startswith("in:"):
+                if not name[3:]:
+                    raise EditError(f"{t!r}: write kernel:in:OP*F")
+                return Edit("kernel-in", name[3:], factor, t)
             return Edit(kind, name, factor, t)
     if t == STRAGGLER:
         return Edit("straggler", "", 0.0, t)
@@ -157,10 +164,21 @@ class WhatIf:
     matched: dict[str, int] = field(default_factory=dict)  # edit -> how many events it changed
 
     @property
+    def device_behind(self) -> bool:
+        """The device runs behind the host: the replay's median step is over DEVICE_BEHIND times the recorded one
+        (the launch queue grows through the window; the recorded host steps are not the run's pace)."""
+        return bool(self.recorded_ns.size) and self.median_replayed_ns > DEVICE_BEHIND * self.median_recorded_ns
+
+    @property
+    def base_ns(self) -> float:
+        """The median step savings are shares of: the recorded one, or the replay's where the device runs behind."""
+        return self.median_replayed_ns if self.device_behind else self.median_recorded_ns
+
+    @property
     def predicted_ns(self) -> np.ndarray:
-        """The recorded step less the replay's saving, and never less than the host's own edited time: with no
-        edit, exactly the recorded step. Where the device runs behind the host (the replay's step is longer than
-        the recorded one), a device-side saving counts only beyond that lag."""
+        """Each step as the edits would make it: the recorded step less what the edits save in the replay, never
+        less than the host's own edited time (with no edit, exactly the recorded step). Where the device runs
+        behind the host, the recorded host steps are not the run's pace: `saving_ns` (the replay's) says more."""
         return np.maximum(self.recorded_ns - (self.replayed_ns - self.edited_ns), self.edited_host_ns)
 
     @property
@@ -177,8 +195,9 @@ class WhatIf:
 
     @property
     def saving_ns(self) -> float:
-        """Median step time saved: the recorded median minus the predicted one."""
-        return self.median_recorded_ns - self.median_predicted_ns
+        """The time saved per step, the mean over the steps, in the replay: removing a wait can move work from one
+        step into the next, so a median can rise while the whole run gets shorter."""
+        return float((self.replayed_ns - self.edited_ns).mean()) if self.replayed_ns.size else math.nan
 
 
 class Replayer:
@@ -284,6 +303,10 @@ class _Context:
     step_bounds: np.ndarray  # where each step's begin in by_step
     step_has_work: np.ndarray  # bool per step
     cache: dict = field(default_factory=dict)  # what plans share (`_cached`)
+    # where the first step's time starts, in every replay alike: the first step's host start, or the end of the
+    # backlog the device was still running then (work launched before the window, or outside any step, that
+    # started before the first step's own work ended), as recorded
+    first_start: Optional[float] = None
 
     @staticmethod
     def of(model: TraceModel) -> "_Context":
@@ -352,6 +375,14 @@ class _Context:
         by_step = by_step[np.argsort(step_of[by_step], kind="stable")]
         step_bounds = np.searchsorted(step_of[by_step], np.arange(steps.size))
         step_has_work = np.bincount(step_of[by_step], minlength=steps.size)[:steps.size] > 0
+        first_start = None
+        if steps.size:
+            own = by_step[step_of[by_step] == 0] if by_step.size else by_step
+            first_start = float(step_start[0])
+            if own.size:
+                backlog = ~in_step & (start < end[own].max())
+                if backlog.any():
+                    first_start = max(first_start, float(end[backlog].max()))
         joined = np.argsort(joins, kind="stable")
         joined_bounds = np.searchsorted(joins[joined], np.arange(syncs.size + 2))
         return _Context(model, steps, step_start, step_end, acts, lane, start, dur, host, linked, queued,
@@ -362,7 +393,8 @@ class _Context:
                         seg_bounds=seg_bounds, seg_groups=seg_groups, group_local=group_local.astype(np.int64),
                         group_start=group_start, group_last=group_last, group_lane=ordered[group_start],
                         joined=joined, joined_bounds=joined_bounds,
-                        in_step=in_step, by_step=by_step, step_bounds=step_bounds, step_has_work=step_has_work)
+                        in_step=in_step, by_step=by_step, step_bounds=step_bounds, step_has_work=step_has_work,
+                        first_start=first_start)
 
 
 def _cached(ctx: "_Context", key: str, compute):
@@ -386,6 +418,7 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
     model, t0 = ctx.model, ctx.model.start_ns
     cuts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     plan = _Plan()
+    scaled_in = np.zeros(ctx.acts.size, bool)
     for edit in edits:
         if edit.kind == "dataloader":
             s, e = _cached(ctx, "dataloader", lambda: dataloader_union(model))
@@ -406,6 +439,14 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             hit = model.name_in(ids, ctx.acts)
             scale = plan.dur_scale if plan.dur_scale is not None else np.ones(ctx.acts.size)
             scale[hit] *= edit.factor
+            plan.dur_scale = scale
+            matched[edit.text] = int(hit.sum())
+        elif edit.kind == "kernel-in":
+            hit = _launched_inside(ctx, [edit.target])
+            scale = plan.dur_scale if plan.dur_scale is not None else np.ones(ctx.acts.size)
+            fresh = hit & ~scaled_in  # a kernel inside two such ops (conv2d > cudnn_convolution) is scaled once
+            scale[fresh] *= edit.factor
+            scaled_in |= hit
             plan.dur_scale = scale
             matched[edit.text] = int(hit.sum())
         elif edit.kind == "fuse":
@@ -433,48 +474,71 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
     return plan
 
 
+def _occurrences(ctx: _Context, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outermost intervals of the ops or regions named `names` on each thread: (lane, start, end) arrays,
+    sorted by (lane, start)."""
+    model = ctx.model
+    wanted = set(names)
+    ids = model.name_ids_where(lambda n: n in wanted)
+    rows = _cached(ctx, "cpu_rows", lambda: cpu_rows(model))
+    rows = rows[model.name_in(ids, rows)] if ids.size else rows[:0]
+    if not rows.size:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    rows = rows[np.lexsort((model.ts_ns[rows], model.lane[rows]))]
+    lane = model.lane[rows].astype(np.int64)
+    start, end = model.ts_ns[rows], model.end_ns[rows]
+    new_lane = np.concatenate(([True], lane[1:] != lane[:-1]))
+    reach = _lane_running_max(np.concatenate(([np.iinfo(np.int64).min], end[:-1])), new_lane)
+    outer = new_lane | (start >= reach)
+    bounds = np.flatnonzero(outer)
+    return lane[outer], start[outer], np.maximum.reduceat(end, bounds)
+
+
+def _in_occurrence(ctx: _Context, occ: tuple[np.ndarray, np.ndarray, np.ndarray], calls: np.ndarray) -> np.ndarray:
+    """For each launch call row, the occurrence (index) it runs inside on its thread, -1 for none."""
+    model = ctx.model
+    lane, start, end = occ
+    if not lane.size or not calls.size:
+        return np.full(calls.size, -1, np.int64)
+    key_occ = lane * (1 << 40) + (start - model.start_ns)
+    call_lane = model.lane[calls].astype(np.int64)
+    key_call = call_lane * (1 << 40) + (model.ts_ns[calls] - model.start_ns)
+    k = np.searchsorted(key_occ, key_call, side="right") - 1
+    ok = k >= 0
+    ok[ok] &= (lane[k[ok]] == call_lane[ok]) & (model.ts_ns[calls[ok]] < end[k[ok]])
+    return np.where(ok, k, -1)
+
+
+def _launched_inside(ctx: _Context, names: list[str]) -> np.ndarray:
+    """Which activities are kernels whose launch call ran inside an op or region named in `names`."""
+    launch = ctx.model.launch_idx[ctx.acts]
+    kernels = (ctx.model.kind[ctx.acts] == Kind.KERNEL) & (launch >= 0)
+    hit = np.zeros(ctx.acts.size, bool)
+    hit[kernels] = _in_occurrence(ctx, _occurrences(ctx, names), launch[kernels]) >= 0
+    return hit
+
+
 def _fusion(ctx: _Context, name: str) -> tuple[np.ndarray, np.ndarray]:
     """`fuse:NAME`: the kernels launched inside each occurrence of an op or region named NAME become one kernel
     per stream, as long as all of them, launched by the first one's call; the other launch calls cost nothing.
     Returns per activity the activity it is fused into (the first of its group: itself; -1 outside any group),
     and the launch call rows whose host time goes."""
-    model = ctx.model
     fused = np.full(ctx.acts.size, -1, np.int64)
-    ids = model.name_ids_where(lambda n: n == name)
-    rows = _cached(ctx, "cpu_rows", lambda: cpu_rows(model))
-    rows = rows[model.name_in(ids, rows)] if ids.size else rows[:0]
-    launch = model.launch_idx[ctx.acts]
-    kernels = np.flatnonzero((model.kind[ctx.acts] == Kind.KERNEL) & (launch >= 0))
-    if not rows.size or not kernels.size:
-        return fused, np.zeros(0, np.int64)
-    # occurrences: NAME's outermost intervals on each thread, numbered; a kernel belongs to the one its launch is in
-    order = np.lexsort((model.ts_ns[rows], model.lane[rows]))
-    rows = rows[order]
-    lane_key = model.lane[rows].astype(np.int64)
-    start, end = model.ts_ns[rows], model.end_ns[rows]
-    reach = _lane_running_max(np.concatenate(([np.iinfo(np.int64).min], end[:-1])),
-                              np.concatenate(([True], lane_key[1:] != lane_key[:-1])))
-    outer = (np.concatenate(([True], lane_key[1:] != lane_key[:-1]))) | (start >= reach)
-    occ_id = np.cumsum(outer) - 1
-    occ_rows = rows[outer]
-    occ_end = np.maximum.reduceat(end, np.flatnonzero(outer))
-    calls = launch[kernels]
-    key_occ = model.lane[occ_rows].astype(np.int64) * (1 << 40) + (model.ts_ns[occ_rows] - model.start_ns)
-    key_call = model.lane[calls].astype(np.int64) * (1 << 40) + (model.ts_ns[calls] - model.start_ns)
-    k = np.searchsorted(key_occ, key_call, side="right") - 1
-    ok = (k >= 0)
-    ok[ok] &= (model.lane[occ_rows[k[ok]]] == model.lane[calls[ok]]) & (model.ts_ns[calls[ok]] < occ_end[k[ok]])
-    members, occurrence = kernels[ok], k[ok]
+    launch = ctx.model.launch_idx[ctx.acts]
+    kernels = np.flatnonzero((ctx.model.kind[ctx.acts] == Kind.KERNEL) & (launch >= 0))
+    occurrence = _in_occurrence(ctx, _occurrences(ctx, [name]), launch[kernels])
+    members, occurrence = kernels[occurrence >= 0], occurrence[occurrence >= 0]
     if not members.size:
         return fused, np.zeros(0, np.int64)
     group = occurrence * (int(ctx.lane_i.max()) + 1) + ctx.lane_i[members]  # one fused kernel per occurrence and stream
     order = np.lexsort((ctx.start[members], group))
     members, group = members[order], group[order]
     first = np.concatenate(([True], group[1:] != group[:-1]))
-    leader = members[np.flatnonzero(first)[np.cumsum(first) - 1]]
-    fused[members] = leader
-    single = np.bincount(np.cumsum(first) - 1) == 1  # a group of one is left as it is
-    fused[members[single[np.cumsum(first) - 1]]] = -1
+    run = np.cumsum(first) - 1
+    fused[members] = members[np.flatnonzero(first)[run]]
+    single = np.bincount(run) == 1  # a group of one is left as it is
+    fused[members[single[run]]] = -1
     dropped = members[(fused[members] >= 0) & (fused[members] != members)]
     return fused, np.unique(launch[dropped])
 
@@ -685,8 +749,7 @@ def _step_times(ctx: _Context, plan: _Plan, dur: np.ndarray, end: np.ndarray,
     done = np.maximum.accumulate(np.maximum(stop, device_end))
     # before the first step: the host's start, or the end of the backlog the device was still running then
     # (work launched before the window, or outside any step, that started before the first step's work ended)
-    backlog = ~inside & (end - dur < device_end[0]) if np.isfinite(device_end[0]) else np.zeros(end.size, bool)
-    first = max(float(start[0]), float(end[backlog].max()) if backlog.any() else -np.inf)
+    first = ctx.first_start if ctx.first_start is not None else float(start[0])
     previous = np.concatenate(([first], done[:-1]))
     return np.round(done - previous).astype(np.int64), np.round(host_len).astype(np.int64), end
 
@@ -727,7 +790,7 @@ def whatif_entry(result: WhatIf) -> dict:
     if not predicted.size:
         return {"edits": list(result.edits), "matched": dict(result.matched), "steps": [],
                 "recorded_median_step_us": None, "median_step_us": None, "saving_us": None, "saving_share": None,
-                "replay_median_step_us": None, "note": NO_STEPS}
+                "replay_median_step_us": None, "device_behind": False, "note": NO_STEPS}
     return {
         "edits": list(result.edits),
         "matched": dict(result.matched),
@@ -737,6 +800,7 @@ def whatif_entry(result: WhatIf) -> dict:
         "recorded_median_step_us": round(result.median_recorded_ns / 1e3, 3),
         "median_step_us": round(result.median_predicted_ns / 1e3, 3),
         "saving_us": round(result.saving_ns / 1e3, 3),
-        "saving_share": round(result.saving_ns / result.median_recorded_ns, 4) if result.median_recorded_ns > 0 else None,
+        "saving_share": round(result.saving_ns / result.base_ns, 4) if result.base_ns > 0 else None,
         "replay_median_step_us": round(result.median_replayed_ns / 1e3, 3),
+        "device_behind": result.device_behind,
     }
