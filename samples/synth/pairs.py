@@ -1,0 +1,94 @@
+"""Before/after pairs with planted truth, for the what-if replay (kinetoscope whatif): each pair is the same
+synthetic run recorded twice, once with a cause of idle time and once with it fixed, and the edit that stands
+for the fix. The replay of the "before" trace under the edit should predict the "after" trace's steps.
+
+- ``sync_removed``: the ``sync`` scenario (``loss.item()`` / ``cuda.synchronize()`` mid-step, then 1.2 ms of
+  logging) and the same loop without the syncs (the copy of the loss stays, asynchronous);
+- ``launch_fused``: 100 tiny kernels per step inside a ``## pointwise ##`` region, each behind its own 6 µs
+  launch call, and the same region launching one kernel as long as the 100 (the ops' own host time stays);
+- ``straggler_fixed`` (multi-rank, ``multirank.make_job``): 4 NCCL ranks with rank 2 arriving 20 ms late at each
+  all-reduce, and the same job without the straggler.
+
+Usage: ``make_pair(name, seed=0) -> (before_docs, after_docs, edits)``, each docs a list of trace objects (one
+per rank for the multi-rank pair). The traces are generated at test time; nothing is committed.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+from . import ops
+from .core import Timeline
+from .generate import _first_carry
+from .multirank import make_job
+from .ops import CPU_POST_OPS, Loop
+from .render import render_trace
+
+PAIRS = ("sync_removed", "launch_fused", "straggler_fixed")
+TINY_OPS = 100
+
+
+def _sync_loop(tl: Timeline, loop: Loop, synced: bool) -> None:
+    def body(i: int) -> None:
+        batch = ops.dataloader(tl, 40.0, False)
+        inp = ops.h2d(tl, batch, 60.0)
+        acts = ops.forward(tl, 320.0)
+        if synced:
+            ops.loss_item(tl, device_sync=i % 2 == 1)
+        elif i % 2 == 0:
+            with tl.op("aten::item"), tl.op("aten::_local_scalar_dense"):
+                tl.launch("cudaMemcpyAsync", [("Memcpy DtoH (Device -> Pageable)", 2.0)], kind="memcpy", nbytes=4)
+        with tl.op("## log_metrics ##", annotation=True, pre=5.0):
+            for name, us in CPU_POST_OPS:
+                ops.pure_cpu(tl, name, us * 0.6)
+        ops.backward(tl, 320.0, acts)
+        ops.optimizer(tl, 250.0)
+        tl.free(inp)
+
+    ops.run_steps(tl, loop, body)
+
+
+def _launch_loop(tl: Timeline, loop: Loop, fused: bool) -> None:
+    def body(i: int) -> None:
+        batch = ops.dataloader(tl, 25.0, False)
+        inp = ops.h2d(tl, batch, 8.0)
+        with tl.op("## pointwise ##", annotation=True):
+            if fused:
+                for index in range(TINY_OPS - 1):  # each op's own host time stays; only its launch call goes
+                    with tl.op(ops.TINY_OPS[index % len(ops.TINY_OPS)], pre=1.0, post=1.0):
+                        pass
+                with tl.op(ops.TINY_OPS[(TINY_OPS - 1) % len(ops.TINY_OPS)], pre=1.0, post=1.0):
+                    tl.kernel(ops.K_ELEMENTWISE, 2.0 * TINY_OPS, call=6.0, lat=9.0)
+            else:
+                ops.tiny_ops(tl, TINY_OPS)
+        tl.free(inp)
+
+    ops.run_steps(tl, loop, body)
+
+
+def _single(builder: Callable[[Timeline, Loop], None], seed: int, steps: int) -> dict[str, Any]:
+    carry = _first_carry("2024", seed)
+    tl = Timeline(random.Random(f"pair|{seed}"), 1, 10_000 + seed, carry)
+    loop = Loop(steps, 2, steps // 2)
+    tl.work(150.0)
+    builder(tl, loop)
+    end = max([tl.t] + [g.end for g in tl.gpu]) + tl.ns(80.0)
+    return render_trace(tl, "2024", tl.begin, end)
+
+
+def make_pair(name: str, seed: int = 0, steps: int = 6) -> tuple[list[dict], list[dict], list[str]]:
+    """The pair's "before" and "after" traces and the edits that stand for the fix."""
+    if name == "sync_removed":
+        before = _single(lambda tl, loop: _sync_loop(tl, loop, True), seed, steps)
+        after = _single(lambda tl, loop: _sync_loop(tl, loop, False), seed, steps)
+        return [before], [after], ["sync:aten::_local_scalar_dense=0", "sync:cudaDeviceSynchronize=0"]
+    if name == "launch_fused":
+        before = _single(lambda tl, loop: _launch_loop(tl, loop, False), seed, steps)
+        after = _single(lambda tl, loop: _launch_loop(tl, loop, True), seed, steps)
+        return [before], [after], ["fuse:## pointwise ##"]
+    if name == "straggler_fixed":
+        slow, _ = make_job(ranks=4, steps=steps, straggler=2, straggler_ms=20.0)
+        fixed, _ = make_job(ranks=4, steps=steps, straggler=None)
+        return [slow[r] for r in sorted(slow)], [fixed[r] for r in sorted(fixed)], ["straggler=median"]
+    raise ValueError(f"unknown pair {name!r}; choose from {', '.join(PAIRS)}")
+
