@@ -58,11 +58,15 @@ export async function errorFromResponse(response) {
 /**
  * `route?k=v&...`, leaving out null and undefined parameters.
  * @param {string} route
- * @param {Record<string, string | number | boolean | null | undefined>} [params]
+ * @param {Record<string, string | number | boolean | string[] | null | undefined>} [params]
  */
 export function routeUrl(route, params = {}) {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined) q.set(k, String(v));
+  for (const [k, v] of Object.entries(params)) {
+    if (v === null || v === undefined) continue;
+    if (Array.isArray(v)) for (const item of v) q.append(k, String(item)); // a repeated parameter (`edit`)
+    else q.set(k, String(v));
+  }
   const s = q.toString();
   return s ? `${route}?${s}` : route;
 }
@@ -80,7 +84,7 @@ export class Api {
 
   /**
    * @param {string} route e.g. `summary`
-   * @param {Record<string, string | number | boolean | null | undefined>} [params]
+   * @param {Record<string, string | number | boolean | string[] | null | undefined>} [params]
    * @param {AbortSignal} [signal]
    * @returns {Promise<any>}
    */

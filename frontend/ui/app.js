@@ -29,6 +29,7 @@ import { StepTable } from './step_table.js';
 import { followTheme } from './theme.js';
 import { Store } from './store.js';
 import { TablesPanel } from './tables_panel.js';
+import { WhatIfPanel } from './whatif_panel.js';
 import { readInitialState, startUrlSync } from './urlsync.js';
 
 /**
@@ -65,6 +66,7 @@ export async function start(body) {
   const sections = [ranks.root, compare.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
     new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
+    new WhatIfPanel(store, api).root,
     new LaunchPanel(store, api).root];
   sections.splice(3, 0, new TablesPanel(store, api, (row) => selectRow(row, false), reveal).root);
   for (const section of sections.filter((s) => s !== lanes.root)) {

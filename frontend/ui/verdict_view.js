@@ -6,8 +6,9 @@
  * the loader's warnings. Every trace string goes in as text.
  */
 import { commText, deviceIdleText } from '../model/devices.js';
-import { formatDuration } from '../model/format.js';
+import { formatDuration, formatShare } from '../model/format.js';
 import { PANEL_FIGURES, figureWarning, healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
+import { SHOWN_IN_VERDICT, savingRows } from '../model/savings.js';
 import { confidenceText, reasonsOf, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
 import { el } from './dom.js';
 import { gpuSummaryBlock } from './gpu_summary.js';
@@ -58,7 +59,20 @@ function spanBlock(summary, runAnswer, withRun) {
     reasons.length ? el('div', { class: 'ks-reasons' }, 'Why there is not enough data:', el('ul', {}, reasons.map((r) => el('li', {}, r)))) : null,
     unreliableNote(summary, 'verdict'),
     v.suggestion ? el('div', { class: 'ks-suggestion' }, el('b', {}, 'Suggestion: '), String(v.suggestion)) : null,
+    savingsBlock(summary),
     insightsBlock(summary.insights));
+}
+
+/**
+ * The largest savings (`summary.savings`): what each fix would save per step, replayed; the panel lists them all.
+ * @param {any} summary
+ */
+function savingsBlock(summary) {
+  const rows = savingRows(summary).filter((r) => r.savingUs > 0).slice(0, SHOWN_IN_VERDICT);
+  if (!rows.length) return null;
+  return el('div', { class: 'ks-next ks-saves' }, el('b', {}, 'What a fix would save (replayed, per step):'),
+    el('ul', {}, rows.map((r) => el('li', { title: r.edits.join('\n') }, `${r.fix}: ${formatDuration(r.savingUs)}`
+      + (r.share === null ? '' : ` (${formatShare(r.share)})`)))));
 }
 
 /**

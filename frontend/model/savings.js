@@ -1,0 +1,84 @@
+// @ts-check
+/**
+ * What a fix would save: the summary's `savings` (each suggestion replayed with the edit that stands for it,
+ * largest first) as rows, the what-if answer (`whatif?span=&edit=`) as step bars, and the edits box's text as
+ * edits. Pure.
+ */
+
+export const MAX_EDITS = 16; // the whatif route's limit
+export const MAX_EDIT_CHARS = 1000;
+export const SHOWN_IN_VERDICT = 3; // savings listed under the verdict; the panel lists them all
+
+/**
+ * @typedef {object} SavingRow
+ * @property {string} fix what the change is
+ * @property {string} source verdict, runner-up, culprit or insight:KIND
+ * @property {number} savingUs per step, the mean
+ * @property {number | null} share of the median step
+ * @property {number} beforeUs median step before
+ * @property {number} afterUs median step after
+ * @property {string[]} edits as `kinetoscope whatif --edit` spells them
+ */
+
+/**
+ * The summary's savings, largest first, malformed entries left out.
+ * @param {any} summary
+ * @returns {SavingRow[]}
+ */
+export function savingRows(summary) {
+  const list = Array.isArray(summary?.savings) ? summary.savings : [];
+  /** @type {SavingRow[]} */
+  const rows = [];
+  for (const s of list) {
+    if (!s || typeof s.fix !== 'string' || !Number.isFinite(s.saving_us) || !Array.isArray(s.edits)) continue;
+    rows.push({ fix: s.fix, source: String(s.source ?? ''), savingUs: s.saving_us,
+      share: Number.isFinite(s.saving_share) ? s.saving_share : null,
+      beforeUs: Number(s.recorded_median_step_us), afterUs: Number(s.median_step_us),
+      edits: s.edits.filter((/** @type {unknown} */ e) => typeof e === 'string') });
+  }
+  return rows.sort((a, b) => b.savingUs - a.savingUs);
+}
+
+/** Where a saving came from, for a label. @param {string} source */
+export function sourceText(source) {
+  if (source === 'verdict') return 'the verdict';
+  if (source === 'runner-up') return 'the runner-up';
+  if (source === 'culprit') return 'a top culprit';
+  if (source.startsWith('insight:')) return `the ${source.slice('insight:'.length)} insight`;
+  return source;
+}
+
+/**
+ * The edits of the edits box: one per line, blank lines dropped.
+ * @param {string} text
+ * @returns {{edits: string[], error: string | null}}
+ */
+export function parseEditsText(text) {
+  const edits = String(text ?? '').split(/\r?\n/).map((line) => line.trim()).filter((line) => line.length > 0);
+  if (edits.length > MAX_EDITS) return { edits: [], error: `at most ${MAX_EDITS} edits, one per line (not ${edits.length})` };
+  const long = edits.find((e) => e.length > MAX_EDIT_CHARS);
+  if (long) return { edits: [], error: `an edit has ${long.length} characters; at most ${MAX_EDIT_CHARS}` };
+  return { edits, error: null };
+}
+
+/**
+ * @typedef {object} StepBar
+ * @property {string} name
+ * @property {number} recordedUs
+ * @property {number} predictedUs
+ * @property {number} recordedFrac width of the recorded bar, of the longest bar (0..1)
+ * @property {number} predictedFrac
+ */
+
+/**
+ * The what-if answer as one pair of bars per step, scaled to the longest bar.
+ * @param {any} answer
+ * @returns {StepBar[]}
+ */
+export function stepBars(answer) {
+  const steps = Array.isArray(answer?.steps) ? answer.steps : [];
+  const ok = steps.filter((/** @type {any} */ s) => Number.isFinite(s?.recorded_us) && Number.isFinite(s?.predicted_us));
+  const longest = Math.max(1e-9, ...ok.map((/** @type {any} */ s) => Math.max(s.recorded_us, s.predicted_us)));
+  return ok.map((/** @type {any} */ s) => ({ name: String(s.name ?? ''), recordedUs: s.recorded_us, predictedUs: s.predicted_us,
+    recordedFrac: Math.max(0, s.recorded_us) / longest, predictedFrac: Math.max(0, s.predicted_us) / longest }));
+}

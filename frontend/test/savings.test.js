@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { routeUrl } from '../api.js';
+import { MAX_EDITS, parseEditsText, savingRows, sourceText, stepBars } from '../model/savings.js';
+
+// the ResNet sample's first savings, as the summary route answers them
+const SUMMARY = { savings: [
+  { source: 'verdict', fix: '4 DataLoader workers', edits: ['dataloader-workers=4'], saving_us: 58984.667, steps: 6, saving_share: 0.3346,
+    median_step_us: 115906.5, recorded_median_step_us: 176273.0, total_saving_us: 353908.0 },
+  { source: 'insight:fusion', fix: 'fuse the kernels of Optimizer.step#SGD.step', edits: ['fuse:Optimizer.step#SGD.step'], saving_us: 3400,
+    steps: 6, saving_share: 0.019, median_step_us: 173000, recorded_median_step_us: 176273.0, total_saving_us: 20400 },
+  { source: 'verdict', fix: 'no DataLoader wait', edits: ['dataloader=0'], saving_us: 60366.5, steps: 6, saving_share: 0.3425,
+    median_step_us: 115906.5, recorded_median_step_us: 176273.0, total_saving_us: 362199.0 },
+  { fix: 42, edits: 'x' }, null] };
+
+test('savings come largest first, malformed entries left out', () => {
+  const rows = savingRows(SUMMARY);
+  assert.deepEqual(rows.map((r) => r.edits[0]), ['dataloader=0', 'dataloader-workers=4', 'fuse:Optimizer.step#SGD.step']);
+  assert.equal(rows[0].share, 0.3425);
+  assert.equal(rows[0].beforeUs, 176273);
+  assert.deepEqual(savingRows({}), []);
+  assert.deepEqual(savingRows(null), []);
+  assert.equal(sourceText('insight:fusion'), 'the fusion insight');
+  assert.equal(sourceText('runner-up'), 'the runner-up');
+});
+
+test('the edits box: one edit per line, bounded', () => {
+  assert.deepEqual(parseEditsText('dataloader=0\n\n  sync:aten::item=0  \r\n'), { edits: ['dataloader=0', 'sync:aten::item=0'], error: null });
+  assert.match(parseEditsText(Array(MAX_EDITS + 1).fill('dataloader=0').join('\n')).error, /at most 16/);
+  assert.match(parseEditsText('kernel:' + 'x'.repeat(2000) + '*0.5').error, /characters/);
+  // kernel names hold commas and spaces: only newlines separate edits
+  assert.deepEqual(parseEditsText('kernel:void f<float, 4>(int, int)*0.5').edits, ['kernel:void f<float, 4>(int, int)*0.5']);
+});
+
+test('repeated parameters in a route URL', () => {
+  assert.equal(routeUrl('whatif', { span: 'ab', edit: ['dataloader=0', 'sync:aten::item=0'] }),
+    'whatif?span=ab&edit=dataloader%3D0&edit=sync%3Aaten%3A%3Aitem%3D0');
+});
+
+test('step bars scale to the longest bar', () => {
+  const bars = stepBars({ steps: [{ name: 'ProfilerStep#5', recorded_us: 200, predicted_us: 100 },
+    { name: 'ProfilerStep#6', recorded_us: 100, predicted_us: 50 }, { name: 'bad', recorded_us: 'x' }] });
+  assert.equal(bars.length, 2);
+  assert.deepEqual(bars.map((b) => [b.recordedFrac, b.predictedFrac]), [[1, 0.5], [0.5, 0.25]]);
+  assert.deepEqual(stepBars({ steps: [] }), []);
+});
