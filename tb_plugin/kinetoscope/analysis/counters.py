@@ -183,7 +183,7 @@ def memory_bandwidth_summary(bw: MemoryBandwidth, limit: int = MAX_SERIES) -> li
         v = bw.series.value[bw.series.rows(k)]
         busy = int(bw.busy_ns[k])
         out.append({"type": name, "count": int(bw.count[k]), "bytes": int(bw.bytes[k]), "time_us": busy / 1e3,
-                    "average_gbps": round(float(bw.bytes[k]) / busy, 4) if busy > 0 else None,
+                    "average_gbps": round(float(bw.bytes[k]) / busy, 6) if busy > 0 else None,
                     "hta": _rounded(describe(v[v > 0]))})
     return out
 
