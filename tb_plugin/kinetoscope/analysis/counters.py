@@ -38,7 +38,7 @@ QUEUE_LAUNCH_NAMES = frozenset({
     "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
 MEMORY_TYPE_CHARS = 11  # len("Memcpy DtoH"): HTA's memory operation type is this prefix of the name
 MIN_COPY_NS = 1_000  # HTA stretches a 0-duration copy to 1 µs (its issue #20)
-MAX_SERIES = 256  # streams / memory types a summary lists (a hostile trace may have 100,000 streams)
+MAX_SERIES = 64  # streams / memory types a summary lists (a hostile trace may have 100,000 streams)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from . import thresholds as T
 from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
 from .cpu_ops import hot_spots
+from .counters import counters_summary
 from .culprits import host_culprit, sync_culprit, top_culprits
 from .dataloader_stalls import Steps, judged_ends, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
@@ -176,6 +177,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "health": health_entries(trace_health(model)),
         "insights": insight_entries(analysis.insights),
         "tables": tables_entry(model, tables),
+        "counters": counters_summary(model),
     }
 
 
