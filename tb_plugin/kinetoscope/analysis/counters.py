@@ -80,7 +80,7 @@ class MemoryBandwidth:
     busy_ns: np.ndarray  # int64 summed durations (as recorded, before the 1-µs stretch)
 
 
-def _series(key: np.ndarray, t_ns: np.ndarray, delta: np.ndarray, n_keys: int, tie: np.ndarray) -> Series:
+def step_series(key: np.ndarray, t_ns: np.ndarray, delta: np.ndarray, n_keys: int, tie: np.ndarray) -> Series:
     """Running sums of `delta` per key in (key, t, tie) order: HTA's sort by ts then cumsum per group."""
     order = np.lexsort((tie, t_ns, key))
     key, t_ns, delta = key[order], t_ns[order], delta[order]
@@ -99,7 +99,7 @@ def queue_length(model: TraceModel) -> QueueLength:
     lanes, key = np.unique(model.lane[act], return_inverse=True)
     key = key.astype(np.int64)
     n = act.size
-    series = _series(np.concatenate((key, key)), np.concatenate((model.ts_ns[model.launch_idx[act]], model.ts_ns[act])),
+    series = step_series(np.concatenate((key, key)), np.concatenate((model.ts_ns[model.launch_idx[act]], model.ts_ns[act])),
                      np.concatenate((np.ones(n), -np.ones(n))), lanes.size,
                      np.concatenate((np.zeros(n, np.int8), np.ones(n, np.int8))))
     lanes = lanes.astype(np.int64)
@@ -140,7 +140,7 @@ def memory_bandwidth(model: TraceModel) -> MemoryBandwidth:
     start = model.ts_ns[rows]
     end = start + np.maximum(model.dur_ns[rows], MIN_COPY_NS * (model.dur_ns[rows] == 0))
     n = rows.size
-    series = _series(np.concatenate((key, key)), np.concatenate((start, end)), np.concatenate((gbps, -gbps)),
+    series = step_series(np.concatenate((key, key)), np.concatenate((start, end)), np.concatenate((gbps, -gbps)),
                      len(names), np.zeros(2 * n, np.int8))
     k = len(names)
     return MemoryBandwidth(names, series, np.bincount(key, minlength=k).astype(np.int64),

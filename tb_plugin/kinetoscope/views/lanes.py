@@ -19,6 +19,7 @@ import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel
+from .counter_lanes import counters_view
 from .lane_index import LaneIndex, Level, owned_activities, window_positions
 from .overlays import gaps_overlay, steps_overlay
 
@@ -57,7 +58,8 @@ def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, widt
             "us_per_px": ns_per_px / 1e3, "names": names, "lanes": lanes, "gaps": gaps,
             "steps": steps_overlay(model, steps, t0_ns, t1_ns, ns_per_px, base), "flows": flows,
             "merged": merged, "rects": int(rects["count"].size), "lanes_total": int(model.lane_kind.size),
-            "lanes_hidden": int(model.lane_kind.size - index.shown_lanes.size)}
+            "lanes_hidden": int(model.lane_kind.size - index.shown_lanes.size),
+            "counters": counters_view(index.counters, t0_ns, t1_ns, width_px)}
 
 
 def _merge(index: LaneIndex, level: Level, pos: np.ndarray, ns_per_px: float, width_px: int) -> dict[str, np.ndarray]:
