@@ -23,6 +23,7 @@ PREFIX = "/data/plugin/kinetoscope"
 XSS = "<img src=x onerror=alert(1)>"
 DATA_ROUTES = ("summary", "markdown", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
 DATA_ROUTES += ("tables", "search")  # the profiler tables and the name search (issue 16)
+DATA_ROUTES += ("counters",)  # counter lanes, queue length and memcpy bandwidth (issue 27)
 
 
 def gpu_doc() -> dict:
@@ -154,6 +155,7 @@ SHAPES = {
     "export": ("", {"traceEvents", "baseTimeNanoseconds", "displayTimeUnit", "otherData"}),
     "tables": ("&by=kernel&start_us=0&end_us=500", {"by", "sort", "filter", "total", "offset", "limit", "window", "rows"}),
     "search": ("&q=aten", {"query", "total", "offset", "limit", "names", "hits"}),
+    "counters": ("&width_px=800", {"start_us", "bucket_us", "buckets", "lanes", "lanes_total", "lanes_hidden", "summary"}),
 }
 
 
