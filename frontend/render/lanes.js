@@ -4,9 +4,11 @@
  * the selection's launch flows and outlines (clipped to the scrolled lanes area), then the pinned
  * axis and step bar, the lane labels and the scrollbar.
  */
+import { countersHeight } from '../model/counters.js';
 import { flowsForSelection } from '../model/flows.js';
 import { GUTTER_W, HEADER_H, LANE_PAD, ROW_H } from '../model/layout.js';
 import { drawAxis, drawGrid } from './axis.js';
+import { drawCounterLabels, drawCounterPlots } from './counters.js';
 import { drawCpuLane } from './cpu_lane.js';
 import { COLORS } from './frame.js';
 import { drawFlows } from './flows.js';
@@ -44,6 +46,8 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
     if (lane.kind === 'gpu') drawGpuLane(frame, lane, b, y);
     else drawCpuLane(frame, lane, b, y);
   }
+  const countersY = HEADER_H + layout.heightCss - frame.scrollYCss;  // the counter lanes follow the last lane
+  drawCounterPlots(frame, countersY);
   drawFlows(frame, flowsForSelection(data.flows, sel), byLane);
   if (hover) outline(frame, byLane, hover, COLORS.hover, 1);
   if (sel) outline(frame, byLane, sel, COLORS.selection, 2);
@@ -51,7 +55,8 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
   drawAxis(ctx, scale, widthCss);
   drawStepBar(frame);
   drawGutter(frame, layout.blocks, layout.groups, pinned);
-  drawScrollbar(frame, layout.heightCss);
+  drawCounterLabels(frame, countersY);
+  drawScrollbar(frame, layout.heightCss + countersHeight(data.counters));
 }
 
 /**

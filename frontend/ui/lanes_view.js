@@ -7,6 +7,7 @@
 import { getWhenLanesReady } from '../loading.js';
 import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
+import { countersHeight } from '../model/counters.js';
 import { GUTTER_W, HEADER_H, RIGHT_PAD, ROW_H, clampScroll, layoutLanes } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale } from '../model/scale.js';
@@ -141,9 +142,14 @@ export class LanesView {
     this.byLane = new Map(this.layout.blocks.map((b) => [b.laneId, b]));
     // Lane geometry for automation (browser tests, screen readers' tooling): written per layout, not per frame.
     this.canvas.dataset.layout = JSON.stringify(this.layout.blocks.map((b) => ({ laneId: b.laneId, kind: b.kind, yCss: HEADER_H + b.yCss, hCss: b.hCss })));
-    this.view.setHeight(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, HEADER_H + this.layout.heightCss + 4)));
+    this.view.setHeight(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, HEADER_H + this.contentHeightCss() + 4)));
     this.scrollBy(0);
     this.view.requestRedraw();
+  }
+
+  /** Height of the scrolled content: the lanes, then the counter lanes under them. */
+  contentHeightCss() {
+    return this.layout.heightCss + countersHeight(this.data?.counters);
   }
 
   /** @param {HTMLElement | null} node */
@@ -153,7 +159,7 @@ export class LanesView {
 
   /** @param {number} dyCss */
   scrollBy(dyCss) {
-    this.scrollYCss = clampScroll(this.scrollYCss + dyCss, this.layout.heightCss, this.view.heightCss - HEADER_H);
+    this.scrollYCss = clampScroll(this.scrollYCss + dyCss, this.contentHeightCss(), this.view.heightCss - HEADER_H);
     this.view.requestRedraw();
   }
 
