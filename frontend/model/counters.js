@@ -101,7 +101,7 @@ export function bucketAt(c, tUs) {
  */
 export function formatCounter(v, unit) {
   if (unit === 'fraction') return `${(100 * v).toFixed(v >= 0.995 || v === 0 ? 0 : 1)}%`;
-  const text = v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : Number(v.toPrecision(3)).toString();
+  const text = Number.isInteger(v) || v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : Number(v.toPrecision(3)).toString();
   return unit === 'operations' ? text : `${text} ${unit}`;
 }
 

@@ -37,7 +37,7 @@ export function intervalAt(startUs, endUs, tUs) {
 
 /**
  * @param {import('./lanes.js').LanesData} data
- * @param {{blocks: import('./layout.js').LaneBlock[], groups?: import('./layout.js').GroupBlock[]}} layout
+ * @param {{blocks: import('./layout.js').LaneBlock[], groups?: import('./layout.js').GroupBlock[], countersYCss?: number}} layout
  * @param {import('./scale.js').TimeScale} scale
  * @param {number} scrollYCss
  * @param {number} xCss
@@ -61,7 +61,8 @@ export function hitTestLanes(data, layout, scale, scrollYCss, xCss, yCss) {
   const group = groupAtY(layout.groups ?? [], yContent);
   if (group >= 0) return { ...hit, area: 'group', group };
   const block = blockAtY(layout.blocks, yContent);
-  if (block < 0) return yContent >= layout.heightCss ? { ...hit, area: 'counter', counterY: yContent - layout.heightCss } : hit;
+  const counterY = yContent - (layout.countersYCss ?? Infinity);
+  if (block < 0) return counterY >= 0 ? { ...hit, area: 'counter', counterY } : hit;
   if (xCss < GUTTER_W) return { ...hit, area: 'gutter', block, pin: xCss >= GUTTER_W - PIN_W };
   const b = layout.blocks[block];
   const lane = data.lanes[b.index];

@@ -40,8 +40,9 @@ export function drawCounterPlots(frame, yTopCss) {
     ctx.lineWidth = 1;
     ctx.beginPath();
     for (let i = 0; i < lane.mean.length; i++) {
-      const x0 = Math.max(scale.tToX(c.startUs + i * c.bucketUs), GUTTER_W);
-      const x1 = Math.min(scale.tToX(c.startUs + (i + 1) * c.bucketUs), frame.widthCss);
+      // Whole pixels: neighbouring buckets meet without anti-aliased seams.
+      const x0 = Math.max(Math.round(scale.tToX(c.startUs + i * c.bucketUs)), GUTTER_W);
+      const x1 = Math.min(Math.round(scale.tToX(c.startUs + (i + 1) * c.bucketUs)), frame.widthCss);
       if (x1 <= x0) continue;
       const fillH = (Math.min(lane.mean[i], lane.top) / lane.top) * h;
       if (fillH > 0) ctx.fillRect(x0, base - fillH, x1 - x0, fillH);

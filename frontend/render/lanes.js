@@ -4,7 +4,6 @@
  * the selection's launch flows and outlines (clipped to the scrolled lanes area), then the pinned
  * axis and step bar, the lane labels and the scrollbar.
  */
-import { countersHeight } from '../model/counters.js';
 import { flowsForSelection } from '../model/flows.js';
 import { GUTTER_W, HEADER_H, LANE_PAD, ROW_H } from '../model/layout.js';
 import { drawAxis, drawGrid } from './axis.js';
@@ -21,7 +20,8 @@ import { drawStepBar } from './steps.js';
 
 /**
  * @param {import('./frame.js').Frame} frame
- * @param {{blocks: import('../model/layout.js').LaneBlock[], heightCss: number, groups?: import('../model/layout.js').GroupBlock[]}} layout
+ * @param {{blocks: import('../model/layout.js').LaneBlock[], heightCss: number, groups?: import('../model/layout.js').GroupBlock[],
+ *   countersYCss?: number}} layout
  * @param {Map<number, import('../model/layout.js').LaneBlock>} byLane
  * @param {(import('../model/flows.js').Selection & EventBox) | null} sel
  * @param {EventBox | null} hover
@@ -46,7 +46,7 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
     if (lane.kind === 'gpu') drawGpuLane(frame, lane, b, y);
     else drawCpuLane(frame, lane, b, y);
   }
-  const countersY = HEADER_H + layout.heightCss - frame.scrollYCss;  // the counter lanes follow the last lane
+  const countersY = HEADER_H + (layout.countersYCss ?? layout.heightCss) - frame.scrollYCss;  // under the last GPU lane
   drawCounterPlots(frame, countersY);
   drawFlows(frame, flowsForSelection(data.flows, sel), byLane);
   if (hover) outline(frame, byLane, hover, COLORS.hover, 1);
@@ -56,7 +56,7 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
   drawStepBar(frame);
   drawGutter(frame, layout.blocks, layout.groups, pinned);
   drawCounterLabels(frame, countersY);
-  drawScrollbar(frame, layout.heightCss + countersHeight(data.counters));
+  drawScrollbar(frame, layout.heightCss);
 }
 
 /**

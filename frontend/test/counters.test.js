@@ -68,6 +68,7 @@ test('formatCounter shows shares in percent and bandwidth with its unit', () => 
   assert.equal(formatCounter(0.5, 'fraction'), '50.0%');
   assert.equal(formatCounter(0.9999, 'fraction'), '100%');
   assert.equal(formatCounter(569, 'operations'), '569');
+  assert.equal(formatCounter(20, 'operations'), '20');
   assert.equal(formatCounter(10.72208, 'GB/s'), '10.7 GB/s');
   assert.equal(formatCounter(0.000213, 'GB/s'), '0.000213 GB/s');
 });
@@ -83,4 +84,20 @@ test('the lanes answer carries its counters, and a hover under the last lane rea
   assert.equal(hit.area, 'counter');
   assert.equal(counterReading(data.counters, hit.counterY ?? -1, hit.tUs)?.title, 'GPU 0 utilization');
   assert.equal(hitTestLanes(data, layout, scale, 0, scale.tToX(180), HEADER_H + 2).area, 'lane');
+});
+
+test('the counter lanes sit right under the last GPU lane, pinned or not, and push what follows down', () => {
+  const lanes = [{ id: 0, kind: 'cpu', label: 't', maxDepth: 2 }, { id: 1, kind: 'gpu', label: 'g', maxDepth: 0 },
+    { id: 2, kind: 'gpu', label: 'h', maxDepth: 0 }];
+  const plain = layoutLanes(lanes, new Set(), { groups: true });
+  const room = layoutLanes(lanes, new Set(), { groups: true, countersHCss: 50 });
+  assert.equal(room.countersYCss, plain.heightCss, 'GPU last: the counters close the list');
+  assert.equal(room.heightCss, plain.heightCss + 50);
+  const pinned = layoutLanes(lanes, new Set(), { groups: true, pinned: [1, 2], countersHCss: 50 });
+  const gpu2 = pinned.blocks.find((b) => b.laneId === 2);
+  const cpu = pinned.blocks.find((b) => b.laneId === 0);
+  assert.equal(pinned.countersYCss, (gpu2?.yCss ?? 0) + (gpu2?.hCss ?? 0));
+  assert.ok((cpu?.yCss ?? 0) >= pinned.countersYCss + 50, 'the CPU threads follow the counters');
+  assert.ok(pinned.groups[1].yCss >= pinned.countersYCss + 50, 'and so does their group header');
+  assert.equal(layoutLanes([lanes[0]], new Set(), { countersHCss: 50 }).countersYCss, layoutLanes([lanes[0]], new Set()).heightCss);
 });

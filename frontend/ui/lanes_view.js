@@ -42,7 +42,7 @@ export class LanesView {
     /** @type {((data: import('../model/lanes.js').LanesData) => void) | null} called with every accepted answer */
     this.onData = null;
     /** @type {ReturnType<typeof layoutLanes>} */
-    this.layout = { blocks: [], heightCss: 0, groups: [] };
+    this.layout = { blocks: [], heightCss: 0, groups: [], countersYCss: 0 };
     /** @type {Map<number, import('../model/layout.js').LaneBlock>} */
     this.byLane = new Map();
     /** @type {Set<number>} */
@@ -86,7 +86,7 @@ export class LanesView {
   resetSpan() {
     this.loader.reset();
     this.data = null;
-    this.layout = { blocks: [], heightCss: 0, groups: [] };
+    this.layout = { blocks: [], heightCss: 0, groups: [], countersYCss: 0 };
     this.byLane = new Map();
     this.collapsed = new Set();
     this.pinned = [];
@@ -138,18 +138,14 @@ export class LanesView {
 
   relayout() {
     if (!this.data) return;
-    this.layout = layoutLanes(this.data.lanes, this.collapsed, { groups: true, pinned: this.pinned, closedGroups: this.closedGroups });
+    this.layout = layoutLanes(this.data.lanes, this.collapsed, { groups: true, pinned: this.pinned, closedGroups: this.closedGroups,
+      countersHCss: countersHeight(this.data.counters) });
     this.byLane = new Map(this.layout.blocks.map((b) => [b.laneId, b]));
     // Lane geometry for automation (browser tests, screen readers' tooling): written per layout, not per frame.
     this.canvas.dataset.layout = JSON.stringify(this.layout.blocks.map((b) => ({ laneId: b.laneId, kind: b.kind, yCss: HEADER_H + b.yCss, hCss: b.hCss })));
-    this.view.setHeight(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, HEADER_H + this.contentHeightCss() + 4)));
+    this.view.setHeight(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, HEADER_H + this.layout.heightCss + 4)));
     this.scrollBy(0);
     this.view.requestRedraw();
-  }
-
-  /** Height of the scrolled content: the lanes, then the counter lanes under them. */
-  contentHeightCss() {
-    return this.layout.heightCss + countersHeight(this.data?.counters);
   }
 
   /** @param {HTMLElement | null} node */
@@ -159,7 +155,7 @@ export class LanesView {
 
   /** @param {number} dyCss */
   scrollBy(dyCss) {
-    this.scrollYCss = clampScroll(this.scrollYCss + dyCss, this.contentHeightCss(), this.view.heightCss - HEADER_H);
+    this.scrollYCss = clampScroll(this.scrollYCss + dyCss, this.layout.heightCss, this.view.heightCss - HEADER_H);
     this.view.requestRedraw();
   }
 
