@@ -11,7 +11,7 @@ from kinetoscope.analysis.counters import memory_bandwidth
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes, load_trace
 from kinetoscope.views.counter_lanes import (
-    MAX_BUCKETS, MAX_COUNTER_LANES, bucket_stats, build_counter_index, counters_view)
+    COUNTER_PX, MAX_BUCKETS, MAX_COUNTER_LANES, bucket_stats, build_counter_index, counter_index, counters_view)
 from kinetoscope.views.lane_index import build_lane_index
 from kinetoscope.views.lanes import lanes_view
 
@@ -29,13 +29,15 @@ def by_label(view):
     return {lane["label"]: lane for lane in view["lanes"]}
 
 
-def test_bucket_mean_and_max_of_a_step_function():
-    t = np.array([10, 20, 30, 40])  # 2 on [10, 20), 5 on [20, 30), 1 on [30, 40), 0 after
-    v = np.array([2.0, 5.0, 1.0, 0.0])
-    integral = np.array([0.0, 20.0, 70.0, 80.0])
-    mean, peak = bucket_stats(t, v, integral, np.array([0.0, 10, 25, 40, 50]))
-    assert mean.tolist() == pytest.approx([0.0, (20 + 25) / 15, (25 + 10) / 15, 0.0])
-    assert peak.tolist() == [0.0, 5.0, 5.0, 0.0]
+def test_bucket_mean_and_max_of_step_functions_side_by_side():
+    # counter 0: 2 on [10, 20), 5 on [20, 30), 1 on [30, 40), 0 after; counter 1: 4 from 35 on
+    index = counter_index([("queue_length", "a", 0, 7, np.array([10, 20, 30, 40]), np.array([2.0, 5.0, 1.0, 0.0])),
+                    ("queue_length", "b", 0, 8, np.array([35]), np.array([4.0]))], base_ns=0)
+    mean, peak = bucket_stats(index, np.array([-20, 0, 10, 25, 40, 50, 10_000]))
+    assert mean[0].tolist() == pytest.approx([0.0, 0.0, (20 + 25) / 15, (25 + 10) / 15, 0.0, 0.0])
+    assert peak[0].tolist() == [0.0, 0.0, 5.0, 5.0, 0.0, 0.0]
+    assert mean[1].tolist() == pytest.approx([0.0, 0.0, 0.0, 4 * 5 / 15, 4.0, 4.0]), "beyond its keys it holds"
+    assert peak[1].tolist() == [0.0, 0.0, 0.0, 4.0, 4.0, 4.0]
 
 
 def hand_trace():
@@ -50,7 +52,7 @@ def hand_trace():
 def test_counters_of_a_hand_built_trace_per_bucket():
     model = hand_trace()
     base = model.start_ns  # the first event starts at 0 µs
-    view = counters_view(build_counter_index(model), base, base + 1_000_000, 40)  # 10 buckets of 100 µs
+    view = counters_view(build_counter_index(model), base, base + 1_000_000, 10 * COUNTER_PX)  # 10 buckets of 100 µs
     assert view["buckets"] == 10 and view["bucket_us"] == 100.0 and view["lanes_total"] == 5
     lanes = by_label(view)
     assert lanes["GPU 0 utilization"]["mean"] == [0, 1, 0.5, 0, 1, 0, 0, 0, 0, 0]
@@ -100,9 +102,9 @@ def test_bucket_means_integrate_to_the_analyses_totals(path):
     lanes = by_label(view)
     for device in analyze(model).idle.devices:
         util = lanes[f"GPU {device.device} utilization"]["mean"]
-        assert sum(util) * width_ns == pytest.approx(device.busy_ns, rel=1e-3)  # 4 significant digits
+        assert sum(util) * width_ns == pytest.approx(device.busy_ns, rel=1e-3)  # values rounded to 1e-5 of the lane's max
     bw = memory_bandwidth(model)
     for k, name in enumerate(bw.names):
         moved = sum(lanes[f"{name} GB/s"]["mean"]) * width_ns  # GB/s x ns = bytes
-        assert moved == pytest.approx(bw.bytes[k], rel=1e-3)
+        assert moved == pytest.approx(bw.bytes[k], rel=3e-3)  # small copies beside big ones: rounded
     json.dumps(view, allow_nan=False)

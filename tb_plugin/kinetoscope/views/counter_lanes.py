@@ -13,7 +13,7 @@ Each counter is a step function of time (value from each change on), built once 
 A prefix integral at every change makes a bucket's mean two binary searches (I(b) - I(a)) / (b - a), and
 its max one `reduceat`, so an answer costs O(buckets x log changes) per counter whatever the zoom: the
 same level of detail at any window, with no per-level copy. Answers are bounded: MAX_COUNTER_LANES
-counters, at most MAX_BUCKETS buckets of COUNTER_PX pixels each.
+counters, at most MAX_BUCKETS buckets of COUNTER_PX pixels each, values rounded (RESOLUTION).
 """
 from __future__ import annotations
 
@@ -26,27 +26,32 @@ from ..analysis.counters import Series, memory_bandwidth, queue_length, step_ser
 from ..trace.kinds import ACTIVITY_KINDS, Kind
 from ..trace.model import TraceModel, freeze_arrays
 
-COUNTER_PX = 4  # pixels per bucket: a step chart finer than this reads as noise
+COUNTER_PX = 6  # pixels per bucket: a step chart finer than this reads as noise, and costs answer size
 MAX_BUCKETS = 500
-MAX_COUNTER_LANES = 24  # 24 x 500 x 2 values x ~6 B: < 150 KB beside the lanes' 850 KB
+MAX_COUNTER_LANES = 24  # 24 x 500 x 2 values x ~8 B: < 200 KB beside the lanes' 850 KB
 UNITS = {"utilization": "fraction", "sm_efficiency": "fraction", "queue_length": "operations",
          "memory_bandwidth": "GB/s"}
-SIGNIFICANT = 4  # digits kept per value: a 0.0002 GB/s mean still integrates to its bytes
+_KEY_LIMIT = 1 << 62
+RESOLUTION = 5  # decimals kept below each counter's largest value in the window (see lane_decimals)
 
 
 @dataclass(frozen=True)
 class CounterIndex:
-    """Every counter's step function, concatenated (`ptr` CSR offsets), with its prefix integral."""
+    """The counters' step functions (the first MAX_COUNTER_LANES, in drawing order), concatenated in one
+    sorted key column `key = counter * stride + (t - base_ns)` as lane_index.py packs its groups, so the
+    buckets of every counter are one `searchsorted`; with each change's prefix integral."""
 
     kind: tuple[str, ...]
     label: tuple[str, ...]
     device: np.ndarray  # int64 per counter (-1 for memory bandwidth, which HTA sums over devices)
     stream: np.ndarray  # int64 per counter (-1 but for queue length)
-    base_ns: int  # the model's start: times are stored from it (float64 keeps 0.25 µs at epoch ns)
-    t_ns: np.ndarray  # int64 change times, from base_ns
-    value: np.ndarray  # float64
-    integral_ns: np.ndarray  # float64: integral of the step function from its first change to t_ns (value x ns)
-    ptr: np.ndarray  # int64
+    total: int  # counters of the trace, those beyond MAX_COUNTER_LANES included
+    base_ns: int  # the model's start: times are stored from it
+    stride: int  # exceeds every stored time: one counter's keys never reach the next one's
+    key: np.ndarray  # int64 per change, ascending
+    value: np.ndarray  # float64 from the change on
+    integral_ns: np.ndarray  # float64: integral of the counter from its first change to this one (value x ns)
+    ptr: np.ndarray  # int64 CSR offsets of the counters' changes
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -104,39 +109,52 @@ def build_counter_index(model: TraceModel) -> CounterIndex:
     for k, name in enumerate(bw.names):
         r = bw.series.rows(k)
         parts.append(("memory_bandwidth", f"{name} GB/s", -1, -1, bw.series.t_ns[r], np.maximum(bw.series.value[r], 0.0)))
-    return _index(parts, model.start_ns)
+    return counter_index(parts, model.start_ns)
 
 
-def _index(parts, base_ns: int) -> CounterIndex:
-    sizes = np.array([p[4].size for p in parts], np.int64)
+def counter_index(parts, base_ns: int) -> CounterIndex:
+    """The index of `parts`: (kind, label, device, stream, change times in ns, values) per counter, in order."""
+    total = len(parts)
+    t_all = [p[4].astype(np.int64) - base_ns for p in parts]
+    stride = int(max((int(t.max()) for t in t_all if t.size), default=0)) + 2
+    parts, t_all = parts[:min(MAX_COUNTER_LANES, max(_KEY_LIMIT // stride, 1))], t_all[:MAX_COUNTER_LANES]
+    t_all = t_all[:len(parts)]
+    sizes = np.array([t.size for t in t_all], np.int64)
     ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    t = np.concatenate([p[4] for p in parts]).astype(np.int64) - base_ns if parts else np.zeros(0, np.int64)
+    t = np.concatenate(t_all) if parts else np.zeros(0, np.int64)
     v = np.concatenate([p[5] for p in parts]).astype(np.float64) if parts else np.zeros(0)
     seg = np.zeros(t.size)
     if t.size > 1:
         seg[1:] = v[:-1] * np.diff(t)
         seg[ptr[:-1][sizes > 0]] = 0.0  # a series' first change starts its integral at 0
-    total = np.cumsum(seg)
-    base = np.repeat(np.where(sizes > 0, total[np.minimum(ptr[:-1], max(t.size - 1, 0))], 0.0), sizes)
+    total_area = np.cumsum(seg)
+    base = np.repeat(np.where(sizes > 0, total_area[np.minimum(ptr[:-1], max(t.size - 1, 0))], 0.0), sizes)
+    key = t + np.repeat(np.arange(len(parts), dtype=np.int64) * stride, sizes)
     return CounterIndex(tuple(p[0] for p in parts), tuple(p[1] for p in parts),
                         np.array([p[2] for p in parts], np.int64), np.array([p[3] for p in parts], np.int64),
-                        int(base_ns), t, v, total - base, ptr)
+                        total, int(base_ns), stride, key, v, total_area - base, ptr)
 
 
-def bucket_stats(t_ns: np.ndarray, value: np.ndarray, integral_ns: np.ndarray, edges_ns: np.ndarray):
-    """(mean, max) of one step function over the buckets [edges[i], edges[i+1]) (0 before its first change)."""
-    if t_ns.size == 0:
-        zeros = np.zeros(edges_ns.size - 1)
-        return zeros, zeros
-    j = np.searchsorted(t_ns, edges_ns, side="right") - 1
+def bucket_stats(counters: CounterIndex, edges_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, max) of every counter over the buckets [edges[i], edges[i+1]) (ns from base_ns, ascending,
+    integers), as (counters, buckets) arrays; a counter reads 0 before its first change."""
+    n = len(counters)
+    if n == 0 or counters.key.size == 0:
+        return np.zeros((n, edges_ns.size - 1)), np.zeros((n, edges_ns.size - 1))
+    offset = (np.arange(n, dtype=np.int64) * counters.stride)[:, None]
+    q = offset + edges_ns[None, :]
+    searched = offset + np.clip(edges_ns, -1, counters.stride - 1)[None, :]  # never into a neighbour's keys
+    key, value = counters.key, counters.value
+    j = np.searchsorted(key, searched, side="right") - 1
+    valid = j >= counters.ptr[:n, None]  # a change of this counter (not of the one before) at or before the edge
     at = np.maximum(j, 0)
-    level = np.where(j >= 0, value[at], 0.0)
-    area = np.where(j >= 0, integral_ns[at] + value[at] * (edges_ns - t_ns[at]), 0.0)
-    mean = np.diff(area) / np.maximum(np.diff(edges_ns), 1e-9)
-    lo = np.searchsorted(t_ns, edges_ns[:-1], side="right")
-    hi = np.searchsorted(t_ns, edges_ns[1:], side="left")
+    level = np.where(valid, value[at], 0.0)
+    area = np.where(valid, counters.integral_ns[at] + value[at] * (q - key[at]), 0.0)
+    mean = np.diff(area, axis=1) / np.maximum(np.diff(edges_ns), 1)[None, :]
+    lo = (j[:, :-1] + 1).ravel()  # the first change after each bucket's start
+    hi = np.searchsorted(key, searched[:, 1:], side="left").ravel()
     inner = np.maximum.reduceat(np.append(value, -np.inf), np.stack((lo, hi), 1).ravel())[::2]
-    peak = np.maximum(level[:-1], np.where(hi > lo, inner, -np.inf))
+    peak = np.maximum(level[:, :-1], np.where(hi > lo, inner, -np.inf).reshape(n, -1))
     return mean, peak
 
 
@@ -144,23 +162,30 @@ def counters_view(counters: CounterIndex, t0_ns: int, t1_ns: int, width_px: int)
     """The `counters` part of a `lanes` answer: each counter's mean and max per bucket of the window [t0, t1)
     (absolute ns; times in the answer are µs from the trace start, as everywhere in `lanes`)."""
     buckets = int(min(max(width_px // COUNTER_PX, 1), MAX_BUCKETS))
-    base_ns = counters.base_ns
-    edges = (t0_ns - base_ns) + (t1_ns - t0_ns) * (np.arange(buckets + 1, dtype=np.float64) / buckets)
-    lanes = []
-    for k in range(min(len(counters), MAX_COUNTER_LANES)):
-        r = slice(int(counters.ptr[k]), int(counters.ptr[k + 1]))
-        mean, peak = bucket_stats(counters.t_ns[r], counters.value[r], counters.integral_ns[r], edges)
-        kind = counters.kind[k]
-        lanes.append({"kind": kind, "label": counters.label[k], "device": int(counters.device[k]),
-                      "stream": int(counters.stream[k]), "unit": UNITS[kind],
-                      "mean": significant(mean).tolist(), "max": significant(peak).tolist()})
-    return {"start_us": round((t0_ns - base_ns) / 1e3, 3), "bucket_us": round((t1_ns - t0_ns) / buckets / 1e3, 6),
-            "buckets": buckets, "lanes": lanes, "lanes_total": len(counters),
-            "lanes_hidden": max(len(counters) - MAX_COUNTER_LANES, 0)}
+    span = max(t1_ns - t0_ns, 1)
+    edges = (t0_ns - counters.base_ns) + (np.arange(buckets + 1, dtype=np.int64) * span) // buckets
+    mean, peak = bucket_stats(counters, edges)
+    decimals = lane_decimals(peak)
+    mean, peak = rounded(mean, decimals).tolist(), rounded(peak, decimals).tolist()
+    lanes = [{"kind": kind, "label": counters.label[k], "device": int(counters.device[k]),
+              "stream": int(counters.stream[k]), "unit": UNITS[kind], "mean": mean[k], "max": peak[k]}
+             for k, kind in enumerate(counters.kind)]
+    return {"start_us": round((t0_ns - counters.base_ns) / 1e3, 3), "bucket_us": round(span / buckets / 1e3, 6),
+            "buckets": buckets, "lanes": lanes, "lanes_total": counters.total,
+            "lanes_hidden": counters.total - len(counters)}
 
 
-def significant(x: np.ndarray, digits: int = SIGNIFICANT) -> np.ndarray:
-    """Non-negative values rounded to `digits` significant digits (float noise below 1e-9 read as 0)."""
-    x = np.where(x > 1e-9, x, 0.0)
-    scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.where(x > 0, x, 1.0))))
-    return np.round(x * scale) / scale
+def lane_decimals(peak: np.ndarray) -> np.ndarray:
+    """Per counter (row), the decimals its values keep: RESOLUTION digits below its largest value in the window
+    (a 0.0002 GB/s bucket beside a 900 GB/s one is sent as 0)."""
+    top = peak.max(axis=1, initial=0.0) if peak.size else np.zeros(peak.shape[0])
+    return (RESOLUTION - np.floor(np.log10(np.where(top > 0, top, 1.0)))).astype(np.int64)
+
+
+def rounded(x: np.ndarray, decimals: np.ndarray) -> np.ndarray:
+    """Non-negative values, row r rounded to decimals[r] (negative: to tens, hundreds, ...). Powers of ten are
+    exact as divisors, not as factors: 75000 / 1e5 is 0.75, 75000 * 1e-5 is 0.7500000000000001."""
+    x = np.maximum(x, 0.0)
+    up = 10.0 ** np.maximum(decimals, 0)[:, None]
+    down = 10.0 ** np.maximum(-decimals, 0)[:, None]
+    return np.round(x * up / down) * down / up
