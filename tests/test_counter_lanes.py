@@ -11,7 +11,7 @@ from kinetoscope.analysis.counters import memory_bandwidth
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes, load_trace
 from kinetoscope.views.counter_lanes import (
-    COUNTER_PX, MAX_BUCKETS, MAX_COUNTER_LANES, bucket_stats, build_counter_index, counter_index, counters_view)
+    COUNTER_PX, MAX_BUCKETS, MAX_COUNTER_LANES, bucket_stats, build_counter_index, counter_index, counters_view, range_max)
 from kinetoscope.views.lane_index import build_lane_index
 from kinetoscope.views.lanes import lanes_view
 
@@ -108,3 +108,14 @@ def test_bucket_means_integrate_to_the_analyses_totals(path):
         moved = sum(lanes[f"{name} GB/s"]["mean"]) * width_ns  # GB/s x ns = bytes
         assert moved == pytest.approx(bw.bytes[k], rel=3e-3)  # small copies beside big ones: rounded
     json.dumps(view, allow_nan=False)
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 1000, 5000])
+def test_range_max_matches_a_plain_max_over_every_range(n):
+    rng = np.random.default_rng(n)
+    values = rng.random(n) * 100
+    index = counter_index([("queue_length", "a", 0, 7, np.arange(n) * 10, values)], base_ns=0)
+    lo = rng.integers(0, n + 1, 400)
+    hi = np.minimum(lo + rng.integers(0, 300, 400), n)
+    expected = [values[a:b].max() if b > a else -np.inf for a, b in zip(lo.tolist(), hi.tolist())]
+    assert range_max(index, lo, hi).tolist() == expected

@@ -32,6 +32,7 @@ MAX_COUNTER_LANES = 24  # 24 x 500 x 2 values x ~8 B: < 200 KB beside the lanes'
 UNITS = {"utilization": "fraction", "sm_efficiency": "fraction", "queue_length": "operations",
          "memory_bandwidth": "GB/s"}
 _KEY_LIMIT = 1 << 62
+MAX_BLOCK = 16  # values per block of the range-maximum table (see sparse_table)
 RESOLUTION = 5  # decimals kept below each counter's largest value in the window (see lane_decimals)
 
 
@@ -52,6 +53,8 @@ class CounterIndex:
     value: np.ndarray  # float64 from the change on
     integral_ns: np.ndarray  # float64: integral of the counter from its first change to this one (value x ns)
     ptr: np.ndarray  # int64 CSR offsets of the counters' changes
+    sparse: np.ndarray  # float64: max of `value` over 2^k blocks of MAX_BLOCK changes from each block, k = 0, 1, ...
+    sparse_ptr: np.ndarray  # int64 offset of level k in `sparse`
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -128,11 +131,54 @@ def counter_index(parts, base_ns: int) -> CounterIndex:
         seg[1:] = v[:-1] * np.diff(t)
         seg[ptr[:-1][sizes > 0]] = 0.0  # a series' first change starts its integral at 0
     total_area = np.cumsum(seg)
-    base = np.repeat(np.where(sizes > 0, total_area[np.minimum(ptr[:-1], max(t.size - 1, 0))], 0.0), sizes)
+    first_area = total_area[np.minimum(ptr[:-1], t.size - 1)] if t.size else np.zeros(len(parts))
+    base = np.repeat(np.where(sizes > 0, first_area, 0.0), sizes)
     key = t + np.repeat(np.arange(len(parts), dtype=np.int64) * stride, sizes)
     return CounterIndex(tuple(p[0] for p in parts), tuple(p[1] for p in parts),
                         np.array([p[2] for p in parts], np.int64), np.array([p[3] for p in parts], np.int64),
-                        total, int(base_ns), stride, key, v, total_area - base, ptr)
+                        total, int(base_ns), stride, key, v, total_area - base, ptr, *sparse_table(v))
+
+
+def sparse_table(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Range-maximum table over blocks of MAX_BLOCK values: level k holds the max of 2^k blocks from each block
+    (about n / MAX_BLOCK x log2 of that values: as many as `value` holds for 10 million changes)."""
+    n_blocks = -(-value.size // MAX_BLOCK)
+    padded = np.full(n_blocks * MAX_BLOCK, -np.inf)
+    padded[:value.size] = value
+    levels = [padded.reshape(n_blocks, MAX_BLOCK).max(axis=1)] if n_blocks else [np.zeros(0)]
+    while (1 << len(levels)) <= n_blocks:
+        prev, half = levels[-1], 1 << (len(levels) - 1)
+        levels.append(np.maximum(prev[:-half], prev[half:]))
+    return np.concatenate(levels), np.concatenate(([0], np.cumsum([lv.size for lv in levels]))).astype(np.int64)
+
+
+def range_max(counters: CounterIndex, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(value[lo:hi]) for each pair (-inf where empty): whole blocks from the sparse table, the partial blocks
+    at either end (fewer than MAX_BLOCK values each) read directly, so the work is bounded by the number of
+    ranges, not by the changes they span."""
+    first_block = -(-lo // MAX_BLOCK)
+    end_block = hi // MAX_BLOCK
+    whole = first_block < end_block
+    out = np.full(lo.size, -np.inf)
+    if whole.any():
+        a, b = first_block[whole], end_block[whole]
+        k = np.floor(np.log2(b - a)).astype(np.int64)
+        base = counters.sparse_ptr[k]
+        out[whole] = np.maximum(counters.sparse[base + a], counters.sparse[base + b - (1 << k)])
+    head_end = np.where(whole, first_block * MAX_BLOCK, hi)
+    tail_start = np.where(whole, end_block * MAX_BLOCK, hi)
+    starts = np.concatenate((lo, tail_start))
+    ends = np.maximum(np.concatenate((head_end, hi)), starts)
+    lengths = ends - starts
+    owner = np.flatnonzero(lengths > 0)
+    if owner.size:
+        n = lengths[owner]
+        first = np.cumsum(n) - n
+        positions = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(starts[owner] - first, n)
+        ends_max = np.full(starts.size, -np.inf)
+        ends_max[owner] = np.maximum.reduceat(counters.value[positions], first)
+        out = np.maximum(out, ends_max.reshape(2, -1).max(axis=0))
+    return out
 
 
 def bucket_stats(counters: CounterIndex, edges_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -152,9 +198,8 @@ def bucket_stats(counters: CounterIndex, edges_ns: np.ndarray) -> tuple[np.ndarr
     area = np.where(valid, counters.integral_ns[at] + value[at] * (q - key[at]), 0.0)
     mean = np.diff(area, axis=1) / np.maximum(np.diff(edges_ns), 1)[None, :]
     lo = (j[:, :-1] + 1).ravel()  # the first change after each bucket's start
-    hi = np.searchsorted(key, searched[:, 1:], side="left").ravel()
-    inner = np.maximum.reduceat(np.append(value, -np.inf), np.stack((lo, hi), 1).ravel())[::2]
-    peak = np.maximum(level[:, :-1], np.where(hi > lo, inner, -np.inf).reshape(n, -1))
+    hi = np.searchsorted(key, searched[:, 1:], side="left").ravel()  # the first at or after its end
+    peak = np.maximum(level[:, :-1], range_max(counters, lo, np.maximum(hi, lo)).reshape(n, -1))
     return mean, peak
 
 
