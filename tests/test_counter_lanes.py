@@ -119,3 +119,9 @@ def test_range_max_matches_a_plain_max_over_every_range(n):
     hi = np.minimum(lo + rng.integers(0, 300, 400), n)
     expected = [values[a:b].max() if b > a else -np.inf for a, b in zip(lo.tolist(), hi.tolist())]
     assert range_max(index, lo, hi).tolist() == expected
+
+
+def test_a_lanes_answer_without_counters_when_asked():
+    model = hand_trace()
+    payload = lanes_view(model, build_lane_index(model), model.start_ns, model.stop_ns, 800, counters=False)
+    assert payload["counters"] is None

@@ -170,6 +170,16 @@ def test_data_routes_answer_json(apps, ids, route, which):
     assert keys <= set(body(response))
 
 
+def test_lanes_carry_counter_lanes_unless_asked_not_to(apps, ids):
+    sid = ids["gpu"]
+    with_counters = body(get(apps, "lanes", f"?span={sid}&width_px=600"))["counters"]
+    assert [lane["kind"] for lane in with_counters["lanes"]] == ["utilization", "queue_length"]
+    assert body(get(apps, "lanes", f"?span={sid}&width_px=600&counters=0"))["counters"] is None
+    assert get(apps, "lanes", f"?span={sid}&counters=2").status_code == 400
+    counters = body(get(apps, "counters", f"?span={sid}&width_px=600"))
+    assert counters["lanes"] == with_counters["lanes"] and counters["summary"]["queue_streams"] == 1
+
+
 def test_route_contents(apps, ids):
     sid = ids["gpu"]
     summary = body(get(apps, "summary", f"?span={sid}"))

@@ -351,7 +351,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         args = request.args
         start, end = window_args(args)
         return routes.lanes_impl(self.service(), span_arg(args), start_us=start, end_us=end,
-                              width_px=int_arg(args, "width_px", 1600, 1, 10_000))
+                              width_px=int_arg(args, "width_px", 1600, 1, 10_000),
+                              counters=flag_arg(args, "counters") if "counters" in args else True)
 
     @_route
     def counters_route(self, request):

@@ -255,15 +255,15 @@ def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int 
 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,
-               width_px: int = 1600) -> dict[str, Any]:
-    """Everything to draw for a window at a pixel width, bounded in size. While the analyses still run, the
+               width_px: int = 1600, counters: bool = True) -> dict[str, Any]:
+    """Everything to draw for a window at a pixel width, bounded in size (`counters`: with the counter lanes). While the analyses still run, the
     gap and step overlays are empty and `analysed` is false: ask again once the span is ready."""
     loaded = _load_lanes(service, sid)
     model, prepared = loaded.model, loaded.prepared
     t0, t1 = _window(model, start_us, end_us)
     analysis = getattr(prepared, "analysis", None)
     idle, steps = (None, None) if analysis is None else (analysis.idle, analysis.steps)
-    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps)
+    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps, counters=counters)
     out["analysed"] = analysis is not None
     return out
 
