@@ -9,8 +9,10 @@ calls without an activity are left out on both sides, as HTA's semi-join leaves 
 never goes negative. One series per GPU lane (device, stream); HTA groups by stream id alone, which is
 the same on a one-device trace.
 
-Memcpy bandwidth (HTA `get_memory_bw_time_series`): per memory operation type (`Memcpy HtoD`,
-`Memcpy DtoH`, `Memcpy DtoD`, `Memset`, ... the first 11 characters of a `Memcpy` name), the sum of the
+Memcpy bandwidth (HTA `get_memory_bw_time_series`): over the GPU activities HTA calls memory kernels (names
+starting `Memcpy`, `Memset` or `dma`, as MTIA's `dma_request`; not `hip...`, which HTA counts as communication),
+per memory operation type (`Memcpy HtoD`, `Memcpy DtoH`, `Memcpy DtoD`, `Memset`, ... the first 11
+characters of a `Memcpy` name, `Memcpy Unknown` for the others), the sum of the
 bandwidths of the copies running at each instant; a copy's bandwidth is bytes / duration in GB/s (1e9
 bytes), what Kineto writes as `memory bandwidth (GB/s)`. A 0-µs copy is stretched to 1 µs, as HTA does.
 A copy without a `bytes` arg counts 0 GB/s (HTA's default for a missing arg).
@@ -23,12 +25,13 @@ every change equally, so a burst of launches counts more than a long steady queu
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..trace.kinds import ACTIVITY_KINDS, Kind
+from ..trace.kinds import ACTIVITY_KINDS
 from ..trace.model import TraceModel, freeze_arrays
 
 # Launch calls HTA counts in a queue (hta/common/trace_symbol_table.py, get_runtime_launch_events_mask).
@@ -36,6 +39,10 @@ QUEUE_LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
     "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
     "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+# HTA's kernel types (hta/common/types.py): a name is a memory kernel when it matches MEMORY_KERNEL and not
+# COMM_KERNEL (communication is tested first).
+MEMORY_KERNEL = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+COMM_KERNEL = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
 MEMORY_TYPE_CHARS = 11  # len("Memcpy DtoH"): HTA's memory operation type is this prefix of the name
 MIN_COPY_NS = 1_000  # HTA stretches a 0-duration copy to 1 µs (its issue #20)
 MAX_SERIES = 64  # streams / memory types a summary lists (a hostile trace may have 100,000 streams)
@@ -128,9 +135,17 @@ def copy_bandwidth_gbps(model: TraceModel, rows: np.ndarray) -> tuple[np.ndarray
     return nbytes, np.divide(nbytes, dur, out=np.zeros(rows.size), where=dur > 0)
 
 
+def is_memory_kernel(name: str) -> bool:
+    """Whether HTA counts a GPU activity of this name as a memory kernel."""
+    return MEMORY_KERNEL.match(name) is not None and COMM_KERNEL.match(name) is None
+
+
 def memory_bandwidth(model: TraceModel) -> MemoryBandwidth:
     """HTA's memcpy/memset bandwidth per memory operation type (see the module docstring)."""
-    rows = np.flatnonzero(model.kind_in((Kind.MEMCPY, Kind.MEMSET)))
+    rows = np.flatnonzero(model.kind_in(ACTIVITY_KINDS))
+    names = np.unique(model.name_id[rows])  # the regexes run once per activity name, not per event or per name
+    memory = names[np.fromiter((is_memory_kernel(model.names[i]) for i in names.tolist()), bool, names.size)]
+    rows = rows[model.name_in(memory, rows)]
     ids, inverse = np.unique(model.name_id[rows], return_inverse=True)
     types = [memory_type(model.names[i]) for i in ids.tolist()]
     names = tuple(sorted(set(types)))
