@@ -11,7 +11,15 @@ from kinetoscope.analysis.counters import memory_bandwidth
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes, load_trace
 from kinetoscope.views.counter_lanes import (
-    COUNTER_PX, MAX_BUCKETS, MAX_COUNTER_LANES, bucket_stats, build_counter_index, counter_index, counters_view, range_max)
+    COUNTER_PX,
+    MAX_BUCKETS,
+    MAX_COUNTER_LANES,
+    bucket_stats,
+    build_counter_index,
+    counter_index,
+    counters_view,
+    range_max,
+)
 from kinetoscope.views.lane_index import build_lane_index
 from kinetoscope.views.lanes import lanes_view
 

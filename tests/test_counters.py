@@ -13,8 +13,16 @@ import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc
 from kinetoscope.analysis.counters import (
-    QUEUE_LAUNCH_NAMES, counters_summary, describe, memory_bandwidth, memory_bandwidth_summary, memory_type,
-    queue_length, queue_length_summary, time_weighted_mean)
+    QUEUE_LAUNCH_NAMES,
+    counters_summary,
+    describe,
+    memory_bandwidth,
+    memory_bandwidth_summary,
+    memory_type,
+    queue_length,
+    queue_length_summary,
+    time_weighted_mean,
+)
 from kinetoscope.trace.loader import decode_bytes, load_trace
 
 

@@ -16,8 +16,8 @@ from . import intervals
 from . import thresholds as T
 from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
-from .cpu_ops import hot_spots
 from .counters import counters_summary
+from .cpu_ops import hot_spots
 from .culprits import host_culprit, sync_culprit, top_culprits
 from .dataloader_stalls import Steps, judged_ends, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
