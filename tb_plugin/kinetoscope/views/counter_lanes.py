@@ -18,7 +18,7 @@ counters, at most MAX_BUCKETS buckets of COUNTER_PX pixels each, values rounded 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -90,34 +90,36 @@ def _blocks_per_sm(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
 
 def build_counter_index(model: TraceModel) -> CounterIndex:
     """The counters of a model, in drawing order: per device utilization then SM efficiency, then the queue
-    length of each stream, then the bandwidth of each memory type."""
+    length of each stream, then the bandwidth of each memory type (the first MAX_COUNTER_LANES of them)."""
     parts: list[tuple[str, str, int, int, np.ndarray, np.ndarray]] = []
     act = np.flatnonzero(model.kind_in(ACTIVITY_KINDS))
     util_dev, util = _device_series(model, act, np.ones(act.size))
     sm_rows, bps = _blocks_per_sm(model)
     sm_dev, sm = _device_series(model, sm_rows, bps)
-    for k, d in enumerate(util_dev.tolist()):
+    q, bw = queue_length(model), memory_bandwidth(model)
+    sm_of = dict(zip(sm_dev.tolist(), range(sm_dev.size)))
+    for k, d in enumerate(util_dev[:MAX_COUNTER_LANES].tolist()):  # a hostile trace may have 100,000 devices
         r = util.rows(k)
         parts.append(("utilization", f"GPU {d} utilization", d, -1, util.t_ns[r], (util.value[r] > 0.5).astype(float)))
-        if d in sm_dev:
-            r = sm.rows(int(np.flatnonzero(sm_dev == d)[0]))
+        if d in sm_of:
+            r = sm.rows(sm_of[d])
             parts.append(("sm_efficiency", f"GPU {d} est. SM efficiency", d, -1, sm.t_ns[r],
                           np.clip(sm.value[r], 0.0, 1.0)))
-    q = queue_length(model)
-    for k in range(len(q.series)):
+    for k in range(min(len(q.series), MAX_COUNTER_LANES)):
         r = q.series.rows(k)
         d, s = int(q.device[k]), int(q.stream[k])
         parts.append(("queue_length", f"GPU {d} stream {s} queue", d, s, q.series.t_ns[r], q.series.value[r]))
-    bw = memory_bandwidth(model)
-    for k, name in enumerate(bw.names):
+    for k, name in enumerate(bw.names[:MAX_COUNTER_LANES]):
         r = bw.series.rows(k)
         parts.append(("memory_bandwidth", f"{name} GB/s", -1, -1, bw.series.t_ns[r], np.maximum(bw.series.value[r], 0.0)))
-    return counter_index(parts, model.start_ns)
+    total = util_dev.size + sm_dev.size + len(q.series) + len(bw.names)
+    return counter_index(parts[:MAX_COUNTER_LANES], model.start_ns, total)
 
 
-def counter_index(parts, base_ns: int) -> CounterIndex:
-    """The index of `parts`: (kind, label, device, stream, change times in ns, values) per counter, in order."""
-    total = len(parts)
+def counter_index(parts, base_ns: int, total: Optional[int] = None) -> CounterIndex:
+    """The index of `parts`: (kind, label, device, stream, change times in ns, values) per counter, in order;
+    `total`: the trace's counters, when `parts` is the first of them."""
+    total = len(parts) if total is None else int(total)
     t_all = [p[4].astype(np.int64) - base_ns for p in parts]
     stride = int(max((int(t.max()) for t in t_all if t.size), default=0)) + 2
     parts, t_all = parts[:min(MAX_COUNTER_LANES, max(_KEY_LIMIT // stride, 1))], t_all[:MAX_COUNTER_LANES]
