@@ -10,9 +10,11 @@ Each counter is a step function of time (value from each change on), built once 
 - `queue_length` per GPU stream: HTA's outstanding launched-but-not-started operations (analysis/counters.py).
 - `memory_bandwidth` per memory type: HTA's summed GB/s of the copies running (analysis/counters.py).
 
-A prefix integral at every change makes a bucket's mean two binary searches (I(b) - I(a)) / (b - a), and
-its max one `reduceat`, so an answer costs O(buckets x log changes) per counter whatever the zoom: the
-same level of detail at any window, with no per-level copy. Answers are bounded: MAX_COUNTER_LANES
+A prefix integral at every change makes a bucket's mean two binary searches (I(b) - I(a)) / (b - a), and a
+range-maximum table over blocks of changes its max (`sparse_table`), so an answer costs O(buckets x log
+changes) per counter whatever the zoom and however many changes a bucket spans: the same level of detail
+at any window, with no per-level copy. Every counter's keys are packed into one sorted column, as the lane
+index packs its groups, so all counters are searched at once. Answers are bounded: MAX_COUNTER_LANES
 counters, at most MAX_BUCKETS buckets of COUNTER_PX pixels each, values rounded (RESOLUTION).
 """
 from __future__ import annotations
