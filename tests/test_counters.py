@@ -251,3 +251,17 @@ def test_htas_own_expectation_on_its_mtia_trace():
     expected = {"count": 6.0, "mean": 0.5, "std": 0.547723, "min": 0.0, "25%": 0.0, "50%": 0.5, "75%": 1.0, "max": 1.0}
     for key, value in expected.items():
         assert summary[102][key] == pytest.approx(value, abs=5e-3), key
+
+
+HTA_NEGATIVE = SHARED_TRACES / "hta" / "negative_queue_length_values_check" / "rank0.json.gz"
+
+
+@pytest.mark.skipif(not HTA_NEGATIVE.is_file(),
+                    reason="HTA's tests/data/negative_queue_length_values_check is not under shared/traces/hta")
+def test_htas_own_expectation_on_its_trace_with_unattributed_kernels():
+    """HTA tests/test_trace_analysis.py::test_generate_trace_with_counters: 6 streams, 4 memory types, no
+    negative queue length or bandwidth."""
+    model = load_trace(str(HTA_NEGATIVE))
+    q, bw = queue_length(model), memory_bandwidth(model)
+    assert len(q.series) == 6 and (q.series.value >= 0).all()
+    assert len(memory_bandwidth_summary(bw)) == 4 and (bw.series.value >= -1e-9).all()
