@@ -51,10 +51,13 @@ def test_three_launches_then_three_kernels_queue_up_to_three():
     t, v = queue_rows(q, 0)
     assert v == [1, 2, 3, 2, 1, 0]
     assert [x - t[0] for x in t] == [0, 10_000, 20_000, 30_000, 40_000, 50_000]
-    s = queue_length_summary(q)[0]
+    s = queue_length_summary(q, 100_000)[0]
     assert s["hta"] == {"count": 6, "mean": 1.5, "std": pytest.approx(statistics.stdev(v), abs=1e-6), "min": 0.0,
                         "25%": 1.0, "50%": 1.5, "75%": 2.0, "max": 3.0}
     assert s["time_weighted_mean"] == pytest.approx((1 + 2 + 3 + 2 + 1) * 10 / 50)
+    assert s["full_queue_us"] == 0.0  # far below CUDA's 1024
+    at_two = queue_length_summary(q, 100_000, full=2)[0]
+    assert at_two["full_queue_us"] == 30.0 and at_two["full_queue_share"] == 0.3  # 2, 3, 2: [10, 40) µs
 
 
 @pytest.mark.parametrize("case, extra", [
@@ -209,7 +212,7 @@ def test_queue_length_and_bandwidth_match_htas_algorithm_on_shared_traces(folder
     queues, bandwidths = _hta_reference(_raw_events(path))
     model = load_trace(str(path))
     q = queue_length(model)
-    ours = {s["stream"]: s["hta"] for s in queue_length_summary(q)}
+    ours = {s["stream"]: s["hta"] for s in queue_length_summary(q, model.stop_ns - model.start_ns)}
     assert set(ours) == set(queues) and queues
     for stream, values in queues.items():
         assert ours[stream]["count"] == len(values)
@@ -246,11 +249,16 @@ HTA_MTIA = SHARED_TRACES / "hta" / "mtia_trace_single_rank" / "mtia_rank_0.json.
 @pytest.mark.skipif(not HTA_MTIA.is_file(), reason="HTA's tests/data/mtia_trace_single_rank is not under shared/traces/hta")
 def test_htas_own_expectation_on_its_mtia_trace():
     """HTA tests/test_trace_analysis.py::test_get_mtia_queue_length_stats."""
-    summary = {s["stream"]: s["hta"] for s in queue_length_summary(queue_length(load_trace(str(HTA_MTIA))))}
-    assert sorted(summary) == [1, 102]
+    model = load_trace(str(HTA_MTIA))
+    rows = {s["stream"]: s for s in queue_length_summary(queue_length(model), model.stop_ns - model.start_ns, full=1)}
+    assert sorted(rows) == [1, 102]
     expected = {"count": 6.0, "mean": 0.5, "std": 0.547723, "min": 0.0, "25%": 0.0, "50%": 0.5, "75%": 1.0, "max": 1.0}
     for key, value in expected.items():
-        assert summary[102][key] == pytest.approx(value, abs=5e-3), key
+        assert rows[102]["hta"][key] == pytest.approx(value, abs=5e-3), key
+    # get_time_spent_blocked_on_full_queue(max_queue_length=1): 1060 µs, 0.000079 of the trace (HTA's
+    # timestamps are whole µs: 1059.557 µs here)
+    assert rows[102]["full_queue_us"] == pytest.approx(1060.0, abs=1.0)
+    assert rows[102]["full_queue_share"] == pytest.approx(0.000079, abs=5e-6)
 
 
 HTA_NEGATIVE = SHARED_TRACES / "hta" / "negative_queue_length_values_check" / "rank0.json.gz"

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS
 from ..trace.model import TraceModel, freeze_arrays
+from .thresholds import QUEUE_FULL
 
 # Launch calls HTA counts in a queue (hta/common/trace_symbol_table.py, get_runtime_launch_events_mask).
 QUEUE_LAUNCH_NAMES = frozenset({
@@ -179,14 +180,26 @@ def time_weighted_mean(t_ns: np.ndarray, value: np.ndarray) -> float:
     return float(np.sum(value[:-1] * np.diff(t_ns)) / (t_ns[-1] - t_ns[0]))
 
 
-def queue_length_summary(q: QueueLength, limit: int = MAX_SERIES) -> list[dict[str, Any]]:
-    """Per stream: HTA's describe() of the queue length, its time-weighted mean and the time at its max."""
+def time_at_or_above(t_ns: np.ndarray, value: np.ndarray, level: float) -> int:
+    """Nanoseconds the step function spends at `level` or above (HTA's `get_time_spent_blocked_on_full_queue`
+    sum: each row's time to the next row, where the row's value reaches the level)."""
+    if t_ns.size < 2:
+        return 0
+    return int(np.diff(t_ns)[value[:-1] >= level].sum())
+
+
+def queue_length_summary(q: QueueLength, span_ns: int, limit: int = MAX_SERIES,
+                         full: int = QUEUE_FULL) -> list[dict[str, Any]]:
+    """Per stream: HTA's describe() of the queue length, its time-weighted mean, and the time the queue was
+    full (at `full` or more: the host's launch calls block), in µs and as a share of `span_ns`."""
     out = []
     for k in range(min(len(q.series), limit)):
         rows = q.series.rows(k)
         t, v = q.series.t_ns[rows], q.series.value[rows]
+        at_full = time_at_or_above(t, v, full)
         out.append({"device": int(q.device[k]), "stream": int(q.stream[k]), "hta": _rounded(describe(v)),
-                    "time_weighted_mean": round(time_weighted_mean(t, v), 4)})
+                    "time_weighted_mean": round(time_weighted_mean(t, v), 4), "full_queue_us": at_full / 1e3,
+                    "full_queue_share": round(at_full / span_ns, 6) if span_ns > 0 else 0.0})
     return out
 
 
@@ -206,7 +219,7 @@ def memory_bandwidth_summary(bw: MemoryBandwidth, limit: int = MAX_SERIES) -> li
 def counters_summary(model: TraceModel) -> dict[str, Any]:
     """The `report --format json` entry: queue length per stream and memcpy bandwidth per type (summaries only)."""
     q, bw = queue_length(model), memory_bandwidth(model)
-    return {"queue_length": queue_length_summary(q), "queue_streams": len(q.series),
+    return {"queue_length": queue_length_summary(q, model.stop_ns - model.start_ns), "queue_streams": len(q.series),
             "memory_bandwidth": memory_bandwidth_summary(bw), "memory_types": len(bw.names)}
 
 
