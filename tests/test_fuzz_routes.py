@@ -24,6 +24,8 @@ PARAMS = ("span", "run", "device", "cause", "min_us", "start_us", "end_us", "sor
 ROUTES += ("tables", "search")  # issue 16
 PARAMS += ("by", "filter", "q", "group", "check", "whole", "wait_ms")
 ROUTES += ("markdown",)
+ROUTES += ("counters",)  # issue 27
+PARAMS += ("counters",)
 ALLOWED = {200, 400, 404, 405, 409, 422}
 MAX_BODY = 2_000_000
 

@@ -24,6 +24,7 @@ XSS = "<img src=x onerror=alert(1)>"
 DATA_ROUTES = ("summary", "markdown", "gaps", "launches", "memory", "stalls", "lanes", "event", "export")
 DATA_ROUTES += ("tables", "search")  # the profiler tables and the name search (issue 16)
 DATA_ROUTES += ("whatif", "critical_path")  # the what-if replay and the critical path (issue 28)
+DATA_ROUTES += ("counters",)  # counter lanes, queue length and memcpy bandwidth (issue 27)
 
 
 def gpu_doc() -> dict:
@@ -158,6 +159,7 @@ SHAPES = {
     "critical_path": ("", {"steps", "total"}),
     "whatif": ("&edit=dataloader=0&edit=kernel:k*0.5", {"edits", "matched", "steps", "median_step_us", "recorded_median_step_us",
                                                         "saving_us", "saving_share", "replay_median_step_us"}),
+    "counters": ("&width_px=800", {"start_us", "bucket_us", "buckets", "lanes", "lanes_total", "lanes_hidden", "summary"}),
 }
 
 
@@ -170,6 +172,16 @@ def test_data_routes_answer_json(apps, ids, route, which):
     expected = "application/gzip" if route == "export" else "application/json"  # the export is a .json.gz file
     assert response.mimetype == expected and response.headers["X-Content-Type-Options"] == "nosniff"
     assert keys <= set(body(response))
+
+
+def test_lanes_carry_counter_lanes_unless_asked_not_to(apps, ids):
+    sid = ids["gpu"]
+    with_counters = body(get(apps, "lanes", f"?span={sid}&width_px=600"))["counters"]
+    assert [lane["kind"] for lane in with_counters["lanes"]] == ["utilization", "queue_length"]
+    assert body(get(apps, "lanes", f"?span={sid}&width_px=600&counters=0"))["counters"] is None
+    assert get(apps, "lanes", f"?span={sid}&counters=2").status_code == 400
+    counters = body(get(apps, "counters", f"?span={sid}&width_px=600"))
+    assert counters["lanes"] == with_counters["lanes"] and counters["summary"]["queue_streams"] == 1
 
 
 def test_route_contents(apps, ids):

@@ -41,7 +41,10 @@
  * @property {{launchRow: number[], gpuRow: number[], launchUs: number[], gpuUs: number[],
  *   launchLane: number[], gpuLane: number[], launchDepth: number[], gpuDepth: number[]}} flows
  * @property {boolean} analysed false for an answer given before the analyses ended (no gaps or steps yet)
+ * @property {import('./counters.js').Counters} counters the counter lanes drawn under the GPU lanes
  */
+
+import { prepareCounters } from './counters.js';
 
 /** @param {any} v @returns {any[]} */
 const arr = (v) => (Array.isArray(v) ? v : []);
@@ -137,6 +140,7 @@ export function prepareLanes(body) {
       gpuDepth: arr(f.gpu_depth),
     },
     analysed: body.analysed !== false,
+    counters: prepareCounters(body.counters),
   };
 }
 

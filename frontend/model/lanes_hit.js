@@ -14,7 +14,7 @@ const SLACK_PX = 3;
 
 /**
  * @typedef {object} LanesHit
- * @property {'none' | 'gutter' | 'axis' | 'step' | 'loader' | 'lane' | 'group'} area
+ * @property {'none' | 'gutter' | 'axis' | 'step' | 'loader' | 'lane' | 'group' | 'counter'} area
  * @property {number} tUs
  * @property {number} block index in layout.blocks, or -1
  * @property {number} depth
@@ -23,6 +23,7 @@ const SLACK_PX = 3;
  * @property {number} step index into data.steps (or dataloader spans for 'loader'), or -1
  * @property {number} [group] index into layout.groups ('group')
  * @property {boolean} [pin] on a lane label's pin toggle ('gutter')
+ * @property {number} [counterY] y from the top of the counter lanes under the last lane ('counter')
  */
 
 /**
@@ -36,7 +37,7 @@ export function intervalAt(startUs, endUs, tUs) {
 
 /**
  * @param {import('./lanes.js').LanesData} data
- * @param {{blocks: import('./layout.js').LaneBlock[], groups?: import('./layout.js').GroupBlock[]}} layout
+ * @param {{blocks: import('./layout.js').LaneBlock[], groups?: import('./layout.js').GroupBlock[], countersYCss?: number}} layout
  * @param {import('./scale.js').TimeScale} scale
  * @param {number} scrollYCss
  * @param {number} xCss
@@ -60,7 +61,8 @@ export function hitTestLanes(data, layout, scale, scrollYCss, xCss, yCss) {
   const group = groupAtY(layout.groups ?? [], yContent);
   if (group >= 0) return { ...hit, area: 'group', group };
   const block = blockAtY(layout.blocks, yContent);
-  if (block < 0) return hit;
+  const counterY = yContent - (layout.countersYCss ?? Infinity);
+  if (block < 0) return counterY >= 0 ? { ...hit, area: 'counter', counterY } : hit;
   if (xCss < GUTTER_W) return { ...hit, area: 'gutter', block, pin: xCss >= GUTTER_W - PIN_W };
   const b = layout.blocks[block];
   const lane = data.lanes[b.index];

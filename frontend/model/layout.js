@@ -58,10 +58,13 @@ export function laneGroup(kind) {
  *
  * With `groups`, each group (pinned lanes, CPU threads, GPU) gets a header row and can be collapsed
  * to it; pinned lanes (ids in pin order) leave their group for the top.
+ *
+ * With `countersHCss`, that much room is left for the counter lanes right under the last GPU lane shown
+ * (pinned or not; at the end without one), at `countersYCss`.
  * @param {{id: number, kind: string, label: string, maxDepth: number}[]} lanes
  * @param {Set<number>} collapsed lane ids
- * @param {{groups?: boolean, pinned?: number[], closedGroups?: Set<string>}} [opts]
- * @returns {{blocks: LaneBlock[], heightCss: number, groups: GroupBlock[]}}
+ * @param {{groups?: boolean, pinned?: number[], closedGroups?: Set<string>, countersHCss?: number}} [opts]
+ * @returns {{blocks: LaneBlock[], heightCss: number, groups: GroupBlock[], countersYCss: number}}
  */
 export function layoutLanes(lanes, collapsed, opts = {}) {
   const order = lanes.map((lane, index) => ({ lane, index })).filter(({ lane }) => lane.maxDepth >= 0);
@@ -97,7 +100,21 @@ export function layoutLanes(lanes, collapsed, opts = {}) {
       yCss += hCss;
     }
   }
-  return { blocks, heightCss: yCss, groups };
+  return makeRoom({ blocks, heightCss: yCss, groups, countersYCss: yCss }, opts.countersHCss ?? 0);
+}
+
+/**
+ * Moves every block and group header below the last GPU lane down by hCss, for the counter lanes.
+ * @param {{blocks: LaneBlock[], heightCss: number, groups: GroupBlock[], countersYCss: number}} layout
+ * @param {number} hCss
+ */
+function makeRoom(layout, hCss) {
+  if (!(hCss > 0)) return layout;
+  const gpu = layout.blocks.filter((b) => b.kind === 'gpu');
+  const at = gpu.length ? Math.max(...gpu.map((b) => b.yCss + b.hCss)) : layout.heightCss;
+  for (const b of layout.blocks) if (b.yCss >= at) b.yCss += hCss;
+  for (const g of layout.groups) if (g.yCss >= at) g.yCss += hCss;
+  return { ...layout, heightCss: layout.heightCss + hCss, countersYCss: at };
 }
 
 /**

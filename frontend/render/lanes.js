@@ -7,6 +7,7 @@
 import { flowsForSelection } from '../model/flows.js';
 import { GUTTER_W, HEADER_H, LANE_PAD, ROW_H } from '../model/layout.js';
 import { drawAxis, drawGrid } from './axis.js';
+import { drawCounterLabels, drawCounterPlots } from './counters.js';
 import { drawCpuLane } from './cpu_lane.js';
 import { COLORS } from './frame.js';
 import { drawFlows } from './flows.js';
@@ -19,7 +20,8 @@ import { drawStepBar } from './steps.js';
 
 /**
  * @param {import('./frame.js').Frame} frame
- * @param {{blocks: import('../model/layout.js').LaneBlock[], heightCss: number, groups?: import('../model/layout.js').GroupBlock[]}} layout
+ * @param {{blocks: import('../model/layout.js').LaneBlock[], heightCss: number, groups?: import('../model/layout.js').GroupBlock[],
+ *   countersYCss?: number}} layout
  * @param {Map<number, import('../model/layout.js').LaneBlock>} byLane
  * @param {(import('../model/flows.js').Selection & EventBox) | null} sel
  * @param {EventBox | null} hover
@@ -44,6 +46,8 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
     if (lane.kind === 'gpu') drawGpuLane(frame, lane, b, y);
     else drawCpuLane(frame, lane, b, y);
   }
+  const countersY = HEADER_H + (layout.countersYCss ?? layout.heightCss) - frame.scrollYCss;  // under the last GPU lane
+  drawCounterPlots(frame, countersY);
   drawFlows(frame, flowsForSelection(data.flows, sel), byLane);
   if (hover) outline(frame, byLane, hover, COLORS.hover, 1);
   if (sel) outline(frame, byLane, sel, COLORS.selection, 2);
@@ -51,6 +55,7 @@ export function drawLanes(frame, layout, byLane, sel, hover, pinned) {
   drawAxis(ctx, scale, widthCss);
   drawStepBar(frame);
   drawGutter(frame, layout.blocks, layout.groups, pinned);
+  drawCounterLabels(frame, countersY);
   drawScrollbar(frame, layout.heightCss);
 }
 

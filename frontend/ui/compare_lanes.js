@@ -272,7 +272,7 @@ export class CompareLanes {
   /** @param {SideState} side @param {AbortSignal} signal */
   async fetchSide(side, signal) {
     const r = sideRequest(this.win, side.anchor, this.plotWidth(), MARGIN_FRAC);
-    const body = await getWhenReady(this.api, 'lanes', { span: side.spanId, start_us: r.startUs, end_us: r.endUs, width_px: r.widthPx }, signal);
+    const body = await getWhenReady(this.api, 'lanes', { span: side.spanId, start_us: r.startUs, end_us: r.endUs, width_px: r.widthPx, counters: 0 }, signal);
     return prepareLanes(body);
   }
 

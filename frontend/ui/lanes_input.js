@@ -8,6 +8,7 @@
  */
 import { gapSolid, gapText } from '../model/colors.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
+import { counterReading } from '../model/counters.js';
 import { eventName } from '../model/lanes.js';
 import { GUTTER_W } from '../model/layout.js';
 import { windowAround } from '../model/scale.js';
@@ -134,6 +135,10 @@ export function describeHit(view, hit) {
       rows: hit.pin ? [['click', pinned ? 'unpin this lane' : 'pin this lane to the top']]
         : [['click', b.collapsible ? (b.collapsed ? 'show its nested rows' : 'collapse to its top row') : 'no nested rows'],
           ['pin (right edge)', pinned ? 'pinned to the top' : 'click to pin to the top']] };
+  }
+  if (hit.area === 'counter') {
+    const reading = counterReading(data.counters, hit.counterY ?? -1, hit.tUs);
+    return reading && { key: `counter${reading.lane}:${reading.bucket}`, title: reading.title, row: -1, rows: reading.rows };
   }
   if (hit.area !== 'lane') return null;
   const lane = data.lanes[view.layout.blocks[hit.block].index];

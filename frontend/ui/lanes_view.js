@@ -7,6 +7,7 @@
 import { getWhenLanesReady } from '../loading.js';
 import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
+import { countersHeight } from '../model/counters.js';
 import { GUTTER_W, HEADER_H, RIGHT_PAD, ROW_H, clampScroll, layoutLanes } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale } from '../model/scale.js';
@@ -41,7 +42,7 @@ export class LanesView {
     /** @type {((data: import('../model/lanes.js').LanesData) => void) | null} called with every accepted answer */
     this.onData = null;
     /** @type {ReturnType<typeof layoutLanes>} */
-    this.layout = { blocks: [], heightCss: 0, groups: [] };
+    this.layout = { blocks: [], heightCss: 0, groups: [], countersYCss: 0 };
     /** @type {Map<number, import('../model/layout.js').LaneBlock>} */
     this.byLane = new Map();
     /** @type {Set<number>} */
@@ -85,7 +86,7 @@ export class LanesView {
   resetSpan() {
     this.loader.reset();
     this.data = null;
-    this.layout = { blocks: [], heightCss: 0, groups: [] };
+    this.layout = { blocks: [], heightCss: 0, groups: [], countersYCss: 0 };
     this.byLane = new Map();
     this.collapsed = new Set();
     this.pinned = [];
@@ -137,7 +138,8 @@ export class LanesView {
 
   relayout() {
     if (!this.data) return;
-    this.layout = layoutLanes(this.data.lanes, this.collapsed, { groups: true, pinned: this.pinned, closedGroups: this.closedGroups });
+    this.layout = layoutLanes(this.data.lanes, this.collapsed, { groups: true, pinned: this.pinned, closedGroups: this.closedGroups,
+      countersHCss: countersHeight(this.data.counters) });
     this.byLane = new Map(this.layout.blocks.map((b) => [b.laneId, b]));
     // Lane geometry for automation (browser tests, screen readers' tooling): written per layout, not per frame.
     this.canvas.dataset.layout = JSON.stringify(this.layout.blocks.map((b) => ({ laneId: b.laneId, kind: b.kind, yCss: HEADER_H + b.yCss, hCss: b.hCss })));

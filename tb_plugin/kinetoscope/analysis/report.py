@@ -16,6 +16,7 @@ from . import intervals
 from . import thresholds as T
 from .breakdown import Breakdown, breakdown
 from .comm import Communication, communication
+from .counters import counters_summary
 from .cpu_ops import hot_spots
 from .culprits import host_culprit, sync_culprit, top_culprits
 from .dataloader_stalls import Steps, judged_ends, step_breakdown
@@ -183,6 +184,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "savings": saving_entries(savings(model, analysis, amp=amp)),
         "tables": tables_entry(model, tables),
         **overview_entries(model, tbprof, analysis.idle),
+        "counters": counters_summary(model),
     }
 
 

@@ -123,3 +123,9 @@ FIRST_CALL_STALL_MS = 1.0
 # with_stack=True records every Python call; from one Python event per CPU op on, the recording cost
 # (a few µs per event) is of the order of the op dispatch itself, so host time is noticeably inflated.
 PYTHON_STACK_RATIO = 1.0
+
+# --- trace counters (counters.py) ------------------------------------------------------------------------
+# A CUDA stream holds at most 1024 launched-but-not-started operations (HTA's CUDA_MAX_LAUNCH_QUEUE_PER_STREAM);
+# at that queue length the next launch call blocks the CPU until the GPU starts one, so time spent there is
+# time the host waited on a full queue.
+QUEUE_FULL = 1024

@@ -275,6 +275,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/whatif": self.whatif_route,
             "/critical_path": self.critical_path_route,
             "/lanes": self.lanes_route,
+            "/counters": self.counters_route,
             "/event": self.event_route,
             "/export": self.export_route,
             "/compare": self.compare_route,
@@ -366,7 +367,15 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         args = request.args
         start, end = window_args(args)
         return routes.lanes_impl(self.service(), span_arg(args), start_us=start, end_us=end,
-                              width_px=int_arg(args, "width_px", 1600, 1, 10_000))
+                              width_px=int_arg(args, "width_px", 1600, 1, 10_000),
+                              counters=flag_arg(args, "counters") if "counters" in args else True)
+
+    @_route
+    def counters_route(self, request):
+        args = request.args
+        start, end = window_args(args)
+        return routes.counters_impl(self.service(), span_arg(args), start_us=start, end_us=end,
+                                    width_px=int_arg(args, "width_px", 1600, 1, 10_000))
 
     @_route
     def event_route(self, request):

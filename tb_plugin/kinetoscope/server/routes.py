@@ -20,6 +20,7 @@ try:  # ISA-L's gzip is several times faster than zlib's at the same size
 except ImportError:  # pragma: no cover - isal is a declared dependency
     from gzip import compress as gzip_compress
 
+from ..analysis.counters import counters_summary
 from ..analysis.jobs import group_of_worker, job_groups, multi_rank_jobs
 from ..analysis.launch_offsets import percentiles_us
 from ..analysis.ranks import ranks_view
@@ -36,6 +37,7 @@ from ..trace.model import TraceModel
 from ..trace.remote import redact
 from ..trace.source import args_or_reason
 from ..trace.storage import FileIdentity, StorageError, confined, identity, iter_gzipped
+from ..views.counter_lanes import counters_view
 from ..views.export import chrome_trace, event_view, window_rows
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
@@ -285,17 +287,27 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,
-               width_px: int = 1600) -> dict[str, Any]:
-    """Everything to draw for a window at a pixel width, bounded in size. While the analyses still run, the
+               width_px: int = 1600, counters: bool = True) -> dict[str, Any]:
+    """Everything to draw for a window at a pixel width, bounded in size (`counters`: with the counter lanes). While the analyses still run, the
     gap and step overlays are empty and `analysed` is false: ask again once the span is ready."""
     loaded = _load_lanes(service, sid)
     model, prepared = loaded.model, loaded.prepared
     t0, t1 = _window(model, start_us, end_us)
     analysis = getattr(prepared, "analysis", None)
     idle, steps = (None, None) if analysis is None else (analysis.idle, analysis.steps)
-    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps)
+    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps, counters=counters)
     out["analysed"] = analysis is not None
     return out
+
+
+def counters_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None,
+                  end_us: Optional[float] = None, width_px: int = 1600) -> dict[str, Any]:
+    """The counter lanes of a window (as in `lanes`) and the whole span's queue-length and memcpy-bandwidth
+    summaries (as in `summary`)."""
+    loaded = _load_lanes(service, sid)
+    model = loaded.model
+    t0, t1 = _window(model, start_us, end_us)
+    return {**counters_view(loaded.prepared.index.counters, t0, t1, width_px), "summary": counters_summary(model)}
 
 
 def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = False) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
+from .counter_lanes import CounterIndex, build_counter_index
 
 _KEY_LIMIT = 1 << 62
 FINEST_LEVEL_NS = 1_000  # level 1 merges below 1 µs; narrower windows read the raw events
@@ -75,10 +76,11 @@ class LaneIndex(_Frozen):
     owned_rows: np.ndarray  # int64 GPU activity rows sorted by their launch row (reverse of launch_idx)
     owned_keys: np.ndarray  # int64 launch row of each entry of owned_rows
     shown_lanes: np.ndarray  # int64 ascending: the lanes `lanes` answers carry (at most MAX_LANES)
+    counters: CounterIndex  # the counter lanes' step functions (counter_lanes.py)
 
     @property
     def nbytes(self) -> int:
-        return super().nbytes + sum(level.nbytes for level in self.levels)
+        return super().nbytes + sum(level.nbytes for level in self.levels) + self.counters.nbytes
 
     @property
     def n_groups(self) -> int:
@@ -123,7 +125,7 @@ def build_lane_index(model: TraceModel) -> LaneIndex:
     return LaneIndex(levels=_pyramid(raw, span, base, stride), group_lane=code_sorted[opens] // n_depths,
                      group_depth=code_sorted[opens] % n_depths, base_ns=base, stride=stride,
                      lane_max_depth=lane_max_depth, owned_rows=owned, owned_keys=model.launch_idx[owned],
-                     shown_lanes=shown_lanes(model))
+                     shown_lanes=shown_lanes(model), counters=build_counter_index(model))
 
 
 MAX_LANES = 2_000  # lanes a `lanes` answer carries: a trace with 200,000 threads must not answer 43 MB

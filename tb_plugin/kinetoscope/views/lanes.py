@@ -19,6 +19,7 @@ import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import TraceModel
+from .counter_lanes import counters_view
 from .lane_index import LaneIndex, Level, owned_activities, window_positions
 from .overlays import gaps_overlay, steps_overlay
 
@@ -33,7 +34,7 @@ LANE_KIND_NAMES = {LaneKind.CPU: "cpu", LaneKind.GPU: "gpu", LaneKind.MARKER: "m
 
 
 def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, width_px: int,
-               idle: Any = None, steps: Any = None) -> dict[str, Any]:
+               idle: Any = None, steps: Any = None, counters: bool = True) -> dict[str, Any]:
     """The `lanes` payload (see HTTP_API.md) for the window [t0_ns, t1_ns) at `width_px` pixels.
 
     Args:
@@ -41,6 +42,7 @@ def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, widt
         t0_ns, t1_ns: absolute window bounds (t0 < t1).
         width_px: drawing width in pixels.
         idle, steps: the GpuIdle and Steps analyses for the overlays (optional).
+        counters: whether to add the counter lanes (counter_lanes.py; off, the answer has `counters` None).
     """
     ns_per_px = (t1_ns - t0_ns) / width_px
     level = index.level_for(ns_per_px)
@@ -57,7 +59,8 @@ def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, widt
             "us_per_px": ns_per_px / 1e3, "names": names, "lanes": lanes, "gaps": gaps,
             "steps": steps_overlay(model, steps, t0_ns, t1_ns, ns_per_px, base), "flows": flows,
             "merged": merged, "rects": int(rects["count"].size), "lanes_total": int(model.lane_kind.size),
-            "lanes_hidden": int(model.lane_kind.size - index.shown_lanes.size)}
+            "lanes_hidden": int(model.lane_kind.size - index.shown_lanes.size),
+            "counters": counters_view(index.counters, t0_ns, t1_ns, width_px) if counters else None}
 
 
 def _merge(index: LaneIndex, level: Level, pos: np.ndarray, ns_per_px: float, width_px: int) -> dict[str, np.ndarray]:
