@@ -84,3 +84,13 @@ def test_gpu_summary_of_an_h200():
         assert gpu["utilization_pct"] > 90 and gpu["tensor_cores_pct"] < 1 and gpu["kinetoscope_tensor_cores_pct"] > 10
     (gpu,) = entry_of("launch_bound")["gpu_summary"]
     assert gpu["utilization_pct"] < 10
+
+
+def test_memcpy_bandwidth_of_known_copies():
+    # every step copies exactly 64 MiB host-to-device (pinned), device-to-device and device-to-host (pinned);
+    # Kineto's own `memory bandwidth (GB/s)` arg reads about 55 and 520 GB/s for them on this H200
+    by_type = {b["type"]: b for b in entry_of("copies")["counters"]["memory_bandwidth"]}
+    for kind, gbps in (("Memcpy HtoD", 55.0), ("Memcpy DtoD", 522.0)):
+        assert by_type[kind]["count"] == 3 and by_type[kind]["bytes"] == 3 * (64 << 20)
+        assert by_type[kind]["average_gbps"] == pytest.approx(gbps, rel=0.03)
+    assert by_type["Memcpy DtoH"]["bytes"] == 3 * (64 << 20) + 3 * 4  # and loss.item()'s three 4-byte copies
