@@ -73,7 +73,7 @@ def _memory_rows(model, table) -> dict[str, dict[str, list[int]]]:
 
 
 def test_memory_per_op_matches_torch_tb_profiler(memory_view):
-    table = op_memory_table(memory_view)
+    table = op_memory_table(memory_view, T.TableIndex.build(memory_view))
     assert _memory_rows(memory_view, table) == {"CPU": TBPROF_CPU, "GPU0": TBPROF_GPU}
     # events outside every op (in a step or the DataLoader annotation, or before any node) are not counted
     assert table.counted_events + table.unowned_events == len(MEMORY_VIEW_EVENTS)
@@ -81,7 +81,7 @@ def test_memory_per_op_matches_torch_tb_profiler(memory_view):
 
 
 def test_memory_freed_and_peak_by_hand(memory_view):
-    table = op_memory_table(memory_view)
+    table = op_memory_table(memory_view, T.TableIndex.build(memory_view))
     rows = {(table.devices[d], memory_view.names[n]): i for i, (n, d) in enumerate(zip(table.name_id.tolist(), table.device.tolist()))}
     liner = rows[("GPU0", "aten::liner")]
     # aten::liner 700-800 on GPU0: +100 @701, +100 @708 (t), +50 @715, -50 @735, +50 @725, -50 @728 (tranas_stride),
@@ -96,14 +96,15 @@ def test_memory_freed_and_peak_by_hand(memory_view):
 def test_memory_window_keeps_events_inside(memory_view):
     base = memory_view.start_ns
     window = (base + (700 - 10) * 1000, base + (730 - 10) * 1000)  # trace starts at 10 µs: 700-730 µs
-    rows = _memory_rows(memory_view, op_memory_table(memory_view, window))
+    rows = _memory_rows(memory_view, op_memory_table(memory_view, T.TableIndex.build(memory_view), window))
     assert rows["GPU0"]["aten::tranas_stride"][:6] == [0, 50, 1, 0, 50, 1]
     assert "aten::addmm" not in rows["GPU0"]  # 750-790: outside the window
 
 
 def test_memory_table_of_a_trace_without_memory_events(tmp_path):
     path = write_trace(tmp_path / "none.pt.trace.json", trace_doc([op("aten::mm", 0, 10)]))
-    table = op_memory_table(load_trace(str(path), cache_dir=None))
+    none = load_trace(str(path), cache_dir=None)
+    table = op_memory_table(none, T.TableIndex.build(none))
     assert table.name_id.size == 0 and table.devices == () and table.counted_events == 0
 
 
@@ -174,7 +175,7 @@ def test_memory_per_op_matches_torch_tb_profiler_on_resnet50():
     torch.profiler, the op table and this table count both calls (so the nested call's memory twice with children)."""
     reference = json.loads((REFERENCE / "tbprof_memory_resnet50_nw0.json").read_text())
     model, _ = _load_shared("resnet50_num_workers_0/" + reference["trace"])
-    mine = _memory_rows(model, op_memory_table(model))
+    mine = _memory_rows(model, op_memory_table(model, T.TableIndex.build(model)))
     theirs = reference["memory"]
     assert {d: set(ops) for d, ops in mine.items()} == {d: set(ops) for d, ops in theirs.items()}
     differ = {(d, name) for d in theirs for name in theirs[d] if mine[d][name] != theirs[d][name]}
@@ -211,7 +212,7 @@ def test_module_tree_and_memory_match_torch_tb_profiler(reference_file, trace):
         assert tree.host_ns[i] / 1e3 == pytest.approx(r["host_us"], abs=0.01), path
         assert tree.self_host_ns[i] / 1e3 == pytest.approx(r["self_host_us"], abs=0.01), path
     assert (tree.self_device_ns <= tree.device_ns).all() and (tree.self_host_ns <= tree.host_ns).all()
-    assert _memory_rows(model, op_memory_table(model)) == reference["memory"]
+    assert _memory_rows(model, op_memory_table(model, index)) == reference["memory"]
 
 
 def _module(name: str, ts: float, dur: float) -> dict:
@@ -343,3 +344,4 @@ def test_kernel_sequence_search_stays_bounded_on_a_million_kernels():
     found = find_sequences(ids, np.full(ids.size, 1000), first, 3, 8, 10)
     assert time.perf_counter() - started < 30  # about 2 s on one shared core
     assert found[0][0] == (205, 206, 207, 208, 209) and found[0][1].size == 20_000 and found[0][2] == 100_000_000
+

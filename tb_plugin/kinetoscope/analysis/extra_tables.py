@@ -35,7 +35,7 @@ def extra_rows(model: TraceModel, index: TableIndex, by: str, window: Window = N
     if by == "module_tree":
         return module_tree_rows(model, index, window)
     if by == "memory":
-        return memory_rows(model, window)
+        return memory_rows(model, index, window)
     if by == "annotation":
         return annotation_rows(model, side, scope, window)
     if by == "sequences":
@@ -62,10 +62,10 @@ MEMORY_FIELDS = ("calls", "self_alloc_count", "self_alloc_bytes", "self_freed_by
                  "alloc_count", "alloc_bytes", "freed_bytes", "increase_bytes", "peak_increase_bytes")
 
 
-def memory_rows(model: TraceModel, window: Window = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def memory_rows(model: TraceModel, index: TableIndex, window: Window = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Memory per (op, device): `name`, `device` (`CPU`, `GPU0`...) and MEMORY_FIELDS (see `op_memory`);
     totals: `rows`, `devices`, `counted_events`, `unowned_events`."""
-    table = op_memory_table(model, window)
+    table = op_memory_table(model, index, window)
     columns = {k: getattr(table, k).tolist() for k in MEMORY_FIELDS}
     rows = [{"name": model.shown_names[n], "device": table.devices[d], **{k: v[i] for k, v in columns.items()}}
             for i, (n, d) in enumerate(zip(table.name_id.tolist(), table.device.tolist()))]

@@ -41,7 +41,7 @@ import numpy as np
 from ..trace.kinds import CPU_OP_KINDS, LAUNCH_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
 from .op_forest import build_forest
-from .tables import MODULE_PREFIX, TableIndex, Window, clip, module_rows, op_rows
+from .tables import MODULE_PREFIX, TableIndex, Window, clip, module_rows
 
 MAX_NODES = 20_000  # tree nodes kept (in preorder): a deeper hierarchy is cut, and says so (`truncated`)
 
@@ -73,15 +73,18 @@ def module_label(name: str) -> str:
 
 def module_tree(model: TraceModel, index: TableIndex, window: Window = None) -> ModuleTree:
     """The module tree for the whole trace or a window; see the module docstring."""
-    del index  # the same signature as the other tables; the tree has its own forest (annotations are nodes here)
     cpu = model.lane_kind[model.lane] == LaneKind.CPU
     modules = module_rows(model)
+    if modules.size == 0:
+        empty = np.zeros(0, np.int64)
+        return ModuleTree(empty.astype(np.int32), empty.astype(np.int32), empty.astype(np.int32), *([empty] * 6),
+                          truncated=False, window=window)
     rows = np.union1d(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), modules)
     act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
     calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & cpu)
     forest = build_forest(model, rows, act, calls)
     is_module = np.isin(forest.rows, modules)
-    is_op = np.isin(forest.rows, op_rows(model))
+    is_op = np.isin(forest.rows, index.ops.rows)  # the tree has its own forest: annotations are nodes here
     inside, dur = clip(forest.start_ns, forest.end_ns, window)
     child = forest.child
     _, call_dur = clip(forest.call_start_ns, forest.call_end_ns, window)
@@ -98,46 +101,30 @@ def module_tree(model: TraceModel, index: TableIndex, window: Window = None) -> 
     self_device = device - np.rint(np.bincount(forest.parent[not_op_child], weights=device[not_op_child],
                                                minlength=n)).astype(np.int64)
     operators = np.bincount(forest.parent[child[is_op[child] & inside[child]]], minlength=n)
-    node = _paths(model, forest.parent, forest.rows, is_module)
+    node = _paths(model, forest.rows, is_module)
     return _aggregate(model, forest.rows, node, is_module & inside,
                       dict(occurrences=np.ones(n, np.int64), operators=operators, host_ns=dur, self_host_ns=self_host,
                            device_ns=device, self_device_ns=self_device), window)
 
 
-def _paths(model: TraceModel, parent: np.ndarray, rows: np.ndarray, is_module: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _paths(model: TraceModel, rows: np.ndarray, is_module: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each module position's tree node: (node per forest position (-1 for non-modules), parent node per node,
-    name id per node). Nodes are numbered level by level; `_aggregate` orders them."""
-    n = parent.size
-    up = np.where(parent >= 0, parent, -1).astype(np.int64)
-    module_parent = np.full(n, -1, np.int64)  # the innermost module strictly around each position
-    cur = up.copy()
-    while True:
-        pending = (cur >= 0) & (module_parent < 0)
-        found = pending & is_module[np.maximum(cur, 0)]
-        module_parent[found] = cur[found]
-        climbing = pending & ~found
-        if not climbing.any():
-            break
-        cur = np.where(climbing, up[np.maximum(cur, 0)], -1)
+    name id per node). A module's parent module comes from the modules' own nesting (a forest of modules
+    alone, in preorder: a parent before its children), so one pass numbers the paths."""
+    node = np.full(rows.size, -1, np.int64)
     mods = np.flatnonzero(is_module)
-    node = np.full(n, -1, np.int64)
-    node_parent: list[np.ndarray] = []
-    node_name: list[np.ndarray] = []
-    count = 0
-    frontier = mods[module_parent[mods] < 0]
-    parent_node = np.full(frontier.size, -1, np.int64)
-    while frontier.size:
-        key = parent_node * (len(model.names) + 1) + model.name_id[rows[frontier]]
-        keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        node[frontier] = count + inverse.reshape(-1)
-        node_parent.append(parent_node[first])
-        node_name.append(model.name_id[rows[frontier[first]]].astype(np.int64))
-        count += keys.size
-        nxt = mods[np.isin(module_parent[mods], frontier)]
-        parent_node = node[module_parent[nxt]]
-        frontier = nxt
-    empty = np.zeros(0, np.int64)
-    return node, (np.concatenate(node_parent) if node_parent else empty), (np.concatenate(node_name) if node_name else empty)
+    if mods.size == 0:
+        empty = np.zeros(0, np.int64)
+        return node, empty, empty
+    alone = build_forest(model, rows[mods], np.zeros(0, np.int64), np.zeros(0, np.int64))
+    names = model.name_id[rows[mods]].tolist()
+    ids: dict[tuple[int, int], int] = {}
+    mine = [0] * mods.size
+    for k, (up, name) in enumerate(zip(alone.parent.tolist(), names)):  # one dict lookup per module call
+        mine[k] = ids.setdefault((mine[up] if up >= 0 else -1, name), len(ids))
+    node[mods] = mine
+    keys = list(ids)  # in numbering order (dicts keep insertion order)
+    return node, np.array([p for p, _ in keys], np.int64), np.array([n for _, n in keys], np.int64)
 
 
 def _aggregate(model: TraceModel, rows: np.ndarray, paths: tuple[np.ndarray, np.ndarray, np.ndarray],

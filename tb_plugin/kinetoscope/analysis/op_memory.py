@@ -1,7 +1,7 @@
 """Memory per op: allocations, frees and the net increase of every op, per device, as torch-tb-profiler's memory
 statistics table counts them, plus the peak increase within a call.
 
-    table = op_memory_table(model, window=None)       # -> OpMemoryTable, one row per (op name, device)
+    table = op_memory_table(model, index, window=None)   # -> OpMemoryTable, one row per (op name, device)
 
 Each `[memory]` event (model columns `mem_*`) belongs to the innermost CPU node running on its thread at its
 timestamp (start <= ts < end), the nodes being ops, annotations, ProfilerSteps and `nn.Module` regions, as
@@ -41,7 +41,7 @@ import numpy as np
 from ..trace.kinds import CPU_OP_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
 from .op_forest import Forest, build_forest, innermost_at
-from .tables import Window, clip, module_rows, op_rows
+from .tables import TableIndex, Window, clip, module_rows
 
 CPU, CUDA = 0, 1  # c10 DeviceType values counted
 
@@ -77,17 +77,18 @@ def device_name(device_type: int, device_id: int) -> str:
     return "CPU" if device_type == CPU else f"GPU{device_id}"
 
 
-def _tree(model: TraceModel) -> tuple[Forest, np.ndarray]:
-    """The CPU node forest (ops, annotations, steps, modules) and which of its positions are ops."""
+def _tree(model: TraceModel, ops: np.ndarray) -> tuple[Forest, np.ndarray]:
+    """The CPU node forest (ops, annotations, steps, modules) and which of its positions are `ops`."""
     cpu = model.lane_kind[model.lane] == LaneKind.CPU
     rows = np.union1d(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), module_rows(model))
     forest = build_forest(model, rows, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    return forest, np.isin(forest.rows, op_rows(model))
+    return forest, np.isin(forest.rows, ops)
 
 
-def op_memory_table(model: TraceModel, window: Window = None) -> OpMemoryTable:
-    """The memory statistics per (op name, device) for the whole trace or a window; see the module docstring."""
-    forest, is_op = _tree(model)
+def op_memory_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpMemoryTable:
+    """The memory statistics per (op name, device) for the whole trace or a window; see the module docstring.
+    `index` gives the ops (`TableIndex.ops`)."""
+    forest, is_op = _tree(model, index.ops.rows)
     dev_type, dev_id = model.mem_device_type.astype(np.int64), model.mem_device_id.astype(np.int64)
     counted = (dev_type == CPU) | (dev_type == CUDA)
     if window is not None:
@@ -130,7 +131,7 @@ def _device_rows(model: TraceModel, forest: Forest, counted_node: np.ndarray, ev
     cs = {k: np.concatenate(([0], np.cumsum(v))) for k, v in per_node.items()}
     ends, starts = forest.subtree_end.astype(np.int64), np.arange(n)
     total = {k[5:]: cs[k][ends] - cs[k][starts] for k in _SELF}
-    peak = _peak_increase(model, forest, ev, nbytes)
+    peak = _peak_increase(model, forest, ev, pos, nbytes)
     node_cols = {**per_node, **total, "peak_increase_bytes": peak}
     name_ix = forest.name_ix.astype(np.int64)
     n_names = forest.name_ids.size
@@ -145,30 +146,37 @@ def _device_rows(model: TraceModel, forest: Forest, counted_node: np.ndarray, ev
             "device": np.full(keep.size, device, np.int32), **{k: v[keep] for k, v in out.items()}}
 
 
-def _peak_increase(model: TraceModel, forest: Forest, ev: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
-    """Per node: the highest running sum of its lane's counted events during the node, above its start level
-    (0 when it never rose). One running sum per lane; each node's range of events by binary search."""
+def _peak_increase(model: TraceModel, forest: Forest, ev: np.ndarray, pos: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """Per node: the highest level its lane's counted events reach during the node, above the level at its
+    start (0 when it never rose). Levels are one running sum per lane; a node's highest is the max over the
+    events of its subtree (each event's owner is the innermost op at it), pushed up the tree by pointer
+    doubling: after round k each node holds the max of its descendants less than 2^k levels down, so the
+    rounds are log2(depth), not depth."""
     peak = np.zeros(forest.size, np.int64)
     if ev.size == 0:
         return peak
+    low = np.iinfo(np.int64).min
+    highest = np.full(forest.size, low, np.int64)
+    before = np.zeros(forest.size, np.int64)
     lane_of_ev, ts = model.mem_lane[ev], model.mem_ts_ns[ev]
     node_lane = model.lane[forest.rows]
-    for lane in np.unique(lane_of_ev).tolist():
+    for lane in np.unique(lane_of_ev).tolist():  # one running sum per thread (a few dozen at most)
         sel = np.flatnonzero(lane_of_ev == lane)
         sel = sel[np.argsort(ts[sel], kind="stable")]
+        level = np.cumsum(nbytes[sel])
+        np.maximum.at(highest, pos[sel], level)
         nodes = np.flatnonzero(node_lane == lane)
-        if nodes.size == 0:
-            continue
-        t = ts[sel]
-        level = np.concatenate(([0], np.cumsum(nbytes[sel])))  # level[i]: after the first i events
-        lo = np.searchsorted(t, forest.start_ns[nodes], side="left")
-        hi = np.searchsorted(t, forest.end_ns[nodes], side="left")
-        some = hi > lo
-        if not some.any():
-            continue
-        # the max of level[lo+1 .. hi] for each node: one reduceat over interleaved (start, end) bounds
-        bounds = np.stack([lo[some] + 1, hi[some] + 1], axis=1).ravel()
-        padded = np.append(level, 0)
-        highest = np.maximum.reduceat(padded, bounds)[::2]
-        peak[nodes[some]] = np.maximum(highest - level[lo[some]], 0)
+        at = np.searchsorted(ts[sel], forest.start_ns[nodes], side="left")
+        before[nodes] = np.concatenate(([0], level))[at]
+    jump = forest.parent.astype(np.int64)
+    while True:
+        up = np.flatnonzero(jump >= 0)
+        if up.size == 0:
+            break
+        pushed = highest.copy()
+        np.maximum.at(pushed, jump[up], highest[up])
+        highest = pushed
+        jump[up] = jump[jump[up]]
+    reached = highest != low
+    peak[reached] = np.maximum(highest[reached] - before[reached], 0)
     return peak
