@@ -16,7 +16,8 @@ import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
 from kinetoscope.analysis import tables as T
 from kinetoscope.analysis.annotations import annotation_table
-from kinetoscope.analysis.kernel_sequences import find_sequences, kernel_sequences
+from kinetoscope.analysis.extra_tables import extra_rows
+from kinetoscope.analysis.kernel_sequences import find_sequences, kernel_sequences, op_patterns
 from kinetoscope.analysis.module_tree import module_label, module_tree
 from kinetoscope.analysis.op_memory import op_memory_table
 from kinetoscope.trace.loader import load_trace
@@ -345,3 +346,31 @@ def test_kernel_sequence_search_stays_bounded_on_a_million_kernels():
     assert time.perf_counter() - started < 30  # about 2 s on one shared core
     assert found[0][0] == (205, 206, 207, 208, 209) and found[0][1].size == 20_000 and found[0][2] == 100_000_000
 
+
+
+def test_op_rooted_patterns_as_hta_counts_them(tmp_path):
+    """HTA's frequent CUDA kernel patterns under `aten::linear`: three calls launch memset, gemm, add (2 µs
+    each), one launches gemm alone (fewer than min_len: left out), and one aten::linear nested deeper
+    (inside `wrapper`) is not among the shallowest calls."""
+    events, corr = [], 0
+    for i, kernels in enumerate((["Memset (Device)", "gemm", "add"],) * 3 + (["gemm"],)):
+        t = 100 * i
+        events += [op("aten::linear", t, 50), op("aten::addmm", t + 5, 40)]
+        for j, name in enumerate(kernels):
+            corr += 1
+            cat = "gpu_memset" if name.startswith("Memset") else "kernel"
+            events += [launch(t + 10 + 5 * j, 2, corr), kernel(name, 1000 + t + 10 * j, 2, corr, cat=cat)]
+    events += [op("wrapper", 500, 60), op("aten::linear", 505, 50), launch(510, 2, 99), kernel("gemm", 1600, 2, 99),
+               launch(515, 2, 98), kernel("gemm", 1610, 2, 98), launch(520, 2, 97), kernel("gemm", 1620, 2, 97)]
+    model = load_trace(str(write_trace(tmp_path / "hta.pt.trace.json", trace_doc(events))), cache_dir=None)
+    index = T.TableIndex.build(model)
+    (pattern,) = op_patterns(model, index, "aten::linear", min_len=3)
+    assert model.names[pattern.op_name_id] == "aten::linear"
+    assert [model.names[i] for i in pattern.name_ids] == ["Memset (Device)", "gemm", "add"]
+    assert (pattern.count, pattern.gpu_ns, pattern.cpu_ns) == (3, 18_000, 150_000)
+    assert op_patterns(model, index, "aten::linear", min_len=1)[1].count == 1  # gemm alone, then
+    assert op_patterns(model, index, "no such op") == []
+    rows, totals = extra_rows(model, index, "sequences", root="aten::linear")
+    assert rows[0]["op"] == "aten::linear" and rows[0]["occurrences"] == 3 and totals["root"] == "aten::linear"
+    with pytest.raises(ValueError):
+        op_patterns(model, index, "")

@@ -81,6 +81,11 @@ def test_sequences_route(routes):
     first = body["rows"][0]
     assert first["kernels"] == ["gemm", "relu_k"] and first["occurrences"] == 4 and first["total_us"] == 100.0
     assert first["share"] == 1.0 and first["launched_by"] == [{"name": "aten::addmm", "occurrences": 4}]
+    _, rooted = routes("by=sequences&root=aten::addmm&min_len=2")  # HTA's: the calls and what each launched
+    assert rooted["total"] == 0  # each aten::addmm launches one kernel: fewer than min_len
+    _, rooted = routes("by=sequences&root=addmm&min_len=1")
+    (row,) = rooted["rows"]
+    assert (row["op"], row["kernels"], row["occurrences"], row["total_us"], row["cpu_us"]) == ("aten::addmm", ["gemm"], 4, 80.0, 320.0)
 
 
 def test_kernel_split_route(routes):
@@ -94,8 +99,9 @@ def test_kernel_split_route(routes):
 
 
 @pytest.mark.parametrize("query", ["by=module_tree&sort=name", "by=memory&sort=total", "by=op&split=launch",
-                                   "by=memory&group=stack", "by=sequences&min_len=5&max_len=3", "by=sequences&max_len=99",
-                                   "by=annotation&side=tpu", "by=kernel&split=grid", "by=sequences&top=0"])
+                                   "by=memory&group=stack", "by=sequences&min_len=5&max_len=3", "by=sequences&max_len=99", "by=sequences&min_len=1",
+                                   "by=annotation&side=tpu", "by=kernel&split=grid", "by=sequences&top=0",
+                                   "by=sequences&root=" + "x" * 201])
 def test_refusals(routes, query):
     code, body = routes(query)
     assert code == 400 and body["error"]["code"] == 400

@@ -16,7 +16,7 @@ from typing import Any
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel
 from .annotations import annotation_table
-from .kernel_sequences import kernel_sequences
+from .kernel_sequences import kernel_sequences, op_patterns
 from .module_tree import module_label, module_tree
 from .op_memory import op_memory_table
 from .selectors import NO_OP
@@ -26,7 +26,8 @@ EXTRA_KINDS = ("module_tree", "memory", "annotation", "sequences")
 
 
 def extra_rows(model: TraceModel, index: TableIndex, by: str, window: Window = None, *, side: str = "gpu",
-               scope: str = "all", min_len: int = 3, max_len: int = 8, top: int = 20) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+               scope: str = "all", min_len: int = 3, max_len: int = 8, top: int = 20,
+               root: str = "") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows and totals of one of EXTRA_KINDS; see each builder.
 
     Raises:
@@ -39,6 +40,8 @@ def extra_rows(model: TraceModel, index: TableIndex, by: str, window: Window = N
     if by == "annotation":
         return annotation_rows(model, side, scope, window)
     if by == "sequences":
+        if root:
+            return pattern_rows(model, index, root, window, min_len, top)
         return sequence_rows(model, index, window, min_len, max_len, top)
     raise ValueError(f"unknown table {by!r} (one of {', '.join(EXTRA_KINDS)})")
 
@@ -103,6 +106,24 @@ def sequence_rows(model: TraceModel, index: TableIndex, window: Window = None, m
                      "launched_by": [{"name": model.shown_names[o] if o >= 0 else NO_OP, "occurrences": c}
                                      for o, c in s.launched_by]})
     return rows, {"rows": len(rows), "kernel_us": kernel_ns / 1e3, "min_len": min_len, "max_len": max_len}
+
+
+def pattern_rows(model: TraceModel, index: TableIndex, root: str, window: Window = None, min_len: int = 3,
+                 top: int = 20) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """HTA's op-rooted patterns (`kernel_sequences.op_patterns`): rows as `sequence_rows`' (`occurrences` the
+    calls, `total_us` the activities' time summed over them) plus `op` and `cpu_us` (the calls' time);
+    totals add `root`."""
+    patterns = op_patterns(model, index, root, min_len, top, window)
+    kernel_ns = _kernel_ns(model, index, window)
+    rows = []
+    for p in patterns:
+        op, names = model.shown_names[p.op_name_id], [model.shown_names[i][:200] for i in p.name_ids]
+        rows.append({"name": " \u2192 ".join(n[:60] for n in [op, *names]), "op": op, "kernels": names,
+                     "length": len(names), "occurrences": p.count, "total_us": p.gpu_ns / 1e3,
+                     "mean_us": p.gpu_ns / p.count / 1e3, "cpu_us": p.cpu_ns / 1e3,
+                     "share": round(p.gpu_ns / kernel_ns, 6) if kernel_ns else 0.0,
+                     "launched_by": [{"name": op, "occurrences": p.count}]})
+    return rows, {"rows": len(rows), "kernel_us": kernel_ns / 1e3, "min_len": min_len, "root": root}
 
 
 def _kernel_ns(model: TraceModel, index: TableIndex, window: Window) -> int:

@@ -164,3 +164,73 @@ def _exact(ids: np.ndarray, cs: np.ndarray, stream_no: np.ndarray, length: int, 
     total = int(np.diff(cs)[covered].sum())
     summed = int((cs[starts + length] - cs[starts]).sum())
     return tuple(int(i) for i in want.tolist()), starts, total, summed
+
+
+@dataclass(frozen=True)
+class OpPattern:
+    """HTA's frequent CUDA kernel pattern: an op name and the GPU activities its calls launched, in order."""
+
+    op_name_id: int
+    name_ids: tuple[int, ...]  # GPU activity (kernel, memcpy, memset) name ids in launch-time order
+    count: int  # calls with exactly this sequence
+    gpu_ns: int  # the activities' time, summed over the calls
+    cpu_ns: int  # the calls' durations, summed
+
+
+def op_patterns(model: TraceModel, index: TableIndex, root: str, min_len: int = 3, top: int = 20,
+                window: Window = None) -> list[OpPattern]:
+    """HTA's `get_frequent_cuda_kernel_sequences(operator_name=root, min_pattern_len=min_len)`: the op calls
+    whose name contains `root`, only the shallowest of them (no double counting of nested ones), each with at
+    least `min_len` GPU activities launched inside it; a pattern is the op name and those activities' names in
+    start order. Patterns by count (descending), then by their names; at most `top`. In a window, the calls
+    overlapping it and the activities inside it (durations clipped).
+
+    Raises:
+        ValueError: an empty `root`, min_len below 1, or top outside 1..MAX_TOP.
+    """
+    if not root or min_len < 1 or not 1 <= top <= MAX_TOP:
+        raise ValueError(f"need a root op name, min_len >= 1 and 1 <= top <= {MAX_TOP}, not {root!r}, {min_len!r}, {top!r}")
+    ops = index.ops
+    ids = model.name_ids_where(lambda n: root in n)
+    cand = np.flatnonzero(np.isin(ops.name_ids[ops.name_ix], ids)) if ops.size else np.zeros(0, np.int64)
+    inside, cpu_dur = clip(ops.start_ns[cand], ops.end_ns[cand], window)
+    cand, cpu_dur = cand[inside], cpu_dur[inside]
+    if cand.size == 0:
+        return []
+    depth = _depths(ops.parent)
+    shallow = depth[cand] == depth[cand].min()
+    roots, cpu_dur = cand[shallow], cpu_dur[shallow]  # equal depth: disjoint subtrees, ascending
+    act_in, act_dur = clip(index.act_start_ns, index.act_end_ns, window)
+    owner = ops.owner.astype(np.int64)
+    at = np.searchsorted(roots, owner, side="right") - 1
+    ok = act_in & (owner >= 0) & (at >= 0)
+    ok[ok] = owner[ok] < ops.subtree_end[roots[at[ok]]]
+    act, root_of = np.flatnonzero(ok), at[ok]
+    order = np.lexsort((index.act_start_ns[act], root_of))
+    act, root_of = act[order], root_of[order]
+    bounds = np.searchsorted(root_of, np.arange(roots.size + 1))
+    names = index.act_name_ids[index.act_name_ix[act]].tolist()
+    durs = act_dur[act].tolist()
+    found: dict[tuple[int, ...], list[int]] = {}
+    for r in np.flatnonzero(np.diff(bounds) >= min_len).tolist():
+        key = (int(ops.name_ids[ops.name_ix[roots[r]]]), *names[bounds[r]:bounds[r + 1]])
+        entry = found.setdefault(key, [0, 0, 0])
+        entry[0] += 1
+        entry[1] += int(sum(durs[bounds[r]:bounds[r + 1]]))
+        entry[2] += int(cpu_dur[r])
+    text = {k: "|".join(model.names[i] for i in k) for k in found}
+    best = sorted(found, key=lambda k: (-found[k][0], text[k]))[:top]
+    return [OpPattern(k[0], k[1:], *found[k]) for k in best]
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Each node's depth (0 for a root), by pointer jumping: log2(depth) rounds."""
+    depth = (parent >= 0).astype(np.int64)
+    jump = parent.astype(np.int64)
+    while True:
+        up = np.flatnonzero(jump >= 0)
+        if up.size == 0:
+            return depth
+        add = depth[jump[up]]
+        depth[up] += add
+        jump[up] = jump[jump[up]]

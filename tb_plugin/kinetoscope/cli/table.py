@@ -46,6 +46,9 @@ def add_parser(sub: Any) -> None:
     table.add_argument("--min-len", type=int, default=3, help="--by sequences: fewest kernels in a sequence")
     table.add_argument("--max-len", type=int, default=8, help=f"--by sequences: most kernels (at most {MAX_LEN})")
     table.add_argument("--top", type=int, default=20, help=f"--by sequences: sequences shown (at most {MAX_TOP})")
+    table.add_argument("--root", default="", metavar="OP",
+                       help="--by sequences: HTA's patterns instead: the shallowest ops whose name contains OP, "
+                            "each with the GPU work it launched (at least --min-len), by count")
     table.add_argument("--format", choices=("csv", "json", "text"), default="text")
     cache = table.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if by in EXTRA_KINDS:
             rows, totals = extra_rows(model, index, by, window, side=args.side, scope=args.scope, min_len=args.min_len,
-                                      max_len=args.max_len, top=args.top)
+                                      max_len=args.max_len, top=args.top, root=args.root)
         else:
             rows, totals = table_rows(model, index, by, window, group=args.group, split=split)
     except ValueError as exc:

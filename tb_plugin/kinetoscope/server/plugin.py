@@ -158,6 +158,14 @@ def flag_arg(args, name: str) -> bool:
     return value == "1"
 
 
+def _bounded_text(args, name: str) -> str:
+    """An optional text parameter, at most MAX_QUERY_CHARS characters ('' when absent)."""
+    value = _raw(args, name, False) or ""
+    if len(value) > MAX_QUERY_CHARS:
+        raise BadRequest(f"{name} must be at most {MAX_QUERY_CHARS} characters, not {len(value)}")
+    return value
+
+
 def choice_arg(args, name: str, choices: tuple[str, ...], default: str) -> str:
     value = _raw(args, name, False)
     if value is None:
@@ -396,8 +404,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                                group=choice_arg(args, "group", TABLE_GROUPS, "name"),
                                split=choice_arg(args, "split", TABLE_SPLITS, "name"),
                                side=choice_arg(args, "side", SIDES, "gpu"), scope=choice_arg(args, "scope", SCOPES, "all"),
-                               min_len=int_arg(args, "min_len", 3, 2, MAX_LEN), max_len=int_arg(args, "max_len", 8, 2, MAX_LEN),
-                               top=int_arg(args, "top", 20, 1, MAX_TOP))
+                               min_len=int_arg(args, "min_len", 3, 1, MAX_LEN), max_len=int_arg(args, "max_len", 8, 2, MAX_LEN),
+                               top=int_arg(args, "top", 20, 1, MAX_TOP), root=_bounded_text(args, "root"))
 
     @_route
     def search_route(self, request):

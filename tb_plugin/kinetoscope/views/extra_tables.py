@@ -52,8 +52,8 @@ def _field(by: str, key: str) -> str:
 def extra_view(model: TraceModel, index: TableIndex, *, by: str, window: Window = None, sort: Optional[str] = None,
                query: Optional[str] = None, offset: int = 0, limit: int = 100, max_limit: int = 500,
                **options: Any) -> dict[str, Any]:
-    """One page of one of EXTRA_KINDS (options: `side`, `scope` for annotations; `min_len`, `max_len`, `top`
-    for sequences). The module tree's page is a slice of its preorder (`index`, `parent` and `depth` place
+    """One page of one of EXTRA_KINDS (options: `side`, `scope` for annotations; `min_len`, `max_len`, `top`,
+    `root` (HTA's op-rooted patterns) for sequences). The module tree's page is a slice of its preorder (`index`, `parent` and `depth` place
     each row); a filter keeps the nodes whose name matches and, for the tree, their ancestors.
 
     Raises:
@@ -61,7 +61,7 @@ def extra_view(model: TraceModel, index: TableIndex, *, by: str, window: Window 
     """
     if by not in EXTRA_KINDS:
         raise ValueError(f"unknown table {by!r}")
-    wanted = {"annotation": ("side", "scope"), "sequences": ("min_len", "max_len", "top")}.get(by, ())
+    wanted = {"annotation": ("side", "scope"), "sequences": ("min_len", "max_len", "top", "root")}.get(by, ())
     rows, totals = _rows(model, index, by, window, {k: v for k, v in options.items() if k in wanted})
     sort = sort or DEFAULT_EXTRA_SORT[by]
     kept = list(range(len(rows)))
