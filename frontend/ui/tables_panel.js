@@ -51,7 +51,7 @@ export class TablesPanel {
     this.collapsed = new Set();
     /** @type {any} */
     this.body = null;
-    this.options = { split: 'name', side: 'gpu', scope: 'all' };
+    this.options = { split: 'name', side: 'gpu', scope: 'all', root: '' };
     this.filterInput = el('input', { class: 'ks-filter', type: 'search', placeholder: 'filter by name', 'aria-label': 'filter the table by name',
       oninput: () => { clearTimeout(this.filterTimer); this.filterTimer = window.setTimeout(() => this.setFilter(this.filterInput.value), FILTER_DELAY_MS); } });
     this.group = 'name';
@@ -62,6 +62,10 @@ export class TablesPanel {
     this.splitBox = el('label', { class: 'ks-hint' }, 'Rows ', this.optionSelect('split', KERNEL_SPLITS, 'split the kernel rows'));
     this.annotationBox = el('span', { class: 'ks-hint' }, this.optionSelect('side', ANNOTATION_SIDES, 'annotation ranges'),
       ' ', this.optionSelect('scope', ANNOTATION_SCOPES, 'which annotations'));
+    this.rootInput = el('input', { class: 'ks-sequence-root', type: 'search', placeholder: 'under one op (HTA\u2019s patterns)',
+      'aria-label': 'count the GPU work of the shallowest calls of an op name instead',
+      onchange: () => { this.options.root = this.rootInput.value.trim().slice(0, 200); this.offset = 0; this.load(); } });
+    this.sequencesBox = el('span', { class: 'ks-hint' }, this.rootInput);
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
     this.health = healthSlot();
     this.table = el('div', { class: 'ks-table-wrap' });
@@ -73,7 +77,7 @@ export class TablesPanel {
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
     this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
-      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox), this.health, this.scope, this.table, this.pager);
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
@@ -121,6 +125,7 @@ export class TablesPanel {
     this.stackBox.style.display = this.by === 'op' ? '' : 'none';
     this.splitBox.style.display = this.by === 'kernel' ? '' : 'none';
     this.annotationBox.style.display = this.by === 'annotation' ? '' : 'none';
+    this.sequencesBox.style.display = this.by === 'sequences' ? '' : 'none';
   }
 
   /** @param {string} text */
@@ -141,6 +146,7 @@ export class TablesPanel {
     if (this.by === 'op' && this.group !== 'name') params.group = this.group;
     if (this.by === 'kernel' && this.options.split !== 'name') params.split = this.options.split;
     if (this.by === 'annotation') Object.assign(params, { side: this.options.side, scope: this.options.scope });
+    if (this.by === 'sequences' && this.options.root) Object.assign(params, { root: this.options.root, min_len: 1 });
     if (area) Object.assign(params, { start_us: area.t0Us, end_us: area.t1Us });
     this.scope.replaceChildren(...(area
       ? [`Selected area ${formatTimestamp(area.t0Us)} \u2013 ${formatTimestamp(area.t1Us)} (${formatDuration(area.t1Us - area.t0Us)}) `,
