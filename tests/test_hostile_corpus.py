@@ -83,6 +83,8 @@ def test_the_cli_names_the_error_or_reports_within_bounds(corpus, case, tmp_path
 
 ROUTES = ("summary", "gaps", "launches", "stalls", "lanes", "memory", "export", "event")
 ROUTES += ("tables", "search")  # issue 16: `search` without q is a documented 400
+# issue 27: the module tree, memory per op, annotations, kernel sequences and the kernel split, on every file
+EXTRA_TABLES = ("module_tree", "memory", "annotation&side=cpu&scope=top", "sequences&min_len=2", "kernel&split=op_launch")
 DOCUMENTED = {200, 400, 404, 409, 422}
 
 
@@ -121,8 +123,8 @@ def test_every_route_answers_within_bounds_and_the_good_run_keeps_answering(corp
                 assert state["state"] == ("error" if case.expect == "error" else "ready"), (name, state)
             if state["state"] == "error":
                 assert "internal error" not in state["error"], (name, state["error"])
-            for route in ROUTES:
-                answer, took = get(route, f"span={sid}&row=0&device=0&width_px=1200")
+            for route, extra in [(r, "") for r in ROUTES] + [("tables", f"&by={by}") for by in EXTRA_TABLES]:
+                answer, took = get(route, f"span={sid}&row=0&device=0&width_px=1200{extra}")
                 assert answer.status_code in DOCUMENTED, (name, route, answer.status_code)
                 assert len(answer.get_data()) < ANSWER_BYTES, (name, route, len(answer.get_data()))
                 assert took < ROUTE_SECONDS, (name, route, took)

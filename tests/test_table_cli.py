@@ -73,3 +73,49 @@ def test_report_json_has_every_table_field(trace, capsys):
     assert {"calls", "cpu_total_us", "cpu_self_us", "cpu_max_us", "gpu_self_us", "gpu_total_us", "launches", "cpu_mean_us",
             "gpu_mean_us"} <= set(tables["ops"][0])
     assert tables["ops_totals"]["rows"] == 2 and tables["modules"] == []
+
+
+@pytest.fixture
+def modules_trace(tmp_path, no_cache):
+    """Two calls of Net_0 > Linear_0 (aten::addmm: gemm 30 µs, 64 B allocated on GPU0), under `## fwd ##`."""
+    events = []
+    for i, t in enumerate((0, 1000)):
+        events += [op("## fwd ##", t, 300, cat="user_annotation"), op("nn.Module: Net_0", t + 10, 280, cat="python_function"),
+                   op("nn.Module: Linear_0", t + 20, 100, cat="python_function"), op("aten::addmm", t + 30, 80),
+                   launch(t + 40, 5, 2 * i + 1), kernel("gemm", t + 400, 30, 2 * i + 1), op("aten::relu", t + 150, 50),
+                   launch(t + 160, 5, 2 * i + 2), kernel("relu_k", t + 440, 5, 2 * i + 2),
+                   {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 1, "ts": t + 50,
+                    "args": {"Device Type": 1, "Device Id": 0, "Bytes": 64}}]
+    return str(write_trace(tmp_path / "w.2.pt.trace.json", trace_doc(events)))
+
+
+def test_module_tree_text_is_indented(modules_trace, capsys):
+    assert main(["table", modules_trace, "--by", "module-tree"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("name") and lines[1].startswith("Net_0 ") and lines[2].startswith("  Linear_0 ")
+    assert main(["table", modules_trace, "--by", "module-tree", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(r["name"], r["depth"], r["occurrences"], r["device_us"], r["self_device_us"]) for r in doc["rows"]] == [
+        ("Net_0", 0, 2, 70.0, 10.0), ("Linear_0", 1, 2, 60.0, 60.0)]
+
+
+def test_memory_annotation_and_sequence_tables(modules_trace, capsys):
+    assert main(["table", modules_trace, "--by", "memory", "--format", "csv"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert (row["name"], row["device"], row["calls"], row["alloc_bytes"], row["peak_increase_bytes"]) == ("aten::addmm", "GPU0", "2", "128", "64")
+    assert main(["table", modules_trace, "--by", "annotation", "--side", "cpu", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"][0]["name"] == "## fwd ##" and doc["rows"][0]["total_us"] == 600.0
+    assert main(["table", modules_trace, "--by", "sequences", "--min-len", "2", "--max-len", "2", "--format", "csv"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert (row["kernels"], row["occurrences"], row["total_us"], row["launched_by"]) == ("gemm;relu_k", "2", "70.0", "aten::addmm=2")
+    assert main(["table", modules_trace, "--by", "sequences", "--min-len", "9", "--max-len", "3"]) == 2
+    assert "min_len" in capsys.readouterr().err
+
+
+def test_kernel_split_by_launch_configuration(modules_trace, capsys):
+    assert main(["table", modules_trace, "--by", "kernel", "--split", "op-launch", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["name"], r["op"], r["calls"]) for r in rows] == [("gemm", "aten::addmm", 2), ("relu_k", "aten::relu", 2)]
+    assert main(["table", modules_trace, "--by", "op", "--split", "launch"]) == 2
+    assert "--split" in capsys.readouterr().err

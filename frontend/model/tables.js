@@ -9,7 +9,7 @@
  * @property {string} key field of a `tables` row
  * @property {string} sort the route's sort key ('' when the column does not sort)
  * @property {string} head
- * @property {'text' | 'count' | 'dur' | 'share' | 'flag' | 'launchers' | 'bytes' | 'number'} kind
+ * @property {'text' | 'count' | 'dur' | 'share' | 'flag' | 'launchers' | 'bytes' | 'number' | 'tree'} kind
  * @property {string} [title]
  */
 

@@ -10,15 +10,21 @@ import { getWhenReady } from '../loading.js';
 import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
+import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLUMN, extraColumns, extraDefaultSort, launchersText,
+  treeParents, visibleTreeRows } from '../model/extra_tables.js';
 import { OP_GROUPS, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 import { el, errorText, message } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
+const TREE_PAGE = 500; // module-tree nodes per page (the route's most): expand and collapse need no request
+/** @type {Record<string, string>} */
+const TAB_LABELS = { op: 'Operators', kernel: 'Kernels', module: 'Modules', ...EXTRA_TABS };
 const SEARCH_PAGE = 100;
 const FILTER_DELAY_MS = 250;
 /** The figures each table shows (model/health.js PANEL_FIGURES). @type {Record<string, string[]>} */
-const TABLE_FIGURES = { op: PANEL_FIGURES.opTable, kernel: PANEL_FIGURES.kernelTable, module: PANEL_FIGURES.moduleTable };
+const TABLE_FIGURES = { op: PANEL_FIGURES.opTable, kernel: PANEL_FIGURES.kernelTable, module: PANEL_FIGURES.moduleTable,
+  module_tree: PANEL_FIGURES.moduleTable, memory: PANEL_FIGURES.opTable, annotation: PANEL_FIGURES.opTable, sequences: PANEL_FIGURES.kernelTable };
 
 export class TablesPanel {
   /**
@@ -39,8 +45,13 @@ export class TablesPanel {
     this.filterTimer = 0;
     /** @type {{query: string, total: number, n: number, offset: number, hits: any, names: string[]}} */
     this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
-    this.tabs = el('div', { class: 'ks-tabs', role: 'tablist' }, ['op', 'kernel', 'module'].map((by) => el('button', {
-      class: 'ks-tab', role: 'tab', dataset: { by }, onclick: () => this.show(by) }, { op: 'Operators', kernel: 'Kernels', module: 'Modules' }[by])));
+    this.tabs = el('div', { class: 'ks-tabs', role: 'tablist' }, Object.keys(TAB_LABELS).map((by) => el('button', {
+      class: 'ks-tab', role: 'tab', dataset: { by }, onclick: () => this.show(by) }, TAB_LABELS[by])));
+    /** @type {Set<number>} module-tree nodes collapsed by a click */
+    this.collapsed = new Set();
+    /** @type {any} */
+    this.body = null;
+    this.options = { split: 'name', side: 'gpu', scope: 'all', root: '' };
     this.filterInput = el('input', { class: 'ks-filter', type: 'search', placeholder: 'filter by name', 'aria-label': 'filter the table by name',
       oninput: () => { clearTimeout(this.filterTimer); this.filterTimer = window.setTimeout(() => this.setFilter(this.filterInput.value), FILTER_DELAY_MS); } });
     this.group = 'name';
@@ -48,6 +59,13 @@ export class TablesPanel {
       onchange: () => { this.group = this.groupSelect.value; this.offset = 0; this.load(); } },
     OP_GROUPS.map((g) => el('option', { value: g.value, title: g.title }, g.label)));
     this.stackBox = el('label', { class: 'ks-hint' }, 'Group ', this.groupSelect);
+    this.splitBox = el('label', { class: 'ks-hint' }, 'Rows ', this.optionSelect('split', KERNEL_SPLITS, 'split the kernel rows'));
+    this.annotationBox = el('span', { class: 'ks-hint' }, this.optionSelect('side', ANNOTATION_SIDES, 'annotation ranges'),
+      ' ', this.optionSelect('scope', ANNOTATION_SCOPES, 'which annotations'));
+    this.rootInput = el('input', { class: 'ks-sequence-root', type: 'search', placeholder: 'under one op (HTA\u2019s patterns)',
+      'aria-label': 'count the GPU work of the shallowest calls of an op name instead',
+      onchange: () => { this.options.root = this.rootInput.value.trim().slice(0, 200); this.offset = 0; this.load(); } });
+    this.sequencesBox = el('span', { class: 'ks-hint' }, this.rootInput);
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
     this.health = healthSlot();
     this.table = el('div', { class: 'ks-table-wrap' });
@@ -59,7 +77,7 @@ export class TablesPanel {
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
     this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
-      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox), this.health, this.scope, this.table, this.pager);
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
@@ -71,7 +89,19 @@ export class TablesPanel {
     this.markTabs();
   }
 
+  /**
+   * A select of one table option (`split`, `side`, `scope`): a change reloads from the first page.
+   * @param {'split' | 'side' | 'scope'} key @param {{value: string, label: string, title?: string}[]} choices @param {string} label
+   */
+  optionSelect(key, choices, label) {
+    const select = el('select', { class: `ks-table-${key}`, 'aria-label': label,
+      onchange: () => { this.options[key] = select.value; this.offset = 0; this.load(); } },
+    choices.map((c) => el('option', { value: c.value, title: c.title }, c.label)));
+    return select;
+  }
+
   reset() {
+    this.collapsed.clear();
     this.channel.cancel();
     this.searchChannel.cancel();
     this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
@@ -83,8 +113,9 @@ export class TablesPanel {
   /** @param {string} by */
   show(by) {
     this.by = by;
-    this.sort = defaultSort(by);
+    this.sort = extraColumns(by) ? extraDefaultSort(by) : defaultSort(by);
     this.offset = 0;
+    this.collapsed.clear();
     this.markTabs();
     this.load();
   }
@@ -92,6 +123,9 @@ export class TablesPanel {
   markTabs() {
     for (const tab of this.tabs.children) tab.setAttribute('aria-selected', String(/** @type {HTMLElement} */ (tab).dataset.by === this.by));
     this.stackBox.style.display = this.by === 'op' ? '' : 'none';
+    this.splitBox.style.display = this.by === 'kernel' ? '' : 'none';
+    this.annotationBox.style.display = this.by === 'annotation' ? '' : 'none';
+    this.sequencesBox.style.display = this.by === 'sequences' ? '' : 'none';
   }
 
   /** @param {string} text */
@@ -106,9 +140,13 @@ export class TablesPanel {
     if (!span || !this.store.state.summary) return;
     showHealthNote(this.health, this.store.state.summary, TABLE_FIGURES[this.by] ?? PANEL_FIGURES.kernelTable);
     /** @type {Record<string, string | number>} */
-    const params = { span: span.id, by: this.by, sort: this.sort, offset: this.offset, limit: PAGE };
+    const params = { span: span.id, by: this.by, offset: this.offset, limit: this.by === 'module_tree' ? TREE_PAGE : PAGE };
+    if (this.sort) params.sort = this.sort;
     if (this.filter) params.filter = this.filter;
     if (this.by === 'op' && this.group !== 'name') params.group = this.group;
+    if (this.by === 'kernel' && this.options.split !== 'name') params.split = this.options.split;
+    if (this.by === 'annotation') Object.assign(params, { side: this.options.side, scope: this.options.scope });
+    if (this.by === 'sequences' && this.options.root) Object.assign(params, { root: this.options.root, min_len: 1 });
     if (area) Object.assign(params, { start_us: area.t0Us, end_us: area.t1Us });
     this.scope.replaceChildren(...(area
       ? [`Selected area ${formatTimestamp(area.t0Us)} \u2013 ${formatTimestamp(area.t1Us)} (${formatDuration(area.t1Us - area.t0Us)}) `,
@@ -125,25 +163,43 @@ export class TablesPanel {
 
   /** @param {any} body */
   render(body) {
-    const columns = tableColumns(this.by, body.group);
+    this.body = body;
+    let columns = extraColumns(this.by) ?? tableColumns(this.by, body.group);
+    if (this.by === 'kernel' && body.split === 'op_launch') columns = [columns[0], OP_COLUMN, ...columns.slice(1)];
     this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
     if (!body.rows.length) {
       this.table.replaceChildren(message('info', this.filter ? `No ${this.by} names contain \u201c${this.filter}\u201d here.`
-        : this.by === 'module' ? 'No nn.Module regions in this trace (profile with with_stack=True or with_modules=True).' : `No ${this.by}s here.`));
+        : this.by === 'module' || this.by === 'module_tree' ? 'No nn.Module regions in this trace (profile with with_stack=True or with_modules=True).'
+          : this.by === 'memory' ? 'No memory events inside ops here (profile with profile_memory=True).'
+            : this.by === 'annotation' ? 'No user annotations of this kind here (record_function ranges).'
+              : this.by === 'sequences' ? 'No kernel sequence recurs here.' : `No ${this.by}s here.`));
       this.pager.replaceChildren();
       return;
     }
     const head = columns.map((c) => el('th', { class: c.sort ? 'ks-sortable' : '', title: c.title, dataset: { sort: c.sort },
       'aria-sort': c.sort && this.sort.replace(/^-/, '') === c.sort ? (this.sort.startsWith('-') ? 'descending' : 'ascending') : 'none',
       onclick: () => { const s = nextSort(this.sort, c); if (s !== this.sort) { this.sort = s; this.offset = 0; this.load(); } } }, c.head));
-    const rows = body.rows.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name } },
-      columns.map((c) => el('td', { dataset: { col: c.key }, title: c.kind === 'text' ? row[c.key] : undefined }, cell(c, row[c.key])))));
+    const shown = this.by === 'module_tree' ? visibleTreeRows(body.rows, this.collapsed).map((i) => body.rows[i]) : body.rows;
+    const parents = this.by === 'module_tree' ? treeParents(body.rows) : new Set();
+    const rows = shown.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name } },
+      columns.map((c) => el('td', { dataset: { col: c.key }, title: c.kind === 'text' || c.kind === 'tree' ? row[c.key] : undefined },
+        c.kind === 'tree' ? this.treeCell(row, parents.has(row.index)) : cell(c, row[c.key])))));
     this.table.replaceChildren(el('table', { class: 'ks-table ks-profiler-table', dataset: { by: this.by } },
       el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));
     const last = Math.min(body.total, this.offset + body.rows.length);
     this.pager.replaceChildren(`${(this.offset + 1).toLocaleString()}\u2013${last.toLocaleString()} of ${Number(body.total).toLocaleString()} `,
       el('button', { disabled: this.offset === 0, onclick: () => { this.offset = Math.max(0, this.offset - PAGE); this.load(); } }, 'previous'),
       el('button', { disabled: last >= body.total, onclick: () => { this.offset += PAGE; this.load(); } }, 'next'));
+  }
+
+  /** A module-tree name: indented by depth, with a toggle where the node has children. @param {any} row @param {boolean} hasChildren */
+  treeCell(row, hasChildren) {
+    const open = !this.collapsed.has(row.index);
+    const toggle = hasChildren
+      ? el('button', { class: 'ks-link ks-tree-toggle', 'aria-expanded': String(open), title: open ? 'collapse' : 'expand',
+        onclick: () => { if (open) this.collapsed.add(row.index); else this.collapsed.delete(row.index); this.render(this.body); } }, open ? '\u25be' : '\u25b8')
+      : el('span', { class: 'ks-tree-leaf' }, '\u00a0\u00a0');
+    return el('span', { class: 'ks-tree-name', style: { paddingLeft: `${1.2 * Number(row.depth)}em` } }, toggle, ' ', String(row.name));
   }
 
   /** Steps to the next (1) or previous (-1) occurrence of `text`, asking the server for the hits when needed. @param {string} text @param {number} delta */
@@ -204,7 +260,7 @@ function cell(column, value) {
     case 'flag': return value ? 'yes' : '';
     case 'bytes': return value === null || value === undefined ? '' : formatBytes(Number(value));
     case 'number': return value === null || value === undefined ? '' : Number(value).toLocaleString(undefined, { maximumFractionDigits: 2 });
-    case 'launchers': return (value ?? []).map((/** @type {any} */ v) => `${v.name} (${formatDuration(v.gpu_us)})`).join(', ');
+    case 'launchers': return launchersText(value, formatDuration);
     default: return String(value ?? '');
   }
 }

@@ -234,6 +234,13 @@ class OpIndex:
         """CPU ops (not annotations, not ProfilerStep) on every lane."""
         return sum(int(rows.size) for rows in self._rows.values()) - int(self._annotation_rows.size)
 
+    def op_rows(self) -> np.ndarray:
+        """CPU ops (not annotations, not ProfilerStep) of every lane, ascending (no per-lane index built)."""
+        if not self._rows:
+            return np.zeros(0, np.int64)
+        rows = np.concatenate(list(self._rows.values()))
+        return np.sort(rows[~_member(rows, self._annotation_rows)])
+
     @property
     def lanes(self) -> list[int]:
         """CPU lanes with ops or annotations."""

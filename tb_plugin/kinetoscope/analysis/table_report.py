@@ -17,15 +17,16 @@ def _in_us(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def table_rows(model: TraceModel, index: T.TableIndex, by: str, window: T.Window = None,
-               top: Optional[int] = None, group: str = "name") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+               top: Optional[int] = None, group: str = "name", split: str = "name") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows (µs) of one table (`op`, `kernel` or `module`), in the table's order, and its totals.
 
     Kernel rows name the ops that launched them (`launched_by`, up to three, by GPU time); op rows grouped by
     `stack` are per (op, innermost user Python frame) and carry `frame`, by `shape` per (op, input shapes) with
-    `shapes`, by `module` per (op, innermost nn.Module) with `module`.
+    `shapes`, by `module` per (op, innermost nn.Module) with `module`. Kernel rows `split` by `launch` are per
+    (kernel, grid, block, registers, shared memory), by `op_launch` also per launching op (with `op`).
     """
     if by == "kernel":
-        tab = T.kernel_table(model, index, window)
+        tab = T.kernel_table(model, index, window, split=split)
         totals = {"rows": int(tab.name_id.size), "device_us": tab.device_ns / 1e3}
     else:
         tab = T.module_table(model, index, window) if by == "module" else T.op_table(model, index, window, group)

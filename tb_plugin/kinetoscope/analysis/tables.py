@@ -10,6 +10,8 @@ API (other modules join these tables by name: `model.names[table.name_id[i]]`)::
     op_table(model, index, window, group="module")         # -> one row per (op name, innermost nn.Module around it)
     mods = module_table(model, index, window=None)         # -> OpTable, one row per `nn.Module: ...` name
     kernels = kernel_table(model, index, window=None)      # -> KernelTable, one row per kernel/memcpy/memset name
+    kernel_table(model, index, window, split="launch")     # -> one row per (name, grid, block, registers, shared mem)
+    kernel_table(model, index, window, split="op_launch")  # -> ... and launching op (torch-tb-profiler's grouping)
     launchers = kernel_launchers(model, index, kernels.name_id[:5], window=None, top=3)
         # -> {kernel name id: [(op name id, GPU ns, activities), ...]} the ops that launched each kernel
     records(model, ops) / records(model, kernels)          # -> list of plain dicts (field -> value), rows in order
@@ -225,9 +227,7 @@ def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
 
 def op_rows(model: TraceModel) -> np.ndarray:
     """Rows of CPU ops (not annotations, not ProfilerStep), ascending."""
-    index = OpIndex(model)
-    parts = [index.nested(lane, annotation=False)[0] for lane in index.lanes]
-    return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    return OpIndex(model).op_rows()
 
 
 def module_rows(model: TraceModel) -> np.ndarray:
@@ -291,6 +291,8 @@ class KernelTable:
     occupancy: np.ndarray  # ... estimated achieved occupancy (%)
     device_ns: int
     window: Window
+    split: str = "name"  # "name", or one of KERNEL_SPLITS: rows split by launch configuration (and launching op)
+    op_id: Optional[np.ndarray] = None  # split "op_launch": the launching op's name id (-1: none or unknown)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -400,42 +402,93 @@ def module_table(model: TraceModel, index: TableIndex, window: Window = None) ->
     return _forest_table(model, index, index.modules, index.module_groups, window)
 
 
-def kernel_table(model: TraceModel, index: TableIndex, window: Window = None) -> KernelTable:
-    """The kernel table (one row per kernel, memcpy or memset name) for the whole trace or a window."""
-    n = index.act_name_ids.size
+# Kernel-table splits beyond one row per name, as torch-tb-profiler's Kernel view "group by kernel name + op name +
+# properties" (its properties: grid, block, registers per thread, shared memory):
+# - launch: one row per (name, grid, block, registers per thread, shared memory per block);
+# - op_launch: one row per (name, launching op name, grid, block, registers, shared memory).
+# Grid and block are the x*y*z products the model keeps: [16,1,1] and [1,16,1] share a row.
+KERNEL_SPLITS = ("launch", "op_launch")
+_LAUNCH_FIELDS = ("grid", "block", "registers", "shared_mem")
+
+
+def kernel_table(model: TraceModel, index: TableIndex, window: Window = None, split: str = "name") -> KernelTable:
+    """The kernel table (one row per kernel, memcpy or memset name; or, with `split`, per name and launch
+    configuration, see KERNEL_SPLITS) for the whole trace or a window.
+
+    Raises:
+        ValueError: an unknown split.
+    """
+    if split == "name":
+        group_ix, n, groups, name_of = index.act_name_ix, index.act_name_ids.size, index.act_groups, None
+        op_of = None
+    elif split in KERNEL_SPLITS:
+        group_ix, name_of, op_of = _launch_groups(index, by_op=split == "op_launch")
+        n = name_of.size
+        groups = _Groups.of(group_ix, n)
+    else:
+        raise ValueError(f"unknown kernel table split {split!r} (name, {', '.join(KERNEL_SPLITS)})")
     inside, dur = clip(index.act_start_ns, index.act_end_ns, window)
-    calls = np.bincount(index.act_name_ix[inside], minlength=n).astype(np.int64)
-    total = _sum(index.act_name_ix, dur, n)
+    calls = np.bincount(group_ix[inside], minlength=n).astype(np.int64)
+    total = _sum(group_ix, dur, n)
     device_ns = int(total.sum())
     share = total / device_ns if device_ns else np.zeros(n)
+    name_ix = np.arange(n) if name_of is None else name_of
     keep = np.flatnonzero(calls > 0)
-    keep = keep[np.lexsort((index.act_name_ids[keep], -total[keep]))]
-    args = _arg_means(index, inside, dur, n)
-    return KernelTable(name_id=index.act_name_ids[keep], kind=index.act_name_kind[keep], calls=calls[keep],
-                       total_ns=total[keep], min_ns=_group_extreme(index.act_groups, dur, inside, False)[keep],
-                       max_ns=_group_extreme(index.act_groups, dur, inside, True)[keep], share=share[keep],
-                       tensor_core=index.tensor_core[keep], **{k: v[keep] for k, v in args.items()},
-                       device_ns=device_ns, window=window)
+    keep = keep[np.lexsort((keep, index.act_name_ids[name_ix[keep]], -total[keep]))]
+    args = _arg_means(index, inside, dur, n, group_ix)
+    named = name_ix[keep]
+    return KernelTable(name_id=index.act_name_ids[named], kind=index.act_name_kind[named], calls=calls[keep],
+                       total_ns=total[keep], min_ns=_group_extreme(groups, dur, inside, False)[keep],
+                       max_ns=_group_extreme(groups, dur, inside, True)[keep], share=share[keep],
+                       tensor_core=index.tensor_core[named], **{k: v[keep] for k, v in args.items()},
+                       device_ns=device_ns, window=window, split=split,
+                       op_id=None if op_of is None or split != "op_launch" else op_of[keep])
 
 
-def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int) -> dict[str, np.ndarray]:
+def _launch_groups(index: TableIndex, by_op: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Activities grouped by (name, launch fields[, launching op]): (group per activity, name index per group,
+    op name id per group or -1). A field a call does not record keys as -1, so such calls group together."""
+    cols = [index.act_name_ix.astype(np.float64)]
+    for name in _LAUNCH_FIELDS:
+        k = ARG_FIELDS.index(name)
+        cols.append(np.where(index.act_present[k], index.act_values[k], -1.0))
+    op_name = np.full(index.act_rows.size, -1, np.int64)
+    if by_op and index.ops.size:
+        owner = index.ops.owner
+        op_name = np.where(owner >= 0, index.ops.name_ids[index.ops.name_ix[np.maximum(owner, 0)]], -1)
+    cols.append(op_name.astype(np.float64))
+    if index.act_rows.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    group_ix = np.zeros(index.act_rows.size, np.int64)
+    for col in cols:  # one int64 key per column, compacted after each (np.unique(axis=0) sorts rows: 10x slower)
+        _, code = np.unique(col, return_inverse=True)
+        _, group_ix = np.unique(group_ix * (int(code.max()) + 1) + code.reshape(-1), return_inverse=True)
+        group_ix = group_ix.reshape(-1)
+    first = np.zeros(int(group_ix.max()) + 1, np.int64)
+    first[group_ix[::-1]] = np.arange(group_ix.size - 1, -1, -1)  # any member gives the group's name and op
+    return group_ix.astype(np.int64), index.act_name_ix[first].astype(np.int64), op_name[first].astype(np.int64)
+
+
+def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int,
+               group_ix: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
     """Per name: bytes moved (each copy's bytes times the share of it inside the window) and their bandwidth;
     the launch fields as means weighted by each call's time in the window (NaN where no call records them, or
     where every call that does lasted 0 ns). All fields in two bincounts over (field, name) keys."""
+    group_ix = index.act_name_ix if group_ix is None else group_ix
     full = index.act_end_ns - index.act_start_ns
     frac = np.divide(dur, full, out=inside.astype(np.float64), where=full > 0)
     fields = len(ARG_FIELDS)
     present = index.act_present
     weight = np.where(inside, dur, 0).astype(np.float64) * present  # (fields, activities)
     weight[0] = frac * present[0]  # bytes: each copy counts by its share inside the window
-    keys = (np.arange(fields, dtype=np.int64)[:, None] * n + index.act_name_ix[None, :]).ravel()
+    keys = (np.arange(fields, dtype=np.int64)[:, None] * n + group_ix[None, :]).ravel()
     value_sum = np.bincount(keys, weights=(weight * index.act_values).ravel(), minlength=fields * n)
     weight_sum = np.bincount(keys, weights=weight.ravel(), minlength=fields * n)
     value_sum, weight_sum = value_sum.reshape(fields, n), weight_sum.reshape(fields, n)
     out = {name: np.divide(value_sum[k], weight_sum[k], out=np.full(n, np.nan), where=weight_sum[k] > 0)
            for k, name in enumerate(ARG_FIELDS) if k}
-    copies = np.bincount(index.act_name_ix, weights=present[0] * inside, minlength=n)
-    moved_ns = np.bincount(index.act_name_ix, weights=np.where(inside, dur, 0) * present[0], minlength=n)
+    copies = np.bincount(group_ix, weights=present[0] * inside, minlength=n)
+    moved_ns = np.bincount(group_ix, weights=np.where(inside, dur, 0) * present[0], minlength=n)
     out["bytes"] = np.where(copies > 0, value_sum[0], np.nan)
     out["bandwidth_gbps"] = np.divide(value_sum[0], moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
     return out
@@ -490,6 +543,8 @@ def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
             columns[key] = [None if v != v else v for v in columns[key]]
     if "frame_id" in columns:
         columns["frame"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("frame_id")]
+    if "op_id" in columns:
+        columns["op"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("op_id")]
     if "module_id" in columns:
         columns["module"] = [model.shown_names[i] if i >= 0 else None for i in columns.pop("module_id")]
     if "shape_id" in columns:

@@ -1,5 +1,7 @@
-"""`kinetoscope table SPAN --by op|kernel|module [--window A:B] [--group name|stack|shape|module] [--format csv|json|text]`: one profiler table
-of one trace file, every row, for scripts.
+"""`kinetoscope table SPAN --by op|kernel|module|module-tree|memory|annotation|sequences [--window A:B]
+[--group name|stack|shape|module] [--split name|launch|op-launch] [--side gpu|cpu] [--scope all|top]
+[--min-len N] [--max-len N] [--top N] [--format csv|json|text]`: one profiler table of one trace file, every row,
+for scripts.
 
 SPAN is a trace file (local path or fsspec URL). `--window A:B` keeps the window [A, B) in µs from the trace
 start (either end may be left out: `:5000`, `1000:`). Exit status: 0, 1 when the trace does not load, 2 for
@@ -11,8 +13,11 @@ import argparse
 import sys
 from typing import Any, Optional
 
+from ..analysis.annotations import SCOPES, SIDES
+from ..analysis.extra_tables import EXTRA_KINDS, extra_rows
+from ..analysis.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.table_report import table_rows
-from ..analysis.tables import OP_GROUPS, TableIndex
+from ..analysis.tables import KERNEL_SPLITS, OP_GROUPS, TableIndex
 from ..formats.table import write
 from ..trace.cache import default_cache_dir
 from ..trace.loader import TraceError, load_trace
@@ -20,14 +25,30 @@ from ..trace.loader import TraceError, load_trace
 
 def add_parser(sub: Any) -> None:
     """Register the `table` subcommand on the CLI's subparsers."""
-    table = sub.add_parser("table", help="one profiler table (ops, kernels or modules) of a trace file, for scripts")
+    table = sub.add_parser("table", help="one profiler table (ops, kernels, modules, the module tree, memory per op, "
+                                         "user annotations or frequent kernel sequences) of a trace file, for scripts")
     table.add_argument("span", metavar="SPAN", help="a trace file (local path or fsspec URL)")
-    table.add_argument("--by", choices=("op", "kernel", "module"), default="op")
+    table.add_argument("--by", choices=("op", "kernel", "module", *(k.replace("_", "-") for k in EXTRA_KINDS)),
+                       default="op", help="module-tree: the nn.Module hierarchy (torch-tb-profiler's Module view); "
+                       "memory: allocations per op and device (its memory statistics); annotation: time per user "
+                       "annotation (HTA's breakdown); sequences: the most frequent kernel sequences by time")
     table.add_argument("--window", default=None, metavar="A:B", help="keep [A, B) µs from the trace start")
     table.add_argument("--group", choices=OP_GROUPS, default="name",
                        help="stack: one op row per (op, innermost user Python frame; with_stack traces); "
                             "shape: one op row per (op, input shapes; record_shapes traces); "
                             "module: one op row per (op, innermost nn.Module; with_modules traces)")
+    table.add_argument("--split", choices=("name", *(k.replace("_", "-") for k in KERNEL_SPLITS)), default="name",
+                       help="--by kernel: launch: one row per (kernel, grid, block, registers, shared memory); "
+                            "op-launch: ... and launching op (torch-tb-profiler's kernel grouping)")
+    table.add_argument("--side", choices=SIDES, default="gpu", help="--by annotation: GPU ranges or CPU ranges")
+    table.add_argument("--scope", choices=SCOPES, default="all",
+                       help="--by annotation: all (nested ones too, as HTA) or top (outermost, no ProfilerStep)")
+    table.add_argument("--min-len", type=int, default=3, help="--by sequences: fewest kernels in a sequence")
+    table.add_argument("--max-len", type=int, default=8, help=f"--by sequences: most kernels (at most {MAX_LEN})")
+    table.add_argument("--top", type=int, default=20, help=f"--by sequences: sequences shown (at most {MAX_TOP})")
+    table.add_argument("--root", default="", metavar="OP",
+                       help="--by sequences: HTA's patterns instead: the shallowest ops whose name contains OP, "
+                            "each with the GPU work it launched (at least --min-len), by count")
     table.add_argument("--format", choices=("csv", "json", "text"), default="text")
     cache = table.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
@@ -75,9 +96,22 @@ def run(args: argparse.Namespace) -> int:
         base = model.start_ns
         window = (base + int(round((start or 0.0) * 1e3)),
                   max(model.stop_ns, base + 1) if end is None else base + int(round(end * 1e3)))
-    if args.group != "name" and args.by != "op":
+    by, split = args.by.replace("-", "_"), args.split.replace("-", "_")
+    if args.group != "name" and by != "op":
         print(f"kinetoscope table: --group {args.group} applies to --by op", file=sys.stderr)
         return 2
-    rows, totals = table_rows(model, TableIndex.build(model), args.by, window, group=args.group)
-    write(rows, totals, args.by, args.format, sys.stdout, group=args.group)
+    if split != "name" and by != "kernel":
+        print(f"kinetoscope table: --split {args.split} applies to --by kernel", file=sys.stderr)
+        return 2
+    index = TableIndex.build(model)
+    try:
+        if by in EXTRA_KINDS:
+            rows, totals = extra_rows(model, index, by, window, side=args.side, scope=args.scope, min_len=args.min_len,
+                                      max_len=args.max_len, top=args.top, root=args.root)
+        else:
+            rows, totals = table_rows(model, index, by, window, group=args.group, split=split)
+    except ValueError as exc:
+        print(f"kinetoscope table: {exc}", file=sys.stderr)
+        return 2
+    write(rows, totals, by, args.format, sys.stdout, group=args.group, split=split)
     return 0

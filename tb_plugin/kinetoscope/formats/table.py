@@ -6,7 +6,7 @@ import csv
 import json
 from typing import Any
 
-from .units import human_us, table_lines
+from .units import human_bytes, human_us, table_lines
 
 TEXT_COLUMNS = {
     "op": ("name", "calls", "cpu_total_us", "cpu_self_us", "cpu_mean_us", "cpu_max_us", "gpu_self_us", "gpu_total_us",
@@ -15,13 +15,22 @@ TEXT_COLUMNS = {
                "registers", "shared_mem", "blocks_per_sm", "occupancy", "bytes", "bandwidth_gbps", "launched_by"),
 }
 TEXT_COLUMNS["module"] = TEXT_COLUMNS["op"]
+TEXT_COLUMNS["module_tree"] = ("name", "occurrences", "operators", "host_us", "self_host_us", "device_us", "self_device_us")
+TEXT_COLUMNS["memory"] = ("name", "device", "calls", "self_alloc_count", "self_alloc_bytes", "self_freed_bytes",
+                          "self_increase_bytes", "alloc_count", "alloc_bytes", "freed_bytes", "increase_bytes",
+                          "peak_increase_bytes")
+TEXT_COLUMNS["annotation"] = ("name", "count", "total_us", "mean_us", "min_us", "max_us", "std_us", "share")
+TEXT_COLUMNS["sequences"] = ("name", "length", "occurrences", "total_us", "mean_us", "share", "launched_by")
+TREE_INDENT = "  "  # per module-tree level in the text table
 
 
 def _cell(key: str, value: Any) -> str:
     if key == "launched_by":
-        return "; ".join(f"{v['name']} ({human_us(v['gpu_us'])})" for v in value)
+        return "; ".join(f"{v['name']} ({human_us(v['gpu_us']) if 'gpu_us' in v else v['occurrences']})" for v in value)
     if key.endswith("_us"):
         return human_us(value)
+    if key.endswith("_bytes") and key.startswith(("self_", "alloc", "freed", "increase", "peak")):
+        return human_bytes(value) if value >= 0 else "-" + human_bytes(-value)
     if key == "share":
         return f"{100 * value:.2f}%"
     if value is None:
@@ -31,20 +40,38 @@ def _cell(key: str, value: Any) -> str:
     return str(value)
 
 
-def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str, out, group: str = "name") -> None:
-    """Rows as CSV (one header row, `launched_by` as `name=us;...`), JSON (rows and totals) or a text table."""
+def _csv_cell(key: str, value: Any) -> Any:
+    if key == "launched_by":
+        return ";".join(f"{v['name']}={v['gpu_us'] if 'gpu_us' in v else v['occurrences']}" for v in value)
+    if key == "kernels":
+        return ";".join(value)
+    return value
+
+
+def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str, out, group: str = "name",
+          split: str = "name") -> None:
+    """Rows as CSV (one header row, `launched_by` as `name=us;...` or `name=occurrences;...`), JSON (rows and
+    totals) or a text table (the module tree's names indented by depth)."""
     if fmt == "json":
         json.dump({"by": by, "totals": totals, "rows": rows}, out, indent=1, allow_nan=False)
         out.write("\n")
         return
     extra = {"stack": ("frame",), "shape": ("shapes",), "module": ("module",)}.get(group, ())
+    if by == "kernel" and split == "op_launch":
+        extra = ("op",)
+    if by == "module_tree" and fmt == "csv":
+        extra = ("index", "parent", "depth")
+    if by == "sequences" and fmt == "csv":
+        extra = ("kernels",)
     columns = ("name", *extra, *TEXT_COLUMNS[by][1:])
     if fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([";".join(f"{v['name']}={v['gpu_us']}" for v in row[c]) if c == "launched_by" else row[c]
-                             for c in columns])
+            writer.writerow([_csv_cell(c, row[c]) for c in columns])
         return
     body = [[_cell(c, row[c]) for c in columns] for row in rows]
+    if by == "module_tree":
+        for cells, row in zip(body, rows):
+            cells[0] = TREE_INDENT * row["depth"] + cells[0]
     out.write("\n".join(table_lines(list(columns), body, markdown=False)) + "\n")

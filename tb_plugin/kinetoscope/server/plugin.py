@@ -20,12 +20,14 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from .. import pipeline
+from ..analysis.annotations import SCOPES, SIDES
 from ..analysis.gpu_idle import CAUSE_NAMES
+from ..analysis.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.search import MAX_QUERY_CHARS
 from ..analysis.whatif import MAX_EDITS
 from ..index.readers import SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
-from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS
+from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS, TABLE_SPLITS
 from . import routes
 from .compare_route import compare_impl
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError, log_once
@@ -155,6 +157,14 @@ def flag_arg(args, name: str) -> bool:
     if value not in ("0", "1"):
         raise BadRequest(f"{name} must be 0 or 1, not {value!r}")
     return value == "1"
+
+
+def _bounded_text(args, name: str) -> str:
+    """An optional text parameter, at most MAX_QUERY_CHARS characters ('' when absent)."""
+    value = _raw(args, name, False) or ""
+    if len(value) > MAX_QUERY_CHARS:
+        raise BadRequest(f"{name} must be at most {MAX_QUERY_CHARS} characters, not {len(value)}")
+    return value
 
 
 def choice_arg(args, name: str, choices: tuple[str, ...], default: str) -> str:
@@ -416,7 +426,11 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                                start_us=start, end_us=end, sort=choice_arg(args, "sort", TABLE_SORTS, "") or None,
                                query=query, offset=int_arg(args, "offset", 0, 0, 1 << 40),
                                limit=int_arg(args, "limit", 100, 1, MAX_LIMIT),
-                               group=choice_arg(args, "group", TABLE_GROUPS, "name"))
+                               group=choice_arg(args, "group", TABLE_GROUPS, "name"),
+                               split=choice_arg(args, "split", TABLE_SPLITS, "name"),
+                               side=choice_arg(args, "side", SIDES, "gpu"), scope=choice_arg(args, "scope", SCOPES, "all"),
+                               min_len=int_arg(args, "min_len", 3, 1, MAX_LEN), max_len=int_arg(args, "max_len", 8, 2, MAX_LEN),
+                               top=int_arg(args, "top", 20, 1, MAX_TOP), root=_bounded_text(args, "root"))
 
     @_route
     def search_route(self, request):

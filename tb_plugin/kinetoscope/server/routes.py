@@ -41,7 +41,8 @@ from ..views.counter_lanes import counters_view
 from ..views.export import chrome_trace, event_view, window_rows
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
-from ..views.profiler_tables import search_view, tables_view
+from ..views.extra_tables import extra_view
+from ..views.profiler_tables import MAX_LIMIT, search_view, tables_view
 from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import Loaded, TraceService
@@ -396,15 +397,23 @@ def _safe(text: str) -> str:
 
 def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Optional[float] = None,
                 end_us: Optional[float] = None, sort: Optional[str] = None, query: Optional[str] = None,
-                offset: int = 0, limit: int = 100, group: str = "name") -> dict[str, Any]:
-    """One page of the operator, kernel or module table, for the whole span or a window (`views/profiler_tables`)."""
+                offset: int = 0, limit: int = 100, group: str = "name", split: str = "name",
+                **options: Any) -> dict[str, Any]:
+    """One page of the operator, kernel or module table (`views/profiler_tables`), or of the module tree, memory
+    per op, user annotations or kernel sequences (`views/extra_tables`; `options`: side, scope, min_len,
+    max_len, top), for the whole span or a window."""
     loaded = _load(service, sid)
     model, prepared = loaded.model, loaded.prepared
     index = prepared.tables or TableIndex.build(model)
     window = None if start_us is None and end_us is None else _window(model, start_us, end_us)
     try:
-        return tables_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
-                           group=group)
+        if by in ("op", "kernel", "module"):
+            return tables_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
+                               group=group, split=split)
+        if group != "name" or split != "name":
+            raise ValueError(f"group and split apply to the op and kernel tables, not by={by!r}")
+        return extra_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
+                          max_limit=MAX_LIMIT, **options)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
 

@@ -8,13 +8,16 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis import tables as T
+from ..analysis.extra_tables import EXTRA_KINDS
 from ..analysis.search import SearchIndex, find
 from ..analysis.selectors import NO_OP
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel, shown
+from .extra_tables import EXTRA_SORTS
 
-TABLE_KINDS = ("op", "kernel", "module")
+TABLE_KINDS = ("op", "kernel", "module", *EXTRA_KINDS)
 TABLE_GROUPS = T.OP_GROUPS
+TABLE_SPLITS = ("name", *T.KERNEL_SPLITS)
 _OP_KEYS = {"name": None, "calls": "calls", "cpu_total": "cpu_total_ns", "cpu_self": "cpu_self_ns",
             "cpu_mean": "cpu_mean_ns", "cpu_max": "cpu_max_ns", "gpu_self": "gpu_self_ns", "gpu_total": "gpu_total_ns",
             "gpu_mean": "gpu_mean_ns", "launches": "launches"}
@@ -22,7 +25,7 @@ _KERNEL_KEYS = {"name": None, "calls": "calls", "total": "total_ns", "mean": "me
                 "share": "share"}
 OP_SORTS = tuple(k for key in _OP_KEYS for k in (key, f"-{key}"))
 KERNEL_SORTS = tuple(k for key in _KERNEL_KEYS for k in (key, f"-{key}"))
-TABLE_SORTS = tuple(dict.fromkeys(OP_SORTS + KERNEL_SORTS))
+TABLE_SORTS = tuple(dict.fromkeys(OP_SORTS + KERNEL_SORTS + EXTRA_SORTS))
 DEFAULT_SORT = {"op": "-gpu_total", "module": "-gpu_total", "kernel": "-total"}
 MAX_LIMIT = 500  # rows per page: 500 rows of 1,000-character names (and 3 launchers each) stay under 2 MB
 MAX_FILTER_CHARS = 200
@@ -33,24 +36,24 @@ _WHOLE: weakref.WeakKeyDictionary[T.TableIndex, dict] = weakref.WeakKeyDictionar
 _WHOLE_LOCK = threading.Lock()
 
 
-def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str = "name"):
+def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str = "name", split: str = "name"):
     """The full table of one kind (`op`, `kernel` or `module`) for a window (None: the whole trace, computed once
     per index: the tables are immutable, and the whole trace is what the panel opens on)."""
-    key = (by, group)
+    key = (by, group, split)
     if window is None:
         with _WHOLE_LOCK:
             cached = _WHOLE.get(index, {}).get(key)
         if cached is None:
-            cached = _compute(model, index, by, None, group)
+            cached = _compute(model, index, by, None, group, split)
             with _WHOLE_LOCK:
                 _WHOLE.setdefault(index, {})[key] = cached
         return cached
-    return _compute(model, index, by, window, group)
+    return _compute(model, index, by, window, group, split)
 
 
-def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str):
+def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str, split: str = "name"):
     if by == "kernel":
-        return T.kernel_table(model, index, window)
+        return T.kernel_table(model, index, window, split=split)
     if by == "module":
         return T.module_table(model, index, window)
     return T.op_table(model, index, window, group=group)
@@ -88,8 +91,8 @@ def _order(model: TraceModel, tab: Any, by: str, sort: str, query: Optional[str]
 
 def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", window: T.Window = None,
                 sort: Optional[str] = None, query: Optional[str] = None, offset: int = 0,
-                limit: int = 100, group: str = "name") -> dict[str, Any]:
-    """One page of a profiler table.
+                limit: int = 100, group: str = "name", split: str = "name") -> dict[str, Any]:
+    """One page of a profiler table (the op, kernel and module tables; the others: `extra_tables.extra_view`).
 
     Args:
         model: the trace; index: its `TableIndex`.
@@ -100,19 +103,23 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         offset, limit: the page (limit at most MAX_LIMIT).
         group: `name`; op table only: `stack` (one row per (op, innermost user Python frame)), `shape` (one
             row per (op, input shapes)) or `module` (one row per (op, innermost nn.Module)).
+        split: `name`; kernel table only: `launch` (one row per (kernel, grid, block, registers, shared memory))
+            or `op_launch` (also per launching op: rows carry `op`).
 
     Raises:
         ValueError: a sort key that does not apply to this table, or `group=stack|shape` on another table.
     """
     if group != "name" and by != "op":
         raise ValueError(f"group={group} applies to the op table, not by={by!r}")
-    tab = table(model, index, by, window, group)
+    if split != "name" and by != "kernel":
+        raise ValueError(f"split={split} applies to the kernel table, not by={by!r}")
+    tab = table(model, index, by, window, group, split)
     sort = sort or DEFAULT_SORT[by]
     kept = _order(model, tab, by, sort, query)
     page = kept[offset: offset + min(limit, MAX_LIMIT)]
     base = model.start_ns
     out: dict[str, Any] = {
-        "by": by, "group": group, "sort": sort, "filter": query or "", "total": int(kept.size), "rows_in_window": int(tab.name_id.size),
+        "by": by, "group": group, "split": split, "sort": sort, "filter": query or "", "total": int(kept.size), "rows_in_window": int(tab.name_id.size),
         "offset": offset, "limit": limit,
         "window": None if window is None else {"start_us": (window[0] - base) / 1e3, "end_us": (window[1] - base) / 1e3}}
     names = [model.shown_names[i] for i in tab.name_id[page].tolist()]
@@ -143,6 +150,8 @@ def _kernel_rows(model: TraceModel, index: T.TableIndex, tab: T.KernelTable, pag
                "share": np.round(tab.share[page], 6).tolist(), "tensor_core": tab.tensor_core[page].tolist(),
                **{key: [None if v != v else round(v, 3) for v in getattr(tab, key)[page].tolist()]
                   for key in ("bytes", "bandwidth_gbps", *T.ARG_FIELDS[1:])}}
+    if tab.op_id is not None:
+        columns["op"] = [model.shown_names[o] if o >= 0 else NO_OP for o in tab.op_id[page].tolist()]
     rows = []
     for i, (name, name_id, kind) in enumerate(zip(names, tab.name_id[page].tolist(), tab.kind[page].tolist())):
         by_op = [{"name": model.shown_names[o] if o >= 0 else NO_OP, "gpu_us": ns / 1e3, "calls": n}
