@@ -203,6 +203,16 @@ def test_markup_in_trace_names_is_text_and_broken_trace_is_a_message(xss_tb):
     assert r["recovered"]
 
 
+def test_what_would_it_save_and_the_critical_path(samples_tb):
+    # synthetic/dataloader: 10 ms DataLoader waits in every step: the top saving removes them
+    r = _check("whatif", samples_tb, "synthetic/dataloader")
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["underVerdict"] and r["underVerdict"][0].startswith("no DataLoader wait:")
+    assert r["rows"] >= 2 and r["edits"] == "dataloader=0"
+    assert r["bars"] == 6 and "predicted" in r["summaryLine"]
+    assert r["pathStatus"] == 200
+
+
 def test_run_verdict_with_confidence_shows_above_the_span_verdict_of_a_multi_span_run(samples_tb):
     # synthetic/mixed: 2 spans, communication kernels; synthetic/mixed_2021: byte-delta memory (2021 Kineto).
     r = _check("runverdict", samples_tb, "synthetic/mixed", "synthetic/mixed_2021")

@@ -6,6 +6,7 @@
 import { LatestChannel, sleep } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES } from '../model/colors.js';
+import { PATH_COLORS, PATH_TEXT, pathSegments } from '../model/critical_path.js';
 import { formatDuration } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { el } from './dom.js';
@@ -25,7 +26,26 @@ export function createLanesPanel(store, api) {
   const tooltip = new Tooltip(view.root);
   const hoverChannel = new LatestChannel();
   const hiddenNote = el('span', { class: 'ks-lanes-hidden' });
+  const pathChannel = new LatestChannel();
+  const pathBox = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', 'aria-label': 'show the critical path' }));
+  /** Fetches the critical path of the steps in the lanes' window (`critical_path` route), when it is shown. */
+  async function loadPath() {
+    const { span } = store.state;
+    if (!pathBox.checked || !span || !view.data) {
+      view.path = [];
+      view.view.requestRedraw();
+      return;
+    }
+    const { startUs, endUs } = view.data;
+    const result = await pathChannel.run((signal) => getWhenReady(api, 'critical_path', { span: span.id, start_us: startUs, end_us: endUs }, signal))
+      .catch(() => ({ stale: true }));
+    if (result.stale) return;
+    view.path = pathSegments(/** @type {any} */ (result).value);
+    view.view.requestRedraw();
+  }
+  pathBox.addEventListener('change', () => { loadPath(); });
   view.onData = (/** @type {import('../model/lanes.js').LanesData} */ data) => {
+    if (pathBox.checked) loadPath();
     hiddenNote.textContent = data.lanesHidden > 0
       ? `${(data.lanesTotal - data.lanesHidden).toLocaleString()} of ${data.lanesTotal.toLocaleString()} lanes shown (the threads with the fewest events are left out)`
       : '';
@@ -34,6 +54,9 @@ export function createLanesPanel(store, api) {
     GAP_CAUSES.map((c) => el('span', { class: 'ks-legend-item', title: c.text, dataset: { cause: c.cause } },
       el('i', { style: { background: c.solid } }), c.cause)),
     el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
+    el('label', { class: 'ks-legend-item ks-path-toggle', title: 'the chain of work that set when each step was done, under the step bar: '
+      + Object.entries(PATH_TEXT).map(([k, t]) => `${k}: ${t}`).join('; ') }, pathBox, 'critical path',
+      Object.entries(PATH_COLORS).map(([k, c]) => el('i', { style: { background: c }, title: `${k}: ${PATH_TEXT[k]}` }))),
     hiddenNote,
     el('span', { class: 'ks-keys' }, 'click: select \u00b7 double-click: zoom to gap/step/event \u00b7 Shift+drag: select an area for the tables \u00b7 wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 0: all \u00b7 labels: collapse, pin'));
 

@@ -8,7 +8,8 @@ import { getWhenLanesReady } from '../loading.js';
 import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
 import { countersHeight } from '../model/counters.js';
-import { GUTTER_W, HEADER_H, RIGHT_PAD, ROW_H, clampScroll, layoutLanes } from '../model/layout.js';
+import { PATH_COLORS } from '../model/critical_path.js';
+import { AXIS_H, GUTTER_W, HEADER_H, LOADER_H, RIGHT_PAD, ROW_H, STEP_H, clampScroll, layoutLanes } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
@@ -55,6 +56,8 @@ export class LanesView {
     this.scrollYCss = 0;
     /** @type {{laneId: number, depth: number, startUs: number, endUs: number} | null} */
     this.hover = null;
+    /** @type {{startUs: number, endUs: number, kind: string, label: string}[]} the critical path's segments, when shown */
+    this.path = [];
     const measure = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
     measure.font = FONT;
     this.widths = new TextWidthCache((text) => measure.measureText(text).width);
@@ -94,6 +97,7 @@ export class LanesView {
     this.collapseDefaultsSet = false;
     this.scrollYCss = 0;
     this.hover = null;
+    this.path = [];
     delete this.canvas.dataset.analysed;
     this.showStatus(this.store.state.span ? message('info', 'Loading lanes\u2026') : null);
   }
@@ -207,7 +211,38 @@ export class LanesView {
       stalledAt: (tUs) => this.stalledAt(tUs) };
     drawLanes(frame, this.layout, this.byLane, this.store.state.sel, this.hover, new Set(this.pinned));
     drawArea(ctx, frame.scale, this.store.state.area ?? null, heightCss);
+    drawPath(ctx, frame.scale, this.path);
   }
+
+  /** The critical-path segment at a time, or null. @param {number} tUs */
+  pathAt(tUs) {
+    for (const s of this.path) if (s.startUs <= tUs && tUs < s.endUs) return s;
+    return null;
+  }
+}
+
+/** Top of the critical-path strip: under the DataLoader row of the header. */
+export const PATH_Y = AXIS_H + STEP_H + LOADER_H + 1;
+
+/**
+ * The critical path as a strip under the step bar, coloured by what held the step up then.
+ * @param {CanvasRenderingContext2D} ctx @param {TimeScale} scale
+ * @param {{startUs: number, endUs: number, kind: string}[]} path
+ */
+function drawPath(ctx, scale, path) {
+  if (!path.length) return;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(scale.x0Css, PATH_Y, scale.x1Css - scale.x0Css, 3);
+  ctx.clip();
+  for (const s of path) {
+    const x0 = scale.tToX(s.startUs);
+    const x1 = Math.max(scale.tToX(s.endUs), x0 + 1);
+    if (x1 < scale.x0Css || x0 > scale.x1Css) continue;
+    ctx.fillStyle = PATH_COLORS[s.kind] ?? PATH_COLORS.wait;
+    ctx.fillRect(x0, PATH_Y, x1 - x0, 3);
+  }
+  ctx.restore();
 }
 
 /**

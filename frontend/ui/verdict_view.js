@@ -70,9 +70,10 @@ function spanBlock(summary, runAnswer, withRun) {
 function savingsBlock(summary) {
   const rows = savingRows(summary).filter((r) => r.savingUs > 0).slice(0, SHOWN_IN_VERDICT);
   if (!rows.length) return null;
-  return el('div', { class: 'ks-next ks-saves' }, el('b', {}, 'What a fix would save (replayed, per step):'),
-    el('ul', {}, rows.map((r) => el('li', { title: r.edits.join('\n') }, `${r.fix}: ${formatDuration(r.savingUs)}`
-      + (r.share === null ? '' : ` (${formatShare(r.share)})`)))));
+  // one line (the header stays short); the panel "What would it save?" lists them all with their edits
+  return el('div', { class: 'ks-saves' }, el('b', {}, 'What a fix would save per step: '),
+    rows.map((r, k) => el('span', { class: 'ks-save', title: `${r.fix}\n${r.edits.join('\n')}` }, k ? ' \u00b7 ' : '',
+      `${r.fix}: ${formatDuration(r.savingUs)}${r.share === null ? '' : ` (${formatShare(r.share)})`}`)));
 }
 
 /**

@@ -469,6 +469,27 @@ async function ranks(browser, run) {
  * Whatever overflows its box: sections, header and the page itself wider than they show, and sibling
  * panels of a grid that overlap. Tables may scroll inside their own `.ks-table-wrap`.
  */
+// "What would it save?": the savings under the verdict and in the panel; Apply replays a saving's edits and draws
+// the recorded and predicted step bars; the critical-path overlay fetches its segments for the lanes' window.
+async function whatif(browser, run) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const underVerdict = await frame.waitForSelector('.ks-saves .ks-save', { timeout: 30000 })
+    .then(() => frame.$$eval('.ks-saves .ks-save', (items) => items.map((i) => i.textContent)), () => []);
+  const rows = await frame.$$eval('[data-panel="whatif"] .ks-savings tbody tr', (trs) => trs.length);
+  await frame.click('[data-panel="whatif"] .ks-savings tbody tr button');
+  const bars = await frame.waitForSelector('[data-panel="whatif"] .ks-step-bar', { timeout: 30000 })
+    .then(() => frame.$$eval('[data-panel="whatif"] .ks-step-bar', (b) => b.length), () => 0);
+  const edits = await frame.$eval('[data-panel="whatif"] textarea', (t) => t.value);
+  const summaryLine = await frame.$eval('.ks-whatif-result p', (p) => p.textContent).catch(() => null);
+  const pathAsked = page.waitForResponse((r) => r.url().includes('/critical_path?'), { timeout: 30000 }).then((r) => r.status(), () => null);
+  await frame.click('.ks-path-toggle input');
+  const pathStatus = await pathAsked;
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: shot('whatif') });
+  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus };
+}
+
 async function layoutFaults(frame) {
   return frame.evaluate(() => {
     const faults = [];
@@ -835,6 +856,7 @@ try {
   checks.comparelanes = compareLanes;
   checks.remote = remote;
   checks.scanerror = scanError;
+  checks.whatif = whatif;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

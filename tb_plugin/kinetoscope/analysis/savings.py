@@ -90,7 +90,7 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
         elif bound == "compute-bound":
             top = _top_kernel(model)
             if top is not None:
-                out.append((source, f"the top kernel twice as fast ({shown(top)})",
+                out.append((source, f"the top kernel twice as fast ({short_name(top)})",
                             (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
     if amp is not None:  # the mixed-precision insight: the eligible ops' kernels twice as fast on Tensor Cores
         present = set(model.names)
@@ -112,6 +112,14 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
                     _edit(f"host:{shown(name)}*0", "host", name)
                 out.append(("culprit", verb.format(shown(name)), (edit,)))
     return out
+
+
+FIX_NAME_CHARS = 60  # a kernel's name in a fix's words (its edit keeps the whole name)
+
+
+def short_name(name: str) -> str:
+    """A name cut to FIX_NAME_CHARS characters for a fix's words."""
+    return name if len(name) <= FIX_NAME_CHARS else name[:FIX_NAME_CHARS - 1] + "\u2026"
 
 
 def _top_kernel(model: TraceModel) -> Optional[str]:

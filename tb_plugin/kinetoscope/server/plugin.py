@@ -370,7 +370,9 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def critical_path_route(self, request):
         args = request.args
-        return routes.critical_path_impl(self.service(), span_arg(args), step=int_arg(args, "step", None, 0, 1 << 40))
+        start, end = window_args(args)
+        return routes.critical_path_impl(self.service(), span_arg(args), step=int_arg(args, "step", None, 0, 1 << 40),
+                                         start_us=start, end_us=end)
 
     @_route
     def lanes_route(self, request):

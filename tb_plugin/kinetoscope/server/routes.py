@@ -273,14 +273,30 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[s
 MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
 
 
-def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = None) -> dict[str, Any]:
+MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its steps
+
+
+def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = None, start_us: Optional[float] = None,
+                       end_us: Optional[float] = None) -> dict[str, Any]:
     """Each step's critical path and its shares (analysis/critical_path.py); with `step` (an index), that step's
-    path segments too, for the lane overlay."""
+    path segments too; with a window (`start_us`/`end_us`), the steps whose path meets it, with their segments
+    (the lane overlay)."""
     loaded = _load(service, sid)
     model = loaded.model
-    if step is None:
+    if step is None and start_us is None and end_us is None:
         paths = critical_paths(model)
         return {"steps": paths[:MAX_PATH_STEPS], "total": len(paths)}
+    if step is None:
+        t0, t1 = _window(model, start_us, end_us)
+        lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
+        inside = [p["index"] for p in critical_paths(model) if p["end_us"] > lo and p["start_us"] < hi]
+        paths = critical_paths(model, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
+        budget = MAX_PATH_SEGMENTS
+        for p in paths:
+            kept = [s for s in p["segments"] if s["end_us"] > lo and s["start_us"] < hi][:max(budget, 0)]
+            budget -= len(kept)
+            p["segments"] = kept
+        return {"steps": paths, "total": len(inside)}
     paths = critical_paths(model, step_indices=[step], with_segments=True)
     if not paths:
         raise NotFound(f"span {sid} has no step {step}")

@@ -1,0 +1,14 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+
+import { PATH_COLORS, pathKind, pathSegments } from '../model/critical_path.js';
+
+test('segments flatten, sort and map to a colour', () => {
+  const segs = pathSegments({ steps: [
+    { segments: [{ kind: 'stream GPU 0 stream 7', start_us: 30, end_us: 50 }, { kind: 'host', start_us: 0, end_us: 30 }] },
+    { segments: [{ kind: 'dataloader', start_us: 60, end_us: 90 }, { kind: 'bogus', start_us: 5, end_us: 1 }, null] }] });
+  assert.deepEqual(segs.map((s) => [s.kind, s.startUs]), [['host', 0], ['device', 30], ['dataloader', 60]]);
+  assert.equal(pathKind('something new'), 'wait');
+  assert.ok(segs.every((s) => PATH_COLORS[s.kind]));
+  assert.deepEqual(pathSegments(null), []);
+});
