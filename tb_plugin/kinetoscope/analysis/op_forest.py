@@ -120,23 +120,28 @@ def _issued_or(owner: np.ndarray, calls: np.ndarray, rows: np.ndarray, issued: t
     return np.where((op >= 0) & (rows[node] == op), node, owner)
 
 
-def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Nodes in each node's subtree (itself included): in preorder a subtree is the node and the positions up
-    to its last descendant, found by pointer doubling (after round k each node holds the last position of its
-    descendants less than 2^k levels down), so log2(depth) rounds of O(nodes), not one per level (a hostile
-    trace nests 300,000 ops)."""
-    del depth  # the parents say it all
-    last = np.arange(parent.size, dtype=np.int64)
+def subtree_max(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each node's maximum of `values` over its subtree (itself included), by pointer doubling: after round k
+    each node holds the maximum over its descendants less than 2^k levels down, so log2(depth) rounds of
+    O(nodes), not one per level (a hostile trace nests 300,000 ops)."""
+    best = values.copy()
     jump = parent.astype(np.int64)
     while True:
         up = np.flatnonzero(jump >= 0)
         if up.size == 0:
-            break
-        pushed = last.copy()
-        np.maximum.at(pushed, jump[up], last[up])
-        last = pushed
+            return best
+        pushed = best.copy()
+        np.maximum.at(pushed, jump[up], best[up])
+        best = pushed
         jump[up] = jump[jump[up]]
-    return last - np.arange(parent.size, dtype=np.int64) + 1
+
+
+def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Nodes in each node's subtree (itself included): in preorder a subtree is the node and the positions up
+    to its last descendant, the largest position in its subtree."""
+    del depth  # the parents say it all
+    positions = np.arange(parent.size, dtype=np.int64)
+    return subtree_max(parent, positions) - positions + 1
 
 
 def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..trace.kinds import CPU_OP_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays
-from .op_forest import Forest, build_forest, innermost_at
+from .op_forest import Forest, build_forest, innermost_at, subtree_max
 from .tables import TableIndex, Window, clip, module_rows
 
 CPU, CUDA = 0, 1  # c10 DeviceType values counted
@@ -168,15 +168,7 @@ def _peak_increase(model: TraceModel, forest: Forest, ev: np.ndarray, pos: np.nd
         nodes = np.flatnonzero(node_lane == lane)
         at = np.searchsorted(ts[sel], forest.start_ns[nodes], side="left")
         before[nodes] = np.concatenate(([0], level))[at]
-    jump = forest.parent.astype(np.int64)
-    while True:
-        up = np.flatnonzero(jump >= 0)
-        if up.size == 0:
-            break
-        pushed = highest.copy()
-        np.maximum.at(pushed, jump[up], highest[up])
-        highest = pushed
-        jump[up] = jump[jump[up]]
+    highest = subtree_max(forest.parent, highest)
     reached = highest != low
     peak[reached] = np.maximum(highest[reached] - before[reached], 0)
     return peak
