@@ -271,7 +271,8 @@ BAD = [
     ("tables", "?span={gpu}&group=shapes"),
     ("search", "?span={gpu}"), ("search", "?span={gpu}&q=" + "x" * 201), ("search", "?span={gpu}&q=a&limit=0"),
     ("critical_path", "?span={gpu}&step=-1"), ("critical_path", "?span={gpu}&step=x"),
-    ("whatif", "?span={gpu}&edit=nonsense"), ("whatif", "?span={gpu}&edit=comm=exposed"), ("whatif", "?span={gpu}&edit=straggler=median"), ("whatif", "?span={gpu}&edit=host:x*-1"),
+    ("whatif", "?span={gpu}&edit=nonsense"), ("whatif", "?span={gpu}&edit=comm=exposed"),
+    ("whatif", "?span={gpu}&edit=straggler=median"), ("whatif", "?span={gpu}&edit=host:x*-1"),
     ("whatif", "?span={gpu}" + "&edit=dataloader=0" * 17), ("whatif", "?span={gpu}&edit=" + "x" * 100_000),
 ]
 

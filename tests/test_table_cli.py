@@ -102,7 +102,8 @@ def test_module_tree_text_is_indented(modules_trace, capsys):
 def test_memory_annotation_and_sequence_tables(modules_trace, capsys):
     assert main(["table", modules_trace, "--by", "memory", "--format", "csv"]) == 0
     (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert (row["name"], row["device"], row["calls"], row["alloc_bytes"], row["peak_increase_bytes"]) == ("aten::addmm", "GPU0", "2", "128", "64")
+    assert (row["name"], row["device"], row["calls"], row["alloc_bytes"], row["peak_increase_bytes"]) == \
+        ("aten::addmm", "GPU0", "2", "128", "64")
     assert main(["table", modules_trace, "--by", "annotation", "--side", "cpu", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["rows"][0]["name"] == "## fwd ##" and doc["rows"][0]["total_us"] == 600.0

@@ -99,7 +99,8 @@ def test_kernel_split_route(routes):
 
 
 @pytest.mark.parametrize("query", ["by=module_tree&sort=name", "by=memory&sort=total", "by=op&split=launch",
-                                   "by=memory&group=stack", "by=sequences&min_len=5&max_len=3", "by=sequences&max_len=99", "by=sequences&min_len=1",
+                                   "by=memory&group=stack", "by=sequences&min_len=5&max_len=3", "by=sequences&max_len=99",
+                                   "by=sequences&min_len=1",
                                    "by=annotation&side=tpu", "by=kernel&split=grid", "by=sequences&top=0",
                                    "by=sequences&root=" + "x" * 201])
 def test_refusals(routes, query):

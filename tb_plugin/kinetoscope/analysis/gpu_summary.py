@@ -81,13 +81,23 @@ def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ..
         k = kernels[on]
         start, end = model.ts_ns[k], model.end_ns[k]
         util = float(intervals.covered(*intervals.union(start, end), [lo], [hi])[0]) / (hi - lo) if hi > lo else None
-        linked_ns = model.dur_ns[k[linked[on]]]
-        share = lambda mask: (float(linked_ns[mask[on][linked[on]]].sum()) / float(linked_ns.sum())  # noqa: E731
-                              if linked_ns.sum() > 0 else (0.0 if linked.any() else None))
+        mine = linked[on]
+        linked_ns = model.dur_ns[k[mine]]
         out.append(GpuSummary(int(d), *_properties(model, int(d)), hi - lo, util,
                               _sm_efficiency(start, end, blocks[on], lo, hi),
-                              _occupancy(start, end, occupancy[on], lo, hi), share(tc), share(tc_any)))
+                              _occupancy(start, end, occupancy[on], lo, hi),
+                              _share(linked_ns, tc[on][mine], bool(linked.any())),
+                              _share(linked_ns, tc_any[on][mine], bool(linked.any()))))
     return tuple(out)
+
+
+def _share(linked_ns: np.ndarray, hit: np.ndarray, any_linked: bool) -> Optional[float]:
+    """The share of linked kernel time in `hit` kernels: 0 on a device whose linked kernels took no time, None
+    when no kernel anywhere has a launch call."""
+    total = float(linked_ns.sum())
+    if total > 0:
+        return float(linked_ns[hit].sum()) / total
+    return 0.0 if any_linked else None
 
 
 def _kernel_args(model: TraceModel, kernels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

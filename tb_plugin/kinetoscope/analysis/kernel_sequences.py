@@ -14,7 +14,8 @@ starts there, for each length from `min_len` to `max_len`:
 Occurrences of one sequence may overlap (ABCABC holds ABCA twice, sharing a kernel); a sequence's `total_ns` is the
 time of the kernels its occurrences cover, each kernel once, so it never exceeds the stream's kernel time.
 Sequences rank by `total_ns` (then occurrences, then the longer first); one that occurs once is not a pattern
-and is left out, and so is a run inside a better-ranked sequence that occurs as often as it. HTA's search differs on purpose: it takes the shallowest ops of one given name and counts the
+and is left out, and so is a run inside a better-ranked sequence that occurs as often as it. HTA's search differs
+on purpose: it takes the shallowest ops of one given name and counts the
 sequence of all the kernels each launched (operator name + kernel names).
 
 Vectorised: the n-grams of one length are 64-bit polynomial hashes of the name ids, extended by one kernel per

@@ -34,7 +34,6 @@ A window keeps the calls overlapping it and the memory events inside [start, end
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 

@@ -27,8 +27,8 @@ from .insights import insight_entries, insights
 from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
 from .savings import saving_entries, savings
+from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -66,6 +65,7 @@ from ..trace.kinds import Kind, LaneKind, is_collective_name
 from ..trace.model import TraceModel
 from . import intervals
 from .selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, iteration_rows, launch_call_rows, sync_rows
+from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, SPELLINGS, STRAGGLER, Edit, EditError, parse_edit  # noqa: F401
 
 try:
     from . import _replay as _accel
@@ -73,81 +73,7 @@ except ImportError:  # built without a C compiler: the numpy pass
     _accel = None
 ACCELERATED = _accel is not None
 
-MAX_EDITS = 16  # edits one request may apply
 DEVICE_BEHIND = 1.05  # replayed / recorded median step above which the device runs behind the host
-MAX_NAME = 1000  # characters of a NAME or PATTERN
-MAX_FACTOR = 100.0  # the largest scale factor an edit may give
-NOT_YET = ("comm=",)  # spellings of edits this version does not replay (comm= other than hidden)
-STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.py, on a run's ranks view
-
-NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
-SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
-             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "straggler=median")
-
-
-class EditError(ValueError):
-    """An edit that cannot be read or applied; the message names it."""
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One change to replay: `kind` is dataloader, dataloader-workers, sync, host or kernel."""
-
-    kind: str
-    target: str = ""  # NAME or PATTERN
-    factor: float = 0.0  # new length as a share of the recorded one (0 removes it); for dataloader-workers, K
-    text: str = ""
-
-
-def parse_edit(text: str) -> Edit:
-    """Reads one edit in the CLI's spelling (module docstring).
-
-    Raises:
-        EditError: an unknown spelling, an empty name, or a factor that is not a number in [0, MAX_FACTOR].
-    """
-    t = text.strip()
-    if t == "dataloader=0":
-        return Edit("dataloader", "", 0.0, t)
-    m = re.fullmatch(r"dataloader-workers=(\d{1,4})", t)
-    if m:
-        workers = int(m.group(1))
-        if workers < 1:
-            raise EditError(f"{t!r}: K must be at least 1")
-        return Edit("dataloader-workers", "", float(workers), t)
-    for kind in ("sync", "host", "kernel"):
-        if t.startswith(kind + ":"):
-            body = t[len(kind) + 1:]
-            if body.endswith("=0"):
-                name, factor = body[:-2], 0.0
-            else:
-                name, star, number = body.rpartition("*")
-                if not star:
-                    raise EditError(f"{t!r}: write {kind}:NAME*F or {kind}:NAME=0")
-                try:
-                    factor = float(number)
-                except ValueError:
-                    raise EditError(f"{t!r}: {number!r} is not a number") from None
-            if not name or len(name) > MAX_NAME:
-                raise EditError(f"{t!r}: the name must have 1 to {MAX_NAME} characters")
-            if not (math.isfinite(factor) and 0.0 <= factor <= MAX_FACTOR):
-                raise EditError(f"{t!r}: the factor must be a number from 0 to {MAX_FACTOR:g}")
-            if kind == "kernel" and name.startswith("in:"):
-                if not name[3:]:
-                    raise EditError(f"{t!r}: write kernel:in:OP*F")
-                return Edit("kernel-in", name[3:], factor, t)
-            return Edit(kind, name, factor, t)
-    if t == STRAGGLER:
-        return Edit("straggler", "", 0.0, t)
-    if t == "comm=hidden":
-        return Edit("comm", "", 0.0, t)
-    if t.startswith("fuse:"):
-        name = t[len("fuse:"):]
-        if not name or len(name) > MAX_NAME:
-            raise EditError(f"{t[:200]!r}: the name must have 1 to {MAX_NAME} characters")
-        return Edit("fuse", name, 0.0, t)
-    if t.startswith(NOT_YET):
-        raise EditError(f"{t!r}: this edit is not replayed; the replay knows {', '.join(SPELLINGS)}")
-    raise EditError(f"{t[:200]!r} is not an edit; write one of {', '.join(SPELLINGS)}")
 
 
 @dataclass(frozen=True)
@@ -309,7 +235,7 @@ class _Context:
     first_start: Optional[float] = None
 
     @staticmethod
-    def of(model: TraceModel) -> "_Context":
+    def of(model: TraceModel) -> _Context:
         t0 = model.start_ns
         steps = iteration_rows(model)
         main = int(np.bincount(model.lane[steps]).argmax()) if steps.size else -1
@@ -397,7 +323,7 @@ class _Context:
                         first_start=first_start)
 
 
-def _cached(ctx: "_Context", key: str, compute):
+def _cached(ctx: _Context, key: str, compute):
     """A value every plan of one trace shares (the CPU rows, the op nesting), computed once per context."""
     if key not in ctx.cache:
         ctx.cache[key] = compute()
@@ -426,7 +352,8 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             matched[edit.text] = int(s.size)
         elif edit.kind == "host":
             rows = _cached(ctx, "cpu_rows", lambda: cpu_rows(model))
-            ids = model.name_ids_where(lambda n: n == edit.target)
+            target = edit.target
+            ids = model.name_ids_where(lambda n, target=target: n == target)
             rows = rows[model.name_in(ids, rows)]
             s, e = intervals.union(model.ts_ns[rows], model.end_ns[rows])
             cuts.append(((s - t0).astype(np.float64), (e - t0).astype(np.float64), np.full(s.size, edit.factor)))
@@ -435,7 +362,8 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             pattern = edit.target
             glob = any(ch in pattern for ch in "*?[")
             low = pattern.lower()
-            ids = model.name_ids_where(lambda n: n == pattern or (fnmatch.fnmatchcase(n, pattern) if glob else low in n.lower()))
+            ids = model.name_ids_where(lambda n, pattern=pattern, glob=glob, low=low:
+                                       n == pattern or (fnmatch.fnmatchcase(n, pattern) if glob else low in n.lower()))
             hit = model.name_in(ids, ctx.acts)
             scale = plan.dur_scale if plan.dur_scale is not None else np.ones(ctx.acts.size)
             scale[hit] *= edit.factor
@@ -741,7 +669,7 @@ def _step_times(ctx: _Context, plan: _Plan, dur: np.ndarray, end: np.ndarray,
     host_len = stop - start
     # a step is done when the host has ended it and the device has run the work launched inside it; it takes
     # from the previous step's done point to its own, so the steps add up to the whole run
-    inside, by_step, step_bounds, has_work = ctx.in_step, ctx.by_step, ctx.step_bounds, ctx.step_has_work
+    by_step, step_bounds, has_work = ctx.by_step, ctx.step_bounds, ctx.step_has_work
     device_end = np.full(ctx.steps.size, -np.inf)
     if by_step.size:
         counted = end if plan.unawaited is None else np.where(plan.unawaited, np.iinfo(np.int64).min, end)

@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - isal is a declared dependency
     from gzip import compress as gzip_compress
 
 from ..analysis.counters import counters_summary
+from ..analysis.critical_path import critical_paths
 from ..analysis.jobs import group_of_worker, job_groups, multi_rank_jobs
 from ..analysis.launch_offsets import percentiles_us
 from ..analysis.ranks import ranks_view
@@ -28,7 +29,6 @@ from ..analysis.report import verdict_entry
 from ..analysis.search import SearchIndex
 from ..analysis.tables import TableIndex
 from ..analysis.verdict import harmonized_by_worker, run_verdict
-from ..analysis.critical_path import critical_paths
 from ..analysis.whatif import EditError, parse_edit, whatif, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
@@ -39,9 +39,9 @@ from ..trace.source import args_or_reason
 from ..trace.storage import FileIdentity, StorageError, confined, identity, iter_gzipped
 from ..views.counter_lanes import counters_view
 from ..views.export import chrome_trace, event_view, window_rows
+from ..views.extra_tables import extra_view
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
-from ..views.extra_tables import extra_view
 from ..views.profiler_tables import MAX_LIMIT, search_view, tables_view
 from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed

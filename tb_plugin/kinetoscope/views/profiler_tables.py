@@ -119,7 +119,8 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
     page = kept[offset: offset + min(limit, MAX_LIMIT)]
     base = model.start_ns
     out: dict[str, Any] = {
-        "by": by, "group": group, "split": split, "sort": sort, "filter": query or "", "total": int(kept.size), "rows_in_window": int(tab.name_id.size),
+        "by": by, "group": group, "split": split, "sort": sort, "filter": query or "", "total": int(kept.size),
+        "rows_in_window": int(tab.name_id.size),
         "offset": offset, "limit": limit,
         "window": None if window is None else {"start_us": (window[0] - base) / 1e3, "end_us": (window[1] - base) / 1e3}}
     names = [model.shown_names[i] for i in tab.name_id[page].tolist()]
