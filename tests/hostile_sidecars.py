@@ -20,7 +20,7 @@ from kinetoscope.index import npz, sidecar
 
 def split(raw: bytes) -> tuple[dict, dict[str, bytes]]:
     """(header, name -> section bytes) of a sidecar."""
-    header, body = sidecar._split(raw)
+    header, body = sidecar.split(raw)
     return header, {s["name"]: raw[body + s["offset"]:body + s["offset"] + s["bytes"]] for s in header["sections"]}
 
 

@@ -1,8 +1,20 @@
-"""The decoder child process, both ends of its protocol: `start` spawns `python -m kinetoscope.server.decoder
-PATH CACHE_DIR FD MODE` under a memory limit, `result` collects the model it pickles to stdout, and `main` is the
-child itself. MODE `decode` decodes the trace (filling the disk cache); MODE `sidecar` reads the model from the
-trace's `kinetoscope index` sidecar (`index.sidecar.open_model`: hashed, capped, checked), so that a hostile
-sidecar costs this child's memory, never TensorBoard's, and ends with `("miss", reason)` when it is refused.
+"""The decoder child process, both ends of its protocol: `spawn` starts `python -m kinetoscope.server.decoder`
+under a memory limit, `Child.assign` hands it its job (PATH, CACHE_DIR, MODE) as one JSON line on its stdin,
+`result` collects the model it pickles to stdout, and `main` is the child itself. MODE `decode` decodes the trace
+(filling the disk cache); MODE `sidecar` reads the model from the trace's `kinetoscope index` sidecar
+(`index.reader.open_model`: hashed, capped, checked), so that a hostile sidecar costs this child's memory, never
+TensorBoard's, and ends with `("miss", reason)` when it is refused.
+
+A child is spawned before it has a job: the service keeps one spare (`TraceService`), which has started its
+interpreter and imported numpy and the decoder (0.3-0.4 s here) by the time a load needs it, and hands it the
+job then. The job line names only the file; everything else a child obeys (the roots, the memory limit, every
+KINETOSCOPE_* budget, the storage options) came from its environment and argv at spawn, so the service hands a
+spare a job only while the environment it would spawn a child with is the same (`Child.key`), else it spawns
+a fresh one.
+
+The memory limit (RLIMIT_AS) is set by the child itself, first thing, before it imports anything but the
+standard library (`_BOOT`): no `preexec_fn`, which runs Python between fork and exec in a process that may hold
+TensorBoard's threads' locks (gRPC), and can deadlock there.
 The child reads only inside the roots its parent gives it (`storage.confined`, the ROOTS_ENV variable).
 
 Why a child: the JSON decoder holds the GIL for the whole buffer (about 60 ms per 35 MB here), which would stall
@@ -18,6 +30,7 @@ KINETOSCOPE_DECODER_MEMORY_BYTES and KINETOSCOPE_DECODE_TIMEOUT_S.
 """
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -26,7 +39,7 @@ import threading
 from dataclasses import fields
 from typing import Any, Callable, Optional
 
-from ..index import sidecar
+from ..index import reader as sidecar
 from ..trace.budgets import setting
 from ..trace.loader import TraceError, load_trace, resource_message
 from ..trace.model import TraceModel
@@ -42,25 +55,79 @@ DEFAULT_DECODE_TIMEOUT_S = 600.0  # a 900 MB trace decodes in about 4 s
 DECODE, SIDECAR = "decode", "sidecar"
 
 
-def start(path: str, cache_dir: Any, on_progress: Callable[[float], None], roots: tuple[str, ...] = (),
-          mode: str = DECODE) -> subprocess.Popen:
-    """Spawn the decoder of `path` (filling the disk cache at `cache_dir`, None for none), reading only inside
-    `roots`; its progress goes to `on_progress` from a thread of its own until it exits."""
-    read_end, write_end = os.pipe()
-    command = [sys.executable, "-m", "kinetoscope.server.decoder", path, "" if cache_dir is None else str(cache_dir),
-               str(write_end), mode]
+# The child's first lines: its address-space limit (argv[1], 0 for none), then the decoder module as __main__.
+_BOOT = ("import sys\nlimit = int(sys.argv[1])\nif limit > 0:\n    try:\n        import resource\n"
+         "    except ImportError:\n        resource = None\n    if resource is not None:\n"
+         "        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+         "del sys.argv[1]\nimport runpy\nrunpy.run_module('kinetoscope.server.decoder', run_name='__main__', alter_sys=True)\n")
+
+
+class Child:
+    """A decoder child (`popen`), spawned by `spawn` before its job is known; `assign` gives it one."""
+
+    def __init__(self, popen: subprocess.Popen, key: tuple, progress: list) -> None:
+        self.popen, self.key, self._progress = popen, key, progress
+
+    def assign(self, path: str, cache_dir: Any, mode: str, on_progress: Callable[[float], None]) -> subprocess.Popen:
+        """Give the child its job; returns its process, for `result` or `sidecar_result`.
+
+        Raises:
+            OSError: the child has exited (its stdin is closed).
+        """
+        self._progress[0] = on_progress
+        job = {"path": path, "cache_dir": "" if cache_dir is None else str(cache_dir), "mode": mode}
+        self.popen.stdin.write(json.dumps(job).encode() + b"\n")
+        self.popen.stdin.flush()
+        return self.popen
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def discard(self) -> None:
+        """End a child that will get no job (it exits on its own when its stdin closes; killed to be sure)."""
+        try:
+            self.popen.kill()
+            self.popen.communicate(timeout=5)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            pass
+
+
+def spawn_key(roots: tuple[str, ...] = ()) -> tuple:
+    """What a child spawned now would obey: the memory limit, the roots and the environment."""
+    limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY)) if os.name == "posix" else 0
     env = {**os.environ, ROOTS_ENV: os.pathsep.join(roots)}
+    return limit, tuple(sorted(env.items()))
+
+
+def spawn(roots: tuple[str, ...] = ()) -> Child:
+    """Start a decoder child that reads only inside `roots`, waiting for its job (`Child.assign`); its progress
+    goes to the callback its job names, from a thread of its own until it exits."""
+    key = spawn_key(roots)
+    read_end, write_end = os.pipe()
+    command = [sys.executable, "-c", _BOOT, str(key[0]), "--wait", str(write_end)]
     try:
-        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(write_end,),
-                                 env=env, preexec_fn=_limits if os.name == "posix" else None)
+        popen = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(write_end,),
+                                 env=dict(key[1]))
     except BaseException:
         os.close(read_end)
         raise
     finally:
         os.close(write_end)
-    threading.Thread(target=_follow_progress, args=(read_end, on_progress), name="kinetoscope-progress",
-                     daemon=True).start()
-    return child
+    progress: list = [lambda share: None]
+    threading.Thread(target=_follow_progress, args=(read_end, lambda share: progress[0](share)),
+                     name="kinetoscope-progress", daemon=True).start()
+    return Child(popen, key, progress)
+
+
+def start(path: str, cache_dir: Any, on_progress: Callable[[float], None], roots: tuple[str, ...] = (),
+          mode: str = DECODE) -> subprocess.Popen:
+    """Spawn the decoder of `path` (filling the disk cache at `cache_dir`, None for none), reading only inside
+    `roots`, and give it its job at once."""
+    child = spawn(roots)
+    try:
+        return child.assign(path, cache_dir, mode, on_progress)
+    except OSError:
+        return child.popen  # it died starting: `result` says so
 
 
 def result(child: subprocess.Popen, path: str) -> TraceModel:
@@ -90,11 +157,21 @@ def sidecar_result(child: subprocess.Popen, path: str) -> tuple[Optional[TraceMo
 def _outcome(child: subprocess.Popen, path: str) -> tuple:
     """The child's pickled outcome tuple (raises TraceError when it ran out of time or left none)."""
     timeout = setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
+    timer = threading.Timer(timeout, _kill, args=(child,))
+    timer.daemon = True
+    timer.start()
     try:
-        out, _ = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
+        if child.stdin is not None:
+            try:
+                child.stdin.close()  # its job is written; it reads nothing more
+            except OSError:
+                pass
+        with child.stdout:
+            out = child.stdout.read()  # one growing buffer until the child closes it (faster than communicate's)
+        child.wait()
+    finally:
+        timer.cancel()
+    if _killed(child):
         raise TraceError(path, f"decoding took longer than {timeout:g} s (raise {DECODE_TIMEOUT_ENV} to allow more)",
                          transient=True) from None
     try:
@@ -108,14 +185,35 @@ def _outcome(child: subprocess.Popen, path: str) -> tuple:
                                f"memory; it may use {limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
 
 
-def main(argv: list[str]) -> int:
-    """The child: decode one trace (filling the disk cache) and pickle the outcome to stdout.
+def _kill(child: subprocess.Popen) -> None:
+    """The decoding timeout: the child is killed (its stdout then closes, which ends the parent's read)."""
+    child.timed_out = True
+    try:
+        child.kill()
+    except OSError:
+        pass
 
-    argv: [path, cache_dir or "", progress fd (optional), mode (optional: DECODE or SIDECAR)].
+
+def _killed(child: subprocess.Popen) -> bool:
+    return bool(getattr(child, "timed_out", False))
+
+
+def main(argv: list[str]) -> int:
+    """The child: decode one trace (filling the disk cache), or read its sidecar, and pickle the outcome to stdout.
+
+    argv: ["--wait", progress fd or ""]: the job comes as one JSON line on stdin (`Child.assign`; none: exit);
+    or [path, cache_dir or "", progress fd (optional), mode (optional: DECODE or SIDECAR)].
     """
-    path, cache_dir = argv[0], argv[1] or None
-    report = _progress_writer(int(argv[2])) if len(argv) > 2 and argv[2] else None
-    mode = argv[3] if len(argv) > 3 else DECODE
+    if argv and argv[0] == "--wait":
+        line = sys.stdin.buffer.readline()
+        if not line.strip():
+            return 0  # discarded before it got a job
+        job = json.loads(line)
+        path, cache_dir, fd, mode = job["path"], job["cache_dir"] or None, argv[1] if len(argv) > 1 else "", job["mode"]
+    else:
+        path, cache_dir = argv[0], argv[1] or None
+        fd, mode = (argv[2] if len(argv) > 2 else ""), (argv[3] if len(argv) > 3 else DECODE)
+    report = _progress_writer(int(fd)) if fd else None
     roots = tuple(r for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if r)
     with confined(roots):
         outcome = _read_sidecar(path) if mode == SIDECAR else _decode(path, cache_dir, report)
@@ -174,13 +272,6 @@ def _follow_progress(fd: int, on_progress: Callable[[float], None]) -> None:
                 continue
             if 0.0 <= share <= 1.0:
                 on_progress(share)
-
-
-def _limits() -> None:
-    """In the child, before it runs: cap its address space (a hostile file fails it, not the machine)."""
-    import resource
-    limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _refrozen(model: TraceModel) -> TraceModel:

@@ -1,0 +1,239 @@
+"""Reading a sidecar as untrusted input (the checks are listed in `sidecar.py`): the file through a confined
+handle (`SidecarFile`), each section capped and checksummed (`section`), the trace's bytes checked against the
+header, and the summary and model sections decoded and validated (`open_summary`, `open_model`, `open_all`).
+
+The trace's sha256 is verified before anything read from the sidecar is returned, but no longer before the
+sections are read: once the cheap checks hold (size, head and tail), the full hash runs in a thread of its own
+while this one reads, checksums, decodes and validates the sections (hashlib and file reads release the GIL),
+and the result is returned only once the hash matches. A trace that changed is refused with that reason, ahead
+of whatever its sections would have been refused for.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..analysis.ranks import RankDigest
+from ..trace.cache import model_from_arrays
+from ..trace.model import TraceModel
+from ..trace.storage import StorageError, split_url
+from . import codec, npz, validate
+from .header import (MODEL, SUMMARY, TRACE_MEMBER, SidecarMiss, check_header, is_local, parse_header, section_cap,
+                     sidecar_path)
+from .identity import full_sha256, local_handle, read_exactly, trace_identity
+
+
+class SidecarFile:
+    """Ranges of one sidecar: one open handle locally (a rename by a writer meanwhile does not affect it; the
+    storage layer's confined open: no link out, no FIFO, no device), range requests elsewhere (a replacement
+    meanwhile fails a section's checksum)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self._handle, self._fs = path, None, None
+        try:
+            if is_local(path):
+                if not os.path.lexists(path):
+                    raise FileNotFoundError(path)
+                self._handle = local_handle(path)
+                self.size = os.fstat(self._handle.fileno()).st_size
+            else:
+                self._fs, self._inner = split_url(path)
+                self.size = int(self._fs.info(self._inner).get("size") or 0)
+        except FileNotFoundError:
+            raise SidecarMiss("not indexed (no sidecar)") from None
+        except StorageError as exc:
+            raise SidecarMiss(f"sidecar refused: {exc}") from None
+        except (OSError, ValueError) as exc:
+            raise SidecarMiss(f"sidecar unreadable: {exc}") from None
+
+    def read(self, start: int, length: int) -> bytes:
+        if length <= 0 or start >= self.size:
+            return b""
+        try:
+            if self._handle is not None:
+                self._handle.seek(start)
+                return read_exactly(self._handle, length)
+            return self._fs.cat_file(self._inner, start=start, end=min(self.size, start + length))
+        except (OSError, ValueError) as exc:
+            raise SidecarMiss(f"sidecar unreadable: {exc}") from None
+
+    def __enter__(self) -> SidecarFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+
+def section(reader: SidecarFile, header: dict, body: int, name: str) -> bytes:
+    """One section's bytes: its size checked against the trace's before any is read, its sha256 before it is
+    returned (raises SidecarMiss)."""
+    entry = next(s for s in header["sections"] if s["name"] == name)
+    offset, length = entry["offset"], entry["bytes"]
+    cap = section_cap(name, header["trace"]["size"])
+    if length > cap:
+        raise SidecarMiss(f"sidecar refused: its {name} section claims {length:,} bytes, more than a sidecar of "
+                          f"this {header['trace']['size']:,}-byte trace can hold ({cap:,})")
+    blob = reader.read(body + offset, length)
+    if len(blob) != length or hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+        raise SidecarMiss(f"corrupt sidecar ({name} section fails its checksum)")
+    return blob
+
+
+class _TraceHash:
+    """The sha256 of every stored byte of a trace, computed in a thread of its own (`result` waits for it)."""
+
+    def __init__(self, path: str) -> None:
+        self._path, self._sha, self._error = path, None, None
+        self._thread = threading.Thread(target=self._run, name="kinetoscope-trace-hash", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._sha = full_sha256(self._path)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by `result`
+            self._error = exc
+
+    def result(self) -> str:
+        self._thread.join()
+        if self._error is not None:
+            if isinstance(self._error, StorageError):
+                raise SidecarMiss(f"cannot read the trace to check its sidecar: {self._error}")
+            raise self._error
+        return self._sha
+
+
+def _checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any]) -> tuple[dict, Any]:
+    """(header, use(header, {section name: bytes})) of the trace's sidecar once every check holds: the header's
+    shape and versions, the trace's size and head-tail checksum, each section's cap and checksum, whatever `use`
+    checks, and the sha256 of every stored byte of the trace, computed meanwhile (raises SidecarMiss)."""
+    with SidecarFile(sidecar_path(trace_path)) as reader:
+        header, body = parse_header(reader.read, reader.size)
+        try:
+            trace = trace_identity(trace_path)
+        except StorageError as exc:
+            raise SidecarMiss(f"cannot read the trace to check its sidecar: {exc}") from None
+        check_header(header, trace)
+        hashing = _TraceHash(trace_path)
+        refused: Optional[SidecarMiss] = None
+        try:
+            out = use(header, {name: section(reader, header, body, name) for name in names})
+        except SidecarMiss as miss:
+            refused = miss
+        finally:
+            sha = hashing.result()  # a trace that changed is the reason, whatever else failed
+    check_header(header, {**trace, "sha256": sha})
+    if refused is not None:
+        raise refused
+    return header, out
+
+
+def _bound(value: Any, header: dict, name: str) -> None:
+    """A section's copy of the trace's sha256 must be the header's (which the trace's bytes are checked against)."""
+    if value != header["trace"]["sha256"]:
+        raise SidecarMiss(f"sidecar refused: its {name} section was computed from other bytes than this trace's "
+                          "(copied from another sidecar?)")
+
+
+def _summary(header: dict, blob: bytes) -> tuple[dict, Any]:
+    summary = _decode(blob)
+    if not isinstance(summary, dict) or set(summary) != {"trace_sha256", "report", "digest"}:
+        raise SidecarMiss("corrupt sidecar (summary section)")
+    _bound(summary["trace_sha256"], header, SUMMARY)
+    try:
+        validate.check_summary(summary["report"], summary["digest"], RankDigest)
+    except validate.ModelInvalid as exc:
+        raise SidecarMiss(f"corrupt sidecar (summary section: {exc})") from None
+    return summary["report"], summary["digest"]
+
+
+def _model(header: dict, blob: bytes) -> TraceModel:
+    try:
+        arrays = npz.read(blob)
+        bound = arrays.pop(TRACE_MEMBER, np.zeros(0, np.uint8))
+        _bound(bound.tobytes().decode("ascii", "replace"), header, MODEL)
+        model = model_from_arrays(arrays)
+        validate.check_model(model)
+    except (npz.NpzError, validate.ModelInvalid) as exc:
+        raise SidecarMiss(f"corrupt sidecar (model section: {exc})") from None
+    except SidecarMiss:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever a damaged section raises, the reader decodes instead
+        raise SidecarMiss(f"corrupt sidecar (model section: {type(exc).__name__}: {str(exc)[:200]})") from None
+    return model
+
+
+def open_summary(trace_path: str) -> tuple[dict, Any]:
+    """(report entry, rank digest) from the trace's sidecar, reading only its header and summary section.
+
+    Raises:
+        SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
+    """
+    return _checked(trace_path, (SUMMARY,), lambda header, blobs: _summary(header, blobs[SUMMARY]))[1]
+
+
+def open_model(trace_path: str) -> TraceModel:
+    """The decoded model from the trace's sidecar, checked column by column (`validate.check_model`).
+
+    Raises:
+        SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
+    """
+    return _checked(trace_path, (MODEL,), lambda header, blobs: _model(header, blobs[MODEL]))[1]
+
+
+def open_all(trace_path: str) -> tuple[dict, dict, Any, TraceModel]:
+    """(header, report entry, rank digest, model): every section, with one hash of the trace (what `index`
+    checks before it calls a sidecar up to date: what `open_summary` and `open_model` would both accept).
+
+    Raises:
+        SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
+    """
+    def use(header: dict, blobs: dict[str, bytes]) -> tuple:
+        return (*_summary(header, blobs[SUMMARY]), _model(header, blobs[MODEL]))
+    header, (report, digest, model) = _checked(trace_path, (SUMMARY, MODEL), use)
+    return header, report, digest, model
+
+
+def _decode(blob: bytes) -> Any:
+    try:
+        return codec.decode(blob)
+    except codec.CodecError as exc:
+        raise SidecarMiss(f"sidecar made by another version or corrupt: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - a hostile sidecar must not take the reader down
+        raise SidecarMiss(f"corrupt sidecar ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def present(trace_path: str) -> bool:
+    """Whether anything lies at the trace's sidecar path (a link, a FIFO: whatever it is, reading decides)."""
+    path = sidecar_path(trace_path)
+    if is_local(path):
+        return os.path.lexists(path)
+    try:
+        fs, inner = split_url(path)
+        return bool(fs.exists(inner))
+    except Exception:  # noqa: BLE001 - unreachable: the read says why
+        return True
+
+
+def version(trace_path: str) -> Any:
+    """What identifies the trace's sidecar now, without reading it: (size, mtime, inode, ctime) of what lies at
+    its path (never followed), None when nothing does."""
+    path = sidecar_path(trace_path)
+    if not is_local(path):
+        return None
+    try:
+        stat = os.lstat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
+
+
+def read_header(trace_path: str) -> dict:
+    """The header of the trace's sidecar as stored, once it has the expected shape and the file the size it
+    implies (raises SidecarMiss when unreadable, malformed or truncated)."""
+    with SidecarFile(sidecar_path(trace_path)) as reader:
+        return parse_header(reader.read, reader.size)[0]
