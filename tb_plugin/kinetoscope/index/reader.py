@@ -6,7 +6,10 @@ The trace's sha256 is verified before anything read from the sidecar is returned
 sections are read: once the cheap checks hold (size, head and tail), the full hash runs in a thread of its own
 while this one reads, checksums, decodes and validates the sections (hashlib and file reads release the GIL),
 and the result is returned only once the hash matches. A trace that changed is refused with that reason, ahead
-of whatever its sections would have been refused for.
+of whatever its sections would have been refused for. `open_model(path, early=...)` hands the checked model to
+`early` while the hash still runs, for work that publishes nothing before `open_model` returns (the decoder
+child sends it to TensorBoard, which builds the lane index meanwhile and serves it only once the child confirms
+the hash).
 """
 from __future__ import annotations
 
@@ -107,10 +110,13 @@ class _TraceHash:
         return self._sha
 
 
-def _checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any]) -> tuple[dict, Any]:
+def _checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any],
+             early: Optional[Callable[[Any], None]] = None) -> tuple[dict, Any]:
     """(header, use(header, {section name: bytes})) of the trace's sidecar once every check holds: the header's
     shape and versions, the trace's size and head-tail checksum, each section's cap and checksum, whatever `use`
-    checks, and the sha256 of every stored byte of the trace, computed meanwhile (raises SidecarMiss)."""
+    checks, and the sha256 of every stored byte of the trace, computed meanwhile (raises SidecarMiss). `early`
+    gets use's result once it holds, before the hash is compared: nothing it makes may reach a user unless this
+    returns."""
     with SidecarFile(sidecar_path(trace_path)) as reader:
         header, body = parse_header(reader.read, reader.size)
         try:
@@ -122,6 +128,8 @@ def _checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[
         refused: Optional[SidecarMiss] = None
         try:
             out = use(header, {name: section(reader, header, body, name) for name in names})
+            if early is not None:
+                early(out)
         except SidecarMiss as miss:
             refused = miss
         finally:
@@ -176,13 +184,15 @@ def open_summary(trace_path: str) -> tuple[dict, Any]:
     return _checked(trace_path, (SUMMARY,), lambda header, blobs: _summary(header, blobs[SUMMARY]))[1]
 
 
-def open_model(trace_path: str) -> TraceModel:
-    """The decoded model from the trace's sidecar, checked column by column (`validate.check_model`).
+def open_model(trace_path: str, early: Optional[Callable[[TraceModel], None]] = None) -> TraceModel:
+    """The decoded model from the trace's sidecar, checked column by column (`validate.check_model`). `early`, when
+    given, gets the model once its own checks hold, while the trace's hash still runs: what it does with it must
+    reach no user unless `open_model` then returns (it raises when the trace's bytes are not those of the sidecar).
 
     Raises:
         SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
     """
-    return _checked(trace_path, (MODEL,), lambda header, blobs: _model(header, blobs[MODEL]))[1]
+    return _checked(trace_path, (MODEL,), lambda header, blobs: _model(header, blobs[MODEL]), early)[1]
 
 
 def open_all(trace_path: str) -> tuple[dict, dict, Any, TraceModel]:
@@ -220,16 +230,55 @@ def present(trace_path: str) -> bool:
 
 
 def version(trace_path: str) -> Any:
-    """What identifies the trace's sidecar now, without reading it: (size, mtime, inode, ctime) of what lies at
-    its path (never followed), None when nothing does."""
-    path = sidecar_path(trace_path)
-    if not is_local(path):
-        return None
+    """What identifies the trace's sidecar now, without reading it (None when nothing lies at its path):
+    locally (size, mtime, inode, ctime) of what lies there (never followed); on other filesystems what a listing
+    of its folder says (`versions`)."""
+    return versions([trace_path])[trace_path]
+
+
+# What an object store's listing says of an object that changes with its content, in the order tried.
+_STAMP_KEYS = ("ETag", "etag", "md5Hash", "content_md5", "generation", "version_id", "LastModified", "last_modified",
+               "mtime", "updated", "modified", "created")
+
+
+def versions(trace_paths: list[str]) -> dict[str, Any]:
+    """`version` of each trace's sidecar: one `lstat` each locally; elsewhere one listing per sidecar folder
+    (a run's `.kinetoscope/`), whatever the number of traces in it, giving (size, the entry's ETag or other
+    content stamp). "unreadable" where the folder cannot be listed (the load then says why)."""
+    out: dict[str, Any] = {}
+    folders: dict[str, list[str]] = {}
+    for path in trace_paths:
+        target = sidecar_path(path)
+        if is_local(target):
+            try:
+                stat = os.lstat(target)
+                out[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns)
+            except OSError:
+                out[path] = None
+        else:
+            folders.setdefault(target.rsplit("/", 1)[0], []).append(path)
+    for folder, paths in folders.items():
+        listing = _listing(folder)
+        for path in paths:
+            if listing is None:
+                out[path] = "unreadable"
+                continue
+            entry = listing.get(sidecar_path(path).rsplit("/", 1)[1])
+            out[path] = None if entry is None else (entry.get("size"), *(str(entry[k]) for k in _STAMP_KEYS if k in entry))
+    return out
+
+
+def _listing(folder: str) -> Optional[dict[str, dict]]:
+    """{name: listing entry} of a remote sidecar folder ({} when it does not exist, None when it cannot be
+    listed). Listings are not cached (`remote.storage_options`), so a changed sidecar shows at once."""
     try:
-        stat = os.lstat(path)
-    except OSError:
+        fs, inner = split_url(folder)
+        entries = fs.ls(inner, detail=True)
+    except FileNotFoundError:
+        return {}
+    except Exception:  # noqa: BLE001 - every backend raises its own types; the load says why
         return None
-    return stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns
+    return {str(e.get("name", "")).rstrip("/").rsplit("/", 1)[-1]: e for e in entries if isinstance(e, dict)}
 
 
 def read_header(trace_path: str) -> dict:

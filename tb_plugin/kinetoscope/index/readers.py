@@ -46,6 +46,11 @@ class SidecarIndex:
         """What identifies the trace's sidecar now (None when it has none): a change means reload."""
         return sidecar.version(path)
 
+    @staticmethod
+    def versions(paths: list[str]) -> dict[str, Any]:
+        """`version` of many traces' sidecars: one listing per remote sidecar folder, not one request each."""
+        return sidecar.versions(paths)
+
     def digest(self, path: str) -> tuple[Any, Optional[str]]:
         """(rank digest, None) from the sidecar's summary section alone, or (None, why not)."""
         try:

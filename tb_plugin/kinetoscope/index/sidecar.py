@@ -52,7 +52,8 @@ from .header import (FINGERPRINTED, FOLDER, MAGIC, MAX_HEADER_BYTES, SECTION_CAP
                      SidecarMiss, analysis_fingerprint, check_header, code_fingerprint, encode_header, is_local,
                      parse_header, section_cap, sidecar_path, split)
 from .identity import EDGE_BYTES, HASH_BLOCK, full_sha256, head_tail, trace_identity
-from .reader import SidecarFile, open_all, open_model, open_summary, present, read_header, section, version
+from .reader import (SidecarFile, open_all, open_model, open_summary, present, read_header, section, version,
+                     versions)
 from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp, write, write_file
 
 __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_HEADER_BYTES", "SECTIONS",
@@ -60,7 +61,7 @@ __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_
            "SidecarMiss", "analysis_fingerprint", "build", "check_header", "code_fingerprint", "encode_header",
            "full_sha256", "head_tail", "is_local", "open_all", "open_model", "open_prepared", "open_summary",
            "parse_header", "present", "read_header", "remove_stale_temps", "restamp", "section", "section_cap",
-           "sidecar_path", "split", "trace_identity", "version", "with_worker", "write", "write_file"]
+           "sidecar_path", "split", "trace_identity", "version", "versions", "with_worker", "write", "write_file"]
 
 
 def open_prepared(trace_path: str) -> tuple[TraceModel, Prepared]:

@@ -21,7 +21,8 @@ Why a child: the JSON decoder holds the GIL for the whole buffer (about 60 ms pe
 every TensorBoard request meanwhile. A plain child rather than multiprocessing: spawn re-runs the parent's
 main script, which is not ours to guard. The child writes its progress (the share of the file decoded) on a pipe
 of its own, one line per percent at most, and ends with `("ok", model)` or `("error", message, transient)` on
-stdout: a TraceError does not survive pickling (custom __init__), hence its text. Whatever else the child meets
+stdout (a sidecar read sends `("model", model)` once the model passes its checks, then `("ok", None)` once the
+trace's hash matches, or `("miss", reason)`): a TraceError does not survive pickling (custom __init__), hence its text. Whatever else the child meets
 while reading a file (a 5,000-digit integer literal, an unexpected exception) is a content error naming it, never
 a traceback: only a child that dies (killed, out of memory) leaves no outcome.
 
@@ -136,53 +137,84 @@ def result(child: subprocess.Popen, path: str) -> TraceModel:
     Raises:
         TraceError: the file cannot be decoded (its reason), or the child ran out of time or died (transient).
     """
-    outcome = _outcome(child, path)
+    with _Outcomes(child, path) as outcomes:
+        outcome = outcomes.next()
     if outcome[0] != "ok":
         raise TraceError(path, outcome[1], transient=bool(outcome[2:] and outcome[2]))
     return _refrozen(outcome[1])
 
 
-def sidecar_result(child: subprocess.Popen, path: str) -> tuple[Optional[TraceModel], Optional[str]]:
-    """(model, None) from a child started in SIDECAR mode, or (None, why the sidecar was not used): refused,
-    or the child failed (it ran out of time or memory reading it)."""
+def sidecar_result(child: subprocess.Popen, path: str,
+                   on_model: Optional[Callable[[TraceModel], None]] = None) -> tuple[Optional[TraceModel], Optional[str]]:
+    """(model, None) from a child started in SIDECAR mode once it has compared the trace's hash, or (None, why the
+    sidecar was not used): refused, or the child failed (it ran out of time or memory reading it).
+
+    The child sends the model as soon as its own checks hold, then the verdict of the trace's hash: `on_model`
+    gets the model in between, for work that must publish nothing (TensorBoard builds the lane index meanwhile),
+    since the model is returned only when the verdict is "ok"."""
     try:
-        outcome = _outcome(child, path)
+        with _Outcomes(child, path) as outcomes:
+            outcome = outcomes.next()
+            if outcome[0] != "model":
+                return None, str(outcome[1])
+            model = _refrozen(outcome[1])
+            if on_model is not None:
+                on_model(model)
+            verdict = outcomes.next()
     except TraceError as exc:
         return None, f"sidecar not read: {exc.message}"
-    if outcome[0] == "ok":
-        return _refrozen(outcome[1]), None
-    return None, str(outcome[1])
+    return (model, None) if verdict[0] == "ok" else (None, str(verdict[1]))
 
 
-def _outcome(child: subprocess.Popen, path: str) -> tuple:
-    """The child's pickled outcome tuple (raises TraceError when it ran out of time or left none)."""
-    timeout = setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
-    timer = threading.Timer(timeout, _kill, args=(child,))
-    timer.daemon = True
-    timer.start()
-    try:
-        if child.stdin is not None:
+class _Outcomes:
+    """The pickled outcome tuples a child writes to its stdout, read one by one (`next`) under the decoding
+    timeout (the child is killed when it passes); leaving the block closes the pipe and reaps the child."""
+
+    def __init__(self, child: subprocess.Popen, path: str) -> None:
+        self.child, self.path = child, path
+        self.timeout = setting(DECODE_TIMEOUT_ENV, DEFAULT_DECODE_TIMEOUT_S)
+        self.timer = threading.Timer(self.timeout, _kill, args=(child,))
+        self.timer.daemon = True
+
+    def __enter__(self) -> _Outcomes:
+        self.timer.start()
+        if self.child.stdin is not None:
             try:
-                child.stdin.close()  # its job is written; it reads nothing more
+                self.child.stdin.close()  # its job is written; it reads nothing more
             except OSError:
                 pass
-        with child.stdout:
-            out = child.stdout.read()  # one growing buffer until the child closes it (faster than communicate's)
-        child.wait()
-    finally:
-        timer.cancel()
-    if _killed(child):
-        raise TraceError(path, f"decoding took longer than {timeout:g} s (raise {DECODE_TIMEOUT_ENV} to allow more)",
-                         transient=True) from None
-    try:
-        outcome = pickle.loads(out)
-        if not isinstance(outcome, tuple) or len(outcome) < 2:
-            raise ValueError("no outcome")
-        return outcome
-    except Exception:  # noqa: BLE001 - no result at all: the child died
-        limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
-        raise TraceError(path, f"the decoder process failed (exit code {child.returncode}: it was killed, or ran out of "
-                               f"memory; it may use {limit:,} bytes, {DECODER_MEMORY_ENV})", transient=True) from None
+        return self
+
+    def next(self) -> tuple:
+        """The next outcome tuple (raises TraceError when the child ran out of time, or died before writing it)."""
+        try:
+            outcome = pickle.load(self.child.stdout)
+            if not isinstance(outcome, tuple) or len(outcome) < 2:
+                raise ValueError("no outcome")
+            return outcome
+        except Exception:  # noqa: BLE001 - no (further) result: the child died or was killed
+            self.child.kill()
+            self.child.wait()
+            if _killed(self.child):
+                raise TraceError(self.path, f"decoding took longer than {self.timeout:g} s (raise {DECODE_TIMEOUT_ENV} "
+                                            "to allow more)", transient=True) from None
+            limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY))
+            raise TraceError(self.path, f"the decoder process failed (exit code {self.child.returncode}: it was killed, "
+                                        f"or ran out of memory; it may use {limit:,} bytes, {DECODER_MEMORY_ENV})",
+                             transient=True) from None
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.child.stdout.close()
+        except OSError:
+            pass
+        try:
+            self.child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.child.kill()
+            self.child.wait()
+        finally:
+            self.timer.cancel()
 
 
 def _kill(child: subprocess.Popen) -> None:
@@ -216,10 +248,15 @@ def main(argv: list[str]) -> int:
     report = _progress_writer(int(fd)) if fd else None
     roots = tuple(r for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if r)
     with confined(roots):
-        outcome = _read_sidecar(path) if mode == SIDECAR else _decode(path, cache_dir, report)
+        outcome = _read_sidecar(path, _send) if mode == SIDECAR else _decode(path, cache_dir, report)
+    _send(outcome)
+    return 0
+
+
+def _send(outcome: tuple) -> None:
+    """In the child: one outcome tuple to the parent (stdout)."""
     pickle.dump(outcome, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
     sys.stdout.buffer.flush()
-    return 0
 
 
 def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[float], None]]) -> tuple:
@@ -234,10 +271,12 @@ def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[floa
         return "error", f"cannot decode this file ({type(exc).__name__}: {str(exc)[:200]})", False
 
 
-def _read_sidecar(path: str) -> tuple:
-    """("ok", model) from the trace's sidecar, or ("miss", why not)."""
+def _read_sidecar(path: str, send: Callable[[tuple], None]) -> tuple:
+    """The trace's sidecar: ("model", model) sent as soon as the model passes its checks, while the trace's hash
+    still runs, then the verdict returned: ("ok", None) once the hash matches, else ("miss", why not)."""
     try:
-        return "ok", sidecar.open_model(path)
+        sidecar.open_model(path, early=lambda model: send(("model", model)))
+        return "ok", None
     except sidecar.SidecarMiss as miss:
         return "miss", miss.reason
     except (MemoryError, RecursionError) as exc:

@@ -5,8 +5,8 @@
 - Loads run on a bounded thread pool, one future per file version, so concurrent requests share one
   load. Decoding a cache miss runs in a child process (`decoder.py`), so that the JSON decoder never
   holds this process's GIL. One spare child waits, started and imported, for the next load (spawned when the
-  scanner starts, and again after each load that took it): a load then skips the 0.3-0.4 s a child takes to
-  start. It costs one idle process of about 40 MB while TensorBoard runs.
+  scanner starts, and again at the scan after a load took it, not while that load still analyses): a load then
+  skips the 0.2-0.4 s a child takes to start. It costs one idle process of about 40 MB while TensorBoard runs.
 - Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
   reload after eviction cheap.
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
@@ -223,7 +223,7 @@ class TraceService:
             self._scan_finished()
             return
         new = {span_id(f.path): f for f in files}
-        indexed = {sid: self._index_version(f) for sid, f in new.items()}  # one lstat each, outside the lock
+        indexed = self._index_versions(new)  # outside the lock: an lstat each, or a listing per remote folder
         with self._lock:
             for sid in list(self._entries):
                 if sid not in new:
@@ -236,17 +236,18 @@ class TraceService:
             self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
         self._scan_finished()
 
-    def _index_version(self, file: TraceFile) -> Any:
-        """What identifies the trace's sidecar now (None: no index reader, or no sidecar): when `index` writes,
-        rewrites or removes it, the span reloads, so a running TensorBoard never keeps a model the sidecar
-        no longer describes."""
+    def _index_versions(self, files: dict[str, TraceFile]) -> dict[str, Any]:
+        """{span id: what identifies the trace's sidecar now} (None: no index reader, or no sidecar): when `index`
+        writes, rewrites or removes it, locally or on an object store, the span reloads, so a running
+        TensorBoard never keeps a model the sidecar no longer describes."""
         if self._index is None:
-            return None
+            return {sid: None for sid in files}
         try:
             with confined(self.roots):
-                return self._index.version(file.path)
+                found = self._index.versions([f.path for f in files.values()])
+            return {sid: found.get(f.path, "unreadable") for sid, f in files.items()}
         except Exception:  # noqa: BLE001 - a sidecar that cannot be stat'ed is one the load will refuse
-            return "unreadable"
+            return {sid: "unreadable" for sid in files}
 
     def _scan_finished(self) -> None:
         self._last_scan = time.monotonic()
@@ -266,6 +267,7 @@ class TraceService:
                 self.scan_now()
                 self.retry_due()
                 self._preload()
+                self._refill_spare()  # after a load took it: at the next pass, not while that load analyses
             except Exception:  # noqa: BLE001 - the scanner must survive anything a filesystem does
                 log_once(("scan", self.logdir), "kinetoscope: scanning %s failed", self.logdir, exc_info=True)
                 self._scanned.set()
@@ -455,11 +457,11 @@ class TraceService:
             self._update(sid, file, started=time.monotonic())
             self._phase(sid, file, "reading")
             with confined(self.roots):
-                model = self._from_index(sid, file)
+                model, early = self._from_index(sid, file)
                 if model is None:
                     model = self._read_model(sid, file)
             self._phase(sid, file, "analysing")
-            prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model)
+            prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model, early)
             self._update(sid, file, attempts=0, retry_at=None)
             self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
         except TraceError as exc:
@@ -468,10 +470,11 @@ class TraceService:
             log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
             self._fail(sid, file, LOAD_FAILED)
 
-    def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel) -> Any:
-        """Stage one, published for the lane routes at once; then stage two, the span's prepared analyses."""
+    def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel, early: Any = None) -> Any:
+        """Stage one (unless `early` holds it already), published for the lane routes at once; then stage two, the
+        span's prepared analyses."""
         first, rest = self._stages
-        early = first(model)
+        early = first(model) if early is None else early
         self._publish_lanes(sid, Loaded(file, model, early, model_nbytes(model) + getattr(early, "nbytes", 0)))
         return rest(model, early)
 
@@ -495,20 +498,34 @@ class TraceService:
         self._update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
                      retry_at=retry_at, lanes=None)
 
-    def _from_index(self, sid: str, file: TraceFile) -> Optional[TraceModel]:
-        """The model from the trace's index sidecar when it holds for these bytes, else None with the reason kept
-        for `status`. The sidecar is read (hashed, capped, checked) in a decoder child where decoding would be,
-        so a hostile sidecar costs that child's memory, never this process's; the analyses are then computed
-        from the checked model like those of any other load."""
+    def _from_index(self, sid: str, file: TraceFile) -> tuple[Optional[TraceModel], Any]:
+        """(model, stage one's result or None) from the trace's index sidecar when it holds for these bytes, else
+        (None, None) with the reason kept for `status`. The sidecar is read (hashed, capped, checked) in a decoder
+        child where decoding would be, so a hostile sidecar costs that child's memory, never this process's; the
+        analyses are then computed from the checked model like those of any other load.
+
+        The child sends the model before the trace's hash is compared, then the verdict: stage one (the lane
+        index) is built meanwhile and kept only when the verdict is "ok", and nothing is published before it."""
         if self._index is None:
-            return None
+            return None, None
+        early: list = []
         if self._use_child and not is_process_local(file.path) and self._index.present(file.path):
-            model, reason = self._in_child(file.path, decoder.SIDECAR)
+            model, reason = self._in_child(file.path, decoder.SIDECAR, on_model=lambda model: self._stage_one(model, early))
         else:
             model, reason = self._index.open_model(file.path)
         self._update(sid, file, index_note=redact(reason) if reason else None,
                      source="sidecar" if model is not None else None)
-        return model
+        return model, (early[0] if model is not None and early and early[0] is not None else None)
+
+    def _stage_one(self, model: TraceModel, out: list) -> None:
+        """Stage one of a model whose sidecar's hash is being compared (None when it fails: `_prepare_staged` then
+        runs it again, and its error stands)."""
+        if self._stages is None:
+            return
+        try:
+            out.append(self._stages[0](model))
+        except Exception:  # noqa: BLE001 - rerun after the verdict, where its error is the load's
+            out.append(None)
 
     def _read_model(self, sid: str, file: TraceFile) -> TraceModel:
         """From the disk cache when it holds this version, else decoded (in a worker process)."""
@@ -533,19 +550,20 @@ class TraceService:
     def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None) -> TraceModel:
         return self._in_child(path, decoder.DECODE, on_progress)
 
-    def _in_child(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None) -> Any:
-        """A decoder child's result: the model (DECODE), or (model or None, why not) for a sidecar (SIDECAR)."""
+    def _in_child(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None,
+                  on_model: Optional[Callable[[TraceModel], None]] = None) -> Any:
+        """A decoder child's result: the model (DECODE), or (model or None, why not) for a sidecar (SIDECAR;
+        `on_model` gets the model before the trace's hash is confirmed: `decoder.sidecar_result`)."""
         with self._lock:
             if self._stop.is_set():
                 raise TraceError(path, "the plugin is shutting down")
             spare, self._spare = self._spare, None
         child = self._take_child(spare, path, mode, on_progress)
         try:
-            return decoder.sidecar_result(child, path) if mode == decoder.SIDECAR else decoder.result(child, path)
+            return decoder.sidecar_result(child, path, on_model) if mode == decoder.SIDECAR else decoder.result(child, path)
         finally:
             with self._lock:
                 self._children.discard(child)
-            self._refill_spare()
 
     def _take_child(self, spare: Optional[decoder.Child], path: str, mode: str,
                     on_progress: Callable[[float], None]) -> subprocess.Popen:
