@@ -1,6 +1,7 @@
 """Reading a sidecar as untrusted input (the checks are listed in `sidecar.py`): the file through a confined
 handle (`SidecarFile`), each section capped and checksummed (`section`), the trace's bytes checked against the
-header, and the summary and model sections decoded and validated (`open_summary`, `open_model`, `open_all`).
+header, and the model section decoded and validated (`open_model`; the summary section is `summary.py`'s, so that the
+decoder child, which reads only models, never imports the analyses).
 
 The trace's sha256 is verified before anything read from the sidecar is returned, but no longer before the
 sections are read: once the cheap checks hold (size, head and tail), the full hash runs in a thread of its own
@@ -20,12 +21,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..analysis.ranks import RankDigest
 from ..trace.cache import model_from_arrays
 from ..trace.model import TraceModel
 from ..trace.storage import StorageError, split_url
-from . import codec, npz, validate
-from .header import (MODEL, SUMMARY, TRACE_MEMBER, SidecarMiss, check_header, is_local, parse_header, section_cap,
+from . import npz, validate
+from .header import (MODEL, TRACE_MEMBER, SidecarMiss, check_header, is_local, parse_header, section_cap,
                      sidecar_path)
 from .identity import full_sha256, local_handle, read_exactly, trace_identity
 
@@ -110,7 +110,7 @@ class _TraceHash:
         return self._sha
 
 
-def _checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any],
+def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any],
              early: Optional[Callable[[Any], None]] = None) -> tuple[dict, Any]:
     """(header, use(header, {section name: bytes})) of the trace's sidecar once every check holds: the header's
     shape and versions, the trace's size and head-tail checksum, each section's cap and checksum, whatever `use`
@@ -140,30 +140,20 @@ def _checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[
     return header, out
 
 
-def _bound(value: Any, header: dict, name: str) -> None:
+def check_bound(value: Any, header: dict, name: str) -> None:
     """A section's copy of the trace's sha256 must be the header's (which the trace's bytes are checked against)."""
     if value != header["trace"]["sha256"]:
         raise SidecarMiss(f"sidecar refused: its {name} section was computed from other bytes than this trace's "
                           "(copied from another sidecar?)")
 
 
-def _summary(header: dict, blob: bytes) -> tuple[dict, Any]:
-    summary = _decode(blob)
-    if not isinstance(summary, dict) or set(summary) != {"trace_sha256", "report", "digest"}:
-        raise SidecarMiss("corrupt sidecar (summary section)")
-    _bound(summary["trace_sha256"], header, SUMMARY)
-    try:
-        validate.check_summary(summary["report"], summary["digest"], RankDigest)
-    except validate.ModelInvalid as exc:
-        raise SidecarMiss(f"corrupt sidecar (summary section: {exc})") from None
-    return summary["report"], summary["digest"]
-
-
-def _model(header: dict, blob: bytes) -> TraceModel:
+def read_model(header: dict, blob: bytes) -> TraceModel:
+    """The model of a model section's bytes, checked column by column and bound to the header's trace (raises
+    SidecarMiss)."""
     try:
         arrays = npz.read(blob)
         bound = arrays.pop(TRACE_MEMBER, np.zeros(0, np.uint8))
-        _bound(bound.tobytes().decode("ascii", "replace"), header, MODEL)
+        check_bound(bound.tobytes().decode("ascii", "replace"), header, MODEL)
         model = model_from_arrays(arrays)
         validate.check_model(model)
     except (npz.NpzError, validate.ModelInvalid) as exc:
@@ -175,15 +165,6 @@ def _model(header: dict, blob: bytes) -> TraceModel:
     return model
 
 
-def open_summary(trace_path: str) -> tuple[dict, Any]:
-    """(report entry, rank digest) from the trace's sidecar, reading only its header and summary section.
-
-    Raises:
-        SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
-    """
-    return _checked(trace_path, (SUMMARY,), lambda header, blobs: _summary(header, blobs[SUMMARY]))[1]
-
-
 def open_model(trace_path: str, early: Optional[Callable[[TraceModel], None]] = None) -> TraceModel:
     """The decoded model from the trace's sidecar, checked column by column (`validate.check_model`). `early`, when
     given, gets the model once its own checks hold, while the trace's hash still runs: what it does with it must
@@ -192,29 +173,7 @@ def open_model(trace_path: str, early: Optional[Callable[[TraceModel], None]] = 
     Raises:
         SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
     """
-    return _checked(trace_path, (MODEL,), lambda header, blobs: _model(header, blobs[MODEL]), early)[1]
-
-
-def open_all(trace_path: str) -> tuple[dict, dict, Any, TraceModel]:
-    """(header, report entry, rank digest, model): every section, with one hash of the trace (what `index`
-    checks before it calls a sidecar up to date: what `open_summary` and `open_model` would both accept).
-
-    Raises:
-        SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
-    """
-    def use(header: dict, blobs: dict[str, bytes]) -> tuple:
-        return (*_summary(header, blobs[SUMMARY]), _model(header, blobs[MODEL]))
-    header, (report, digest, model) = _checked(trace_path, (SUMMARY, MODEL), use)
-    return header, report, digest, model
-
-
-def _decode(blob: bytes) -> Any:
-    try:
-        return codec.decode(blob)
-    except codec.CodecError as exc:
-        raise SidecarMiss(f"sidecar made by another version or corrupt: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - a hostile sidecar must not take the reader down
-        raise SidecarMiss(f"corrupt sidecar ({type(exc).__name__}: {str(exc)[:200]})") from None
+    return checked(trace_path, (MODEL,), lambda header, blobs: read_model(header, blobs[MODEL]), early)[1]
 
 
 def present(trace_path: str) -> bool:

@@ -33,7 +33,8 @@ What no check can catch: a sidecar forged with this code's own encoder for the t
 can write that can write the trace too; a shared logdir is as trustworthy as its writers.
 
 The code is split by concern: `header.py` (format, path, header shape and versions), `identity.py` (the
-trace's size, head-tail checksum and sha256), `reader.py` (reading and checking), `writer.py` (writing,
+trace's size, head-tail checksum and sha256), `reader.py` (reading and checking, the model), `summary.py` (the summary section, and
+every section with one hash for `index`), `writer.py` (writing,
 re-stamping, temp-file cleanup); this module gathers their public names and adds what needs the pipeline.
 
 Sidecars are written whole: locally to a temp name in the same folder then renamed over the old one; on
@@ -52,8 +53,8 @@ from .header import (FINGERPRINTED, FOLDER, MAGIC, MAX_HEADER_BYTES, SECTION_CAP
                      SidecarMiss, analysis_fingerprint, check_header, code_fingerprint, encode_header, is_local,
                      parse_header, section_cap, sidecar_path, split)
 from .identity import EDGE_BYTES, HASH_BLOCK, full_sha256, head_tail, trace_identity
-from .reader import (SidecarFile, open_all, open_model, open_summary, present, read_header, section, version,
-                     versions)
+from .reader import SidecarFile, open_model, present, read_header, section, version, versions
+from .summary import open_all, open_summary
 from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp, write, write_file
 
 __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_HEADER_BYTES", "SECTIONS",
