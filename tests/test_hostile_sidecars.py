@@ -285,3 +285,22 @@ def test_the_decoder_child_path_publishes_nothing_before_the_traces_hash_matches
         assert codec.difference(published[-1], want) is None
     finally:
         service.close()
+
+
+def test_the_trace_hash_runs_under_the_callers_confinement(corpus_source, tmp_path, monkeypatch):
+    """The trace's sha256 runs in a thread of its own: it must read under the same roots as its caller, so a
+    trace swapped for a link out of the logdir between the cheap checks and the hash is refused, not hashed."""
+    from kinetoscope.index import reader
+    from kinetoscope.trace.storage import confinement_roots
+    seen = []
+    original = reader.full_sha256
+
+    def spy(path):
+        seen.append(confinement_roots())
+        return original(path)
+    monkeypatch.setattr(reader, "full_sha256", spy)
+    path = _plant(tmp_path, corpus_source, corpus_source["a.1.pt.trace.json"][1])
+    with confined([str(tmp_path / "logs")]):
+        assert SidecarIndex().open_model(path)[1] is None
+    assert seen and seen[0] and all(str(tmp_path / "logs") in root or root.startswith(os.path.realpath(tmp_path))
+                                    for root in seen[0])

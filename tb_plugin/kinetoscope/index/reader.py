@@ -14,6 +14,7 @@ the hash).
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import threading
@@ -88,11 +89,14 @@ def section(reader: SidecarFile, header: dict, body: int, name: str) -> bytes:
 
 
 class _TraceHash:
-    """The sha256 of every stored byte of a trace, computed in a thread of its own (`result` waits for it)."""
+    """The sha256 of every stored byte of a trace, computed in a thread of its own (`result` waits for it), under
+    the caller's confinement (`storage.confined` is a context variable, which a new thread does not inherit)."""
 
     def __init__(self, path: str) -> None:
         self._path, self._sha, self._error = path, None, None
-        self._thread = threading.Thread(target=self._run, name="kinetoscope-trace-hash", daemon=True)
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(target=context.run, args=(self._run,), name="kinetoscope-trace-hash",
+                                        daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
