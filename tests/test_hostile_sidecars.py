@@ -295,9 +295,9 @@ def test_the_trace_hash_runs_under_the_callers_confinement(corpus_source, tmp_pa
     seen = []
     original = reader.full_sha256
 
-    def spy(path):
+    def spy(path, stop=None):
         seen.append(confinement_roots())
-        return original(path)
+        return original(path, stop)
     monkeypatch.setattr(reader, "full_sha256", spy)
     path = _plant(tmp_path, corpus_source, corpus_source["a.1.pt.trace.json"][1])
     with confined([str(tmp_path / "logs")]):

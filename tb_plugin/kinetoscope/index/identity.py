@@ -9,7 +9,8 @@ import hashlib
 import io
 import os
 import posixpath
-from typing import Any
+import threading
+from typing import Any, Optional
 
 from ..trace.storage import StorageError, identity, open_local_fd, split_url
 from .header import is_local
@@ -61,32 +62,36 @@ def head_tail(path: str, size: int) -> str:
     return digest.hexdigest()
 
 
-def full_sha256(path: str) -> str:
+def full_sha256(path: str, stop: Optional[threading.Event] = None) -> str:
     """sha256 of every stored byte, streamed through one reused buffer (hashlib releases the GIL meanwhile, so
-    another thread of the caller goes on)."""
+    another thread of the caller goes on). `stop`, once set, ends it early (its result is then meaningless)."""
     digest = hashlib.sha256()
     try:
         if is_local(path):
             with local_handle(path) as handle:
-                _hash_into(digest, handle)
+                _hash_into(digest, handle, stop)
         else:
             fs, inner = split_url(path)
             with fs.open(inner, "rb") as handle:
-                _hash_into(digest, handle)
+                _hash_into(digest, handle, stop)
     except (OSError, ValueError) as exc:
         raise StorageError(f"cannot read: {exc}", transient=True) from None
     return digest.hexdigest()
 
 
-def _hash_into(digest, handle) -> None:
+def _hash_into(digest, handle, stop: Optional[threading.Event] = None) -> None:
     if not hasattr(handle, "readinto"):
         for block in iter(lambda: handle.read(HASH_BLOCK), b""):
             digest.update(block)
+            if stop is not None and stop.is_set():
+                return
         return
     buffer = bytearray(HASH_BLOCK)
     view = memoryview(buffer)
     while n := handle.readinto(buffer):
         digest.update(view[:n])
+        if stop is not None and stop.is_set():
+            return
 
 
 def trace_identity(path: str, full: bool = False) -> dict[str, Any]:

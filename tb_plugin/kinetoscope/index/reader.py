@@ -88,12 +88,13 @@ def section(reader: SidecarFile, header: dict, body: int, name: str) -> bytes:
     return blob
 
 
-class _TraceHash:
+class TraceHash:
     """The sha256 of every stored byte of a trace, computed in a thread of its own (`result` waits for it), under
     the caller's confinement (`storage.confined` is a context variable, which a new thread does not inherit)."""
 
     def __init__(self, path: str) -> None:
         self._path, self._sha, self._error = path, None, None
+        self._stop = threading.Event()
         context = contextvars.copy_context()
         self._thread = threading.Thread(target=context.run, args=(self._run,), name="kinetoscope-trace-hash",
                                         daemon=True)
@@ -101,7 +102,7 @@ class _TraceHash:
 
     def _run(self) -> None:
         try:
-            self._sha = full_sha256(self._path)
+            self._sha = full_sha256(self._path, self._stop)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller by `result`
             self._error = exc
 
@@ -113,14 +114,43 @@ class _TraceHash:
             raise self._error
         return self._sha
 
+    def cancel(self) -> None:
+        """Stop hashing (when the result is no longer wanted: the sidecar was refused anyway)."""
+        self._stop.set()
+
+    def check(self, bound: Optional[str]) -> Optional[str]:
+        """None when the trace's bytes hash to `bound` (the sha256 a sidecar's header and sections are bound to),
+        else why not (never raises)."""
+        try:
+            sha = self.result()
+        except SidecarMiss as miss:
+            return miss.reason
+        except Exception as exc:  # noqa: BLE001 - a trace that cannot be hashed is one whose sidecar is not used
+            return f"cannot read the trace to check its sidecar ({type(exc).__name__}: {str(exc)[:200]})"
+        try:
+            check_header_sha(bound, sha)
+        except SidecarMiss as miss:
+            return miss.reason
+        return None
+
+
+def check_header_sha(recorded: Optional[str], sha: str) -> None:
+    """Raise SidecarMiss unless the trace's sha256 is the one recorded (the message `check_header` gives)."""
+    if recorded != sha:
+        raise SidecarMiss(f"trace changed since it was indexed: content (sha256) {_short(recorded)} -> {_short(sha)}")
+
+
+def _short(value: Any) -> str:
+    return repr(value[:16] + "...") if isinstance(value, str) and len(value) > 16 else repr(value)
+
 
 def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any],
-             early: Optional[Callable[[Any], None]] = None) -> tuple[dict, Any]:
+             early: Optional[Callable[[Any], None]] = None, hashed: bool = True) -> tuple[dict, Any]:
     """(header, use(header, {section name: bytes})) of the trace's sidecar once every check holds: the header's
     shape and versions, the trace's size and head-tail checksum, each section's cap and checksum, whatever `use`
     checks, and the sha256 of every stored byte of the trace, computed meanwhile (raises SidecarMiss). `early`
     gets use's result once it holds, before the hash is compared: nothing it makes may reach a user unless this
-    returns."""
+    returns. With `hashed` false the trace's full hash is left to the caller (`open_model_bound`)."""
     with SidecarFile(sidecar_path(trace_path)) as reader:
         header, body = parse_header(reader.read, reader.size)
         try:
@@ -128,7 +158,7 @@ def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[s
         except StorageError as exc:
             raise SidecarMiss(f"cannot read the trace to check its sidecar: {exc}") from None
         check_header(header, trace)
-        hashing = _TraceHash(trace_path)
+        hashing = TraceHash(trace_path) if hashed else None
         refused: Optional[SidecarMiss] = None
         try:
             out = use(header, {name: section(reader, header, body, name) for name in names})
@@ -137,8 +167,9 @@ def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[s
         except SidecarMiss as miss:
             refused = miss
         finally:
-            sha = hashing.result()  # a trace that changed is the reason, whatever else failed
-    check_header(header, {**trace, "sha256": sha})
+            sha = hashing.result() if hashing is not None else None  # a changed trace is the reason, before any
+    if sha is not None:
+        check_header(header, {**trace, "sha256": sha})
     if refused is not None:
         raise refused
     return header, out
@@ -167,6 +198,20 @@ def read_model(header: dict, blob: bytes) -> TraceModel:
     except Exception as exc:  # noqa: BLE001 - whatever a damaged section raises, the reader decodes instead
         raise SidecarMiss(f"corrupt sidecar (model section: {type(exc).__name__}: {str(exc)[:200]})") from None
     return model
+
+
+def open_model_bound(trace_path: str, early: Optional[Callable[[TraceModel], None]] = None) -> tuple[TraceModel, str]:
+    """(model, the sha256 of the trace it is bound to) from the trace's sidecar, every check of `open_model` made
+    but the trace's full hash (its size and head-tail checksum are checked): **the caller must compare the sha256
+    with its own hash of the trace (`TraceHash.check`) before anything of the model is used.** TensorBoard hashes
+    the trace itself from the start of a load while its decoder child starts and reads the sidecar this way.
+
+    Raises:
+        SidecarMiss: no usable sidecar for this version of the trace, as far as these checks tell.
+    """
+    header, model = checked(trace_path, (MODEL,), lambda header, blobs: read_model(header, blobs[MODEL]), early,
+                            hashed=False)
+    return model, header["trace"]["sha256"]
 
 
 def open_model(trace_path: str, early: Optional[Callable[[TraceModel], None]] = None) -> TraceModel:

@@ -37,6 +37,12 @@ class SidecarIndex:
             return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
 
     @staticmethod
+    def hash_trace(path: str) -> Any:
+        """The trace's sha256, started now in a thread of its own (`reader.TraceHash`: `check(bound)` says whether
+        a sidecar bound to `bound` holds for the trace's bytes, `cancel()` stops it)."""
+        return sidecar.TraceHash(path)
+
+    @staticmethod
     def present(path: str) -> bool:
         """Whether the trace has something at its sidecar's path (worth a child to read it)."""
         return sidecar.present(path)

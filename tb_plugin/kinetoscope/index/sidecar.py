@@ -53,14 +53,15 @@ from .header import (FINGERPRINTED, FOLDER, MAGIC, MAX_HEADER_BYTES, SECTION_CAP
                      SidecarMiss, analysis_fingerprint, check_header, code_fingerprint, encode_header, is_local,
                      parse_header, section_cap, sidecar_path, split)
 from .identity import EDGE_BYTES, HASH_BLOCK, full_sha256, head_tail, trace_identity
-from .reader import SidecarFile, open_model, present, read_header, section, version, versions
+from .reader import (SidecarFile, TraceHash, open_model, open_model_bound, present, read_header, section, version,
+                     versions)
 from .summary import open_all, open_summary
 from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp, write, write_file
 
 __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_HEADER_BYTES", "SECTIONS",
            "SECTION_CAPS", "SIDECAR_FORMAT", "STALE_TMP_S", "SUFFIX", "TMP_RE", "TMP_SUFFIX", "SidecarFile",
-           "SidecarMiss", "analysis_fingerprint", "build", "check_header", "code_fingerprint", "encode_header",
-           "full_sha256", "head_tail", "is_local", "open_all", "open_model", "open_prepared", "open_summary",
+           "SidecarMiss", "TraceHash", "analysis_fingerprint", "build", "check_header", "code_fingerprint", "encode_header",
+           "full_sha256", "head_tail", "is_local", "open_all", "open_model", "open_model_bound", "open_prepared", "open_summary",
            "parse_header", "present", "read_header", "remove_stale_temps", "restamp", "section", "section_cap",
            "sidecar_path", "split", "trace_identity", "version", "versions", "with_worker", "write", "write_file"]
 

@@ -54,6 +54,9 @@ DEFAULT_DECODE_TIMEOUT_S = 600.0  # a 900 MB trace decodes in about 4 s
 
 
 DECODE, SIDECAR = "decode", "sidecar"
+# A sidecar read whose trace the parent hashes itself: the child checks everything else and answers the sha256 the
+# sidecar is bound to, which the parent compares with its own (`sidecar_result`'s third value).
+SIDECAR_BOUND = "sidecar-bound"
 
 
 # The child's first lines: its address-space limit (argv[1], 0 for none), then the decoder module as __main__.
@@ -144,26 +147,31 @@ def result(child: subprocess.Popen, path: str) -> TraceModel:
     return _refrozen(outcome[1])
 
 
-def sidecar_result(child: subprocess.Popen, path: str,
-                   on_model: Optional[Callable[[TraceModel], None]] = None) -> tuple[Optional[TraceModel], Optional[str]]:
-    """(model, None) from a child started in SIDECAR mode once it has compared the trace's hash, or (None, why the
-    sidecar was not used): refused, or the child failed (it ran out of time or memory reading it).
+def sidecar_result(child: subprocess.Popen, path: str, on_model: Optional[Callable[[TraceModel], None]] = None
+                   ) -> tuple[Optional[TraceModel], Optional[str], Optional[str]]:
+    """(model, None, bound) from a child started in SIDECAR or SIDECAR_BOUND mode once it has made its checks, or
+    (None, why the sidecar was not used, None): refused, or the child failed (it ran out of time or memory). In
+    SIDECAR mode the child has compared the trace's hash (`bound` is None); in SIDECAR_BOUND mode it has not, and
+    `bound` is the sha256 the sidecar is bound to: the caller compares it with its own hash of the trace before
+    anything of the model is used.
 
-    The child sends the model as soon as its own checks hold, then the verdict of the trace's hash: `on_model`
-    gets the model in between, for work that must publish nothing (TensorBoard builds the lane index meanwhile),
-    since the model is returned only when the verdict is "ok"."""
+    The child sends the model as soon as its own checks hold, then its verdict: `on_model` gets the model in
+    between, for work that must publish nothing (TensorBoard builds the lane index meanwhile), since the model is
+    returned only when the verdict is "ok"."""
     try:
         with _Outcomes(child, path) as outcomes:
             outcome = outcomes.next()
             if outcome[0] != "model":
-                return None, str(outcome[1])
+                return None, str(outcome[1]), None
             model = _refrozen(outcome[1])
             if on_model is not None:
                 on_model(model)
             verdict = outcomes.next()
     except TraceError as exc:
-        return None, f"sidecar not read: {exc.message}"
-    return (model, None) if verdict[0] == "ok" else (None, str(verdict[1]))
+        return None, f"sidecar not read: {exc.message}", None
+    if verdict[0] != "ok":
+        return None, str(verdict[1]), None
+    return model, None, (verdict[1] if isinstance(verdict[1], str) else None)
 
 
 class _Outcomes:
@@ -248,7 +256,10 @@ def main(argv: list[str]) -> int:
     report = _progress_writer(int(fd)) if fd else None
     roots = tuple(r for r in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if r)
     with confined(roots):
-        outcome = _read_sidecar(path, _send) if mode == SIDECAR else _decode(path, cache_dir, report)
+        if mode in (SIDECAR, SIDECAR_BOUND):
+            outcome = _read_sidecar(path, _send, bound=mode == SIDECAR_BOUND)
+        else:
+            outcome = _decode(path, cache_dir, report)
     _send(outcome)
     return 0
 
@@ -271,10 +282,14 @@ def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[floa
         return "error", f"cannot decode this file ({type(exc).__name__}: {str(exc)[:200]})", False
 
 
-def _read_sidecar(path: str, send: Callable[[tuple], None]) -> tuple:
-    """The trace's sidecar: ("model", model) sent as soon as the model passes its checks, while the trace's hash
-    still runs, then the verdict returned: ("ok", None) once the hash matches, else ("miss", why not)."""
+def _read_sidecar(path: str, send: Callable[[tuple], None], bound: bool = False) -> tuple:
+    """The trace's sidecar: ("model", model) sent as soon as the model passes its checks, then the verdict returned:
+    ("ok", None) once the trace's hash matches (it runs meanwhile), or, with `bound` (the parent hashes the trace),
+    ("ok", the sha256 the sidecar is bound to) at once; else ("miss", why not)."""
     try:
+        if bound:
+            _model, sha = sidecar.open_model_bound(path, early=lambda model: send(("model", model)))
+            return "ok", sha
         sidecar.open_model(path, early=lambda model: send(("model", model)))
         return "ok", None
     except sidecar.SidecarMiss as miss:

@@ -504,13 +504,24 @@ class TraceService:
         child where decoding would be, so a hostile sidecar costs that child's memory, never this process's; the
         analyses are then computed from the checked model like those of any other load.
 
-        The child sends the model before the trace's hash is compared, then the verdict: stage one (the lane
-        index) is built meanwhile and kept only when the verdict is "ok", and nothing is published before it."""
+        The trace's sha256 is computed here (a thread reading the trace, not the sidecar, through a fixed buffer)
+        from the start, while the child starts and checks the sidecar; the child sends the checked model and the
+        sha256 it is bound to; stage one (the lane index) is built meanwhile and kept only when the two hashes
+        agree, and nothing is published before."""
         if self._index is None:
             return None, None
         early: list = []
         if self._use_child and not is_process_local(file.path) and self._index.present(file.path):
-            model, reason = self._in_child(file.path, decoder.SIDECAR, on_model=lambda model: self._stage_one(model, early))
+            # the trace's hash runs here, from now on, while the child starts and checks the sidecar
+            hashing = self._index.hash_trace(file.path)
+            try:
+                model, reason, bound = self._in_child(file.path, decoder.SIDECAR_BOUND,
+                                                      on_model=lambda model: self._stage_one(model, early))
+                if model is not None:
+                    reason = hashing.check(bound)
+                    model = None if reason else model
+            finally:
+                hashing.cancel()
         else:
             model, reason = self._index.open_model(file.path)
         self._update(sid, file, index_note=redact(reason) if reason else None,
@@ -552,15 +563,18 @@ class TraceService:
 
     def _in_child(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None,
                   on_model: Optional[Callable[[TraceModel], None]] = None) -> Any:
-        """A decoder child's result: the model (DECODE), or (model or None, why not) for a sidecar (SIDECAR;
-        `on_model` gets the model before the trace's hash is confirmed: `decoder.sidecar_result`)."""
+        """A decoder child's result: the model (DECODE), or (model or None, why not, bound sha256) for a sidecar
+        (SIDECAR, SIDECAR_BOUND; `on_model` gets the model before the trace's hash is confirmed:
+        `decoder.sidecar_result`)."""
         with self._lock:
             if self._stop.is_set():
                 raise TraceError(path, "the plugin is shutting down")
             spare, self._spare = self._spare, None
         child = self._take_child(spare, path, mode, on_progress)
         try:
-            return decoder.sidecar_result(child, path, on_model) if mode == decoder.SIDECAR else decoder.result(child, path)
+            if mode in (decoder.SIDECAR, decoder.SIDECAR_BOUND):
+                return decoder.sidecar_result(child, path, on_model)
+            return decoder.result(child, path)
         finally:
             with self._lock:
                 self._children.discard(child)
