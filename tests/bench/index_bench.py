@@ -7,8 +7,9 @@
    one `index_trace(..., force=True)` in a fresh process: decode + analyses + full sha256 + sidecar write.
 3. The projection for 1,000 ranks of 300 MB on M machines from that measured cost (printed with its arithmetic).
 4. A teammate opening the indexed 300 MB logdir cold: a fresh `tensorboard` process, time from the first
-   `runs` request to the first `lanes` answer (polling `status?load=1` every 20 ms meanwhile), with the
-   sidecar and, for contrast, without it (decoding; empty model cache).
+   `runs` request to the first `lanes` answer (after the tab's long poll `status?load=1&until=lanes` says
+   `lanes_ready`), and to `ready`, with the sidecar and, for contrast, without it (decoding; empty model
+   cache). `--only-cold` measures this figure alone.
 
 Usage (repo root, PYTHONPATH=tb_plugin): python tests/bench/index_bench.py [--repeat 3] [--ops-per-step 2500]
 """
@@ -82,8 +83,9 @@ def fetch(url: str):
 
 
 def open_cold(logdir: Path, cache: Path) -> dict:
-    """A fresh TensorBoard on `logdir`: seconds from the first `runs` request to the first `lanes` answer (polling
-    `status?load=1` every 20 ms until `lanes_ready`), and to `ready` (every analysis done)."""
+    """A fresh TensorBoard on `logdir`: seconds from the first `runs` request to the first `lanes` answer (after the
+    tab's long poll, `status?load=1&wait_ms=1500&until=lanes`, says `lanes_ready`), and to `ready` (every analysis
+    done; the plain long poll)."""
     log = cache.parent / f"tb-{time.monotonic_ns()}.err"
     env = {**ENV, "KINETOSCOPE_CACHE_DIR": str(cache)}
     with open(log, "w") as err:
@@ -100,17 +102,15 @@ def open_cold(logdir: Path, cache: Path) -> dict:
         t0 = time.perf_counter()
         runs = fetch(f"{base}/runs")
         sid = runs["runs"][0]["workers"][0]["spans"][0]["id"]
-        while True:  # the lanes route answers as soon as the service publishes them (`lanes_ready`)
-            state = fetch(f"{base}/status?span={sid}&load=1")["traces"][0]
+        while True:  # the tab's long poll for its Lanes panel: answered the moment the lanes are published
+            state = fetch(f"{base}/status?span={sid}&load=1&wait_ms=1500&until=lanes")["traces"][0]
             if state["lanes_ready"] or state["state"] in ("ready", "error"):
                 break
-            time.sleep(0.02)
         lanes = fetch(f"{base}/lanes?span={sid}&width_px=1600")
         lanes_s = time.perf_counter() - t0
         assert state["state"] != "error" and lanes["lanes"], state
-        while state["state"] not in ("ready", "error"):
-            time.sleep(0.02)
-            state = fetch(f"{base}/status?span={sid}&load=1")["traces"][0]
+        while state["state"] not in ("ready", "error"):  # the plain long poll, answered the moment the load ends
+            state = fetch(f"{base}/status?span={sid}&load=1&wait_ms=1500")["traces"][0]
         ready_s = time.perf_counter() - t0
         assert state["state"] == "ready", state
         return {"seconds": lanes_s, "ready_s": ready_s, "source": state["source"],
