@@ -20,7 +20,7 @@ from kinetoscope.index import npz, sidecar
 
 def split(raw: bytes) -> tuple[dict, dict[str, bytes]]:
     """(header, name -> section bytes) of a sidecar."""
-    header, body = sidecar._split(raw)
+    header, body = sidecar.split(raw)
     return header, {s["name"]: raw[body + s["offset"]:body + s["offset"] + s["bytes"]] for s in header["sections"]}
 
 
@@ -65,6 +65,27 @@ def _overlapping_members(raw: bytes) -> bytes:
         struct.pack_into("<I", blob, pos + 42, biggest.header_offset)
         pos = blob.find(b"PK\x01\x02", pos + 46 + nlen + xlen + clen)
     return join(header, {**sections, "model": bytes(blob)})
+
+
+def _amplified_members(raw: bytes, copies: int = 4000) -> bytes:
+    """`copies` more directory entries (distinct names), all pointing at the largest member: a reader that trusts
+    the directory reads that member once per entry (a 1 MB member, 4 GB), from a sidecar a few MB long."""
+    header, sections = split(raw)
+    blob = sections["model"]
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+        infos = archive.infolist()
+    biggest = max(infos, key=lambda i: i.file_size)
+    cd_offset, = struct.unpack_from("<I", blob, len(blob) - 22 + 16)
+    directory = bytearray(blob[cd_offset:len(blob) - 22])
+    for i in range(copies):
+        name = f"copy{i:05d}.npy".encode()
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, biggest.CRC,
+                                 biggest.compress_size, biggest.file_size, len(name), 0, 0, 0, 0, 0,
+                                 biggest.header_offset) + name
+    total = len(infos) + copies
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(total, 0xFFFF), min(total, 0xFFFF), len(directory),
+                      cd_offset, 0)
+    return join(header, {**sections, "model": blob[:cd_offset] + bytes(directory) + end})
 
 
 def _duplicated_member(raw: bytes) -> bytes:
@@ -173,6 +194,7 @@ def _summary_types(raw: bytes) -> bytes:
 # name -> (builder of the hostile bytes from the good ones, what the refusal says)
 CORPUS: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "overlapping_members": (_overlapping_members, "members overlap"),
+    "amplified_members": (_amplified_members, "members overlap"),
     "duplicated_member": (_duplicated_member, "appears twice"),
     "compressed_member": (_compressed_member, "is compressed"),
     "size_mismatch": (_size_mismatch, "model section"),

@@ -248,3 +248,59 @@ def test_fuzz_flipped_bytes_are_refused_or_change_nothing(fuzz_source, data):
         assert summary is not None or why
     finally:
         target.write_bytes(good)
+
+
+def test_the_decoder_child_path_publishes_nothing_before_the_traces_hash_matches(tmp_path, monkeypatch):
+    """TensorBoard reads a sidecar in a decoder child that sends the checked model before the trace's sha256 is
+    compared (the lane index is built meanwhile): for a trace edited in the middle (same size, same mtime),
+    nothing from the sidecar is ever published; the lanes served are those of the decode."""
+    doc = gloo_rank(0, world=2, steps=1600)
+    path = write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", doc)
+    assert index_trace(str(path)).status == "indexed"
+    data = bytearray(path.read_bytes())
+    at = data.index(b"aten::mm", len(data) // 2)
+    data[at:at + 8] = b"aten::MM"
+    stat = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    want = fresh(str(path))
+    published = []
+    original = TraceService._publish_lanes
+    monkeypatch.setattr(TraceService, "_publish_lanes",
+                        lambda self, sid, loaded: (published.append(loaded.model), original(self, sid, loaded))[1])
+    service = TraceService(str(tmp_path / "logs"), cache_dir=None, rescan_s=3600, prepare=pipeline.prepare,
+                           index=SidecarIndex(), stages=pipeline.STAGES)
+    try:
+        service.scan_now()
+        (sid, _f, _), = service.snapshot()
+        loaded = service.get(sid, wait_s=60)
+        state = routes.status_impl(service, sid)["traces"][0]
+        assert state["source"] == "decoded" and "content (sha256)" in state["index_reason"], state
+        assert published and all(codec.difference(model, want) is None for model in published)
+        assert codec.difference(loaded.model, want) is None
+        assert index_trace(str(path)).status == CHANGED  # re-indexed: the child path serves the sidecar
+        service.scan_now()
+        service.get(sid, wait_s=60)
+        assert routes.status_impl(service, sid)["traces"][0]["source"] == "sidecar"
+        assert codec.difference(published[-1], want) is None
+    finally:
+        service.close()
+
+
+def test_the_trace_hash_runs_under_the_callers_confinement(corpus_source, tmp_path, monkeypatch):
+    """The trace's sha256 runs in a thread of its own: it must read under the same roots as its caller, so a
+    trace swapped for a link out of the logdir between the cheap checks and the hash is refused, not hashed."""
+    from kinetoscope.index import reader
+    from kinetoscope.trace.storage import confinement_roots
+    seen = []
+    original = reader.full_sha256
+
+    def spy(path, stop=None):
+        seen.append(confinement_roots())
+        return original(path, stop)
+    monkeypatch.setattr(reader, "full_sha256", spy)
+    path = _plant(tmp_path, corpus_source, corpus_source["a.1.pt.trace.json"][1])
+    with confined([str(tmp_path / "logs")]):
+        assert SidecarIndex().open_model(path)[1] is None
+    assert seen and seen[0] and all(str(tmp_path / "logs") in root or root.startswith(os.path.realpath(tmp_path))
+                                    for root in seen[0])

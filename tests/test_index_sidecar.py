@@ -20,7 +20,7 @@ import pytest
 from conftest import SAMPLES, gloo_rank, write_trace
 from kinetoscope import pipeline
 from kinetoscope.cli.main import main as cli_main
-from kinetoscope.index import codec, sidecar
+from kinetoscope.index import codec, header, sidecar, writer
 from kinetoscope.index.readers import SidecarIndex
 from kinetoscope.index.runner import run_index
 from kinetoscope.index.tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, index_trace
@@ -140,7 +140,7 @@ def _restore(path: str, data: bytes) -> None:
 
 
 def _with_header(raw: bytes, **changes) -> bytes:
-    header, body = sidecar._split(raw)
+    header, body = sidecar.split(raw)
     header.update(changes)
     blob = msgspec.json.encode(header)
     return sidecar.MAGIC + struct.pack("<Q", len(blob)) + blob + raw[body:]
@@ -236,7 +236,7 @@ def test_a_forged_class_in_a_sidecar_is_refused(job):
 
 def test_a_sidecar_far_larger_than_its_trace_is_not_read(job, monkeypatch):
     path = traces_of(job)[0]
-    monkeypatch.setattr(sidecar, "SECTION_CAPS", {"summary": (0, 1), "model": (0, 1)})
+    monkeypatch.setattr(header, "SECTION_CAPS", {"summary": (0, 1), "model": (0, 1)})
     _, _, reason = SidecarIndex().open(path)
     assert reason.startswith("sidecar refused: its model section claims") and "more than a sidecar of" in reason
     with pytest.raises(codec.CodecError, match="not a kinetoscope class"):
@@ -310,6 +310,7 @@ def test_a_fresh_plugin_serves_lanes_from_the_sidecar_without_decoding(job, monk
     monkeypatch.setattr(service_module, "load_trace", no_decode)
     monkeypatch.setattr(TraceService, "_decode_in_child", no_decode)
     monkeypatch.setattr(sidecar, "write_file", no_write)  # readers never write
+    monkeypatch.setattr(writer, "write_file", no_write)
     plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(job), multiplexer=None))
     try:
         apps = plugin.get_plugin_apps()

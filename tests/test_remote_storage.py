@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from conftest import SAMPLES, SHARED_TRACES, requires_shared
+from conftest import SAMPLES, SHARED_TRACES, gloo_rank, requires_shared
 from s3_server import ACCESS_KEY, SECRET_KEY, bytes_requested, free_port, moto_server, s3_env, tree, upload
 
 pytest.importorskip("s3fs")
@@ -22,6 +22,8 @@ pytest.importorskip("moto.server")
 
 from kinetoscope import pipeline  # noqa: E402
 from kinetoscope.cli.main import main as cli_main  # noqa: E402
+from kinetoscope.index.readers import SidecarIndex  # noqa: E402
+from kinetoscope.index.tasks import CHANGED, NEW, index_trace  # noqa: E402
 from kinetoscope.server.plugin import KinetoscopePlugin  # noqa: E402
 from kinetoscope.server.service import TraceService  # noqa: E402
 from kinetoscope.trace import loader, remote, storage  # noqa: E402
@@ -240,6 +242,49 @@ def test_the_service_loads_an_s3_trace_in_its_decoder_process_and_the_routes_ans
         assert code == 200 and event.get("args_error") is None and event["args"], event
     finally:
         service.close()
+
+
+def test_a_changed_sidecar_on_s3_reloads_the_span(s3, tmp_path):
+    """A running service lists each remote `.kinetoscope/` folder once per scan; a sidecar rewritten there (here
+    by another client, boto3) reloads the span, which then says why the sidecar is no longer used, and a
+    re-index brings the sidecar back. An unchanged sidecar reloads nothing."""
+    import boto3
+    prefix = f"reload-{os.getpid()}-{time.monotonic_ns()}"
+    local = tmp_path / "run" / "rank0.0.pt.trace.json"
+    local.parent.mkdir(parents=True)
+    local.write_text(json.dumps(gloo_rank(0, world=2)))
+    upload(s3.endpoint, BUCKET, {f"{prefix}/run/rank0.0.pt.trace.json": local})
+    logdir = f"s3://{BUCKET}/{prefix}"
+    trace = f"{logdir}/run/rank0.0.pt.trace.json"
+    assert index_trace(trace).status == NEW
+    service = TraceService(logdir, cache_dir=None, rescan_s=3600, prepare=pipeline.prepare, index=SidecarIndex())
+    try:
+        service.scan_now()
+        (sid, _, _), = service.snapshot()
+
+        def load() -> dict:
+            service.get(sid, wait_s=120)
+            return service.snapshot(sid)[0][2]
+        assert load()["source"] == "sidecar"
+        service.scan_now()
+        assert service.snapshot(sid)[0][2]["state"] == "ready"  # same ETag: no reload
+        garbage = tmp_path / "garbage.kidx"
+        garbage.write_bytes(b"not a sidecar" * 10)
+        upload(s3.endpoint, BUCKET, {f"{prefix}/run/.kinetoscope/rank0.0.pt.trace.json.kidx": garbage})
+        service.scan_now()
+        assert service.snapshot(sid)[0][2]["state"] == "unloaded"  # the model from the old sidecar is dropped
+        state = load()
+        assert state["source"] == "decoded" and state["index_reason"].startswith("not a kinetoscope sidecar")
+        assert index_trace(trace).status == CHANGED
+        service.scan_now()
+        assert service.snapshot(sid)[0][2]["state"] == "unloaded"
+        state = load()
+        assert state["source"] == "sidecar" and state["index_reason"] is None
+    finally:
+        service.close()
+        client = boto3.client("s3")
+        for item in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", []):
+            client.delete_object(Bucket=BUCKET, Key=item["Key"])
 
 
 # ---- errors -------------------------------------------------------------------------------------

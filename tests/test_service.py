@@ -425,3 +425,44 @@ def test_the_first_trace_preloads_once_when_nothing_was_asked(tmp_path, service_
     assert idle.wait_scanned(5)
     time.sleep(0.2)
     assert [state["state"] for _, _, state in idle.snapshot()] == ["unloaded", "unloaded"]
+
+
+def _address_space_limit(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max address space"):
+            return line.split()[3]
+    raise AssertionError("no address-space line")
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc/PID/limits")
+def test_the_decoder_child_sets_its_own_memory_limit_and_the_spare_obeys_the_environment_of_now(
+        tmp_path, service_factory, monkeypatch):
+    """No preexec_fn (forking TensorBoard's threads into Python code can deadlock): the child caps its own
+    address space first thing. The spare child the scanner keeps is handed a job only while it was spawned
+    with the environment a child would get now; else a fresh child runs it."""
+    from kinetoscope.server import decoder
+    write_run(tmp_path / "logs")
+    monkeypatch.setenv("KINETOSCOPE_DECODER_MEMORY_BYTES", str(3 << 30))
+    service = service_factory(decode_in_child=True)
+    service.start()
+    deadline = time.monotonic() + 30
+    while service._spare is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    spare = service._spare
+    assert spare is not None and spare.alive()
+    while _address_space_limit(spare.popen.pid) != str(3 << 30) and time.monotonic() < deadline:
+        time.sleep(0.02)  # the limit is set by the child's first lines, a few ms after it starts
+    assert _address_space_limit(spare.popen.pid) == str(3 << 30)
+    sid = only_id(service)
+    assert service.get(sid, wait_s=30).model.n_events == 7
+    assert spare.popen.returncode == 0  # the spare ran the load, and exited
+    # a changed environment: the next spare is not used, a fresh child is
+    monkeypatch.setenv("KINETOSCOPE_DECODER_MEMORY_BYTES", str(16 << 20))
+    service._refill_spare()
+    stale, service._spare = service._spare, None  # taken, as a load takes it
+    monkeypatch.setenv("KINETOSCOPE_DECODER_MEMORY_BYTES", str(2 << 30))
+    assert stale.key != decoder.spawn_key(service.roots)
+    child = service._take_child(stale, str(tmp_path / "logs" / "run" / "w.1.pt.trace.json"), decoder.DECODE,
+                                lambda share: None)
+    assert child is not stale.popen and stale.popen.wait(10) is not None
+    assert decoder.result(child, "w").n_events == 7

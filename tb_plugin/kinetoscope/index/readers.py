@@ -37,6 +37,12 @@ class SidecarIndex:
             return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
 
     @staticmethod
+    def hash_trace(path: str) -> Any:
+        """The trace's sha256, started now in a thread of its own (`reader.TraceHash`: `check(bound)` says whether
+        a sidecar bound to `bound` holds for the trace's bytes, `cancel()` stops it)."""
+        return sidecar.TraceHash(path)
+
+    @staticmethod
     def present(path: str) -> bool:
         """Whether the trace has something at its sidecar's path (worth a child to read it)."""
         return sidecar.present(path)
@@ -45,6 +51,11 @@ class SidecarIndex:
     def version(path: str) -> Any:
         """What identifies the trace's sidecar now (None when it has none): a change means reload."""
         return sidecar.version(path)
+
+    @staticmethod
+    def versions(paths: list[str]) -> dict[str, Any]:
+        """`version` of many traces' sidecars: one listing per remote sidecar folder, not one request each."""
+        return sidecar.versions(paths)
 
     def digest(self, path: str) -> tuple[Any, Optional[str]]:
         """(rank digest, None) from the sidecar's summary section alone, or (None, why not)."""

@@ -95,14 +95,13 @@ def _exists(path: str) -> bool:
 def _check(path: str) -> tuple[str, Optional[str], Any]:
     """(FRESH, None, digest) when the readers would use the trace's sidecar as it is, (RESTAMPED, why, digest)
     when they would and only its recorded mtime was stale (its header is re-stamped), else (NEW or CHANGED,
-    why not, None). The same checks as the readers: `open_summary` (report) and `open_model` (TensorBoard)."""
+    why not, None). The same checks as the readers, `open_summary` (report) and `open_model` (TensorBoard), in
+    one pass that hashes the trace once (`open_all`)."""
     try:
-        header = sidecar.read_header(path)
-        _report, digest = sidecar.open_summary(path)
-        sidecar.open_model(path)
+        header, _report, digest, _model = sidecar.open_all(path)  # one hash of the trace for both sections
     except sidecar.SidecarMiss as miss:
         return (NEW if miss.reason.startswith("not indexed") else CHANGED), miss.reason, None
-    # open_model has just compared the trace's full sha256 with the recorded one: reuse it, not a third hash
+    # open_all has just compared the trace's full sha256 with the recorded one: reuse it, not a second hash
     current = {**sidecar.trace_identity(path), "sha256": header["trace"]["sha256"]}
     if header["trace"].get("mtime") == current["mtime"]:
         return FRESH, None, digest
