@@ -26,8 +26,7 @@ from ..trace.cache import model_from_arrays
 from ..trace.model import TraceModel
 from ..trace.storage import StorageError, split_url
 from . import npz, validate
-from .header import (MODEL, TRACE_MEMBER, SidecarMiss, check_header, is_local, parse_header, section_cap,
-                     sidecar_path)
+from .header import MODEL, TRACE_MEMBER, SidecarMiss, check_header, is_local, parse_header, section_cap, sidecar_path
 from .identity import full_sha256, local_handle, read_exactly, trace_identity
 
 

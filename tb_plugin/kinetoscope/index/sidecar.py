@@ -49,12 +49,28 @@ from typing import Any
 
 from ..pipeline import Prepared, prepare
 from ..trace.model import TraceModel
-from .header import (FINGERPRINTED, FOLDER, MAGIC, MAX_HEADER_BYTES, SECTION_CAPS, SECTIONS, SIDECAR_FORMAT, SUFFIX,
-                     SidecarMiss, analysis_fingerprint, check_header, code_fingerprint, encode_header, is_local,
-                     parse_header, section_cap, sidecar_path, split)
+from .header import (
+    FINGERPRINTED,
+    FOLDER,
+    MAGIC,
+    MAX_HEADER_BYTES,
+    SECTION_CAPS,
+    SECTIONS,
+    SIDECAR_FORMAT,
+    SUFFIX,
+    SidecarMiss,
+    analysis_fingerprint,
+    check_header,
+    code_fingerprint,
+    encode_header,
+    is_local,
+    parse_header,
+    section_cap,
+    sidecar_path,
+    split,
+)
 from .identity import EDGE_BYTES, HASH_BLOCK, full_sha256, head_tail, trace_identity
-from .reader import (SidecarFile, TraceHash, open_model, open_model_bound, present, read_header, section, version,
-                     versions)
+from .reader import SidecarFile, TraceHash, open_model, open_model_bound, present, read_header, section, version, versions
 from .summary import open_all, open_summary
 from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp, write, write_file
 

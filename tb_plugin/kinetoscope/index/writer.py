@@ -22,8 +22,18 @@ from ..trace.cache import model_arrays
 from ..trace.model import FORMAT_VERSION, TraceModel
 from ..trace.storage import StorageError, confined_real_path, split_url
 from . import codec
-from .header import (FOLDER, MODEL, SIDECAR_FORMAT, SUMMARY, TRACE_MEMBER, analysis_fingerprint, encode_header, is_local,
-                     parse_header, sidecar_path)
+from .header import (
+    FOLDER,
+    MODEL,
+    SIDECAR_FORMAT,
+    SUMMARY,
+    TRACE_MEMBER,
+    analysis_fingerprint,
+    encode_header,
+    is_local,
+    parse_header,
+    sidecar_path,
+)
 from .reader import SidecarFile
 
 STALE_TMP_S = 3600.0
