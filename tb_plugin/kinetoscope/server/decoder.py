@@ -22,8 +22,8 @@ every TensorBoard request meanwhile. A plain child rather than multiprocessing: 
 main script, which is not ours to guard. The child writes its progress (the share of the file decoded) on a pipe
 of its own, one line per percent at most, and ends with `("ok", model)` or `("error", message, transient)` on
 stdout (a sidecar read sends `("model", model)` once the model passes its checks, then `("ok", None)` once the
-trace's hash matches, or `("miss", reason)`): a TraceError does not survive pickling (custom __init__), hence its text. Whatever else the child meets
-while reading a file (a 5,000-digit integer literal, an unexpected exception) is a content error naming it, never
+trace's hash matches, or `("miss", reason)`): a TraceError does not survive pickling (custom __init__), hence
+its text. Whatever else the child meets while reading a file (a 5,000-digit integer literal, an unexpected exception) is a content error naming it, never
 a traceback: only a child that dies (killed, out of memory) leaves no outcome.
 
 Each child runs under a memory limit (RLIMIT_AS) and a wall-time limit, both settings:
