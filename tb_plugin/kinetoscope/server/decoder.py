@@ -23,8 +23,9 @@ main script, which is not ours to guard. The child writes its progress (the shar
 of its own, one line per percent at most, and ends with `("ok", model)` or `("error", message, transient)` on
 stdout (a sidecar read sends `("model", model)` once the model passes its checks, then `("ok", None)` once the
 trace's hash matches, or `("miss", reason)`): a TraceError does not survive pickling (custom __init__), hence
-its text. Whatever else the child meets while reading a file (a 5,000-digit integer literal, an unexpected exception) is a content error naming it, never
-a traceback: only a child that dies (killed, out of memory) leaves no outcome.
+its text. Whatever else the child meets while reading a file (a 5,000-digit integer literal, an unexpected
+exception) is a content error naming it, never a traceback: only a child that dies (killed, out of memory) leaves
+no outcome.
 
 Each child runs under a memory limit (RLIMIT_AS) and a wall-time limit, both settings:
 KINETOSCOPE_DECODER_MEMORY_BYTES and KINETOSCOPE_DECODE_TIMEOUT_S.
