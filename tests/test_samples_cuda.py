@@ -2,7 +2,7 @@
 and with_modules): each scenario's planted cause of idle time is what the report judges, and the trace-health
 checks read a healthy Hopper recording as healthy (PDL overlaps, warm-up work spilling into the window).
 
-The traces were recorded once on a lent GPU (samples/truth/cuda_h200_manifest.json names the device and versions);
+The traces were recorded once on a lent GPU (samples/truth/cuda_h200/manifest.json names the device and versions);
 CI only reads them."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import load_trace
 
 LOGS = SAMPLES / "logs" / "cuda_h200"
-MANIFEST = SAMPLES / "truth" / "cuda_h200_manifest.json"
+MANIFEST = SAMPLES / "truth" / "cuda_h200" / "manifest.json"
 
 
 def entry_of(scenario: str) -> dict:

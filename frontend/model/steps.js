@@ -70,12 +70,12 @@ export function withTbprof(steps, tbprofSteps) {
 /**
  * The columns to show: the communication ones only when the span has communication (a step with
  * comm time, or `communicates` from the summary's devices); torch-tb-profiler's categories after them
- * when the steps carry them.
- * @param {any[]} steps @param {boolean} [communicates]
+ * when the steps carry them and `tbprofShown` (the table's toggle: off, the table fits a laptop screen).
+ * @param {any[]} steps @param {boolean} [communicates] @param {boolean} [tbprofShown]
  */
-export function stepColumns(steps, communicates = false) {
+export function stepColumns(steps, communicates = false, tbprofShown = true) {
   const comm = communicates || steps.some((s) => Number(s?.comm_us) > 0);
-  const tbprof = steps.some((s) => typeof s?.tbprof_dur_us === 'number');
+  const tbprof = tbprofShown && steps.some((s) => typeof s?.tbprof_dur_us === 'number');
   return [...STEP_COLUMNS, ...(tbprof ? TBPROF_STEP_COLUMNS : [])].filter((c) => comm || !c.comm);
 }
 

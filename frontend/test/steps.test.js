@@ -33,6 +33,7 @@ test("torch-tb-profiler's categories follow when the steps carry them; its comm 
     'tbprof_dataloader_us', 'tbprof_cpu_exec_us', 'tbprof_other_us']);
   assert.ok(keys(stepColumns(tb, true)).includes('tbprof_communication_us'));
   assert.ok(TBPROF_STEP_COLUMNS.every((c) => c.title && c.kind === 'dur'));
+  assert.ok(!keys(stepColumns(tb, false, false)).some((k) => k.startsWith('tbprof_')));  // the table's toggle off
   const col = TBPROF_STEP_COLUMNS.find((c) => c.key === 'tbprof_kernel_us');
   assert.equal(stepValue(tb[0], col), 98598);
 });

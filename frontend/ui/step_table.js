@@ -28,7 +28,11 @@ export class StepTable {
     this.note = el('div', { class: 'ks-hint' });
     this.table = el('div', { class: 'ks-table-wrap' });
     this.health = healthSlot();
-    this.root = el('section', { class: 'ks-section ks-steps' }, el('h3', {}, 'Steps'), this.health, this.note, this.table);
+    // torch-tb-profiler's step categories: eight more columns, shown on demand (the table fits a laptop without them)
+    this.tbprofBox = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', onchange: () => this.render() }));
+    this.tbprofToggle = el('label', { class: 'ks-hint ks-tbprof-toggle', hidden: true, title: "Kernel, Memcpy, Memset, Runtime, DataLoader, "
+      + "CPU Exec and Other per step, on torch-tb-profiler's definitions (README)" }, this.tbprofBox, " torch-tb-profiler's categories");
+    this.root = el('section', { class: 'ks-section ks-steps' }, el('h3', {}, 'Steps'), this.health, this.note, this.tbprofToggle, this.table);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if (changed.has('summary') && store.state.summary) this.load();
@@ -71,7 +75,8 @@ export class StepTable {
     const { summary } = this.store.state;
     const communicates = (summary?.devices ?? []).some((/** @type {any} */ d) => Number(d.comm?.kernels) > 0);
     showHealthNote(this.health, summary, communicates ? PANEL_FIGURES.stepsComm : PANEL_FIGURES.steps);
-    const columns = stepColumns(this.steps, communicates);
+    this.tbprofToggle.hidden = !this.steps.some((s) => typeof s?.tbprof_dur_us === 'number');
+    const columns = stepColumns(this.steps, communicates, this.tbprofBox.checked);
     const column = columns.find((c) => c.key === this.sortKey) ?? columns[1];
     const head = columns.map((c) => el('th', { class: 'ks-sortable', title: c.title, 'aria-sort': c.key === this.sortKey ? (this.desc ? 'descending' : 'ascending') : 'none',
       onclick: () => { this.desc = c.key === this.sortKey ? !this.desc : c.kind !== 'text' && c.kind !== 'time'; this.sortKey = c.key; this.render(); } },

@@ -105,7 +105,9 @@ function healthBlock(summary) {
  */
 function insightsBlock(insights) {
   if (!Array.isArray(insights) || insights.length === 0) return null;
-  return el('div', { class: 'ks-next' }, el('b', {}, 'What to do next (from the tables):'),
+  // folded to one line: the header stays short enough to leave the lanes in view on a laptop screen
+  const kinds = insights.map((/** @type {any} */ i) => String(i.kind)).join(', ');
+  return el('details', { class: 'ks-next' }, el('summary', {}, el('b', {}, 'What to do next (from the tables): '), kinds),
     el('ul', { class: 'ks-insights' }, insights.map((/** @type {any} */ i) => el('li', { dataset: { kind: String(i.kind) } },
       el('b', {}, `${i.kind}: `), String(i.evidence), el('br'), el('i', {}, 'Suggestion: '), String(i.suggestion)))));
 }

@@ -700,6 +700,9 @@ async function area(browser, run) {
   await frame.click('.ks-tables .ks-tab[data-by="kernel"]');
   await frame.waitForSelector('.ks-profiler-table[data-by="kernel"] tbody tr', { timeout: 30000 });
   const before = await tableCalls();
+  // the tab's click scrolled the Tables into view: bring the lanes back (under the sticky header) as a user would
+  await frame.$eval('.ks-lanes-canvas', (c) => c.scrollIntoView({ block: 'center' }));
+  await page.waitForTimeout(200);
   const g = await geometry(frame);
   const y = g.top + g.lanes[0].yCss + 10;
   const x0 = g.left + g.gutter + (g.width - g.gutter - g.right) * 0.2;
