@@ -9,6 +9,7 @@ cost a second, more than the whole decode. The extraction from structs is one pa
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -21,7 +22,7 @@ import msgspec
 import numpy as np
 
 from .budgets import BudgetExceeded
-from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
+from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
@@ -308,6 +309,7 @@ class ColumnBuilder:
         self._collectives = CollectiveFields()
         self._validator_args = ValidatorArgs()
         self._gpu_args = GpuArgs(_accel)
+        self._named_flows: list[int] = []
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
             source_index: Any = None, piece_events: Optional[int] = None) -> None:
@@ -344,7 +346,9 @@ class ColumnBuilder:
             cols[f"mem_{key}"] = cols[f"mem_{key}"][memory]
         cols["mem_row"] = memory + off
         flow = np.flatnonzero((ph == PH_S) | (ph == PH_F))
+        self._named_flows = []
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
+        cols["flow_named"] = np.array(self._named_flows, np.int64)  # which flow ids are interned (for `absorb`)
         cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
         self._collectives.add(events, cols["name"], self._names.table, off)
         self._validator_args.add(events, cols["name"], self._names.table, off)
@@ -355,6 +359,61 @@ class ColumnBuilder:
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
         self._chunks.append(cols)
         self.n += n
+
+    def export(self) -> tuple:
+        """What `absorb` needs of a builder that decoded some pieces elsewhere (plain, picklable values)."""
+        interners = tuple(i.table for i in (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames))
+        index = self._event_index
+        return (self.n, self._ordinal, self._chunks, self._pieces, interners, self._flow_names.table, self._meta_events,
+                (index.count, index.low, index.high, index._chunks, index._gaps),
+                (self._collectives.rows, self._collectives.values, self._collectives._strings),
+                (self._validator_args._rows, self._validator_args._values), (self._gpu_args._rows, self._gpu_args._values))
+
+    def absorb(self, state: tuple) -> None:
+        """Append the pieces another builder (started empty) decoded, as if `add` had been called with them here.
+
+        The other builder's string ids are rows of first occurrence within its own events: each is mapped to the
+        row of its first occurrence in the whole file (a value seen here first keeps its row here), so every id,
+        row and table order equals a serial decode's.
+        """
+        n, ordinal, chunks, pieces, interners, flow_names, meta_events, index, coll, checked, gpu = state
+        off, first = self.n, self._ordinal
+        if self._max_events is not None and off + n > self._max_events:
+            raise BudgetExceeded(self._refusal() if self._refusal else f"more than {self._max_events:,} events")
+        remaps = [_remap(mine, theirs, off) for mine, theirs in zip(
+            (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames), interners)]
+        flow_map = np.array([self._flow_names.table.setdefault(k, len(self._flow_names.table)) for k in flow_names], np.int64)
+        for cols in chunks:
+            for key, remap in zip(("name", "cat", "pid", "tid", "shape", "frame"), remaps):
+                cols[key] = _apply_remap(cols[key], remap)
+            for key in ("mem_row", "flow_row"):
+                cols[key] = cols[key] + off
+            cols["source_row"] = cols["source_row"] + first
+            named = cols["flow_named"]
+            if named.size:
+                cols["flow_id"][named] = -1 - flow_map[-1 - cols["flow_id"][named]]
+            self._chunks.append(cols)
+        self._pieces += [(kind, start, end, at + first) for kind, start, end, at in pieces]
+        self._meta_events += meta_events
+        count, low, high, index_chunks, gaps = index
+        ours = self._event_index
+        ours._gaps += [(chunk + len(ours._chunks), before, after, below) for chunk, before, after, below in gaps]
+        ours._chunks += index_chunks
+        if count:
+            ours.count += count
+            ours.low = low if ours.low is None else min(ours.low, low)
+            ours.high = high if ours.high is None else max(ours.high, high)
+        rows, values, strings = coll
+        string_map = [self._collectives._strings.setdefault(s, len(self._collectives._strings)) for s in strings]
+        self._collectives.rows += [row + off for row in rows]
+        self._collectives.values += [v[:4] + tuple(-1 if s < 0 else string_map[s] for s in v[4:]) for v in values]
+        for key, rows in checked[0].items():
+            self._validator_args._rows[key] += [row + off for row in rows]
+            self._validator_args._values[key] += checked[1][key]
+        self._gpu_args._rows += [rows + off for rows in gpu[0]]
+        self._gpu_args._values += gpu[1]
+        self.n += n
+        self._ordinal += ordinal
 
     def _shape_columns(self, first: np.ndarray) -> dict[str, Any]:
         """`shape_id` per event row (into `shape_strings`, -1 without Input Dims) from first-seen rows."""
@@ -395,6 +454,7 @@ class ColumnBuilder:
     def _flow_ids(self, ids: np.ndarray, events: list[Event], rows: np.ndarray) -> np.ndarray:
         """Flow ids; string (or huge) ids from other writers are interned as negative numbers."""
         for i in np.flatnonzero(ids == ID_OTHER).tolist():
+            self._named_flows.append(i)
             ids[i] = -1 - self._flow_names.table.setdefault(events[rows[i]].id, len(self._flow_names.table))
         return ids
 
@@ -472,6 +532,63 @@ class ColumnBuilder:
                           meta={**_meta(doc, base_ns), **self._event_index.meta(), **checked,
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
+
+
+def _remap(mine: _Interner, theirs: dict, off: int) -> tuple[np.ndarray, np.ndarray]:
+    """Another builder's table (value -> its first row there) as (its rows, ascending; the rows in `mine`),
+    adding the values `mine` has not seen, at their row plus `off`, in their first-seen order."""
+    local = np.fromiter(theirs.values(), np.int64, len(theirs))
+    table = mine.table
+    merged = np.fromiter((table.setdefault(value, row + off) for value, row in theirs.items()), np.int64, len(theirs))
+    return local, merged
+
+
+def _apply_remap(column: np.ndarray, remap: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """A column of first rows (-1: none) in another builder's numbering -> in ours."""
+    local, merged = remap
+    if not local.size:
+        return column
+    present = column >= 0
+    out = column.copy()
+    out[present] = merged[np.searchsorted(local, column[present])]
+    return out
+
+
+def build_middle(spec: tuple) -> tuple:
+    """Decode and extract one middle piece in a worker process: the unit of the parallel decode (trace.loader).
+
+    `spec`: (the piece's text, or a plain file's path to read it from; the `decode.Piece`; the most events it may
+    hold, and the refusal's message). Returns ("ok", `ColumnBuilder.export()`, skipped, warnings), or ("serial", why) when the piece cannot be
+    decoded on its own (a look-alike cut, a piece the serial decode would read whole).
+    """
+    text, piece, max_events, refusal = spec
+    if isinstance(text, tuple):  # (path, device, inode) of a local plain file: read the piece from it
+        path, device, inode = text
+        try:
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                raw = bytearray(os.pread(handle.fileno(), piece.end + 1 - piece.start, piece.start))
+        except OSError as exc:
+            return "serial", f"cannot reopen the file: {exc}"
+        if (info.st_dev, info.st_ino) != (device, inode) or len(raw) != piece.end + 1 - piece.start:
+            return "serial", "the file changed while it was read"
+        raw[0], raw[-1] = ord("["), ord("]")
+        text = raw
+    enabled = gc.isenabled()
+    gc.disable()  # millions of acyclic structs: see loader._collector_paused
+    try:
+        try:
+            events, legacy, index, skipped, warnings = decode_middle(text)
+        except NotSplittable as exc:
+            return "serial", str(exc)
+        del text
+        builder = ColumnBuilder(max_events=max_events, refusal=lambda: refusal)
+        builder.add(events, legacy, piece, *(index or ()))
+        del events
+        return "ok", builder.export(), skipped, warnings
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _int64(values: np.ndarray) -> np.ndarray:
