@@ -132,7 +132,7 @@ class _Offloader:
 
     def __init__(self, pool: ProcessPoolExecutor, workers: int, builder: ColumnBuilder,
                  plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None) -> None:
-        self.pool, self.builder, self.plain_file = pool, builder, plain_file
+        self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
         self.pending: deque[Future] = deque()
@@ -150,7 +150,10 @@ class _Offloader:
         text = self.plain_file if self.plain_file is not None else bytes(view)  # workers read a local file themselves
         while len(self.pending) >= self.in_flight:
             self._merge_next()
-        self.pending.append(self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)))
+        try:
+            self.pending.append(self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)))
+        except BrokenProcessPool:
+            self._broken()
 
     def sink(self, events, legacy: bool, piece: Piece, *index) -> None:
         if piece.kind == PIECE_TAIL:
@@ -175,7 +178,7 @@ class _Offloader:
         try:
             result = self.pending.popleft().result()
         except BrokenProcessPool:
-            raise _Serial("a decode worker died") from None
+            self._broken()
         if result[0] != "ok":
             raise _Serial(result[1])
         _, state, skipped, warnings = result
@@ -184,6 +187,10 @@ class _Offloader:
         self.warnings += [w for w in warnings if w not in self.warnings]
         if self.reported is not None:
             self.reported()
+
+    def _broken(self) -> None:
+        _drop_pool(self.workers)  # the next load starts fresh workers
+        raise _Serial("a decode worker died")
 
     def cancel(self) -> None:
         for future in self.pending:
@@ -221,8 +228,12 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
             offloader = _Offloader(_pool(workers), workers, builder, plain_file, budget.limit(stored_bytes),
                                    budget.too_many(stored_bytes), report if progress is not None else None)
-            decoded = decode_chunks(blocks, _reporting(offloader.sink, source_bytes, text_bytes or size_hint, progress),
-                                    chunk, budget.event_bytes, offloader.middle)
+            try:
+                decoded = decode_chunks(blocks, _reporting(offloader.sink, source_bytes, text_bytes or size_hint, progress),
+                                        chunk, budget.event_bytes, offloader.middle)
+            except (NotSplittable, DecodeError):
+                offloader.finish()  # an error in an earlier piece (a budget) comes first, as in the serial decode
+                raise
             offloader.finish()
         else:
             add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
