@@ -554,26 +554,33 @@ def _apply_remap(column: np.ndarray, remap: tuple[np.ndarray, np.ndarray]) -> np
     return out
 
 
+_piece_buffer = bytearray()  # a worker's piece text, read from a plain file (`build_middle`)
+
+
 def build_middle(spec: tuple) -> tuple:
     """Decode and extract one middle piece in a worker process: the unit of the parallel decode (trace.loader).
 
     `spec`: (the piece's text, or a plain file's path to read it from; the `decode.Piece`; the most events it may
-    hold, and the refusal's message). Returns ("ok", `ColumnBuilder.export()`, skipped, warnings), or ("serial", why) when the piece cannot be
-    decoded on its own (a look-alike cut, a piece the serial decode would read whole).
+    hold, and the refusal's message). Returns ("ok", `ColumnBuilder.export()`, skipped, warnings), or ("serial", why)
+    when the piece cannot be decoded on its own (a look-alike cut, a piece the serial decode would read whole).
     """
     text, piece, max_events, refusal = spec
     if isinstance(text, tuple):  # (path, device, inode) of a local plain file: read the piece from it
         path, device, inode = text
+        size = piece.end + 1 - piece.start
+        global _piece_buffer
+        if len(_piece_buffer) < size:  # one buffer per worker, reused: no fresh pages to fault in per piece
+            _piece_buffer = bytearray(size)
         try:
-            with open(path, "rb") as handle:
+            with open(path, "rb") as handle, memoryview(_piece_buffer) as view:
                 info = os.fstat(handle.fileno())
-                raw = bytearray(os.pread(handle.fileno(), piece.end + 1 - piece.start, piece.start))
+                got = os.preadv(handle.fileno(), [view[:size]], piece.start)
         except OSError as exc:
             return "serial", f"cannot reopen the file: {exc}"
-        if (info.st_dev, info.st_ino) != (device, inode) or len(raw) != piece.end + 1 - piece.start:
+        if (info.st_dev, info.st_ino) != (device, inode) or got != size:
             return "serial", "the file changed while it was read"
-        raw[0], raw[-1] = ord("["), ord("]")
-        text = raw
+        _piece_buffer[0], _piece_buffer[size - 1] = ord("["), ord("]")
+        text = memoryview(_piece_buffer)[:size]
     enabled = gc.isenabled()
     gc.disable()  # millions of acyclic structs: see loader._collector_paused
     try:

@@ -505,7 +505,8 @@ def decode_middle(text) -> tuple[list[Event], bool, Optional[tuple[list[int], in
         events, index = pieces.events(text)
     except _FalseCut as exc:
         raise FalseCut(str(exc)) from None
-    return events, text.find(_LEGACY_KEY, 0, len(text) - 1) != -1, index, pieces.skipped, pieces.warnings
+    legacy = (text.obj if isinstance(text, memoryview) else text).find(_LEGACY_KEY, 0, len(text) - 1) != -1
+    return events, legacy, index, pieces.skipped, pieces.warnings
 
 
 def decode_trace(raw) -> Decoded:

@@ -123,6 +123,15 @@ def _drop_pool(workers: int) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def shutdown_pools() -> None:
+    """Stop the decode workers of this process (they are started on the first parallel decode and kept)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.shutdown(wait=True)
+
+
 class _Offloader:
     """Hands a trace's middle pieces to worker processes and merges their columns in file order.
 
