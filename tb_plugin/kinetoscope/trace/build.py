@@ -185,6 +185,20 @@ class EventIndex:
         self.low = low if self.low is None else min(self.low, low)
         self.high = high if self.high is None else max(self.high, high)
 
+    def state(self) -> tuple:
+        """What another process's index hands `absorb`."""
+        return self.count, self.low, self.high, self._chunks, self._gaps
+
+    def absorb(self, state: tuple) -> None:
+        """Append another index's chunks, as if they had been added here after ours."""
+        count, low, high, chunks, gaps = state
+        self._gaps += [(chunk + len(self._chunks), before, after, below) for chunk, before, after, below in gaps]
+        self._chunks += chunks
+        if count:
+            self.count += count
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)
+
     def spaces(self) -> list[list[int]]:
         """`[first, last, count]` per index space, ascending: the range cut at the SPACE_CUTS largest true gaps."""
         chunks = np.array(self._chunks, np.int64).reshape(-1, 3)
@@ -239,6 +253,17 @@ class CollectiveFields:
             if any(v is not None for v in fields):
                 self.rows.append(off + i)
                 self.values.append(tuple(map(_int_field, fields[:4])) + tuple(map(self._string, fields[4:])))
+
+    def state(self) -> tuple:
+        """What another process's collector hands `absorb` (rows from its own raw row 0)."""
+        return self.rows, self.values, tuple(self._strings)
+
+    def absorb(self, state: tuple, off: int) -> None:
+        """Append another collector's rows (its raw row 0 being raw row `off` here), its strings re-interned."""
+        rows, values, strings = state
+        ids = [self._strings.setdefault(s, len(self._strings)) for s in strings]
+        self.rows += [row + off for row in rows]
+        self.values += [v[:4] + tuple(-1 if s < 0 else ids[s] for s in v[4:]) for v in values]
 
     def _string(self, value: Any) -> int:
         if not isinstance(value, str):
@@ -363,11 +388,8 @@ class ColumnBuilder:
     def export(self) -> tuple:
         """What `absorb` needs of a builder that decoded some pieces elsewhere (plain, picklable values)."""
         interners = tuple(i.table for i in (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames))
-        index = self._event_index
         return (self.n, self._ordinal, self._chunks, self._pieces, interners, self._flow_names.table, self._meta_events,
-                (index.count, index.low, index.high, index._chunks, index._gaps),
-                (self._collectives.rows, self._collectives.values, self._collectives._strings),
-                (self._validator_args._rows, self._validator_args._values), (self._gpu_args._rows, self._gpu_args._values))
+                self._event_index.state(), self._collectives.state(), self._validator_args.state(), self._gpu_args.state())
 
     def absorb(self, state: tuple) -> None:
         """Append the pieces another builder (started empty) decoded, as if `add` had been called with them here.
@@ -395,23 +417,10 @@ class ColumnBuilder:
             self._chunks.append(cols)
         self._pieces += [(kind, start, end, at + first) for kind, start, end, at in pieces]
         self._meta_events += meta_events
-        count, low, high, index_chunks, gaps = index
-        ours = self._event_index
-        ours._gaps += [(chunk + len(ours._chunks), before, after, below) for chunk, before, after, below in gaps]
-        ours._chunks += index_chunks
-        if count:
-            ours.count += count
-            ours.low = low if ours.low is None else min(ours.low, low)
-            ours.high = high if ours.high is None else max(ours.high, high)
-        rows, values, strings = coll
-        string_map = [self._collectives._strings.setdefault(s, len(self._collectives._strings)) for s in strings]
-        self._collectives.rows += [row + off for row in rows]
-        self._collectives.values += [v[:4] + tuple(-1 if s < 0 else string_map[s] for s in v[4:]) for v in values]
-        for key, rows in checked[0].items():
-            self._validator_args._rows[key] += [row + off for row in rows]
-            self._validator_args._values[key] += checked[1][key]
-        self._gpu_args._rows += [rows + off for rows in gpu[0]]
-        self._gpu_args._values += gpu[1]
+        self._event_index.absorb(index)
+        self._collectives.absorb(coll, off)
+        self._validator_args.absorb(checked, off)
+        self._gpu_args.absorb(gpu, off)
         self.n += n
         self._ordinal += ordinal
 
