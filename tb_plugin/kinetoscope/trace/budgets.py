@@ -118,3 +118,44 @@ CLI_OPTIONS = (
     ("--max-event-bytes", EVENT_BYTES_ENV, "N", "the longest one event's text (a string, a whitespace run) may be"),
     ("--max-whole-bytes", WHOLE_BYTES_ENV, "N", "the most text of a file that cannot be cut into events"),
 )
+
+
+DECODE_WORKERS_ENV = "KINETOSCOPE_DECODE_WORKERS"
+DEFAULT_DECODE_WORKERS = 1  # the serial decode (see BENCHMARKS.md, "Parallel decode (issue 29)")
+MAX_DECODE_WORKERS = 256
+# Text below this stays serial whatever the setting: starting workers and merging their columns costs more than
+# decoding a few chunks.
+PARALLEL_MIN_BYTES = 64 << 20
+
+
+class SettingError(ValueError):
+    """A setting's value is not usable; the message names the variable, the value and what it takes."""
+
+
+def parse_decode_workers(text: str) -> int:
+    """`KINETOSCOPE_DECODE_WORKERS`: a whole number of processes, 1 (the serial decode) to MAX_DECODE_WORKERS;
+    `auto`: the cores this process may use."""
+    value = text.strip()
+    if value.lower() == "auto":
+        return max(1, min(MAX_DECODE_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1))
+    try:
+        workers = int(value)
+    except ValueError:
+        raise SettingError(f"{DECODE_WORKERS_ENV}={text!r} is not a whole number (1 decodes serially, 'auto' uses "
+                           f"every core this process may use)") from None
+    if not 1 <= workers <= MAX_DECODE_WORKERS:
+        raise SettingError(f"{DECODE_WORKERS_ENV}={text!r} is out of range: 1 (serial) to {MAX_DECODE_WORKERS}")
+    return workers
+
+
+def decode_workers() -> tuple[int, str]:
+    """The decode processes for one large trace, from the environment, and the problem with the setting ("" when
+    none; an unusable value decodes serially, and the caller logs the problem)."""
+    text = os.environ.get(DECODE_WORKERS_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_DECODE_WORKERS, ""
+    try:
+        return parse_decode_workers(text), ""
+    except SettingError as exc:
+        return 1, str(exc)

@@ -9,6 +9,7 @@ cost a second, more than the whole decode. The extraction from structs is one pa
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -21,7 +22,7 @@ import msgspec
 import numpy as np
 
 from .budgets import BudgetExceeded
-from .decode import WHOLE_FILE, Args, Event, Piece, TraceDoc
+from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
@@ -184,6 +185,20 @@ class EventIndex:
         self.low = low if self.low is None else min(self.low, low)
         self.high = high if self.high is None else max(self.high, high)
 
+    def state(self) -> tuple:
+        """What another process's index hands `absorb`."""
+        return self.count, self.low, self.high, self._chunks, self._gaps
+
+    def absorb(self, state: tuple) -> None:
+        """Append another index's chunks, as if they had been added here after ours."""
+        count, low, high, chunks, gaps = state
+        self._gaps += [(chunk + len(self._chunks), before, after, below) for chunk, before, after, below in gaps]
+        self._chunks += chunks
+        if count:
+            self.count += count
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)
+
     def spaces(self) -> list[list[int]]:
         """`[first, last, count]` per index space, ascending: the range cut at the SPACE_CUTS largest true gaps."""
         chunks = np.array(self._chunks, np.int64).reshape(-1, 3)
@@ -238,6 +253,17 @@ class CollectiveFields:
             if any(v is not None for v in fields):
                 self.rows.append(off + i)
                 self.values.append(tuple(map(_int_field, fields[:4])) + tuple(map(self._string, fields[4:])))
+
+    def state(self) -> tuple:
+        """What another process's collector hands `absorb` (rows from its own raw row 0)."""
+        return self.rows, self.values, tuple(self._strings)
+
+    def absorb(self, state: tuple, off: int) -> None:
+        """Append another collector's rows (its raw row 0 being raw row `off` here), its strings re-interned."""
+        rows, values, strings = state
+        ids = [self._strings.setdefault(s, len(self._strings)) for s in strings]
+        self.rows += [row + off for row in rows]
+        self.values += [v[:4] + tuple(-1 if s < 0 else ids[s] for s in v[4:]) for v in values]
 
     def _string(self, value: Any) -> int:
         if not isinstance(value, str):
@@ -308,6 +334,7 @@ class ColumnBuilder:
         self._collectives = CollectiveFields()
         self._validator_args = ValidatorArgs()
         self._gpu_args = GpuArgs(_accel)
+        self._named_flows: list[int] = []
 
     def add(self, events: list[Event], legacy_external_id: bool = False, piece: Piece = WHOLE_FILE,
             source_index: Any = None, piece_events: Optional[int] = None) -> None:
@@ -344,7 +371,9 @@ class ColumnBuilder:
             cols[f"mem_{key}"] = cols[f"mem_{key}"][memory]
         cols["mem_row"] = memory + off
         flow = np.flatnonzero((ph == PH_S) | (ph == PH_F))
+        self._named_flows = []
         cols["flow_row"], cols["flow_id"] = flow + off, self._flow_ids(cols.pop("id")[flow], events, flow)
+        cols["flow_named"] = np.array(self._named_flows, np.int64)  # which flow ids are interned (for `absorb`)
         cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
         self._collectives.add(events, cols["name"], self._names.table, off)
         self._validator_args.add(events, cols["name"], self._names.table, off)
@@ -355,6 +384,45 @@ class ColumnBuilder:
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
         self._chunks.append(cols)
         self.n += n
+
+    def export(self) -> tuple:
+        """What `absorb` needs of a builder that decoded some pieces elsewhere (plain, picklable values)."""
+        interners = tuple(i.table for i in (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames))
+        return (self.n, self._ordinal, self._chunks, self._pieces, interners, self._flow_names.table, self._meta_events,
+                self._event_index.state(), self._collectives.state(), self._validator_args.state(), self._gpu_args.state())
+
+    def absorb(self, state: tuple) -> None:
+        """Append the pieces another builder (started empty) decoded, as if `add` had been called with them here.
+
+        The other builder's string ids are rows of first occurrence within its own events: each is mapped to the
+        row of its first occurrence in the whole file (a value seen here first keeps its row here), so every id,
+        row and table order equals a serial decode's.
+        """
+        n, ordinal, chunks, pieces, interners, flow_names, meta_events, index, coll, checked, gpu = state
+        off, first = self.n, self._ordinal
+        if self._max_events is not None and off + n > self._max_events:
+            raise BudgetExceeded(self._refusal() if self._refusal else f"more than {self._max_events:,} events")
+        remaps = [_remap(mine, theirs, off) for mine, theirs in zip(
+            (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames), interners)]
+        flow_map = np.array([self._flow_names.table.setdefault(k, len(self._flow_names.table)) for k in flow_names], np.int64)
+        for cols in chunks:
+            for key, remap in zip(("name", "cat", "pid", "tid", "shape", "frame"), remaps):
+                cols[key] = _apply_remap(cols[key], remap)
+            for key in ("mem_row", "flow_row"):
+                cols[key] = cols[key] + off
+            cols["source_row"] = cols["source_row"] + first
+            named = cols["flow_named"]
+            if named.size:
+                cols["flow_id"][named] = -1 - flow_map[-1 - cols["flow_id"][named]]
+            self._chunks.append(cols)
+        self._pieces += [(kind, start, end, at + first) for kind, start, end, at in pieces]
+        self._meta_events += meta_events
+        self._event_index.absorb(index)
+        self._collectives.absorb(coll, off)
+        self._validator_args.absorb(checked, off)
+        self._gpu_args.absorb(gpu, off)
+        self.n += n
+        self._ordinal += ordinal
 
     def _shape_columns(self, first: np.ndarray) -> dict[str, Any]:
         """`shape_id` per event row (into `shape_strings`, -1 without Input Dims) from first-seen rows."""
@@ -395,6 +463,7 @@ class ColumnBuilder:
     def _flow_ids(self, ids: np.ndarray, events: list[Event], rows: np.ndarray) -> np.ndarray:
         """Flow ids; string (or huge) ids from other writers are interned as negative numbers."""
         for i in np.flatnonzero(ids == ID_OTHER).tolist():
+            self._named_flows.append(i)
             ids[i] = -1 - self._flow_names.table.setdefault(events[rows[i]].id, len(self._flow_names.table))
         return ids
 
@@ -472,6 +541,70 @@ class ColumnBuilder:
                           meta={**_meta(doc, base_ns), **self._event_index.meta(), **checked,
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
+
+
+def _remap(mine: _Interner, theirs: dict, off: int) -> tuple[np.ndarray, np.ndarray]:
+    """Another builder's table (value -> its first row there) as (its rows, ascending; the rows in `mine`),
+    adding the values `mine` has not seen, at their row plus `off`, in their first-seen order."""
+    local = np.fromiter(theirs.values(), np.int64, len(theirs))
+    table = mine.table
+    merged = np.fromiter((table.setdefault(value, row + off) for value, row in theirs.items()), np.int64, len(theirs))
+    return local, merged
+
+
+def _apply_remap(column: np.ndarray, remap: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """A column of first rows (-1: none) in another builder's numbering -> in ours."""
+    local, merged = remap
+    if not local.size:
+        return column
+    present = column >= 0
+    out = column.copy()
+    out[present] = merged[np.searchsorted(local, column[present])]
+    return out
+
+
+_piece_buffer = bytearray()  # a worker's piece text, read from a plain file (`build_middle`)
+
+
+def build_middle(spec: tuple) -> tuple:
+    """Decode and extract one middle piece in a worker process: the unit of the parallel decode (trace.loader).
+
+    `spec`: (the piece's text, or a plain file's path to read it from; the `decode.Piece`; the most events it may
+    hold, and the refusal's message). Returns ("ok", `ColumnBuilder.export()`, skipped, warnings), or ("serial", why)
+    when the piece cannot be decoded on its own (a look-alike cut, a piece the serial decode would read whole).
+    """
+    text, piece, max_events, refusal = spec
+    if isinstance(text, tuple):  # (path, device, inode) of a local plain file: read the piece from it
+        path, device, inode = text
+        size = piece.end + 1 - piece.start
+        global _piece_buffer
+        if len(_piece_buffer) < size:  # one buffer per worker, reused: no fresh pages to fault in per piece
+            _piece_buffer = bytearray(size)
+        try:
+            with open(path, "rb") as handle, memoryview(_piece_buffer) as view:
+                info = os.fstat(handle.fileno())
+                got = os.preadv(handle.fileno(), [view[:size]], piece.start)
+        except OSError as exc:
+            return "serial", f"cannot reopen the file: {exc}"
+        if (info.st_dev, info.st_ino) != (device, inode) or got != size:
+            return "serial", "the file changed while it was read"
+        _piece_buffer[0], _piece_buffer[size - 1] = ord("["), ord("]")
+        text = memoryview(_piece_buffer)[:size]
+    enabled = gc.isenabled()
+    gc.disable()  # millions of acyclic structs: see loader._collector_paused
+    try:
+        try:
+            events, legacy, index, skipped, warnings = decode_middle(text)
+        except NotSplittable as exc:
+            return "serial", str(exc)
+        del text
+        builder = ColumnBuilder(max_events=max_events, refusal=lambda: refusal)
+        builder.add(events, legacy, piece, *(index or ()))
+        del events
+        return "ok", builder.export(), skipped, warnings
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _int64(values: np.ndarray) -> np.ndarray:

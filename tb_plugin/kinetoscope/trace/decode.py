@@ -288,7 +288,11 @@ class _PieceDecoder:
         return decoded.doc, None if decoded.source_index is None else (decoded.source_index, decoded.total)
 
 
-def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event_bytes: int = 1 << 62) -> Decoded:
+Offload = Callable[[Any, Piece, "_PieceDecoder"], None]  # (the piece's text `[`...`]`, where it lies, the file's decoder)
+
+
+def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event_bytes: int = 1 << 62,
+                  offload: Optional[Offload] = None) -> Decoded:
     """Decode a trace from a stream of byte blocks, handing events to `sink` one chunk at a time.
 
     Only one chunk of event structs exists at once, so memory stays near one chunk plus the sink's
@@ -301,6 +305,9 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
             some of the piece's events were skipped, each kept event's index among them and their count.
         chunk_bytes: target chunk size.
         max_event_bytes: the longest text one event (with the whitespace around it) may have.
+        offload: when given, middle pieces are not decoded here: each is handed over (its text is valid only during
+            the call) to be decoded elsewhere with `decode_middle`, and the sink never sees them. The head and tail
+            are decoded here. Files with exact 16-digit times (one rebase shared by all pieces) are never offloaded.
 
     Returns:
         The top-level object (its `traceEvents` emptied: the events went to the sink), with the events
@@ -330,7 +337,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
                     raise EventTooLarge("the first event")
                 continue
         while len(win) >= chunk_bytes:
-            if not _take_middle(win, sink, pieces, chunk_bytes):
+            if not _take_middle(win, sink, pieces, chunk_bytes, offload):
                 if len(win) > max_event_bytes:  # no boundary in the whole window: one event this long
                     raise EventTooLarge(f"at byte {win.base + win.start:,}")
                 break
@@ -436,7 +443,8 @@ def _last_cut(buf, floor: int, hi: int):
         window *= 8
 
 
-def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_bytes: int) -> bool:
+def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_bytes: int,
+                 offload: Optional[Offload] = None) -> bool:
     """Decode the events up to the last boundary within the window's first `chunk_bytes` (else the first
     boundary after them) and drop them from the window.
 
@@ -451,6 +459,13 @@ def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_byt
     if cut is None:
         win.searched = max(win.start, win.end - 64)  # a boundary may straddle the end: rescan its tail only
         return False
+    if offload is not None and not pieces.exact:  # the decoder elsewhere reports a look-alike cut (`decode_middle`)
+        comma = cut.start(1)
+        buf[comma] = ord("]")
+        with memoryview(buf) as view:
+            offload(view[win.start:comma + 1], Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma), pieces)
+        win.consume_to(comma)
+        return True
     for _ in range(MAX_FALSE_CUTS):
         comma = cut.start(1)
         buf[comma] = ord("]")
@@ -469,6 +484,29 @@ def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_byt
         win.consume_to(comma)
         return True
     raise NotSplittable("no event boundary among the last cuts of a chunk")
+
+
+class FalseCut(NotSplittable):
+    """An offloaded middle piece was cut inside a string or nested value: decode the file serially instead."""
+
+
+def decode_middle(text) -> tuple[list[Event], bool, Optional[tuple[list[int], int]], dict[str, int], list[str]]:
+    """Decode one middle piece (`[` events `]`, as `decode_chunks` hands it to `offload`) on its own.
+
+    Returns the events, whether the piece uses the 2021 "external id" spelling, the kept events' indices and the
+    piece's event count when some were skipped (else None), and the skipped counts and warnings of this piece.
+
+    Raises:
+        FalseCut: the cut before or after the piece was a look-alike (the serial decode would try another).
+        NotSplittable: the piece cannot be decoded on its own (the serial decode decodes such a file whole).
+    """
+    pieces = _PieceDecoder(False)
+    try:
+        events, index = pieces.events(text)
+    except _FalseCut as exc:
+        raise FalseCut(str(exc)) from None
+    legacy = (text.obj if isinstance(text, memoryview) else text).find(_LEGACY_KEY, 0, len(text) - 1) != -1
+    return events, legacy, index, pieces.skipped, pieces.warnings
 
 
 def decode_trace(raw) -> Decoded:

@@ -105,6 +105,16 @@ class GpuArgs:
             self._rows.append(rows[present] + off)
             self._values.append(values[present])
 
+    def state(self) -> tuple:
+        """What another process's collector hands `absorb` (rows from its own raw row 0)."""
+        return self._rows, self._values
+
+    def absorb(self, state: tuple, off: int) -> None:
+        """Append another collector's rows and values, its raw row 0 being raw row `off` here."""
+        rows, values = state
+        self._rows += [r + off for r in rows]
+        self._values += values
+
     def _read(self, events: list, rows: np.ndarray, on_kernels: bool) -> np.ndarray:
         """(rows, len(FIELDS)) values, NaN where absent or unusable."""
         if self._accel is not None:

@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import gc
+import logging
+import multiprocessing
 import os
 import threading
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from .budgets import BudgetExceeded, EventBudget, event_budget
-from .build import ColumnBuilder
+from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_workers, event_budget
+from .build import ColumnBuilder, build_middle
 from .cache import default_cache_dir, load_cached, store
-from .decode import DecodeError, EventTooLarge, NotSplittable, decode_chunks, decode_trace
+from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_trace
 from .model import TraceModel
 from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
@@ -88,8 +93,136 @@ def _reporting(add, source_bytes, total: Optional[int], progress: Optional[Progr
     return add_and_report
 
 
+class _Serial(Exception):
+    """The parallel decode met something only the serial one handles (a look-alike cut, a piece to read whole, a
+    worker that died): decode the file again, serially."""
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+_pools_lock = threading.Lock()
+_log = logging.getLogger(__name__)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """The worker processes of the parallel decode, started once per process and count. Forked while this process
+    runs one thread (cheap: the modules are loaded); a forkserver otherwise (a fork of a threaded server may
+    inherit a held lock)."""
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None:
+            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
+                else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            pool = _pools[workers] = ProcessPoolExecutor(workers, multiprocessing.get_context(method))
+        return pool
+
+
+def _drop_pool(workers: int) -> None:
+    with _pools_lock:
+        pool = _pools.pop(workers, None)
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def shutdown_pools() -> None:
+    """Stop the decode workers of this process (they are started on the first parallel decode and kept)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.shutdown(wait=True)
+
+
+class _Offloader:
+    """Hands a trace's middle pieces to worker processes and merges their columns in file order.
+
+    The head is added by the decoder's sink as it comes; the tail waits until every middle piece is merged. The
+    skipped counts and warnings of the pieces are merged in file order too, so the model equals the serial one.
+    """
+
+    def __init__(self, pool: ProcessPoolExecutor, workers: int, builder: ColumnBuilder,
+                 plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None) -> None:
+        self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
+        self.max_events, self.refusal, self.reported = max_events, refusal, reported
+        self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
+        self.pending: deque[Future] = deque()
+        self.pieces = None  # the file's decoder (its head's skipped counts and warnings are taken on the first piece)
+        self.head_skipped: dict[str, int] = {}
+        self.head_warnings: list[str] = []
+        self.skipped: dict[str, int] = {}
+        self.warnings: list[str] = []
+
+    def middle(self, view, piece: Piece, pieces) -> None:
+        if self.pieces is None:
+            self.pieces = pieces
+            self.head_skipped, self.head_warnings = dict(pieces.skipped), list(pieces.warnings)
+            self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
+        text = self.plain_file if self.plain_file is not None else bytes(view)  # workers read a local file themselves
+        while len(self.pending) >= self.in_flight:
+            self._merge_next()
+        try:
+            self.pending.append(self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)))
+        except BrokenProcessPool:
+            self._broken()
+
+    def sink(self, events, legacy: bool, piece: Piece, *index) -> None:
+        if piece.kind == PIECE_TAIL:
+            self.finish()
+        self.builder.add(events, legacy, piece, *index)
+
+    def finish(self) -> None:
+        """Merge every piece still in flight, then the pieces' skipped counts and warnings into the decoder's."""
+        while self.pending:
+            self._merge_next()
+        if self.pieces is None:
+            return
+        tail = {reason: count - self.head_skipped.get(reason, 0) for reason, count in self.pieces.skipped.items()}
+        _add_counts(self.skipped, tail)
+        self.warnings += [w for w in self.pieces.warnings[len(self.head_warnings):] if w not in self.warnings]
+        self.pieces.skipped.clear()
+        self.pieces.skipped.update(self.skipped)
+        self.pieces.warnings[:] = self.warnings
+        self.pieces = None
+
+    def _merge_next(self) -> None:
+        try:
+            result = self.pending.popleft().result()
+        except BrokenProcessPool:
+            self._broken()
+        if result[0] != "ok":
+            raise _Serial(result[1])
+        _, state, skipped, warnings = result
+        self.builder.absorb(state)
+        _add_counts(self.skipped, skipped)
+        self.warnings += [w for w in warnings if w not in self.warnings]
+        if self.reported is not None:
+            self.reported()
+
+    def _broken(self) -> None:
+        _drop_pool(self.workers)  # the next load starts fresh workers
+        raise _Serial("a decode worker died")
+
+    def cancel(self) -> None:
+        for future in self.pending:
+            future.cancel()
+        self.pending.clear()
+
+
+def _file_identity(handle) -> tuple[str, int, int]:
+    """The path a worker reopens an open local file by, with the device and inode it must find there."""
+    info = os.fstat(handle.fileno())
+    return os.readlink(f"/proc/self/fd/{handle.fileno()}") if os.path.exists("/proc/self/fd") else handle.name, \
+        info.st_dev, info.st_ino
+
+
+def _add_counts(into: dict[str, int], counts: dict[str, int]) -> None:
+    for reason, count in counts.items():
+        if count:
+            into[reason] = into.get(reason, 0) + count
+
+
 def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_bytes: int, budget: EventBudget,
-           progress: Optional[Progress] = None, text_bytes: Optional[int] = None) -> TraceModel:
+           progress: Optional[Progress] = None, text_bytes: Optional[int] = None, workers: int = 1,
+           plain_file: Optional[tuple[str, int, int]] = None) -> TraceModel:
     """Chunked decode of a block stream (NotSplittable propagates: the caller decodes whole).
 
     `size_hint` (the text's size, when known) shrinks the chunk, and with it the decode window, for
@@ -98,13 +231,29 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     """
     builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
     chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
+    offloader = None
     try:
-        add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
-        decoded = decode_chunks(blocks, add, chunk, budget.event_bytes)
+        if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
+            report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
+            offloader = _Offloader(_pool(workers), workers, builder, plain_file, budget.limit(stored_bytes),
+                                   budget.too_many(stored_bytes), report if progress is not None else None)
+            try:
+                decoded = decode_chunks(blocks, _reporting(offloader.sink, source_bytes, text_bytes or size_hint, progress),
+                                        chunk, budget.event_bytes, offloader.middle)
+            except (NotSplittable, DecodeError):
+                offloader.finish()  # an error in an earlier piece (a budget) comes first, as in the serial decode
+                raise
+            offloader.finish()
+        else:
+            add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
+            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes)
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:
         raise TraceError(path, str(exc), exc.transient) from None
+    finally:
+        if offloader is not None:
+            offloader.cancel()
     if progress is None:
         return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
     progress(DECODE_SHARE)
@@ -164,15 +313,32 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
             size += len(block)
             yield block
 
+    workers, problem = decode_workers()
+    if problem:
+        _log.warning("%s; decoding serially", problem)
     with _collector_paused():
         try:
             if plain is not None:  # local plain file: read straight into the decoder's buffer
                 with plain:
                     stored = os.fstat(plain.fileno()).st_size
+                    if workers > 1 and stored >= PARALLEL_MIN_BYTES:
+                        try:
+                            return _build(plain, path, plain.tell, stored, stored, budget, progress, workers=workers,
+                                          plain_file=_file_identity(plain))
+                        except _Serial as exc:
+                            _log.info("%s: decoding serially (%s)", path, exc)
+                            plain.seek(0)
                     return _build(plain, path, plain.tell, stored, stored, budget, progress)
             stored = identity(path).size
-            text = _gzip_text_size(path) if progress is not None else None
-            return _build(counted(), path, lambda: size, None, stored, budget, progress, text)
+            text = _gzip_text_size(path)
+            if workers > 1 and text is not None and text >= PARALLEL_MIN_BYTES:
+                try:
+                    return _build(counted(), path, lambda: size, None, stored, budget, progress, text, workers)
+                except _Serial as exc:
+                    _log.info("%s: decoding serially (%s)", path, exc)
+                    size = 0
+            return _build(counted(), path, lambda: size, None, stored, budget, progress,
+                          text if progress is not None else None)
         except NotSplittable:
             return _build_whole(read_bytes(path, max_bytes=budget.whole_bytes + 1), path, stored, budget)
         except BudgetExceeded as exc:

@@ -55,6 +55,17 @@ class ValidatorArgs:
                 self._values[key].append(value if isinstance(value, int) and not isinstance(value, bool)
                                          and -(1 << 62) < value < (1 << 62) else -1)
 
+    def state(self) -> tuple:
+        """What another process's collector hands `absorb` (rows from its own raw row 0)."""
+        return self._rows, self._values
+
+    def absorb(self, state: tuple, off: int) -> None:
+        """Append another collector's rows and values, its raw row 0 being raw row `off` here."""
+        rows, values = state
+        for key in self._rows:
+            self._rows[key] += [row + off for row in rows[key]]
+            self._values[key] += values[key]
+
     def meta(self, final_raw_rows: np.ndarray) -> dict[str, Any]:
         """`{"sync_waits": ..., "backward_seq": ...}` for the keys met; `final_raw_rows[k]` is the raw row of event row k."""
         out = {}

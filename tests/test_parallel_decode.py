@@ -1,0 +1,158 @@
+"""The parallel decode (issue 29, `KINETOSCOPE_DECODE_WORKERS`) builds byte for byte the serial decode's model.
+
+Pieces are cut small (64 KiB) and the small-file threshold is lifted, so every shared trace is decoded by worker
+processes in many pieces, merged in the parent: ids interned in each worker are remapped to the serial ones.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from conftest import SAMPLES, kernel, launch, op, shared_trace_files, trace_doc
+from hostile_corpus import CASES, write_corpus
+from kinetoscope.trace import budgets, loader
+from kinetoscope.trace.budgets import DECODE_WORKERS_ENV, SettingError, decode_workers, parse_decode_workers
+from kinetoscope.trace.loader import TraceError, load_trace
+
+SMALL_PIECE = 1 << 16
+
+
+def sample_trace_files() -> list:
+    return sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(loader, "CHUNK_BYTES", SMALL_PIECE)
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", SMALL_PIECE)
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+
+
+def decode(path, workers: int, monkeypatch):
+    monkeypatch.setenv(DECODE_WORKERS_ENV, str(workers))
+    try:
+        return load_trace(str(path), cache_dir=None)
+    except TraceError as exc:
+        return exc
+
+
+def differences(serial, parallel) -> list[str]:
+    """The fields that differ (arrays: values, dtype and shape; dicts: their order too)."""
+    if isinstance(serial, TraceError) or isinstance(parallel, TraceError):
+        return [] if str(serial) == str(parallel) and type(serial) is type(parallel) else [f"{serial!r} != {parallel!r}"]
+    out = []
+    for f in dataclasses.fields(serial):
+        a, b = getattr(serial, f.name), getattr(parallel, f.name)
+        if isinstance(a, np.ndarray):
+            if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                out.append(f.name)
+        elif a != b or (isinstance(a, dict) and list(a) != list(b)):
+            out.append(f.name)
+    return out
+
+
+def parallel_pieces(model) -> int:
+    return int(np.count_nonzero(model.piece_kind == 1))  # decode.PIECE_MIDDLE: the pieces the workers decoded
+
+
+@pytest.mark.parametrize("path", shared_trace_files() + sample_trace_files(), ids=str)
+def test_parallel_equals_serial_on_real_traces(path, small_pieces, monkeypatch, tmp_path):
+    copies = [path]
+    if path.name.endswith(".gz"):  # the plain text too (read by the workers straight from the file)
+        plain = tmp_path / path.name[:-3]
+        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        copies.append(plain)
+    for copy in copies:
+        serial, parallel = decode(copy, 1, monkeypatch), decode(copy, 2, monkeypatch)
+        assert differences(serial, parallel) == [], copy
+
+
+def test_a_small_trace_of_every_kind_is_equal_and_really_parallel(small_pieces, monkeypatch, tmp_path, caplog):
+    """String flow ids, skipped events, names first seen in a later piece, memory events: all remapped."""
+    events = [{"ph": "M", "name": "thread_name", "pid": 100, "tid": 1, "args": {"name": "main"}}]
+    for i in range(3000):
+        t = i * 10.0
+        events += [op(f"aten::op{i % 97}", t, 8, tid=1 + i % 3, **{"Input Dims": [[i % 5, 3]]}),
+                   launch(t + 1, 2, corr=i), kernel(f"k{i % 211}" if i < 1500 else f"late{i % 13}", t + 3, 4, corr=i),
+                   {"ph": "s", "cat": "ac2g", "name": "f", "pid": 100, "tid": 1, "ts": t + 1, "id": f"str{i % 7}"},
+                   {"ph": "f", "cat": "ac2g", "name": "f", "pid": 0, "tid": 7, "ts": t + 3, "id": i, "bp": "e"},
+                   {"ph": "i", "name": "[memory]", "pid": 100, "tid": 1, "ts": t + 2,
+                    "args": {"Device Type": 1, "Device Id": 0, "Bytes": 512, "Total Allocated": i}}]
+        if i % 400 == 7:
+            events.append({"ph": "X", "name": "bad", "pid": 100, "tid": 1, "ts": "soon", "dur": 1})
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(trace_doc(events)))
+    serial = decode(path, 1, monkeypatch)
+    with caplog.at_level("INFO", logger=loader.__name__):
+        parallel = decode(path, 3, monkeypatch)
+    assert not isinstance(serial, TraceError)
+    assert "decoding serially" not in caplog.text  # the workers decoded the middle pieces
+    assert parallel_pieces(serial) > 20
+    assert serial.skipped and differences(serial, parallel) == []
+
+
+HOSTILE = ("truncated_json", "nan_and_bare_na_in_a_dense_file", "whitespace_between_events", "tiny_events_past_the_event_budget",
+           "exact_16_digit_times", "invalid_utf8_and_lone_surrogates", "huge_and_odd_numbers", "1m_flows_one_id")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in HOSTILE], ids=lambda c: c.name)
+def test_hostile_files_give_the_same_model_or_error(case, monkeypatch, tmp_path):
+    """Default piece sizes (the hostile files are large enough to be decoded in parallel), threshold lifted."""
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+    (_, path), = write_corpus(tmp_path, [case])
+    serial, parallel = decode(path, 1, monkeypatch), decode(path, 2, monkeypatch)
+    assert differences(serial, parallel) == []
+
+
+def test_a_look_alike_cut_falls_back_to_the_serial_decode(small_pieces, monkeypatch, tmp_path, caplog):
+    """An event boundary's bytes inside a string: the worker reports it and the file is decoded serially."""
+    fake = "}, {" * 20000  # 80 KB of look-alike boundaries in one name: pieces are cut inside it
+    events = [op(f"aten::op{i}", i * 10.0, 5) for i in range(2000)] + [op(fake, 30000.0, 5)]
+    events += [op(f"aten::op{i}", 40000.0 + i * 10, 5) for i in range(2000)]
+    path = tmp_path / "lookalike.json"
+    path.write_text(json.dumps(trace_doc(events)))
+    serial = decode(path, 1, monkeypatch)
+    with caplog.at_level("INFO", logger=loader.__name__):
+        parallel = decode(path, 2, monkeypatch)
+    assert "decoding serially" in caplog.text
+    assert not isinstance(serial, TraceError) and fake in serial.names
+    assert differences(serial, parallel) == []
+
+
+def test_the_event_budget_holds_in_the_workers(small_pieces, monkeypatch, tmp_path):
+    monkeypatch.setenv(budgets.MAX_EVENTS_ENV, "1000")
+    monkeypatch.setattr(budgets, "EVENTS_FLOOR", 1000)
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(trace_doc([op("aten::add", i * 2.0, 1) for i in range(5000)])))
+    serial, parallel = decode(path, 1, monkeypatch), decode(path, 2, monkeypatch)
+    assert isinstance(serial, TraceError) and "budget of 1,000 events" in str(serial)
+    assert differences(serial, parallel) == []
+
+
+@pytest.mark.parametrize("text, expected", [("1", 1), ("2", 2), (" 4 ", 4)])
+def test_the_setting_parses_whole_numbers(text, expected):
+    assert parse_decode_workers(text) == expected
+
+
+def test_auto_is_the_cores_this_process_may_use():
+    assert parse_decode_workers("auto") == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "two", "1.5", "100000", ""])
+def test_bad_values_are_named(text):
+    with pytest.raises(SettingError, match=DECODE_WORKERS_ENV):
+        parse_decode_workers(text)
+
+
+def test_a_bad_value_decodes_serially_and_says_why(monkeypatch):
+    monkeypatch.setenv(DECODE_WORKERS_ENV, "many")
+    workers, problem = decode_workers()
+    assert workers == 1 and "'many'" in problem and DECODE_WORKERS_ENV in problem
+    monkeypatch.delenv(DECODE_WORKERS_ENV)
+    assert decode_workers() == (budgets.DEFAULT_DECODE_WORKERS, "")
