@@ -13,9 +13,9 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
 
     communication-bound     comm=hidden (communication runs under compute)
     the fusion insight      fuse:REGION for its top region (its kernels one per stream and occurrence)
-    mixed precision         kernel:in:OP*0.5 for each Tensor-Core eligible op in the trace (their kernels twice as
-                            fast: a conservative Tensor-Core speed-up; a kernel counts once however many of these
-                            ops nest around its launch)
+    mixed precision         kernel:in:OP1|OP2|...*0.5 over the Tensor-Core eligible ops in the trace (their kernels
+                            twice as fast: a conservative Tensor-Core speed-up; a kernel counts once however many
+                            of these ops nest around its launch)
 
 Top culprits get their own entries under any verdict (host and sync culprits, three of each at most); an edit
 already listed is not repeated. A run's straggler carries its own saving in its ranks view (`straggler=median`,
@@ -33,7 +33,7 @@ from ..trace.model import TraceModel, shown
 from .culprits import culprit_targets
 from .gpu_idle import Cause
 from .tensor_cores import TC_ELIGIBLE_OPS
-from .whatif import MAX_EDITS, Edit, Replayer
+from .whatif import OP_SEP, Edit, Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
@@ -94,10 +94,10 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
                             (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
     if amp is not None:  # the mixed-precision insight: the eligible ops' kernels twice as fast on Tensor Cores
         present = set(model.names)
-        ops = sorted(n for n in TC_ELIGIBLE_OPS if n in present)[:MAX_EDITS]
+        ops = OP_SEP.join(sorted(n for n in TC_ELIGIBLE_OPS if n in present))
         if ops:
             out.append(("insight:mixed-precision", "the Tensor-Core eligible ops' kernels twice as fast (autocast)",
-                        tuple(_edit(f"kernel:in:{op}*{KERNEL_SPEEDUP:g}", "kernel-in", op, KERNEL_SPEEDUP) for op in ops)))
+                        (_edit(f"kernel:in:{ops}*{KERNEL_SPEEDUP:g}", "kernel-in", ops, KERNEL_SPEEDUP),)))
     for insight in getattr(analysis, "insights", ()):
         if insight.kind == "fusion" and insight.figures.get("top_region"):
             shown_name = insight.figures["top_region"]

@@ -43,8 +43,8 @@ Edits, as the CLI and the routes spell them:
     host:NAME*F             scale the host time of the ops (or annotation regions) named NAME by F
     kernel:PATTERN*F        scale the device time of kernels named PATTERN, whose name contains it, or that match
                             it as a glob (with * ? or [)
-    kernel:in:OP*F          scale the device time of the kernels launched inside an op or region named OP (once
-                            per kernel however many of these edits name ops around its launch)
+    kernel:in:OP*F          scale the device time of the kernels launched inside an op or region named OP, or
+                            any of OP1|OP2|... (once per kernel however many of these ops nest around its launch)
     fuse:NAME               the kernels launched inside each occurrence of the op or region NAME become one kernel
                             per stream, as long as all of them; the other launch calls cost no host time
     comm=hidden             communication hidden under compute: communication kernels keep their length on their
@@ -65,7 +65,7 @@ from ..trace.kinds import Kind, LaneKind, is_collective_name
 from ..trace.model import TraceModel
 from . import intervals
 from .selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, iteration_rows, launch_call_rows, sync_rows
-from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, SPELLINGS, STRAGGLER, Edit, EditError, parse_edit  # noqa: F401
+from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, OP_SEP, SPELLINGS, STRAGGLER, Edit, EditError, parse_edit  # noqa: F401
 
 try:
     from . import _replay as _accel
@@ -370,7 +370,7 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             plan.dur_scale = scale
             matched[edit.text] = int(hit.sum())
         elif edit.kind == "kernel-in":
-            hit = _launched_inside(ctx, [edit.target])
+            hit = _launched_inside(ctx, edit.target.split(OP_SEP))
             scale = plan.dur_scale if plan.dur_scale is not None else np.ones(ctx.acts.size)
             fresh = hit & ~scaled_in  # a kernel inside two such ops (conv2d > cudnn_convolution) is scaled once
             scale[fresh] *= edit.factor

@@ -10,6 +10,7 @@ MAX_EDITS = 16  # edits one request may apply
 MAX_NAME = 1000  # characters of a NAME or PATTERN
 MAX_FACTOR = 100.0  # the largest scale factor an edit may give
 NOT_YET = ("comm=",)  # spellings of edits this version does not replay (comm= other than hidden)
+OP_SEP = "|"  # kernel:in:OP1|OP2*F names several ops
 STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.py, on a run's ranks view
 
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
