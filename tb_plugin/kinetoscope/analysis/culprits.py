@@ -45,16 +45,21 @@ def _culprit_name(model: TraceModel, key: tuple) -> tuple[str, Optional[str]]:
     return text, (model.shown_names[annotation] if annotation >= 0 else None)
 
 
+def _idle_by_culprit(model: TraceModel, device: DeviceIdle, cause: Cause) -> tuple[list[tuple], np.ndarray]:
+    """The distinct culprit keys of one cause's gaps (`_culprit_keys`) and the idle time behind each (ns)."""
+    sel = np.flatnonzero(device.gap_cause == cause)
+    if sel.size == 0:
+        return [], np.zeros(0)
+    keys, inverse = _culprit_keys(model, device, sel)
+    return keys, np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
+
+
 def top_culprits(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST, top: int = TOP_CULPRITS) -> list[dict]:
     """What the CPU was doing during the most idle time of one cause, largest first.
 
     Each row: `name` (see `culprit_names`), `annotation` (or None), `label` (both in one phrase) and `idle_us`.
     """
-    sel = np.flatnonzero(device.gap_cause == cause)
-    if sel.size == 0:
-        return []
-    keys, inverse = _culprit_keys(model, device, sel)
-    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
+    keys, idle = _idle_by_culprit(model, device, cause)
     rows = []
     for i in np.argsort(-idle, kind="stable")[:top].tolist():
         name, annotation = _culprit_name(model, keys[i])
@@ -67,11 +72,7 @@ def culprit_targets(model: TraceModel, device: DeviceIdle, cause: Cause, top: in
     """The ops an edit can name for the top culprits of one cause, with the idle time behind each (ns), largest
     first: the sync's calling op (else the call) for sync gaps, the op itself for the others. A gap after an op
     (no op running) or with no op names nothing to edit and is left out."""
-    sel = np.flatnonzero(device.gap_cause == cause)
-    if sel.size == 0:
-        return []
-    keys, inverse = _culprit_keys(model, device, sel)
-    idle = np.bincount(inverse, weights=device.gap_end_ns[sel] - device.gap_start_ns[sel], minlength=len(keys))
+    keys, idle = _idle_by_culprit(model, device, cause)
     out: dict[str, float] = {}
     for i in np.argsort(-idle, kind="stable").tolist():
         culprit, after, caller, _ = keys[i]  # name ids, -1 for none
