@@ -49,15 +49,13 @@ def critical_paths(model: TraceModel, replayer: Optional[Replayer] = None,
     dl_s, dl_e = (dl_s - t0).astype(np.float64), (dl_e - t0).astype(np.float64)
     comm_s, comm_e = intervals.union(ctx.start[comm], end[comm]) if comm.any() else (np.zeros(0), np.zeros(0))
     # the activity that set each sync's completion: the latest end among the activities it waited for
-    joins, order = ctx.joins, np.argsort(ctx.joins, kind="stable")
-    awaited = np.full(ctx.syncs.size, -1, np.int64)
-    best, best_end, k = -1, -np.inf, 0
-    for j in range(ctx.syncs.size):
-        while k < order.size and joins[order[k]] <= j:
-            if end[order[k]] > best_end:
-                best, best_end = int(order[k]), float(end[order[k]])
-            k += 1
-        awaited[j] = best
+    # (the running argmax of the ends in join order, read at each sync's last joined activity; ties keep the first)
+    order = ctx.joined
+    ends = end[order]
+    new_best = np.concatenate(([True], ends[1:] > np.maximum.accumulate(ends)[:-1])) if order.size else np.zeros(0, bool)
+    best = order[np.maximum.accumulate(np.where(new_best, np.arange(order.size), 0))] if order.size else order
+    last = ctx.joined_bounds[1:ctx.syncs.size + 1] - 1
+    awaited = np.where(last >= 0, best[np.maximum(last, 0)] if order.size else -1, -1).astype(np.int64)
     # device end of each step's own work and the done points (as whatif._step_times, unedited)
     device_last = np.full(n_steps, -1, np.int64)
     for s in range(n_steps):

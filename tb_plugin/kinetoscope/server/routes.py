@@ -29,7 +29,7 @@ from ..analysis.report import verdict_entry
 from ..analysis.search import SearchIndex
 from ..analysis.tables import TableIndex
 from ..analysis.verdict import harmonized_by_worker, run_verdict
-from ..analysis.whatif import EditError, parse_edit, whatif, whatif_entry
+from ..analysis.whatif import EditError, Replayer, parse_edit, whatif, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
 from ..trace.budgets import setting
@@ -289,8 +289,9 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
     if step is None:
         t0, t1 = _window(model, start_us, end_us)
         lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
-        inside = [p["index"] for p in critical_paths(model) if p["end_us"] > lo and p["start_us"] < hi]
-        paths = critical_paths(model, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
+        replayer = Replayer(model)  # one reading of the dependencies for both walks
+        inside = [p["index"] for p in critical_paths(model, replayer) if p["end_us"] > lo and p["start_us"] < hi]
+        paths = critical_paths(model, replayer, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
         budget = MAX_PATH_SEGMENTS
         for p in paths:
             kept = [s for s in p["segments"] if s["end_us"] > lo and s["start_us"] < hi][:max(budget, 0)]
