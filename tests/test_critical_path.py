@@ -58,3 +58,13 @@ def test_work_launched_before_the_window_is_backlog():
     kinds = {s["kind"] for s in first["segments"]}
     assert any(k.startswith("stream ") for k in kinds)
     assert first["segments_total"] == len(first["segments"]) and np.all(np.diff([s["start_us"] for s in first["segments"]]) >= 0)
+
+
+@pytest.mark.parametrize("run", ["cpu_only", "cpu_dataloader"])
+def test_a_trace_without_device_work_has_a_host_path(run):
+    # steps but no GPU activity: the whole path is the host's (and the DataLoader's)
+    for paths, span in paths_and_truth(run):
+        assert len(paths) == len(span["steps"])
+        for path in paths:
+            assert set(path["shares_us"]) <= {"host", "dataloader"}
+            assert path["length_us"] == pytest.approx(path["end_us"] - path["start_us"], abs=1.0)

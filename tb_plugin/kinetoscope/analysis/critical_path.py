@@ -64,7 +64,9 @@ def critical_paths(model: TraceModel, replayer: Optional[Replayer] = None,
         if ctx.step_has_work[s] and hi > lo:
             rows = ctx.by_step[lo:hi]
             device_last[s] = rows[np.argmax(end[rows])]
-    done = np.maximum.accumulate(np.maximum(ctx.step_end, np.where(device_last >= 0, end[np.maximum(device_last, 0)], -np.inf)))
+    device_end = np.full(n_steps, -np.inf)
+    device_end[device_last >= 0] = end[device_last[device_last >= 0]]
+    done = np.maximum.accumulate(np.maximum(ctx.step_end, device_end))
     labels = model.lane_label
     out = []
     for s in (range(n_steps) if step_indices is None else step_indices):
