@@ -164,8 +164,18 @@ def loss_item(tl: Timeline, *, device_sync: bool = False) -> None:
         tl.sync("cudaDeviceSynchronize")
         return
     with tl.op("aten::item"), tl.op("aten::_local_scalar_dense"):
-        tl.launch("cudaMemcpyAsync", [("Memcpy DtoH (Device -> Pageable)", 2.0)], kind="memcpy", nbytes=4)
+        _copy_loss(tl)
         tl.sync("cudaStreamSynchronize", stream=MAIN_STREAM)
+
+
+def loss_copy(tl: Timeline) -> None:
+    """``loss.item()``'s copy without its sync (the loss read later, asynchronously)."""
+    with tl.op("aten::item"), tl.op("aten::_local_scalar_dense"):
+        _copy_loss(tl)
+
+
+def _copy_loss(tl: Timeline) -> None:
+    tl.launch("cudaMemcpyAsync", [("Memcpy DtoH (Device -> Pageable)", 2.0)], kind="memcpy", nbytes=4)
 
 
 def pure_cpu(tl: Timeline, name: str, us: float, *, annotation: bool = False) -> None:

@@ -21,31 +21,12 @@ from . import ops
 from .core import Timeline
 from .generate import _first_carry
 from .multirank import make_job
-from .ops import CPU_POST_OPS, Loop
+from .ops import Loop
 from .render import render_trace
+from .scenarios import sync
 
 PAIRS = ("sync_removed", "launch_fused", "straggler_fixed")
 TINY_OPS = 100
-
-
-def _sync_loop(tl: Timeline, loop: Loop, synced: bool) -> None:
-    def body(i: int) -> None:
-        batch = ops.dataloader(tl, 40.0, False)
-        inp = ops.h2d(tl, batch, 60.0)
-        acts = ops.forward(tl, 320.0)
-        if synced:
-            ops.loss_item(tl, device_sync=i % 2 == 1)
-        elif i % 2 == 0:
-            with tl.op("aten::item"), tl.op("aten::_local_scalar_dense"):
-                tl.launch("cudaMemcpyAsync", [("Memcpy DtoH (Device -> Pageable)", 2.0)], kind="memcpy", nbytes=4)
-        with tl.op("## log_metrics ##", annotation=True, pre=5.0):
-            for name, us in CPU_POST_OPS:
-                ops.pure_cpu(tl, name, us * 0.6)
-        ops.backward(tl, 320.0, acts)
-        ops.optimizer(tl, 250.0)
-        tl.free(inp)
-
-    ops.run_steps(tl, loop, body)
 
 
 def _launch_loop(tl: Timeline, loop: Loop, fused: bool) -> None:
@@ -79,8 +60,8 @@ def _single(builder: Callable[[Timeline, Loop], None], seed: int, steps: int) ->
 def make_pair(name: str, seed: int = 0, steps: int = 6) -> tuple[list[dict], list[dict], list[str]]:
     """The pair's "before" and "after" traces and the edits that stand for the fix."""
     if name == "sync_removed":
-        before = _single(lambda tl, loop: _sync_loop(tl, loop, True), seed, steps)
-        after = _single(lambda tl, loop: _sync_loop(tl, loop, False), seed, steps)
+        before = _single(lambda tl, loop: sync.build(tl, loop, synced=True), seed, steps)
+        after = _single(lambda tl, loop: sync.build(tl, loop, synced=False), seed, steps)
         return [before], [after], ["sync:aten::_local_scalar_dense=0", "sync:cudaDeviceSynchronize=0"]
     if name == "launch_fused":
         before = _single(lambda tl, loop: _launch_loop(tl, loop, False), seed, steps)
