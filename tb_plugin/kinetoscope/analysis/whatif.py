@@ -329,13 +329,17 @@ def _cached(ctx: _Context, key: str, compute):
 
 
 def _lane_running_max(values: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Running maximum of `values` that restarts where `first` is True (rows grouped by lane)."""
-    out = values.copy()
-    starts = np.flatnonzero(first)
-    bounds = np.append(starts, values.size)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        out[a:b] = np.maximum.accumulate(values[a:b])
-    return out
+    """Running maximum of `values` that restarts where `first` is True (rows grouped by lane), for every lane at
+    once: each value is replaced by its rank, lifted by its group's number times the count, so one running maximum
+    over the keys never carries from one group into the next (a trace may hold 100k streams)."""
+    if values.size == 0:
+        return values.copy()
+    ranks = np.empty(values.size, np.int64)
+    order = np.argsort(values, kind="stable")
+    ranks[order] = np.arange(values.size)
+    lift = (np.cumsum(first) - 1) * values.size
+    best = np.maximum.accumulate(lift + ranks) - lift
+    return values[order[best]]
 
 
 def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _Plan:
