@@ -1,9 +1,13 @@
 """Shared test helpers: where the real traces are, and builders for tiny hand-made Kineto traces."""
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
+import os
+import shutil
 import subprocess
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
@@ -15,6 +19,12 @@ SHARED = REPO.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
 ORACLE = SHARED / "oracle" / "reference.jsonl"
 SAMPLES = REPO / "samples"
+
+# Sidecars are signed (index/signing.py): the suite signs with, and trusts, a key of its own (made on the first
+# `index`), never the user's; subprocesses (TensorBoard, the CLI) inherit it.
+_KEY_DIR = tempfile.mkdtemp(prefix="kinetoscope-test-key-")
+os.environ["KINETOSCOPE_SIDECAR_KEY_FILE"] = os.path.join(_KEY_DIR, "sidecar.key")
+atexit.register(shutil.rmtree, _KEY_DIR, True)
 
 requires_shared = pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="../shared/traces is not beside the repo")
 

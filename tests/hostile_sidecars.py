@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from kinetoscope.index import npz, sidecar
+from kinetoscope.index import npz, sidecar, signing
 
 
 def split(raw: bytes) -> tuple[dict, dict[str, bytes]]:
@@ -24,15 +24,24 @@ def split(raw: bytes) -> tuple[dict, dict[str, bytes]]:
     return header, {s["name"]: raw[body + s["offset"]:body + s["offset"] + s["bytes"]] for s in header["sections"]}
 
 
-def join(header: dict, sections: dict[str, bytes], fix_checksums: bool = True) -> bytes:
-    """A sidecar of these sections (in header order), offsets and, unless told not to, checksums recomputed."""
+def signed(header: dict, sign: bool = True) -> dict:
+    """The header signed with the suite's key (a forger who holds the key, so that the checks past the signature
+    are what refuses it), or, with `sign` false, keeping the signature it had (a forger without the key)."""
+    if not sign:
+        return header
+    return {**header, "signature": signing.sign(sidecar.signed_bytes(header))}
+
+
+def join(header: dict, sections: dict[str, bytes], fix_checksums: bool = True, sign: bool = True) -> bytes:
+    """A sidecar of these sections (in header order), offsets and, unless told not to, checksums recomputed and
+    the header re-signed with the suite's key (`signed`)."""
     offset, table = 0, []
     for entry in header["sections"]:
         blob = sections[entry["name"]]
         digest = hashlib.sha256(blob).hexdigest() if fix_checksums else entry["sha256"]
         table.append({**entry, "offset": offset, "bytes": len(blob), "sha256": digest})
         offset += len(blob)
-    header = {**header, "sections": table}
+    header = signed({**header, "sections": table}, sign)
     blob = json.dumps(header).encode()
     return b"".join([sidecar.MAGIC, struct.pack("<Q", len(blob)), blob, *(sections[e["name"]] for e in table)])
 
@@ -174,7 +183,7 @@ def _huge_section_claim(raw: bytes) -> bytes:
     header, sections = split(raw)
     claim = 3 << 30
     table = [{**header["sections"][0], "bytes": claim}, {**header["sections"][1], "offset": claim, "bytes": claim}]
-    blob = json.dumps({**header, "sections": table}).encode()
+    blob = json.dumps(signed({**header, "sections": table})).encode()
     return sidecar.MAGIC + struct.pack("<Q", len(blob)) + blob
 
 

@@ -17,7 +17,7 @@ from conftest import SHARED_TRACES, gloo_rank, requires_shared, write_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kinetoscope import pipeline
-from kinetoscope.index import codec, sidecar
+from kinetoscope.index import codec, sidecar, signing
 from kinetoscope.index.readers import SidecarIndex, report_from_index
 from kinetoscope.index.tasks import CHANGED, FRESH, index_trace
 from kinetoscope.server import routes
@@ -41,7 +41,8 @@ def corpus_source(tmp_path_factory):
     b = write_trace(root / "run" / "b.2.pt.trace.json", gloo_rank(1, world=2, slow_rank=1, steps=3))
     for path in (a, b):
         assert index_trace(str(path)).status == "indexed"
-    return {p.name: (p.read_bytes(), Path(sidecar.sidecar_path(str(p))).read_bytes()) for p in (a, b)}
+    return {**{p.name: (p.read_bytes(), Path(sidecar.sidecar_path(str(p))).read_bytes()) for p in (a, b)},
+            "path_a": a, "path_b": b}
 
 
 def _plant(tmp_path: Path, corpus_source, hostile: bytes) -> str:
@@ -114,6 +115,84 @@ def test_another_traces_sections_are_refused_even_with_checksums_recomputed(corp
     assert "computed from other bytes than this trace's" in reason
     assert report_from_index(path, "a")[0] is None
     _served_equals_fresh(path, str(tmp_path / "logs"), "other bytes")
+
+
+def _forged(corpus_source, key: bytes) -> bytes:
+    """A sidecar made by this very encoder for trace a's exact bytes, holding trace b's model and figures: every
+    checksum, cap and binding is right (the sections carry a's sha256), so only the signature can refuse it."""
+    trace_a = corpus_source["a.1.pt.trace.json"]
+    identity = sidecar.trace_identity(str(corpus_source["path_a"]), full=True)
+    model_b = fresh(str(corpus_source["path_b"]))
+    with signing.using(key):
+        forged = sidecar.build(identity, model_b, pipeline.prepare(model_b))
+    assert trace_a[0] == Path(corpus_source["path_a"]).read_bytes()
+    return forged
+
+
+def test_a_sidecar_forged_with_our_encoder_for_the_exact_bytes_is_refused(corpus_source, tmp_path):
+    """The forger knows the format and the trace's bytes, but not the key the reader trusts: refused, named, and
+    the decode is served. Signed with the trusted key, the same bytes are used (the key is the boundary)."""
+    forged = _forged(corpus_source, b"a key the forger made up, not the reader's")
+    path = _plant(tmp_path, corpus_source, forged)
+    reason = _refused_in_bounded_memory(path)
+    assert "which this reader does not hold" in reason, reason
+    assert report_from_index(path, "a")[0] is None
+    _served_equals_fresh(path, str(tmp_path / "logs"), "which this reader does not hold")
+    assert index_trace(path).status == CHANGED  # index does not call it up to date, and replaces it
+    assert SidecarIndex().open_model(path)[1] is None
+    trusted = _forged(corpus_source, signing.signing_key())
+    _plant(tmp_path, corpus_source, trusted)
+    model, reason = SidecarIndex().open_model(path)
+    assert reason is None and codec.difference(model, fresh(str(corpus_source["path_b"]))) is None
+
+
+@pytest.mark.parametrize("edit", ["unsigned", "signature_of_another_header", "header_edited", "bad_signature"])
+def test_a_header_not_signed_by_a_trusted_key_is_refused(edit, corpus_source, tmp_path):
+    good_a, good_b = corpus_source["a.1.pt.trace.json"][1], corpus_source["b.2.pt.trace.json"][1]
+    header, sections = hs.split(good_a)
+    if edit == "unsigned":
+        header.pop("signature")
+        says = "unsigned sidecar"
+    elif edit == "signature_of_another_header":
+        header["signature"] = hs.split(good_b)[0]["signature"]
+        says = "edited after it was written"
+    elif edit == "header_edited":
+        header["created_unix"] += 1.0
+        says = "edited after it was written"
+    else:
+        header["signature"] = {"key": "0" * 16, "hmac": "x" * 64}
+        says = "corrupt sidecar signature"
+    path = _plant(tmp_path, corpus_source, hs.join(header, sections, sign=False))
+    reason = _refused_in_bounded_memory(path)
+    assert says in reason, reason
+    _served_equals_fresh(path, str(tmp_path / "logs"), says)
+
+
+@pytest.mark.parametrize("name", sorted(hs.CORPUS))
+def test_each_hostile_sidecar_forged_without_the_key_is_refused(name, corpus_source, tmp_path):
+    """The corpus again, as a forger without the key makes it: the old signature kept over edited sections."""
+    build, says = hs.CORPUS[name]
+    good = corpus_source["a.1.pt.trace.json"][1]
+    old_signature = hs.split(good)[0]["signature"]
+    hostile = build(good)
+    try:
+        header, sections = hs.split(hostile)
+    except sidecar.SidecarMiss:
+        return  # refused before any signature is read (the first test of this corpus names why)
+    if name == "huge_section_claim":
+        return
+    hostile = hs.join({**header, "signature": old_signature}, sections, fix_checksums=False, sign=False)
+    path = _plant(tmp_path, corpus_source, hostile)
+    reason = _refused_in_bounded_memory(path)
+    assert "edited after it was written" in reason or says in reason, reason
+
+
+def test_a_reader_without_any_key_uses_no_sidecar(corpus_source, tmp_path, monkeypatch):
+    path = _plant(tmp_path, corpus_source, corpus_source["a.1.pt.trace.json"][1])
+    assert SidecarIndex().open_model(path)[1] is None
+    monkeypatch.setenv(signing.KEY_ENV, str(tmp_path / "no-such.key"))
+    reason = _refused_in_bounded_memory(path)
+    assert "which this reader does not hold" in reason and "no-such.key" in reason, reason
 
 
 def test_a_same_size_same_mtime_edit_in_the_middle_is_caught(tmp_path):

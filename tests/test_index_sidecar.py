@@ -20,7 +20,7 @@ import pytest
 from conftest import SAMPLES, gloo_rank, write_trace
 from kinetoscope import pipeline
 from kinetoscope.cli.main import main as cli_main
-from kinetoscope.index import codec, header, sidecar, writer
+from kinetoscope.index import codec, header, sidecar, signing, writer
 from kinetoscope.index.readers import SidecarIndex
 from kinetoscope.index.runner import run_index
 from kinetoscope.index.tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, index_trace
@@ -142,6 +142,7 @@ def _restore(path: str, data: bytes) -> None:
 def _with_header(raw: bytes, **changes) -> bytes:
     header, body = sidecar.split(raw)
     header.update(changes)
+    header["signature"] = signing.sign(sidecar.signed_bytes(header))  # a forger holding the key
     blob = msgspec.json.encode(header)
     return sidecar.MAGIC + struct.pack("<Q", len(blob)) + blob + raw[body:]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..index import runner
+from ..index import runner, signing
 from ..trace.storage import split_url
 
 
@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = runner.run_index(args.logdir, jobs=args.jobs, scheduler=args.scheduler, dask_local=args.dask_local,
                             force=args.force, verify=args.verify, progress=out)
+    except signing.SigningKeyError as exc:
+        print(f"kinetoscope index: {exc}", file=sys.stderr)
+        return 2
     except ImportError as exc:
         print(f"kinetoscope index: Dask is not installed ({exc}); pip install 'kinetoscope[dask]'", file=sys.stderr)
         return 2

@@ -16,8 +16,9 @@ from typing import Any, Callable, Optional
 import msgspec
 
 from ..trace.model import FORMAT_VERSION
+from . import signing
 
-SIDECAR_FORMAT = 2  # bump when the layout of the file or of a section changes
+SIDECAR_FORMAT = 3  # bump when the layout of the file or of a section changes
 MAGIC = b"KINETOSCOPE-SIDECAR\n"
 FOLDER = ".kinetoscope"
 SUFFIX = ".kidx"
@@ -96,6 +97,11 @@ class _Trace(msgspec.Struct):
     sha256: Optional[str] = None
 
 
+class _Signature(msgspec.Struct):
+    key: str
+    hmac: str
+
+
 class _Header(msgspec.Struct):
     format: int
     model_format: int
@@ -104,11 +110,24 @@ class _Header(msgspec.Struct):
     created_unix: float
     trace: _Trace
     sections: list[_Section]
+    signature: Optional[_Signature] = None
 
 
-def encode_header(header: dict) -> bytes:
-    """The start of a sidecar up to its first section: MAGIC, the header's length, the header."""
-    blob = msgspec.json.encode(header)
+def signed_bytes(header: dict) -> bytes:
+    """What a header's signature covers: the header in its canonical encoding (the header's shape, field order and
+    types, unknown fields dropped) without the signature."""
+    try:
+        body = msgspec.convert({k: v for k, v in header.items() if k != "signature"}, _Header)
+    except msgspec.ValidationError as exc:
+        raise SidecarMiss(f"corrupt sidecar header ({str(exc)[:200]})") from None
+    return msgspec.json.encode(body)
+
+
+def encode_header(header: dict, key: Optional[bytes] = None) -> bytes:
+    """The start of a sidecar up to its first section: MAGIC, the header's length, the header, signed with `key`
+    (default: this process's signing key, `signing.signing_key`)."""
+    body = {k: v for k, v in header.items() if k != "signature"}
+    blob = msgspec.json.encode({**body, "signature": signing.sign(signed_bytes(body), key)})
     return b"".join([MAGIC, struct.pack("<Q", len(blob)), blob])
 
 
@@ -165,13 +184,17 @@ def split(raw: bytes) -> tuple[dict, int]:
 
 
 def check_header(header: dict, trace: dict[str, Any]) -> None:
-    """Raise SidecarMiss unless the header is of this version and describes this trace's bytes: size, head-tail
+    """Raise SidecarMiss unless the header is of this version, signed under a key this process trusts
+    (`signing`), and describes this trace's bytes: size, head-tail
     checksum and, when `trace` carries it, the sha256 of every stored byte. The mtime is not compared: a copy
     of the same bytes is the same trace (`index` re-stamps the header)."""
     if header.get("format") != SIDECAR_FORMAT:
         raise SidecarMiss(f"sidecar format {header.get('format')!r}, this kinetoscope reads {SIDECAR_FORMAT}")
     if header.get("model_format") != FORMAT_VERSION:
         raise SidecarMiss(f"sidecar holds model format {header.get('model_format')!r}, this kinetoscope uses {FORMAT_VERSION}")
+    unsigned = signing.unsigned_reason(header.get("signature"), signed_bytes(header))
+    if unsigned is not None:
+        raise SidecarMiss(unsigned)
     if header.get("analysis") != analysis_fingerprint():
         raise SidecarMiss(f"sidecar computed by other analysis code (kinetoscope {str(header.get('kinetoscope'))[:20]}, "
                           f"code {str(header.get('analysis'))[:16]}; this is {analysis_fingerprint()})")

@@ -25,7 +25,7 @@ from ..analysis.jobs import job_groups, multi_rank_jobs
 from ..analysis.ranks import ranks_view
 from ..trace.discovery import TraceFile, scan_logdir
 from ..trace.storage import StorageError, confined, is_process_local, roots_for
-from . import sidecar
+from . import sidecar, signing
 from .tasks import CHANGED, FAILED, FRESH, NEW, RESTAMPED, Outcome, index_trace
 
 POOL_RESTARTS = 3  # a worker process that dies breaks the pool: restart it this often, then go one by one
@@ -58,10 +58,12 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
 
     Raises:
         ImportError: Dask asked for but not installed. OSError/TimeoutError: the scheduler is unreachable.
+        signing.SigningKeyError: no signing key and none could be made.
     """
     started = time.perf_counter()
     timings: dict[str, float] = {}
     roots = roots_for([logdir])  # nothing outside the logdir is read or written (`storage.confined`)
+    key = signing.signing_key()  # every sidecar of this run signed alike, wherever its task runs
     with confined(roots):
         traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders, nor links out of the logdir
     by_path = {t.path: t for t in traces}
@@ -69,14 +71,14 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
     if is_process_local(logdir) or (not (scheduler or dask_local) and ((jobs or os.cpu_count() or 1) == 1
                                                                                 or len(paths) <= 1)):
         executor = "this process" + (" (no worker sees this filesystem)" if is_process_local(logdir) else "")
-        results = (index_trace(p, force, verify, roots) for p in paths)
+        results = (index_trace(p, force, verify, roots, key) for p in paths)
     elif scheduler or dask_local:
         executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"
-        results = _on_dask(paths, force, verify, scheduler, dask_local, timings, roots)
+        results = _on_dask(paths, force, verify, scheduler, dask_local, timings, roots, key)
     else:
         n = min(jobs or os.cpu_count() or 1, len(paths))
         executor = f"{n} local processes"
-        results = _on_pool(paths, force, verify, n, roots)
+        results = _on_pool(paths, force, verify, n, roots, key)
     summary = Summary(logdir=logdir, executor=executor)
     width = len(str(len(paths)))
     for outcome in results:
@@ -148,7 +150,8 @@ def _json_default(value):
 
 # ---- executors -----------------------------------------------------------------------------------
 
-def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tuple[str, ...]) -> Iterator[Outcome]:
+def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tuple[str, ...],
+             key: Optional[bytes] = None) -> Iterator[Outcome]:
     """The tasks on a local process pool (spawned: no fork of a process holding threads). A worker that
     dies breaks the pool: the unfinished tasks go to a new one, and after POOL_RESTARTS breaks each runs in
     a pool of its own, so the trace that kills its worker is the one reported."""
@@ -160,7 +163,7 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tupl
         pending = []
         for batch in batches:
             with ProcessPoolExecutor(1 if solo else min(jobs, len(batch)), mp_context=context) as pool:
-                futures = {pool.submit(index_trace, p, force, verify, roots): p for p in batch}
+                futures = {pool.submit(index_trace, p, force, verify, roots, key): p for p in batch}
                 for future in as_completed(futures):
                     try:
                         yield future.result()
@@ -173,7 +176,8 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tupl
 
 
 def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[str],
-             local: Optional[int], timings: Optional[dict] = None, roots: tuple[str, ...] = ()) -> Iterator[Outcome]:
+             local: Optional[int], timings: Optional[dict] = None, roots: tuple[str, ...] = (),
+             key: Optional[bytes] = None) -> Iterator[Outcome]:
     """The tasks on a Dask cluster: Dask schedules them, moves them off a worker that dies, and hands back
     each outcome as it completes. A task that Dask gives up on (`KilledWorker`) is reported as failed."""
     import dask
@@ -189,7 +193,7 @@ def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[st
         if timings is not None:
             timings["startup_s"] = time.perf_counter() - started
         try:
-            futures = client.map(index_trace, paths, force=force, verify=verify, roots=roots, pure=False,
+            futures = client.map(index_trace, paths, force=force, verify=verify, roots=roots, sign_key=key, pure=False,
                                  key=[f"kinetoscope-index-{i}-{posixpath.basename(p)[:80]}" for i, p in enumerate(paths)])
             where = {f.key: p for f, p in zip(futures, paths)}
             for future in dask_completed(futures):

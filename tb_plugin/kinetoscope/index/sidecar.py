@@ -17,7 +17,10 @@ A sidecar is input from whoever can write the logdir, like a trace, and is used 
 else the reader decodes and says why (`SidecarMiss`):
 - it is a regular file inside the logdir (no link out, no FIFO, no device), and its header is small and of
   the expected shape (versions, identity, exactly these sections, back to back, ending the file);
-- the format versions and the code fingerprint are this installation's;
+- the format versions are this installation's, and the header is signed (HMAC-SHA256 of its canonical bytes,
+  which hold every section's sha256) under a key this reader holds (`signing`: key files outside the logdir;
+  `index` signs with its user's key, or the team's one named by KINETOSCOPE_SIDECAR_KEY_FILE);
+- the code fingerprint is this installation's;
 - the trace's bytes are the ones it was built from: size, then the head-tail checksum (first and last
   64 KiB), then the sha256 of every stored byte, computed at open while the sections are read and checked,
   and compared before anything read from the sidecar is returned (about 0.5-1 GB/s here, several times
@@ -29,8 +32,9 @@ else the reader decodes and says why (`SidecarMiss`):
 The analyses are not stored beyond the summary: TensorBoard computes them from the checked model
 (`pipeline.prepare`), so nothing a sidecar holds reaches a route without being derived from columns that were
 checked; the summary (for `report` and the ranks view) is checked for its types (`validate.check_summary`).
-What no check can catch: a sidecar forged with this code's own encoder for the trace's exact bytes. Whoever
-can write that can write the trace too; a shared logdir is as trustworthy as its writers.
+The signature is what refuses a sidecar forged with this code's own encoder for the trace's exact bytes with
+other figures: every checksum of such a sidecar is right, but its forger does not hold the key. What is
+left: whoever holds a trusted key is trusted, and whoever can write a trace writes its figures.
 
 The code is split by concern: `header.py` (format, path, header shape and versions), `identity.py` (the
 trace's size, head-tail checksum and sha256), `reader.py` (reading and checking, the model), `summary.py` (the summary section, and
@@ -67,6 +71,7 @@ from .header import (
     parse_header,
     section_cap,
     sidecar_path,
+    signed_bytes,
     split,
 )
 from .identity import EDGE_BYTES, HASH_BLOCK, full_sha256, head_tail, trace_identity
@@ -79,7 +84,7 @@ __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_
            "SidecarMiss", "TraceHash", "analysis_fingerprint", "build", "check_header", "code_fingerprint", "encode_header",
            "full_sha256", "head_tail", "is_local", "open_all", "open_model", "open_model_bound", "open_prepared", "open_summary",
            "parse_header", "present", "read_header", "remove_stale_temps", "restamp", "section", "section_cap",
-           "sidecar_path", "split", "trace_identity", "version", "versions", "with_worker", "write", "write_file"]
+           "sidecar_path", "signed_bytes", "split", "trace_identity", "version", "versions", "with_worker", "write", "write_file"]
 
 
 def open_prepared(trace_path: str) -> tuple[TraceModel, Prepared]:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from ..pipeline import prepare
 from ..trace.loader import TraceError, load_trace, resource_message
 from ..trace.storage import StorageError, confined
-from . import sidecar
+from . import sidecar, signing
 
 FRESH, NEW, CHANGED, RESTAMPED, FAILED = "up to date", "indexed", "re-indexed", "re-stamped", "failed"
 
@@ -36,7 +36,8 @@ def _where() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def index_trace(path: str, force: bool = False, verify: bool = False, roots: tuple[str, ...] = ()) -> Outcome:
+def index_trace(path: str, force: bool = False, verify: bool = False, roots: tuple[str, ...] = (),
+                sign_key: Optional[bytes] = None) -> Outcome:
     """Bring one trace's sidecar up to date. Never raises for a bad trace: the outcome says FAILED and why.
 
     Args:
@@ -45,11 +46,15 @@ def index_trace(path: str, force: bool = False, verify: bool = False, roots: tup
         verify: kept for compatibility: every check, the full sha256 included, runs anyway.
         roots: the folders it may read and write inside (`storage.confined`; the logdir): a link out of them is
             refused, not followed.
+        sign_key: the key to sign the sidecar with (`signing`; the driver's, so that every sidecar of one `index`
+            is signed alike wherever the task runs); None: this process's own.
     """
     started = time.perf_counter()
     try:
-        with confined(roots):
+        with confined(roots), signing.using(sign_key):
             return _index(path, force, verify, started)
+    except signing.SigningKeyError as exc:
+        return Outcome(path, FAILED, str(exc), None, time.perf_counter() - started, host=_where())
     except TraceError as exc:
         return Outcome(path, FAILED, exc.message, None, time.perf_counter() - started, host=_where())
     except StorageError as exc:

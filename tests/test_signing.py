@@ -1,0 +1,95 @@
+"""Sidecar signatures (index/signing.py): who may write a sidecar a reader believes. The key files, their making
+and refusals; `index` and `report` end to end with the writer's key, a team's key and a stranger's."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, gloo_rank, write_trace
+from kinetoscope.index import sidecar, signing
+from kinetoscope.index.readers import SidecarIndex
+from kinetoscope.index.tasks import index_trace
+
+
+def test_the_first_index_makes_a_private_key_where_the_config_lives(tmp_path, monkeypatch):
+    monkeypatch.delenv(signing.KEY_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    key = signing.signing_key()
+    path = tmp_path / "config" / "kinetoscope" / "sidecar.key"
+    assert path.is_file() and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert len(key) == 64 and signing.signing_key() == key  # read back, not made twice
+    assert signing.trusted_keys() == {signing.key_id(key): key}
+
+
+def test_the_first_key_file_signs_and_every_one_is_trusted(tmp_path, monkeypatch):
+    mine, team = tmp_path / "mine.key", tmp_path / "team.key"
+    mine.write_text("m" * 32 + "\n")
+    team.write_text("t" * 40)
+    monkeypatch.setenv(signing.KEY_ENV, os.pathsep.join([str(mine), str(team)]))
+    assert signing.signing_key() == b"m" * 32
+    assert set(signing.trusted_keys().values()) == {b"m" * 32, b"t" * 40}
+    signature = signing.sign(b"header bytes", b"t" * 40)
+    assert signing.unsigned_reason(signature, b"header bytes") is None
+    assert "edited after it was written" in signing.unsigned_reason(signature, b"header byteS")
+    stranger = signing.sign(b"header bytes", b"s" * 32)
+    assert "which this reader does not hold" in signing.unsigned_reason(stranger, b"header bytes")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "short", "long"])
+def test_an_unusable_key_file_is_named_never_blocks(kind, tmp_path, monkeypatch):
+    path = tmp_path / "sidecar.key"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "short":
+        path.write_text("tiny")
+    else:
+        path.write_bytes(b"k" * (signing.MAX_KEY_BYTES + 10))
+    monkeypatch.setenv(signing.KEY_ENV, str(path))
+    with pytest.raises(signing.SigningKeyError, match="sidecar key file"):
+        signing.signing_key()
+    assert signing.trusted_keys() == {}
+
+
+def _cli(*args, env):
+    return subprocess.run([sys.executable, "-m", "kinetoscope.cli", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO / "tb_plugin"), **env})
+
+
+def test_index_then_report_with_the_writers_key_a_teams_key_and_a_strangers(tmp_path):
+    logdir = tmp_path / "logs"
+    write_trace(logdir / "run" / "w.1.pt.trace.json", gloo_rank(0, world=2))
+    team = tmp_path / "team.key"
+    team.write_text("team-secret-" * 4)
+    done = _cli("index", str(logdir), "--jobs", "1", env={signing.KEY_ENV: str(team)})
+    assert done.returncode == 0, done.stderr
+    used = _cli("report", str(logdir), "--no-cache", env={signing.KEY_ENV: os.pathsep.join([str(tmp_path / "x.key"), str(team)])})
+    assert used.returncode == 0 and "1 of 1 traces read from their index sidecars" in used.stderr, used.stderr
+    stranger = tmp_path / "stranger.key"
+    stranger.write_text("someone-else-" * 4)
+    refused = _cli("report", str(logdir), "--no-cache", env={signing.KEY_ENV: str(stranger)})
+    assert refused.returncode == 0 and "which this reader does not hold" in refused.stderr, refused.stderr
+    assert "team-secret" not in refused.stderr + refused.stdout and "someone-else" not in refused.stderr
+
+
+def test_index_says_why_when_it_cannot_sign(tmp_path):
+    logdir = tmp_path / "logs"
+    write_trace(logdir / "run" / "w.1.pt.trace.json", gloo_rank(0, world=2))
+    os.mkfifo(tmp_path / "fifo.key")
+    done = _cli("index", str(logdir), env={signing.KEY_ENV: str(tmp_path / "fifo.key")})
+    assert done.returncode == 2 and "fifo.key is not a regular file" in done.stderr, done.stderr
+    assert not os.path.exists(sidecar.sidecar_path(str(logdir / "run" / "w.1.pt.trace.json")))
+
+
+def test_a_sidecar_indexed_under_one_key_is_re_indexed_under_another(tmp_path, monkeypatch):
+    path = write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", gloo_rank(0, world=2))
+    with signing.using(b"first key, handed in by a driver"):
+        assert index_trace(str(path)).status == "indexed"
+        assert SidecarIndex().open_model(str(path))[1] is None
+    assert "which this reader does not hold" in SidecarIndex().open_model(str(path))[1]
+    assert index_trace(str(path)).status == "re-indexed"
+    assert SidecarIndex().open_model(str(path))[1] is None
