@@ -28,7 +28,8 @@ import re
 import secrets
 import stat
 import threading
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 KEY_ENV = "KINETOSCOPE_SIDECAR_KEY_FILE"
 MIN_KEY_BYTES = 16  # a key file shorter than this is refused (not a key anyone meant)
