@@ -80,8 +80,9 @@ def test_fragmentation_by_hand(tmp_path):
                                       memory(40_000, -GIB // 2, total=GIB // 2, reserved=3 * GIB)]
     model = _load(tmp_path, events)
     found = {i.kind: i for i in insights(model, analyze(model))}
-    assert found["fragmentation"].figures == {"device": "cuda:0", "allocated_bytes": GIB, "reserved_bytes": 3 * GIB}
-    assert "3.0x" in found["fragmentation"].evidence
+    assert found["fragmentation"].figures == {"device": "cuda:0", "allocated_bytes": GIB, "reserved_bytes": 3 * GIB,
+                                              "frees_bytes": 2 * GIB}
+    assert "3.0x" in found["fragmentation"].evidence and "up to 2.00 GiB" in found["fragmentation"].suggestion
     tight = _load(tmp_path, _steps([30, 30, 30]) + [memory(5, GIB, total=GIB, reserved=GIB + (100 << 20))], "tight")
     assert "fragmentation" not in {i.kind for i in insights(tight, analyze(tight))}
 

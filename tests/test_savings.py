@@ -100,3 +100,21 @@ def test_mixed_precision_carries_its_saving_and_no_saving_is_negative():
         assert edit.startswith("kernel:in:") and edit.endswith("*0.5") and "|aten::cudnn_convolution|" in edit
         # every edit here only removes or shortens work: the replay never makes the run longer
         assert all(s["total_saving_us"] >= 0 for s in entry["savings"])
+
+
+def test_the_warm_up_insight_carries_its_saving(tmp_path):
+    """A 9 ms first step before five 3 ms ones: profiling after warm-up takes 6 ms off the run, 1 ms per step."""
+    from conftest import MS, kernel, launch, op, trace_doc
+    from kinetoscope.trace.loader import decode_bytes
+    events, t = [], 0.0
+    for n in range(6):
+        length = 9 * MS if n == 0 else 3 * MS
+        events += [op(f"ProfilerStep#{n + 1}", t, length), op("aten::mm", t + 1, length - 2),
+                   launch(t + 5, 5, corr=n + 1), kernel(f"mm_{n}", t + 20, length / 3, corr=n + 1)]
+        t += length + 1
+    model = decode_bytes(json.dumps(trace_doc(events)).encode())
+    entry = report_entry(model, analyze(model))
+    assert any(i["kind"] == "warm-up" for i in entry["insights"])
+    (warm,) = [s for s in entry["savings"] if s["source"] == "insight:warm-up"]
+    assert warm["edits"] == ["warmup=median"]
+    assert warm["total_saving_us"] == pytest.approx(6000, rel=0.01) and warm["saving_us"] == pytest.approx(1000, rel=0.01)

@@ -33,7 +33,7 @@ def predicted(events: list[dict], *edits: str) -> np.ndarray:
     ("dataloader=0", "dataloader", "", 0.0), ("dataloader-workers=4", "dataloader-workers", "", 4.0),
     ("sync:aten::item=0", "sync", "aten::item", 0.0), ("sync:cudaStreamSynchronize*0.5", "sync", "cudaStreamSynchronize", 0.5),
     ("host:## forward ##*0.25", "host", "## forward ##", 0.25), ("kernel:*gemm**0.5", "kernel", "*gemm*", 0.5),
-    ("kernel:nccl=0", "kernel", "nccl", 0.0)])
+    ("kernel:nccl=0", "kernel", "nccl", 0.0), ("warmup=median", "warmup", "", 0.0)])
 def test_edits_parse(text, kind, target, factor):
     edit = parse_edit(text)
     assert (edit.kind, edit.target, edit.factor, edit.text) == (kind, target, factor, text)
@@ -304,3 +304,25 @@ def test_hiding_communication():
         result = whatif(load_trace(trace.path, cache_dir=None), (parse_edit("comm=hidden"),))
         expected = np.median([(s["end_ns"] - s["start_ns"] - s["exposed_comm_ns"]) / 1e3 - 500 for s in span["steps"]])
         assert result.median_predicted_ns / 1e3 == pytest.approx(expected, rel=0.1)
+
+
+def warm_steps(first_us: float = 9 * MS, rest_us: float = 3 * MS, steps: int = 4) -> list[dict]:
+    """Each step: host work for its whole length launching one kernel a third as long; the first step is slow."""
+    events, t = [], 0.0
+    for n in range(steps):
+        length = first_us if n == 0 else rest_us
+        events += [op(f"ProfilerStep#{n + 1}", t, length), op("aten::mm", t + 1, length - 2),
+                   launch(t + 5, 5, corr=n + 1), kernel(f"mm_{n}", t + 20, length / 3, corr=n + 1)]
+        t += length + 1
+    return events
+
+
+def test_warmup_makes_the_first_step_as_fast_as_the_median():
+    # 9 ms then three 3 ms steps: the first step's host time and kernel scale by 3/9; the others do not move
+    base, warm = predicted(warm_steps()), predicted(warm_steps(), "warmup=median")
+    assert warm[0] == pytest.approx(3 * MS, rel=0.01) and np.allclose(warm[1:], base[1:], atol=2)
+    result = whatif(model_of(warm_steps()), (parse_edit("warmup=median"),))
+    assert result.matched == {"warmup=median": 2}  # the first step and its kernel
+    # no warm-up (the first step no slower than the rest), or one step: nothing to edit
+    assert whatif(model_of(warm_steps(first_us=3 * MS)), (parse_edit("warmup=median"),)).matched == {"warmup=median": 0}
+    assert whatif(model_of(warm_steps(steps=1)), (parse_edit("warmup=median"),)).matched == {"warmup=median": 0}

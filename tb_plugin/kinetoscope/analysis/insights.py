@@ -126,8 +126,10 @@ def fragmentation(memory: tuple) -> Optional[Insight]:
     return Insight("fragmentation", f"{device}: at the allocated peak ({allocated / gib:.2f} GiB) the caching allocator "
                                     f"held {reserved / gib:.2f} GiB reserved, {reserved / allocated:.1f}x",
                    "reduce fragmentation: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb), "
-                   "and keep tensor shapes stable between steps",
-                   {"device": device, "allocated_bytes": allocated, "reserved_bytes": reserved})
+                   f"and keep tensor shapes stable between steps; it saves memory, not time: up to "
+                   f"{(reserved - allocated) / gib:.2f} GiB of the device freed at the peak",
+                   {"device": device, "allocated_bytes": allocated, "reserved_bytes": reserved,
+                    "frees_bytes": reserved - allocated})
 
 
 def tiny_batch(model: TraceModel, launch: Any) -> Optional[Insight]:

@@ -13,6 +13,11 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
 
     communication-bound     comm=hidden (communication runs under compute)
     the fusion insight      fuse:REGION for its top region (its kernels one per stream and occurrence)
+    the warm-up insight     warmup=median (the first step as fast as the median of the others: what profiling
+                            after warm-up takes off the measured mean step)
+    the tiny-batch insight  host:CALL*0 for the launch calls (CUDA graphs; listed once when the verdict gives
+                            the same edits)
+    the fragmentation insight saves memory, not time: its figures give the bytes it would free
     mixed precision         kernel:in:OP1|OP2|...*0.5 over the Tensor-Core eligible ops in the trace (their kernels
                             twice as fast: a conservative Tensor-Core speed-up; a kernel counts once however many
                             of these ops nest around its launch)
@@ -33,7 +38,7 @@ from ..trace.model import TraceModel, shown
 from .culprits import culprit_targets
 from .gpu_idle import Cause
 from .tensor_cores import TC_ELIGIBLE_OPS
-from .whatif import OP_SEP, Edit, Replayer
+from .whatif import OP_SEP, WARMUP, Edit, Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
@@ -80,11 +85,10 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
             for name, _ in culprit_targets(model, busiest, Cause.HOST, TOP_CULPRITS):
                 out.append((source, f"{shown(name)} costs no host time", (_edit(f"host:{shown(name)}*0", "host", name),)))
         elif bound == "launch-overhead-bound":
-            calls = sorted({model.names[i] for i in np.unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
-                            if model.names[i] in LAUNCH_CALLS})
+            calls = _launch_calls(model)
             if calls:
                 out.append((source, "launches cost the host nothing (CUDA graphs, fusion)",
-                            tuple(_edit(f"host:{c}*0", "host", c) for c in calls[:8])))
+                            tuple(_edit(f"host:{c}*0", "host", c) for c in calls)))
         elif bound == "communication-bound":
             out.append((source, "communication hidden under compute", (_edit("comm=hidden", "comm"),)))
         elif bound == "compute-bound":
@@ -99,6 +103,14 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
             out.append(("insight:mixed-precision", "the Tensor-Core eligible ops' kernels twice as fast (autocast)",
                         (_edit(f"kernel:in:{ops}*{KERNEL_SPEEDUP:g}", "kernel-in", ops, KERNEL_SPEEDUP),)))
     for insight in getattr(analysis, "insights", ()):
+        if insight.kind == "warm-up":
+            out.append(("insight:warm-up", "the first step as fast as the others (profile after warm-up)",
+                        (_edit(WARMUP, "warmup"),)))
+        elif insight.kind == "tiny-batch":
+            calls = _launch_calls(model)
+            if calls:
+                out.append(("insight:tiny-batch", "launches cost the host nothing (CUDA graphs)",
+                            tuple(_edit(f"host:{c}*0", "host", c) for c in calls)))
         if insight.kind == "fusion" and insight.figures.get("top_region"):
             shown_name = insight.figures["top_region"]
             raw = next((n for n in model.names if shown(n) == shown_name), None)
@@ -112,6 +124,12 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
                     _edit(f"host:{shown(name)}*0", "host", name)
                 out.append(("culprit", verb.format(shown(name)), (edit,)))
     return out
+
+
+def _launch_calls(model: TraceModel) -> list[str]:
+    """The launch calls in the trace (eight at most: an edit list's length is bounded)."""
+    ids = np.unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
+    return sorted({model.names[i] for i in ids if model.names[i] in LAUNCH_CALLS})[:8]
 
 
 FIX_NAME_CHARS = 60  # a kernel's name in a fix's words (its edit keeps the whole name)

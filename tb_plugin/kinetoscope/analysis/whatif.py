@@ -50,6 +50,8 @@ Edits, as the CLI and the routes spell them:
     comm=hidden             communication hidden under compute: communication kernels keep their length on their
                             own streams, but no other stream, sync or step end waits for them any more, and
                             the host stops waiting in CPU collectives
+    warmup=median           the first step as fast as the median of the others: its host time and the device
+                            time of the work launched inside it scaled by median / first (one-time costs gone)
     straggler=median        a multi-rank run's stragglers as fast as its median rank (analysis/straggler_whatif.py)
 """
 from __future__ import annotations
@@ -65,7 +67,7 @@ from ..trace.kinds import Kind, LaneKind, is_collective_name
 from ..trace.model import TraceModel
 from . import intervals
 from .selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, iteration_rows, launch_call_rows, sync_rows
-from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, OP_SEP, SPELLINGS, STRAGGLER, Edit, EditError, parse_edit  # noqa: F401
+from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, OP_SEP, SPELLINGS, STRAGGLER, WARMUP, Edit, EditError, parse_edit  # noqa: F401
 
 try:
     from . import _replay as _accel
@@ -393,6 +395,14 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
             plan.unawaited = comm_mask(model, ctx.acts)
             cuts.append(host)
             matched[edit.text] = n
+        elif edit.kind == "warmup":
+            factor, rows = _warmup(ctx)
+            if rows is not None:
+                cuts.append((ctx.step_start[:1], ctx.step_end[:1], np.array([factor])))
+                scale = plan.dur_scale if plan.dur_scale is not None else np.ones(ctx.acts.size)
+                scale[rows] *= factor
+                plan.dur_scale = scale
+            matched[edit.text] = 0 if rows is None else 1 + int(rows.size)
         elif edit.kind == "sync":
             hit = _syncs_named(ctx, edit.target)
             factor = plan.sync_factor if plan.sync_factor is not None else np.ones(ctx.syncs.size)
@@ -402,6 +412,18 @@ def _plan(ctx: _Context, edits: tuple[Edit, ...], matched: dict[str, int]) -> _P
     if cuts:
         plan.cut_start, plan.cut_end, plan.cut_factor = _disjoint(*(np.concatenate(parts) for parts in zip(*cuts)))
     return plan
+
+
+def _warmup(ctx: _Context) -> tuple[float, Optional[np.ndarray]]:
+    """(median / first step time, the activities launched inside the first step) for `warmup=median`; (1, None)
+    when there is no second step or the first is no slower than the median of the others."""
+    if ctx.steps.size < 2:
+        return 1.0, None
+    durs = ctx.step_end - ctx.step_start
+    median = float(np.median(durs[1:]))
+    if durs[0] <= 0 or durs[0] <= median:
+        return 1.0, None
+    return median / float(durs[0]), ctx.by_step[ctx.step_bounds[0]:ctx.step_bounds[1]]
 
 
 def _occurrences(ctx: _Context, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -15,7 +15,8 @@ STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.p
 
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
 SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
-             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "straggler=median")
+             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "warmup=median", "straggler=median")
+WARMUP = "warmup=median"
 
 
 class EditError(ValueError):
@@ -24,8 +25,8 @@ class EditError(ValueError):
 
 @dataclass(frozen=True)
 class Edit:
-    """One change to replay: `kind` is dataloader, dataloader-workers, sync, host, kernel, kernel-in, fuse, comm or
-    straggler."""
+    """One change to replay: `kind` is dataloader, dataloader-workers, sync, host, kernel, kernel-in, fuse, comm,
+    warmup or straggler."""
 
     kind: str
     target: str = ""  # NAME or PATTERN
@@ -72,6 +73,8 @@ def parse_edit(text: str) -> Edit:
             return Edit(kind, name, factor, t)
     if t == STRAGGLER:
         return Edit("straggler", "", 0.0, t)
+    if t == WARMUP:
+        return Edit("warmup", "", 0.0, t)
     if t == "comm=hidden":
         return Edit("comm", "", 0.0, t)
     if t.startswith("fuse:"):
