@@ -68,3 +68,23 @@ def test_a_trace_without_device_work_has_a_host_path(run):
         for path in paths:
             assert set(path["shares_us"]) <= {"host", "dataloader"}
             assert path["length_us"] == pytest.approx(path["end_us"] - path["start_us"], abs=1.0)
+
+
+@pytest.mark.parametrize("run", ["dataloader", "sync", "compute", "nccl_exposed"])
+def test_each_segment_names_the_lane_it_lies_on(run):
+    """Host time, DataLoader waits and syncs lie on the thread that holds the steps; device work, launches, waits
+    and backlog on the stream of the activity they lead to: the overlay draws each on its own lane."""
+    from kinetoscope.trace.kinds import LaneKind
+    for trace in scan_logdir(str(LOGS / "synthetic" / run)):
+        model = load_trace(trace.path, cache_dir=None)
+        step_lane = int(np.bincount(model.lane[model.name_in(model.name_ids_where(lambda n: n.startswith("ProfilerStep#")))]).argmax())
+        for path in critical_paths(model, step_indices=[1], with_segments=True):
+            assert path["segments"]
+            for seg in path["segments"]:
+                lane = seg["lane"]
+                if seg["kind"] in ("host", "dataloader", "sync"):
+                    assert lane == step_lane, seg
+                else:
+                    assert model.lane_kind[lane] == LaneKind.GPU, seg
+                    if seg["kind"].startswith("stream "):
+                        assert seg["kind"] == f"stream {model.lane_label[lane]}"

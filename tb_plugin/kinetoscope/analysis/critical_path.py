@@ -68,12 +68,13 @@ def critical_paths(model: TraceModel, replayer: Optional[Replayer] = None,
     device_end[device_last >= 0] = end[device_last[device_last >= 0]]
     done = np.maximum.accumulate(np.maximum(ctx.step_end, device_end))
     labels = model.lane_label
+    main = int(np.bincount(model.lane[ctx.steps]).argmax()) if ctx.steps.size else -1  # the thread holding the steps
     out = []
     for s in (range(n_steps) if step_indices is None else step_indices):
         if not 0 <= s < n_steps:
             continue
         floor = float(ctx.step_start[s]) if s == 0 else float(done[s - 1])
-        segments: list[tuple[str, float, float]] = []
+        segments: list[tuple[str, float, float, int]] = []
         if device_last[s] >= 0 and end[device_last[s]] >= ctx.step_end[s]:
             node: tuple[str, float, int] = ("device", 0.0, int(device_last[s]))
         else:
@@ -83,71 +84,72 @@ def critical_paths(model: TraceModel, replayer: Optional[Replayer] = None,
             if kind == "device":
                 lo = max(float(ctx.start[i]), floor)
                 label = "comm" if comm[i] else f"stream {labels[int(ctx.lane[i])]}"
-                segments.append((label, lo, float(end[i])))
+                lane = int(ctx.lane[i])
+                segments.append((label, lo, float(end[i]), lane))
                 if ctx.start[i] <= floor:
                     break
                 if ctx.queued[i] and not first[i]:
                     prev_end = float(end[i - 1])
                     if ctx.start[i] > prev_end:
-                        _wait(segments, max(prev_end, floor), float(ctx.start[i]), comm_s, comm_e)
+                        _wait(segments, max(prev_end, floor), float(ctx.start[i]), comm_s, comm_e, lane)
                     node = ("device", 0.0, i - 1)
                 elif ctx.linked[i]:
                     call = float(ctx.host[i])
-                    segments.append(("launch", max(call, floor), float(ctx.start[i])))
+                    segments.append(("launch", max(call, floor), float(ctx.start[i]), lane))
                     node = ("host", call, -1)
                 else:  # launched before the window (no launch call in the file): the device's backlog
-                    segments.append(("backlog", floor, float(ctx.start[i])))
+                    segments.append(("backlog", floor, float(ctx.start[i]), lane))
                     break
             else:
                 j = int(np.searchsorted(ctx.sync_end, t, side="right")) - 1
                 while j >= 0 and not ctx.sync_waited[j] and ctx.sync_end[j] > floor:
                     j -= 1  # a sync that did not wait is host time like any other
                 if j >= 0 and ctx.sync_end[j] > floor and awaited[j] >= 0:
-                    _host(segments, float(ctx.sync_end[j]), t, dl_s, dl_e)
+                    _host(segments, float(ctx.sync_end[j]), t, dl_s, dl_e, main)
                     completion = float(end[awaited[j]])
-                    segments.append(("sync", max(completion, floor), float(ctx.sync_end[j])))
+                    segments.append(("sync", max(completion, floor), float(ctx.sync_end[j]), main))
                     if completion <= floor:
                         break
                     node = ("device", 0.0, int(awaited[j]))
                 else:
-                    _host(segments, floor, t, dl_s, dl_e)
+                    _host(segments, floor, t, dl_s, dl_e, main)
                     break
         # one time, one segment: where two overlap (kernels overlapping on a stream by PDL), the later one starts
         # where the earlier ends, so the shares add up to the path's length
-        kept: list[tuple[float, float, str]] = []
+        kept: list[tuple[float, float, str, int]] = []
         reach = -np.inf
-        for a, b, label in sorted((a, b, label) for label, a, b in segments if b > a):
+        for a, b, label, lane in sorted((a, b, label, lane) for label, a, b, lane in segments if b > a):
             a = max(a, reach)
             if b > a:
-                kept.append((a, b, label))
+                kept.append((a, b, label, lane))
                 reach = b
         shares: dict[str, float] = {}
-        for a, b, label in kept:
+        for a, b, label, _lane in kept:
             shares[label] = shares.get(label, 0.0) + (b - a) / 1e3
         entry: dict[str, Any] = {"step": model.shown_names[int(model.name_id[ctx.steps[s]])], "index": s,
                                  "start_us": round(floor / 1e3, 3), "end_us": round(float(done[s]) / 1e3, 3),
                                  "length_us": round(sum(shares.values()), 3),
                                  "shares_us": {k: round(v, 3) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])}}
         if with_segments:
-            entry["segments"] = [{"kind": label, "start_us": round(a / 1e3, 3), "end_us": round(b / 1e3, 3)}
-                                 for a, b, label in kept[:MAX_SEGMENTS]]
+            entry["segments"] = [{"kind": label, "lane": lane, "start_us": round(a / 1e3, 3), "end_us": round(b / 1e3, 3)}
+                                 for a, b, label, lane in kept[:MAX_SEGMENTS]]
             entry["segments_total"] = len(kept)
         out.append(entry)
     return out
 
 
-def _wait(segments: list, a: float, b: float, comm_s: np.ndarray, comm_e: np.ndarray) -> None:
+def _wait(segments: list, a: float, b: float, comm_s: np.ndarray, comm_e: np.ndarray, lane: int) -> None:
     """A stream's wait [a, b) on the path: `comm` where a communication kernel ran meanwhile, else `wait`."""
     covered = float(intervals.covered(comm_s, comm_e, np.array([a]), np.array([b]))[0]) if comm_s.size else 0.0
     if covered > 0:
-        segments.append(("comm", a, a + covered))
+        segments.append(("comm", a, a + covered, lane))
         if b - a - covered > 0:
-            segments.append(("wait", a + covered, b))
+            segments.append(("wait", a + covered, b, lane))
     else:
-        segments.append(("wait", a, b))
+        segments.append(("wait", a, b, lane))
 
 
-def _host(segments: list, a: float, b: float, dl_s: np.ndarray, dl_e: np.ndarray) -> None:
+def _host(segments: list, a: float, b: float, dl_s: np.ndarray, dl_e: np.ndarray, lane: int) -> None:
     """Host time [a, b) on the path, its DataLoader waits apart."""
     if b <= a:
         return
@@ -160,11 +162,11 @@ def _host(segments: list, a: float, b: float, dl_s: np.ndarray, dl_e: np.ndarray
         for k in range(k0, k1):
             s, e = max(float(dl_s[k]), a), min(float(dl_e[k]), b)
             if s > cursor:
-                segments.append(("host", cursor, s))
+                segments.append(("host", cursor, s, lane))
             if e > s:
-                segments.append(("dataloader", s, e))
+                segments.append(("dataloader", s, e, lane))
             cursor = max(cursor, e)
         if b > cursor:
-            segments.append(("host", cursor, b))
+            segments.append(("host", cursor, b, lane))
     else:
-        segments.append(("host", a, b))
+        segments.append(("host", a, b, lane))
