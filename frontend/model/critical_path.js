@@ -25,7 +25,7 @@ export function pathKind(kind) {
 /**
  * The answer's segments, flattened and sorted by start.
  * @param {any} answer
- * @returns {{startUs: number, endUs: number, kind: string, label: string}[]}
+ * @returns {{startUs: number, endUs: number, kind: string, label: string, lane?: number}[]}
  */
 export function pathSegments(answer) {
   const out = [];
@@ -33,7 +33,10 @@ export function pathSegments(answer) {
     for (const s of Array.isArray(step?.segments) ? step.segments : []) {
       if (!Number.isFinite(s?.start_us) || !Number.isFinite(s?.end_us) || s.end_us <= s.start_us) continue;
       const label = String(s.kind ?? '');
-      out.push({ startUs: s.start_us, endUs: s.end_us, kind: pathKind(label), label });
+      /** @type {{startUs: number, endUs: number, kind: string, label: string, lane?: number}} */
+      const seg = { startUs: s.start_us, endUs: s.end_us, kind: pathKind(label), label };
+      if (Number.isInteger(s.lane) && s.lane >= 0) seg.lane = s.lane;
+      out.push(seg);
     }
   }
   return out.sort((a, b) => a.startUs - b.startUs);

@@ -12,3 +12,10 @@ test('segments flatten, sort and map to a colour', () => {
   assert.ok(segs.every((s) => PATH_COLORS[s.kind]));
   assert.deepEqual(pathSegments(null), []);
 });
+
+test('a segment keeps the lane it lies on, when the answer names a valid one', () => {
+  const segs = pathSegments({ steps: [{ segments: [
+    { kind: 'host', lane: 0, start_us: 0, end_us: 10 }, { kind: 'launch', lane: 3, start_us: 10, end_us: 12 },
+    { kind: 'wait', lane: -1, start_us: 12, end_us: 13 }, { kind: 'wait', lane: 'x', start_us: 13, end_us: 14 }] }] });
+  assert.deepEqual(segs.map((s) => s.lane), [0, 3, undefined, undefined]);
+});

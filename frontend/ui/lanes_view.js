@@ -9,6 +9,7 @@ import { prepareLanes } from '../model/lanes.js';
 import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
 import { countersHeight } from '../model/counters.js';
 import { PATH_COLORS } from '../model/critical_path.js';
+import { drawPathOverlay } from '../render/critical_path.js';
 import { AXIS_H, GUTTER_W, HEADER_H, LOADER_H, RIGHT_PAD, ROW_H, STEP_H, clampScroll, layoutLanes } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale } from '../model/scale.js';
@@ -56,7 +57,7 @@ export class LanesView {
     this.scrollYCss = 0;
     /** @type {{laneId: number, depth: number, startUs: number, endUs: number} | null} */
     this.hover = null;
-    /** @type {{startUs: number, endUs: number, kind: string, label: string}[]} the critical path's segments, when shown */
+    /** @type {{startUs: number, endUs: number, kind: string, label: string, lane?: number}[]} the critical path's segments, when shown */
     this.path = [];
     const measure = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
     measure.font = FONT;
@@ -211,6 +212,7 @@ export class LanesView {
       stalledAt: (tUs) => this.stalledAt(tUs) };
     drawLanes(frame, this.layout, this.byLane, this.store.state.sel, this.hover, new Set(this.pinned));
     drawArea(ctx, frame.scale, this.store.state.area ?? null, heightCss);
+    drawPathOverlay(frame, this.byLane, this.path);
     drawPath(ctx, frame.scale, this.path);
   }
 
