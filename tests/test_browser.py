@@ -211,6 +211,7 @@ def test_what_would_it_save_and_the_critical_path(samples_tb):
     assert r["rows"] >= 2 and r["edits"] == "dataloader=0"
     assert r["bars"] == 6 and "predicted" in r["summaryLine"]
     assert r["pathStatus"] == 200
+    assert r["lanesChanged"] > 1000, r["lanesChanged"]  # drawn on the lanes too, not only as the strip
 
 
 def test_run_verdict_with_confidence_shows_above_the_span_verdict_of_a_multi_span_run(samples_tb):

@@ -483,11 +483,25 @@ async function whatif(browser, run) {
   const edits = await frame.$eval('[data-panel="whatif"] textarea', (t) => t.value);
   const summaryLine = await frame.$eval('.ks-whatif-result p', (p) => p.textContent).catch(() => null);
   const pathAsked = page.waitForResponse((r) => r.url().includes('/critical_path?'), { timeout: 30000 }).then((r) => r.status(), () => null);
+  // the overlay draws on the lanes themselves (under the pinned header): saturated pixels there before and after
+  const g = await geometry(frame);
+  const headerH = await frame.evaluate(async () => (await import(new URL('static/model/layout.js', document.baseURI).href)).HEADER_H);
+  const lanesPixels = (keep) => frame.evaluate(([a, b, c, d, k]) => {
+    const canvas = document.querySelector('.ks-lanes-canvas');
+    const dpr = canvas.width / canvas.getBoundingClientRect().width;
+    const img = canvas.getContext('2d').getImageData(Math.round(a * dpr), Math.round(b * dpr), Math.round((c - a) * dpr), Math.round((d - b) * dpr));
+    if (k) { window.__ksLanesBefore = img.data; return 0; }
+    let n = 0;
+    for (let i = 0; i < img.data.length; i += 4) if (img.data[i] !== window.__ksLanesBefore[i] || img.data[i + 2] !== window.__ksLanesBefore[i + 2]) n++;
+    return n;
+  }, [g.gutter, headerH, g.width - g.right, g.height, keep]);
+  await lanesPixels(true);
   await frame.click('.ks-path-toggle input');
   const pathStatus = await pathAsked;
   await page.waitForTimeout(500);
+  const lanesChanged = await lanesPixels(false);
   await page.screenshot({ path: shot('whatif') });
-  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus };
+  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus, lanesChanged };
 }
 
 async function layoutFaults(frame) {
