@@ -1,7 +1,8 @@
 """The decoder child process, both ends of its protocol: `spawn` starts `python -m kinetoscope.server.decoder`
 under a memory limit, `Child.assign` hands it its job (PATH, CACHE_DIR, MODE) as one JSON line on its stdin,
 `result` collects the model it pickles to stdout, and `main` is the child itself. MODE `decode` decodes the trace
-(filling the disk cache); MODE `sidecar` reads the model from the trace's `kinetoscope index` sidecar
+and hands the model over, then fills the disk cache while the parent goes on (the parent reaps it in the
+background, under the same wall-time limit); MODE `sidecar` reads the model from the trace's `kinetoscope index` sidecar
 (`index.reader.open_model`: hashed, capped, checked), so that a hostile sidecar costs this child's memory, never
 TensorBoard's, and ends with `("miss", reason)` when it is refused.
 
@@ -217,13 +218,21 @@ class _Outcomes:
             self.child.stdout.close()
         except OSError:
             pass
-        try:
-            self.child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.child.kill()
-            self.child.wait()
-        finally:
+        if self.child.poll() is not None:
             self.timer.cancel()
+            return
+        # still writing its disk cache (or exiting): reaped in the background, under the same timeout, so the
+        # model is used at once
+        threading.Thread(target=_reap, args=(self.child, self.timer), name="kinetoscope-reap", daemon=True).start()
+
+
+def _reap(child: subprocess.Popen, timer: threading.Timer) -> None:
+    """Wait for a child that has handed its outcome over (the decoding timeout still kills it), then cancel its
+    timer."""
+    try:
+        child.wait()
+    finally:
+        timer.cancel()
 
 
 def _kill(child: subprocess.Popen) -> None:
@@ -261,7 +270,8 @@ def main(argv: list[str]) -> int:
             outcome = _read_sidecar(path, _send, bound=mode == SIDECAR_BOUND)
         else:
             outcome = _decode(path, cache_dir, report)
-    _send(outcome)
+    if outcome is not None:
+        _send(outcome)
     return 0
 
 
@@ -271,10 +281,18 @@ def _send(outcome: tuple) -> None:
     sys.stdout.buffer.flush()
 
 
-def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[float], None]]) -> tuple:
-    """("ok", model) or ("error", message, transient): every failure named, none raised."""
+def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[float], None]]) -> Optional[tuple]:
+    """("ok", model) or ("error", message, transient): every failure named, none raised. A model it decoded (not
+    one read from the disk cache) is sent to the parent before the disk cache is written, and None returned: the
+    parent goes on while this child writes the cache and exits."""
+    sent: list[bool] = []
+
+    def hand_over(model: TraceModel) -> None:
+        _send(("ok", model))
+        sent.append(True)
     try:
-        return "ok", load_trace(path, cache_dir=cache_dir, progress=report)
+        model = load_trace(path, cache_dir=cache_dir, progress=report, before_store=hand_over)
+        return None if sent else ("ok", model)
     except TraceError as exc:
         return "error", exc.message, exc.transient
     except (MemoryError, RecursionError) as exc:

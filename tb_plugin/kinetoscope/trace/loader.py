@@ -346,7 +346,8 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
 
 
 def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
-               progress: Optional[Progress] = None) -> TraceModel:
+               progress: Optional[Progress] = None,
+               before_store: Optional[Callable[[TraceModel], None]] = None) -> TraceModel:
     """Load one trace file (local path or fsspec URL, plain or gzipped) into the columnar model.
 
     Args:
@@ -354,6 +355,8 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
         cache_dir: where decoded models are cached; the user cache directory by default, None for no cache.
         progress: called as a chunked decode goes: with DECODE_SHARE times the share of the text decoded after each
             chunk, then a few times while the model is built, 0.99 last.
+        before_store: called with a decoded model before it is written to the cache (not for a cached one): the
+            decoder child hands the model over first, and writes its cache while TensorBoard goes on.
 
     Returns:
         The model; events it could not use are counted in `model.skipped` by reason.
@@ -373,6 +376,8 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
         raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:
         raise TraceError(path, resource_message(exc)) from None
+    if before_store is not None:
+        before_store(model)
     if ident is not None:
         store(Path(cache_dir), ident, model)
     return model
