@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import subprocess
 import sys
 import threading
@@ -47,6 +46,7 @@ from ..trace.budgets import setting
 from ..trace.loader import TraceError, load_trace, resource_message
 from ..trace.model import TraceModel
 from ..trace.storage import ROOTS_ENV, confined
+from . import handover
 
 DECODER_MEMORY_ENV, DECODE_TIMEOUT_ENV = "KINETOSCOPE_DECODER_MEMORY_BYTES", "KINETOSCOPE_DECODE_TIMEOUT_S"
 # A 300 MB trace decodes within 1 GiB of address space; 8 GiB (a third of a 24 GiB machine) covers GB-scale
@@ -109,6 +109,7 @@ def spawn(roots: tuple[str, ...] = ()) -> Child:
     """Start a decoder child that reads only inside `roots`, waiting for its job (`Child.assign`); its progress
     goes to the callback its job names, from a thread of its own until it exits."""
     key = spawn_key(roots)
+    handover.sweep()  # files of children killed between writing and handing over
     read_end, write_end = os.pipe()
     command = [sys.executable, "-c", _BOOT, str(key[0]), "--wait", str(write_end)]
     try:
@@ -198,7 +199,7 @@ class _Outcomes:
     def next(self) -> tuple:
         """The next outcome tuple (raises TraceError when the child ran out of time, or died before writing it)."""
         try:
-            outcome = pickle.load(self.child.stdout)
+            outcome = handover.receive(self.child.stdout)
             if not isinstance(outcome, tuple) or len(outcome) < 2:
                 raise ValueError("no outcome")
             return outcome
@@ -276,9 +277,8 @@ def main(argv: list[str]) -> int:
 
 
 def _send(outcome: tuple) -> None:
-    """In the child: one outcome tuple to the parent (stdout)."""
-    pickle.dump(outcome, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.flush()
+    """In the child: one outcome tuple to the parent (stdout; its columns through shared memory, `handover`)."""
+    handover.send(outcome, sys.stdout.buffer)
 
 
 def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[float], None]]) -> Optional[tuple]:

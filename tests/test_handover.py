@@ -1,0 +1,86 @@
+"""The decoder child's outcome through shared memory (server/handover.py): the same model, its columns mapped
+read-only with no copy, no file left behind, and the pipe when shared memory cannot take it."""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+
+import numpy as np
+import pytest
+from conftest import SHARED_TRACES, requires_shared
+from kinetoscope.index import codec
+from kinetoscope.server import handover
+from kinetoscope.trace.loader import load_trace
+
+RESNET = SHARED_TRACES / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
+
+
+def _roundtrip(outcome: tuple) -> tuple:
+    stream = io.BytesIO()
+    handover.send(outcome, stream)
+    stream.seek(0)
+    return handover.receive(stream), stream.getbuffer().nbytes
+
+
+def _left(folder) -> list[str]:
+    return [n for n in os.listdir(folder) if n.startswith(handover.PREFIX)]
+
+
+def test_large_columns_come_through_shared_memory_read_only(tmp_path, monkeypatch):
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    columns = {"ts": np.arange(2_000_000, dtype=np.int64), "dur": np.arange(3, dtype=np.int32), "odd": np.ones(7, np.float32)}
+    (tag, got), sent = _roundtrip(("ok", columns))
+    assert tag == "ok" and sent < 4096  # the pipe carried the head only
+    for key, value in columns.items():
+        assert np.array_equal(got[key], value) and got[key].dtype == value.dtype
+        assert not got[key].flags.writeable
+    assert got["ts"].ctypes.data % handover.ALIGN == 0
+    assert _left(tmp_path) == []  # the name is removed once mapped
+
+
+def test_small_outcomes_and_a_missing_folder_go_through_the_pipe(tmp_path, monkeypatch):
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path / "no-such-folder"))
+    big = np.arange(2_000_000, dtype=np.int64)
+    (tag, got), sent = _roundtrip(("ok", big))
+    assert np.array_equal(got, big) and sent > big.nbytes
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    (_, small, _), sent = _roundtrip(("error", "named", False))
+    assert small == "named" and _left(tmp_path) == []
+
+
+@pytest.mark.parametrize("forgery", ["not_a_handover_name", "traversal", "short_file", "missing"])
+def test_a_frame_that_does_not_hold_together_is_refused(forgery, tmp_path, monkeypatch):
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    name = handover.PREFIX + "0" * 24
+    (tmp_path / name).write_bytes(b"x" * 10)
+    frame = {"not_a_handover_name": ("shm", "passwd", [(0, 10)], b""),
+             "traversal": ("shm", handover.PREFIX + "/../../etc/passwd", [(0, 10)], b""),
+             "short_file": ("shm", name, [(0, 1 << 20)], b""),
+             "missing": ("shm", handover.PREFIX + "1" * 24, [(0, 10)], b"")}[forgery]
+    stream = io.BytesIO(pickle.dumps(frame))
+    with pytest.raises((ValueError, OSError)):
+        handover.receive(stream)
+
+
+def test_sweep_removes_only_stale_handover_files_of_this_user(tmp_path, monkeypatch):
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    stale, fresh, other = tmp_path / (handover.PREFIX + "a"), tmp_path / (handover.PREFIX + "b"), tmp_path / "mine.bin"
+    for path in (stale, fresh, other):
+        path.write_bytes(b"x")
+    old = os.path.getmtime(stale) - 2 * handover.STALE_S
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    handover.sweep()
+    assert not stale.exists() and fresh.exists() and other.exists()
+
+
+@requires_shared
+def test_a_real_model_through_a_decoder_child_is_the_same_model(tmp_path, monkeypatch):
+    from kinetoscope.server import decoder
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(handover.SHM_MIN_ENV, "0")
+    child = decoder.start(str(RESNET), None, lambda share: None)
+    model = decoder.result(child, str(RESNET))
+    assert codec.difference(model, load_trace(str(RESNET), cache_dir=None)) is None
+    assert not model.ts_ns.flags.writeable and _left(tmp_path) == []
