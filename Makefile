@@ -85,16 +85,19 @@ RUN_BENCH := $(BIN)/python tests/bench/run_bench.py --runs $(BENCH_RUNS) --timeo
 T := .bench/traces
 bench: install browser-deps
 	$(BIN)/python tests/bench/peers_env.py
-	$(BIN)/python tests/bench/make_traces.py --max-repeat 30 > .bench/trace-list.txt
+	$(BIN)/python tests/bench/make_traces.py --max-repeat 90 > .bench/trace-list.txt
 	$(RUN_BENCH) $(T)/resnet50_nw0_x1.pt.trace.json.gz $(T)/trace_diff_test_x1.pt.trace.json.gz \
 		$(T)/synthetic_mixed_x1.pt.trace.json.gz $(T)/resnet50_nw0_x10.pt.trace.json $(T)/resnet50_nw0_x10.pt.trace.json.gz \
 		--label "make bench (1x and 10x traces)" --out .bench/results-stage1.json --markdown .bench/stage1.md
 	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json --floor-decoders msgspec \
 		--label "make bench (30x trace, about 0.9 GB)" --out .bench/results-stage2.json --markdown .bench/stage2.md
-	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json.gz --floor-decoders msgspec --tools kinetoscope,kinetoscope_warm,routes,floor \
+	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json.gz --floor-decoders msgspec --tools kinetoscope,kinetoscope_w2,kinetoscope_warm,routes,floor \
 		--label "make bench (30x gzipped: Kinetoscope and the floor)" --out .bench/results-stage3.json --markdown .bench/stage3.md
+	$(RUN_BENCH) $(T)/resnet50_nw0_x90.pt.trace.json --tools kinetoscope,kinetoscope_w2,tbprof,hta \
+		--label "make bench (90x trace, GB-scale: Kinetoscope with 1 and 2 decode workers; the peers where they finish)" \
+		--out .bench/results-stage4.json --markdown .bench/stage4.md
 	$(BIN)/python tests/bench/decode_rate.py $(T)/resnet50_nw0_x10.pt.trace.json $(T)/resnet50_nw0_x10.pt.trace.json.gz \
-		$(T)/resnet50_nw0_x30.pt.trace.json --runs 3 --also-pure > .bench/decode.md
+		$(T)/resnet50_nw0_x30.pt.trace.json $(T)/resnet50_nw0_x90.pt.trace.json --runs 3 --also-pure --workers 1,2 > .bench/decode.md
 	$(BIN)/python tests/browser/bench_frames.py --runs 3 | tail -1 > .bench/frames.txt
 	$(BIN)/python tests/bench/ranks_bench.py --out .bench/ranks.md > /dev/null
 	$(BIN)/python tests/bench/first_lanes.py $(T)/resnet50_nw0_x10.pt.trace.json.gz $(T)/resnet50_nw0_x30.pt.trace.json.gz \
@@ -104,7 +107,7 @@ bench: install browser-deps
 	cd tests/bench && PYTHONPATH=../../tb_plugin ../../$(BIN)/python index_bench.py --repeat 3 --markdown ../../.bench/index.md > /dev/null
 	$(BIN)/python tests/bench/tables_bench.py --out .bench/tables.md > /dev/null
 	PYTHONPATH=tb_plugin $(BIN)/python tests/bench/compare_bench.py --runs 3 --markdown .bench/compare.md > /dev/null
-	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md \
+	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md .bench/stage4.md \
 		--decode .bench/decode.md --frames .bench/frames.txt --loadtest .bench/loadtest.md --ranks .bench/ranks.md --first-lanes .bench/first_lanes.md \
 		--tables .bench/tables.md \
 		--section "Remote logdirs: time to first lanes from S3 (moto on 127.0.0.1) and from local disk=.bench/remote.md" \

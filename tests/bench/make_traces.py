@@ -21,9 +21,11 @@ SOURCES = {
     "trace_diff_test": SHARED / "hta" / "trace_diff" / "test" / "test.json.gz",
     "synthetic_mixed": next(iter(sorted((REPO_ROOT / "samples" / "logs" / "synthetic" / "mixed").glob("*.gz"))), None),
 }
-# (source, repeat, gzip): the 10x and 30x ResNet traces are the headline ones (300 MB / 900 MB).
+# (source, repeat, gzip): the 10x and 30x ResNet traces are the headline ones (300 MB / 900 MB); the 90x one
+# (about 2.7 GB of JSON) is the GB-scale one (built only with --max-repeat 90).
 DEFAULT_SET = [("resnet50_nw0", 1, True), ("trace_diff_test", 1, True), ("synthetic_mixed", 1, True),
-               ("resnet50_nw0", 10, False), ("resnet50_nw0", 10, True), ("resnet50_nw0", 30, False), ("resnet50_nw0", 30, True)]
+               ("resnet50_nw0", 10, False), ("resnet50_nw0", 10, True), ("resnet50_nw0", 30, False), ("resnet50_nw0", 30, True),
+               ("resnet50_nw0", 90, False)]
 
 
 def build(name: str, repeat: int, gz: bool, out_dir: Path) -> Path:
