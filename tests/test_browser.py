@@ -303,6 +303,7 @@ def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
         r = run_node("checks.mjs", "ranks", server.base, str(ARTIFACTS), "ddp", timeout_s=90)
     assert r["errors"] == [] and r["httpErrors"] == []
     assert r["straggler"] and r["straggler"].startswith("Rank 1 (rank1) holds the others back"), r["straggler"]
+    assert r["saving"] and "straggler=median" in r["saving"] and "per step" in r["saving"], r["saving"]
     assert r["rows"] == ["0", "1", "2", "3"] and r["heatCells"] == 20
     assert r["opened"], r
 

@@ -63,6 +63,20 @@ export function stragglerText(s) {
     + `${doing ? `. Meanwhile it ran ${doing}` : ''}${s.slow_steps ? '; its steps are slower outside communication too' : ''}.`;
 }
 
+/**
+ * What making the stragglers as fast as the median rank would save (`straggler_whatif`, replayed on the server),
+ * or '' when there is no straggler.
+ * @param {any} view
+ */
+export function stragglerSavingText(view) {
+  const w = view?.straggler_whatif;
+  if (!w || !Number.isFinite(w.saving_us) || !Number.isFinite(w.recorded_median_step_us) || !Number.isFinite(w.median_step_us)) return '';
+  const share = Number.isFinite(w.saving_share) ? ` (${(100 * w.saving_share).toFixed(1)}%)` : '';
+  return `What a fix would save: with the stragglers as fast as the median rank (${w.edit ?? 'straggler=median'}), `
+    + `the job's median step goes from ${formatDuration(w.recorded_median_step_us)} to ${formatDuration(w.median_step_us)}: `
+    + `${formatDuration(Math.max(0, w.saving_us))} per step${share}.`;
+}
+
 /** The line above the table: how many ranks, which are missing, whether anyone held the others back. @param {any} view */
 export function ranksSummary(view) {
   if (!view) return '';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { RANK_COLUMNS, heatmap, isMultiRank, ranksSummary, stragglerText } from '../model/ranks.js';
+import { RANK_COLUMNS, heatmap, isMultiRank, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
 
 const view = {
   world_size: 4, ranks_present: 3, missing_ranks: [2], partial: true, steps: [2, 3], matched_instances: 2,
@@ -45,4 +45,14 @@ test('stragglers and the summary read as sentences', () => {
 test('every column shows a value for a sparse row', () => {
   for (const c of RANK_COLUMNS) assert.equal(typeof c.show({ rank: 0, worker: 'w' }), 'string', c.key);
   assert.equal(RANK_COLUMNS.find((c) => c.key === 'overlap_pct').show(view.ranks[1]), '12.3%');
+});
+
+test('the straggler carries its saving, replayed with straggler=median', () => {
+  const view = { straggler_whatif: { edit: 'straggler=median', recorded_median_step_us: 14200, median_step_us: 12100, saving_us: 2100, saving_share: 0.1479 } };
+  const text = stragglerSavingText(view);
+  assert.match(text, /straggler=median/);
+  assert.match(text, /14\.2 ms to 12\.1 ms/);
+  assert.match(text, /2\.1 ms per step \(14\.8%\)/);
+  assert.equal(stragglerSavingText({}), '');
+  assert.equal(stragglerSavingText({ straggler_whatif: { saving_us: 'x' } }), '');
 });

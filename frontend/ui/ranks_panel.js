@@ -6,7 +6,7 @@
  */
 import { formatDuration } from '../model/format.js';
 import { independentText } from '../model/health.js';
-import { RANK_COLUMNS, heatmap, ranksSummary, stragglerText } from '../model/ranks.js';
+import { RANK_COLUMNS, heatmap, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
 import { el, errorText, message } from './dom.js';
 import { RunVerdictPoller } from './run_verdict.js';
 
@@ -71,7 +71,9 @@ export class RanksPanel {
       this.table.replaceChildren(message('info', this.pending ? `Loading the ranks (${this.pending} to go)\u2026` : idle));
       return;
     }
-    this.stragglers.replaceChildren(...(view.stragglers ?? []).map((/** @type {any} */ s) => message('warn', stragglerText(s))));
+    const saving = stragglerSavingText(view);
+    this.stragglers.replaceChildren(...(view.stragglers ?? []).map((/** @type {any} */ s) => message('warn', stragglerText(s))),
+      ...(saving ? [el('p', { class: 'ks-straggler-saving' }, saving)] : []));
     this.summary.replaceChildren(ranksSummary(view) + (this.pending ? ` (${this.pending} ranks still loading)` : ''));
     const head = el('tr', {}, RANK_COLUMNS.map((c) => el('th', { title: c.title }, c.label)));
     const rows = (view.ranks ?? []).map((/** @type {any} */ r) => el('tr', {

@@ -455,6 +455,7 @@ async function ranks(browser, run) {
   await waitReady(frame);
   const straggler = await frame.waitForSelector('.ks-ranks .ks-stragglers .ks-msg', { timeout: 30000 })
     .then((h) => h.textContent(), () => null);
+  const saving = await frame.$eval('.ks-ranks .ks-straggler-saving', (p) => p.textContent).catch(() => null);
   const rows = await frame.$$eval('.ks-ranks .ks-table-wrap:not(.ks-heat) tbody tr', (trs) => trs.map((tr) => tr.dataset.rank));
   const heatCells = await frame.$$eval('.ks-ranks .ks-heat td.ks-heat-cell', (tds) => tds.length);
   const workerBefore = urlState(page).worker ?? null;
@@ -462,7 +463,7 @@ async function ranks(browser, run) {
   const opened = await until(async () => (await frame.$eval('select[aria-label="worker"]', (s) => s.value).catch(() => null)) === 'rank3', 15000, 100);
   await waitReady(frame);
   await page.screenshot({ path: shot('ranks') });
-  return { errors, httpErrors, straggler, rows, heatCells, workerBefore, opened };
+  return { errors, httpErrors, straggler, saving, rows, heatCells, workerBefore, opened };
 }
 
 /**
