@@ -79,6 +79,9 @@ export async function start(body) {
   body.classList.add('ks-body');
   followTheme(body);
   body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections));
+  // The page above the lanes grew (the verdict came, the header unfolded) or the window shrank: the GPU may need pinning.
+  new ResizeObserver(() => lanes.view.autoPin()).observe(header.root);
+  window.addEventListener('resize', () => lanes.view.autoPin());
   /** Shows a notice above the panels until it is dismissed. @param {string} text */
   const showNotice = (text) => {
     notice.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
@@ -184,12 +187,12 @@ export async function start(body) {
       return;
     }
     if (body?.scan_error) { // a remote logdir that cannot be listed: say why (the server redacts secrets)
-      header.verdict.replaceChildren(message('error', `Cannot list the logdir: ${body.scan_error}.`, ` This page looks again every ${REFRESH_MS / 1000} s.`));
+      header.showMessage(message('error', `Cannot list the logdir: ${body.scan_error}.`, ` This page looks again every ${REFRESH_MS / 1000} s.`));
       return;
     }
     const text = body?.scan_complete === false ? 'Scanning the logdir\u2026'
       : 'No torch.profiler traces (*.pt.trace.json[.gz]) under the logdir yet.';
-    header.verdict.replaceChildren(message('info', text, ` This page looks again every ${REFRESH_MS / 1000} s.`));
+    header.showMessage(message('info', text, ` This page looks again every ${REFRESH_MS / 1000} s.`));
   }
 
   /** @param {import('./store.js').SpanRef} ref */
@@ -241,7 +244,7 @@ export async function start(body) {
 
   startUrlSync(store);
   const refresher = new RunsRefresher(api, showRuns, (err) => {
-    if (!store.state.span) header.verdict.replaceChildren(message('error', `Runs: ${errorText(err)}`));
+    if (!store.state.span) header.showMessage(message('error', `Runs: ${errorText(err)}`));
   });
   // TensorBoard has no teardown hook for a plugin (its iframe is hidden, not removed); a page that
   // is unloaded or put in the back-forward cache stops asking.
