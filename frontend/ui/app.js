@@ -23,6 +23,7 @@ import { MemoryPanel } from './memory_panel.js';
 import { RanksPanel } from './ranks_panel.js';
 import { REFRESH_MS, RunsRefresher } from './runs_refresh.js';
 import { RunVerdictPoller } from './run_verdict.js';
+import { selectionDrawer } from './selection_drawer.js';
 import { createShareButtons } from './share.js';
 import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
@@ -63,7 +64,7 @@ export async function start(body) {
     store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun), step: restore.step,
       win: restore.cw0Us !== undefined && restore.cw1Us !== undefined ? { t0Us: restore.cw0Us, t1Us: restore.cw1Us } : undefined } });
   }
-  const sections = [ranks.root, compare.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
+  const sections = [ranks.root, compare.root, lanes.root,
     new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new WhatIfPanel(store, api).root,
@@ -78,7 +79,7 @@ export async function start(body) {
   const notice = el('div', { class: 'ks-link-notice', hidden: true });
   body.classList.add('ks-body');
   followTheme(body);
-  body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections));
+  body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections), selectionDrawer(store, details.root, header.root));
   // The page above the lanes grew (the verdict came, the header unfolded) or the window shrank: the GPU may need pinning.
   new ResizeObserver(() => lanes.view.autoPin()).observe(header.root);
   window.addEventListener('resize', () => lanes.view.autoPin());

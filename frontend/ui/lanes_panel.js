@@ -46,6 +46,7 @@ export function createLanesPanel(store, api) {
   pathBox.addEventListener('change', () => { loadPath(); });
   view.onData = (/** @type {import('../model/lanes.js').LanesData} */ data) => {
     if (pathBox.checked) loadPath();
+    queueMicrotask(refreshHover); // after the view took the new lanes in
     hiddenNote.textContent = data.lanesHidden > 0
       ? `${(data.lanesTotal - data.lanesHidden).toLocaleString()} of ${data.lanesTotal.toLocaleString()} lanes shown (the threads with the fewest events are left out)`
       : '';
@@ -81,8 +82,18 @@ export function createLanesPanel(store, api) {
     tooltip.extend(key, rows);
   }
 
-  attachLanesInput(view, store, {
+  /** The pointer of the hover box shown, in the canvas: a zoom, a pan or new lanes describe what is now under it. */
+  let pointer = { xCss: 0, yCss: 0 };
+  const refreshHover = () => {
+    if (tooltip.shown) handlers.hover(view.hitAt(pointer.xCss, pointer.yCss), pointer.xCss, pointer.yCss);
+  };
+  store.subscribe((changed) => {
+    if (changed.has('win')) refreshHover();
+  });
+  /** @type {Parameters<typeof attachLanesInput>[2]} */
+  const handlers = {
     hover(hit, xCss, yCss) {
+      pointer = { xCss, yCss };
       const info = hit ? describeHit(view, hit) : null;
       const hover = hit && hit.area === 'lane' && hit.event >= 0 ? laneEvent(view, hit) : null;
       if (JSON.stringify(hover) !== JSON.stringify(view.hover)) {
@@ -112,7 +123,8 @@ export function createLanesPanel(store, api) {
       const ev = laneEvent(view, hit);
       if (ev && view.data) store.set({ sel: { ...ev, row: Number(lane.ev.row[i]), laneKind: lane.kind, name: eventName(view.data, lane, i) }, selRow: null });
     },
-  });
+  };
+  attachLanesInput(view, store, handlers);
   const root = el('section', { class: 'ks-section ks-lanes-section' }, legend, view.root);
   return { root, view };
 }
