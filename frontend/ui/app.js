@@ -31,7 +31,7 @@ import { followTheme } from './theme.js';
 import { Store } from './store.js';
 import { TablesPanel } from './tables_panel.js';
 import { WhatIfPanel } from './whatif_panel.js';
-import { readInitialState, startUrlSync } from './urlsync.js';
+import { followHash, readInitialState, startUrlSync } from './urlsync.js';
 
 /**
  * @param {HTMLElement} body
@@ -69,7 +69,9 @@ export async function start(body) {
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new WhatIfPanel(store, api).root,
     new LaunchPanel(store, api).root];
-  sections.splice(3, 0, new TablesPanel(store, api, (row) => selectRow(row, false), reveal).root);
+  const tables = new TablesPanel(store, api, (row) => selectRow(row, false), reveal, () => { const s = lanes.view.scale(); return s.x1Css - s.x0Css; });
+  sections.splice(3, 0, tables.root);
+  lanes.root.prepend(tables.searchBar);
   for (const section of sections.filter((s) => s !== lanes.root)) {
     for (const s of section.classList.contains('ks-grid') ? [...section.children] : [section]) {
       if (!s.dataset.foldable) collapsible(/** @type {HTMLElement} */ (s));
@@ -243,7 +245,30 @@ export async function start(body) {
     store.set({ ...spanPlacement(link, trace.duration_us), lanesReady: true });
   }
 
+  /**
+   * A link pasted into the open tab: its span (with its window and selection), or, for the span on screen,
+   * its window, area and selection at once.
+   * @param {import('../model/urlstate.js').ViewState} link
+   */
+  function openLink(link) {
+    const found = linkedSpan(shown, link);
+    if (!found) return;
+    const mismatch = linkMismatch(link, found);
+    if (mismatch) showNotice(mismatch);
+    else notice.hidden = true;
+    if (found.span.id !== store.state.span?.id) {
+      restore = mismatch ? {} : link;
+      pick(found.run, found.worker, found.span.id);
+      return;
+    }
+    const { bounds } = store.state;
+    const { win, area } = spanPlacement(link, bounds.t1Us);
+    store.set({ win, area, sel: null, selRow: link.sel ?? null });
+    if (link.sel !== undefined) selectRow(link.sel, false);
+  }
+
   startUrlSync(store);
+  followHash(store, openLink);
   const refresher = new RunsRefresher(api, showRuns, (err) => {
     if (!store.state.span) header.showMessage(message('error', `Runs: ${errorText(err)}`));
   });

@@ -9,7 +9,7 @@ import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
-import { windowAround } from '../model/scale.js';
+import { windowShowing } from '../model/scale.js';
 import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLUMN, extraColumns, extraDefaultSort, launchersText,
   treeParents, visibleTreeRows } from '../model/extra_tables.js';
 import { OP_GROUPS, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
@@ -21,6 +21,8 @@ const TREE_PAGE = 500; // module-tree nodes per page (the route's most): expand 
 /** @type {Record<string, string>} */
 const TAB_LABELS = { op: 'Operators', kernel: 'Kernels', module: 'Modules', ...EXTRA_TABS };
 const SEARCH_PAGE = 100;
+/** A search hit is shown at least this wide on the lanes: a 1 px outline from the whole-trace view is not found by eye. */
+const SEARCH_HIT_PX = 40;
 const FILTER_DELAY_MS = 250;
 /** The figures each table shows (model/health.js PANEL_FIGURES). @type {Record<string, string[]>} */
 const TABLE_FIGURES = { op: PANEL_FIGURES.opTable, kernel: PANEL_FIGURES.kernelTable, module: PANEL_FIGURES.moduleTable,
@@ -30,12 +32,14 @@ export class TablesPanel {
   /**
    * @param {import('./store.js').Store} store @param {import('../api.js').Api} api
    * @param {(row: number) => void} selectRow selects an event row (details, outline) @param {() => void} reveal
+   * @param {() => number} [plotWidth] the lanes' plot width (CSS px): a search hit is zoomed to SEARCH_HIT_PX of it
    */
-  constructor(store, api, selectRow, reveal) {
+  constructor(store, api, selectRow, reveal, plotWidth = () => 1000) {
     this.store = store;
     this.api = api;
     this.selectRow = selectRow;
     this.reveal = reveal;
+    this.plotWidth = plotWidth;
     this.channel = new LatestChannel();
     this.searchChannel = new LatestChannel();
     this.by = 'op';
@@ -73,10 +77,11 @@ export class TablesPanel {
     this.searchInput = el('input', { class: 'ks-search', type: 'search', placeholder: 'find an op or kernel in the lanes', 'aria-label': 'search op and kernel names',
       onkeydown: (/** @type {KeyboardEvent} */ e) => { if (e.key === 'Enter') { e.preventDefault(); this.find(this.searchInput.value, e.shiftKey ? -1 : 1); } } });
     this.searchCount = el('span', { class: 'ks-search-count', 'aria-live': 'polite' });
-    const searchBar = el('div', { class: 'ks-search-bar' }, this.searchInput,
+    // The page puts the search bar above the lanes it searches: the "n of m" counter stays in view while hits are zoomed to.
+    this.searchBar = el('div', { class: 'ks-search-bar' }, this.searchInput,
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
-    this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
+    this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'),
       el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
@@ -240,9 +245,8 @@ export class TablesPanel {
     const startUs = Number(h.start_us[i]);
     const endUs = startUs + Math.max(Number(h.dur_us[i]), 0.001);
     const { win, bounds } = this.store.state;
-    const widthUs = Math.max(win.t1Us - win.t0Us, (endUs - startUs) * 3);
-    const inView = startUs >= win.t0Us && endUs <= win.t1Us;
-    if (!inView) this.store.set({ win: windowAround(startUs - widthUs / 3, startUs + widthUs * 2 / 3, 0, bounds) });
+    const to = windowShowing(win, bounds, startUs, endUs, this.plotWidth(), SEARCH_HIT_PX);
+    if (to !== win) this.store.set({ win: to });
     this.selectRow(Number(h.row[i]));
     this.reveal();
   }
