@@ -453,3 +453,50 @@ def test_compare_lanes_stacks_both_spans_at_a_step_and_zooms_both(traces_tb):
     assert r["draw"]["count"] > 0 and max(r["gutterDark"][:3]) < 80, (r["draw"], r["gutterDark"])
     print(f"compare lanes: draw {r['draw']}, baseline lanes requests (ms) {r['lanesMs']}, zoom requests {r['zoomRequests']}, "
           f"threads {r['allThreads']}")
+
+
+# Issue 30: the tab on a 1280x800 laptop (and 1440x900, 1920x1080), light and dark.
+SIZES = ((1280, 800), (1440, 900), (1920, 1080))
+# What TensorBoard's page leaves its plugin frame at these sizes: the window less its 64 px toolbar.
+FOLD_BELOW = 900
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+@pytest.mark.parametrize("theme", ("light", "dark"))
+def test_the_tab_at_laptop_and_desktop_sizes(traces_tb, width, height, theme):
+    """The header is one line in a short window (the verdict's bound and share readable in it), the first GPU
+    lane is on screen without scrolling, hover boxes along it stay inside the window and describe what is under
+    the pointer after a wheel zoom, a search hit is zoomed to at least 40 px with its "n of m" in view, the
+    selection opens in a drawer in view, a link pasted into the open tab is followed (an area, then another
+    run), nothing overlaps or is clipped, and every text on screen reads at 4.5:1 or more.
+    Screenshots: test-artifacts/laptop-<width>x<height>-<theme>.png."""
+    r = run_node("checks.mjs", "laptop", traces_tb.base, str(ARTIFACTS), "resnet50_num_workers_0", str(width), str(height), theme,
+                 "resnet50_num_workers_4", timeout_s=400)
+    assert r["errors"] == [] and r["httpErrors"] == [] and r["faults"] == []
+    header = r["header"]
+    if height <= FOLD_BELOW:
+        assert header["folded"] and header["lines"] == 1 and header["height"] < 48
+        assert header["briefShown"] and header["brief"].startswith("dataloader-bound") and "% of the judged time" in header["brief"]
+    assert r["gpuVisible"], r["gpuLane"]
+    assert r["tooltips"] and all(t["inside"] for t in r["tooltips"]), r["tooltips"]
+    assert r["beforeZoom"] and r["afterZoom"] != r["beforeZoom"]  # a wheel zoom redescribes the hover box
+    s = r["search"]
+    assert s and s["count"].startswith("1 of ") and s["hitPx"] >= 40 - 1e-6, s
+    assert s["counterInView"] and s["drawerInView"] and s["drawerName"] == s["query"]
+    assert r["drawerClosed"] is True
+    assert tuple(map(float, r["areaFollowed"].split(","))) == pytest.approx(tuple(map(float, r["linkedArea"].split(","))), abs=1e-3)
+    assert r["runFollowed"] == "resnet50_num_workers_4"
+    assert r["contrast"] == [], r["contrast"]
+
+
+def test_the_first_gpu_lane_is_on_screen_on_load_for_every_shared_trace(traces_tb):
+    """At 1280x800, every run of the shared traces opens with its first GPU lane inside the frame's window,
+    under the sticky header, without scrolling (the GPU streams are pinned on top when the host's threads
+    would push them below the fold)."""
+    runs = sorted({s["run"] for s in traces_tb.spans()})
+    r = run_node("checks.mjs", "firstview", traces_tb.base, str(ARTIFACTS), "1280", "800", *runs, timeout_s=1800)
+    assert len(r["views"]) == len(runs)
+    for v in r["views"]:
+        assert "failed" not in v and v["errors"] == [] and v["httpErrors"] == [], v
+        if v["gpuTop"] is not None:
+            assert v["header"] <= v["gpuTop"] and v["gpuBottom"] <= v["innerHeight"], v

@@ -74,3 +74,28 @@ export function ranksSummary(view) {
   if (!view.stragglers?.length) parts.push(view.matched_instances ? 'no rank held the others back' : 'nothing to compare');
   return parts.join('; ');
 }
+
+/** The heatmap's colour at its largest value; lighter toward white for smaller ones. */
+const HEAT_RGB = [198, 40, 40];
+
+/**
+ * A heatmap cell's colours: white to red with the value's fraction of the largest, opaque, and black or
+ * white text, whichever reads better (both reach 4.5:1 on every shade of this ramp: black from relative
+ * luminance 0.175 up, white below 0.183).
+ * @param {number} frac in [0, 1]
+ * @returns {{background: string, color: string}}
+ */
+export function heatStyle(frac) {
+  const a = 0.08 + 0.8 * Math.min(1, Math.max(0, Number(frac) || 0));
+  const rgb = HEAT_RGB.map((c) => Math.round(255 - a * (255 - c)));
+  return { background: `rgb(${rgb.join(', ')})`, color: relativeLuminance(rgb) >= 0.18 ? '#000' : '#fff' };
+}
+
+/** WCAG 2 relative luminance of an sRGB colour. @param {number[]} rgb 0-255 */
+export function relativeLuminance(rgb) {
+  const [r, g, b] = rgb.map((v) => {
+    const x = v / 255;
+    return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}

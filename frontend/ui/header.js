@@ -54,12 +54,14 @@ export class Header {
     this.foldButton.textContent = folded ? 'More \u25be' : 'Less \u25b4';
     this.foldButton.title = folded ? 'show the whole verdict, its evidence and the trace figures' : 'fold the header to one line';
     this.foldButton.setAttribute('aria-expanded', String(!folded));
+    this.fillBrief();
     this.root.dispatchEvent(new Event('ks-header-resize', { bubbles: true }));
   }
 
-  /** The one-line verdict of the folded header, from the summary shown (none: empty). */
+  /** The one-line verdict of the folded header, from the summary shown (none, or unfolded: empty). */
   fillBrief() {
-    if (!this.summary) {
+    // only while folded: unfolded, the verdict below says it (and its bound is the first on the page)
+    if (!this.summary || !this.folded) {
       this.brief.replaceChildren();
       this.brief.title = '';
       return;

@@ -77,6 +77,7 @@ export class LanesView {
       // The window's bounds come with the lanes (or the summary): fetch nothing before. Lanes drawn before the
       // analyses ended are asked again when the summary arrives, for the gap and step overlays.
       if ((changed.has('win') || changed.has('lanesReady') || changed.has('summary')) && store.state.lanesReady) this.loader.update();
+      if (changed.has('bounds')) this.canvas.dataset.durationUs = String(store.state.bounds.t1Us - store.state.bounds.t0Us);
       if (changed.has('area')) this.canvas.dataset.area = store.state.area ? `${store.state.area.t0Us},${store.state.area.t1Us}` : '';
       this.view.requestRedraw();
     });

@@ -4,6 +4,7 @@ import { appendFileSync, copyFileSync, mkdirSync, readFileSync, renameSync, unli
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
+import { firstViews, laptopTour } from './laptop.mjs';
 import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
 
 const XSS = '<img src=x onerror=alert(1)>';
@@ -853,6 +854,24 @@ async function compareLanes(browser, run, baseRun) {
     zoomRequests, draw, lanesMs, gutterDark, keyReset, keyZoom, mainWindowKept, allThreads, busiestOnly };
 }
 
+/**
+ * Issue 30: the tab at WIDTHxHEIGHT, light or dark (laptop.mjs), plus the layout faults and console errors.
+ */
+async function laptop(browser, run, width, height, theme, otherRun) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }), { width, height });
+  await waitReady(frame, 120000);
+  await frame.waitForSelector('.ks-profiler-table tbody tr', { timeout: 60000 }).catch(() => null);
+  const r = await laptopTour({ page, frame, base, geometry, urlState, until }, theme === 'dark', otherRun);
+  const faults = await layoutFaults(frame);
+  await page.screenshot({ path: shot(`laptop-${width}x${height}-${theme}`) });
+  return { errors, httpErrors, faults, ...r };
+}
+
+/** Issue 30: each run's first view at WIDTHxHEIGHT (laptop.mjs): its first GPU lane on screen without scrolling. */
+async function firstView(browser, width, height, ...runs) {
+  return { views: await firstViews({ browser, base, openPlugin, waitReady, ksSuffix }, width, height, runs.map(String)) };
+}
+
 const browser = await launch();
 try {
   const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour, compare, area };
@@ -860,6 +879,8 @@ try {
   checks.remote = remote;
   checks.scanerror = scanError;
   checks.whatif = whatif;
+  checks.laptop = laptop;
+  checks.firstview = firstView;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
