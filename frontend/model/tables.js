@@ -3,6 +3,7 @@
  * The profiler tables and the name search, as the page needs them: columns per table, sort toggling,
  * the area a drag selects, and stepping through search hits one page at a time. Pure: no DOM.
  */
+import { formatCount } from './format.js';
 
 /**
  * @typedef {object} TableColumn
@@ -129,5 +130,5 @@ export function searchStep(n, delta, total, page) {
 
 /** "3 of 120", or "no match". @param {number} n @param {number} total */
 export function searchLabel(n, total) {
-  return total > 0 && n >= 0 ? `${(n + 1).toLocaleString()} of ${total.toLocaleString()}` : 'no match';
+  return total > 0 && n >= 0 ? `${formatCount(n + 1)} of ${formatCount(total)}` : 'no match';
 }

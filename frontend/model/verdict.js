@@ -19,14 +19,27 @@ export const NOT_ENOUGH_DATA = 'not enough data';
  * @property {string} [evidence]
  * @property {string} [suggestion]
  * @property {string[]} [reasons] why `not enough data`
+ * @property {string | null} [rule] why the bound wins though the runner-up's share is larger
  */
 
 /** @param {unknown} x */
 const isNumber = (x) => typeof x === 'number' && Number.isFinite(x);
 
-/** "medium confidence", or '' without one. @param {Verdict | null | undefined} v */
+/**
+ * "medium confidence", or '' without one; '' for `not enough data`, which shows its reasons instead (a
+ * confidence in having too little data reads as a confidence in the figures).
+ * @param {Verdict | null | undefined} v
+ */
 export function confidenceText(v) {
-  return v?.confidence ? `${v.confidence} confidence` : '';
+  return v?.confidence && v.bound !== NOT_ENOUGH_DATA ? `${v.confidence} confidence` : '';
+}
+
+/**
+ * Why the bound wins though its runner-up has the larger share (the server's `rule`), or ''.
+ * @param {Verdict | null | undefined} v
+ */
+export function ruleText(v) {
+  return v?.rule && v.bound ? `${v.bound} wins by the rule: ${v.rule}` : '';
 }
 
 /** "60.2% of the judged time", or '' when not measured. @param {Verdict | null | undefined} v */

@@ -3,7 +3,7 @@ import test from 'node:test';
 
 import {
   NOT_ENOUGH_DATA, confidenceText, reasonsOf, runSpansText, runVerdictLine, runnerUpText, shareText, showsRunVerdict,
-  spanVerdict, verdictBrief, verdictHeadline,
+  ruleText, spanVerdict, verdictBrief, verdictHeadline,
 } from '../model/verdict.js';
 
 const COMPUTE = { bound: 'compute-bound', confidence: 'medium', share: 0.6019, runner_up: 'host-bound', runner_up_share: 0.2086,
@@ -69,4 +69,14 @@ test('the folded header\'s brief: share and top saving, or the first reason of "
   assert.deepEqual(verdictBrief(COMPUTE, { fix: 'nothing', savingUs: 0, share: 0 }), { bound: 'compute-bound', text: '60.2% of the judged time' });
   assert.deepEqual(verdictBrief(THIN, undefined), { bound: NOT_ENOUGH_DATA, text: 'only 16 device activities in the trace' });
   assert.deepEqual(verdictBrief(undefined, undefined), { bound: 'no verdict', text: '' });
+});
+
+test('"not enough data" gives no confidence; a smaller share that wins says the rule', () => {
+  assert.equal(confidenceText(THIN), '');
+  assert.equal(verdictHeadline(THIN), NOT_ENOUGH_DATA);
+  const sync = { bound: 'sync-bound', confidence: 'medium', share: 0.357, runner_up: 'compute-bound', runner_up_share: 0.643,
+    rule: 'the host-side causes leave the GPU idle 35.7% of the judged time, at least 20%' };
+  assert.equal(ruleText(sync), 'sync-bound wins by the rule: the host-side causes leave the GPU idle 35.7% of the judged time, at least 20%');
+  assert.equal(ruleText(COMPUTE), '');
+  assert.equal(ruleText({ ...sync, rule: null }), '');
 });

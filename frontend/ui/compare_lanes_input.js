@@ -7,7 +7,7 @@
  * Escape clears the outline.
  */
 import { defaultWindow, relativeBounds } from '../model/compare_lanes.js';
-import { formatDuration, formatTimestamp } from '../model/format.js';
+import { MINUS, formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { intervalAt } from '../model/lanes_hit.js';
 import { windowAround } from '../model/scale.js';
@@ -48,7 +48,7 @@ export function attachCompareLanesInput(lanes) {
 
 /** `+1.2 ms` / `−3 µs`: a time relative to the aligned step's start. @param {number} relUs */
 function fromStep(relUs) {
-  return `${relUs < 0 ? '\u2212' : '+'}${formatDuration(Math.abs(relUs))}`;
+  return `${relUs < 0 ? MINUS : '+'}${formatDuration(Math.abs(relUs))}`;
 }
 
 /**

@@ -7,7 +7,7 @@ import { LatestChannel, sleep } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES } from '../model/colors.js';
 import { PATH_COLORS, PATH_TEXT, pathSegments } from '../model/critical_path.js';
-import { formatDuration } from '../model/format.js';
+import { formatCount, formatDuration } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { el } from './dom.js';
 import { attachLanesInput, describeHit } from './lanes_input.js';
@@ -48,7 +48,7 @@ export function createLanesPanel(store, api) {
     if (pathBox.checked) loadPath();
     queueMicrotask(refreshHover); // after the view took the new lanes in
     hiddenNote.textContent = data.lanesHidden > 0
-      ? `${(data.lanesTotal - data.lanesHidden).toLocaleString()} of ${data.lanesTotal.toLocaleString()} lanes shown (the threads with the fewest events are left out)`
+      ? `${formatCount(data.lanesTotal - data.lanesHidden)} of ${formatCount(data.lanesTotal)} lanes shown (the threads with the fewest events are left out)`
       : '';
   };
   const legend = el('div', { class: 'ks-legend' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),

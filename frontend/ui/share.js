@@ -3,6 +3,7 @@
  * Sharing: copy a link to this exact view, download the visible window as a Chrome trace (opens in
  * Perfetto and chrome://tracing), download the summary as Markdown.
  */
+import { formatCount } from '../model/format.js';
 import { LatestChannel, errorFromResponse, routeUrl } from '../api.js';
 import { el, errorText } from './dom.js';
 import { urlHost, writeUrl } from './urlsync.js';
@@ -104,8 +105,8 @@ export function createShareButtons(store) {
         const { events, max_events: max } = r.value;
         fits = Boolean(r.value.fits);
         exportTrace.disabled = !fits || !store.state.summary;
-        exportTrace.title = fits ? `Download the visible window (${events.toLocaleString()} events) as a Chrome trace (Perfetto, chrome://tracing)`
-          : `The visible window holds ${events.toLocaleString()} events, more than ${max.toLocaleString()}: zoom in to export it, or export the whole trace`;
+        exportTrace.title = fits ? `Download the visible window (${formatCount(events)} events) as a Chrome trace (Perfetto, chrome://tracing)`
+          : `The visible window holds ${formatCount(events)} events, more than ${formatCount(max)}: zoom in to export it, or export the whole trace`;
         exportTrace.textContent = fits ? 'Export window (Perfetto)' : 'Window too large to export';
       } catch {
         // a failed check leaves the button as it was; the export itself reports its own error

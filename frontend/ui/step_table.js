@@ -7,7 +7,7 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
-import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { formatCount, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { sortSteps, stepColumns, withTbprof } from '../model/steps.js';
@@ -58,8 +58,8 @@ export class StepTable {
       const busy = summary?.steps ?? [];
       this.steps = withTbprof((r.value.steps ?? []).map((/** @type {any} */ s, /** @type {number} */ i) => ({ ...busy[i], ...s })), summary?.tbprof_steps);
       const total = Number(r.value.total ?? this.steps.length);
-      const shown = total > this.steps.length ? ` The first ${this.steps.length.toLocaleString()} are listed.` : '';
-      this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${total.toLocaleString()} steps stalled on the DataLoader.${shown}`,
+      const shown = total > this.steps.length ? ` The first ${formatCount(this.steps.length)} are listed.` : '';
+      this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${formatCount(total)} steps stalled on the DataLoader.${shown}`,
         r.value.suggestion ? ` ${r.value.suggestion}` : '');
       this.render();
     } catch (err) {

@@ -7,7 +7,7 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
-import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { formatBytes, formatCount, formatDuration, formatNumber, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowShowing } from '../model/scale.js';
 import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLUMN, extraColumns, extraDefaultSort, launchersText,
@@ -192,7 +192,7 @@ export class TablesPanel {
     this.table.replaceChildren(el('table', { class: 'ks-table ks-profiler-table', dataset: { by: this.by } },
       el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));
     const last = Math.min(body.total, this.offset + body.rows.length);
-    this.pager.replaceChildren(`${(this.offset + 1).toLocaleString()}\u2013${last.toLocaleString()} of ${Number(body.total).toLocaleString()} `,
+    this.pager.replaceChildren(`${formatCount(this.offset + 1)}\u2013${formatCount(last)} of ${formatCount(Number(body.total))} `,
       el('button', { disabled: this.offset === 0, onclick: () => { this.offset = Math.max(0, this.offset - PAGE); this.load(); } }, 'previous'),
       el('button', { disabled: last >= body.total, onclick: () => { this.offset += PAGE; this.load(); } }, 'next'));
   }
@@ -259,11 +259,11 @@ export class TablesPanel {
 function cell(column, value) {
   switch (column.kind) {
     case 'dur': return formatDuration(Number(value));
-    case 'count': return Number(value).toLocaleString();
+    case 'count': return formatCount(Number(value));
     case 'share': return [el('span', { class: 'ks-bar' }, el('span', { style: { width: `${Math.min(100, 100 * (Number(value) || 0))}%` } })), formatShare(value)];
     case 'flag': return value ? 'yes' : '';
     case 'bytes': return value === null || value === undefined ? '' : formatBytes(Number(value));
-    case 'number': return value === null || value === undefined ? '' : Number(value).toLocaleString(undefined, { maximumFractionDigits: 2 });
+    case 'number': return value === null || value === undefined ? '' : formatNumber(Number(value));
     case 'launchers': return launchersText(value, formatDuration);
     default: return String(value ?? '');
   }
