@@ -156,8 +156,13 @@ export function changesNote(result) {
   const ch = result?.changes;
   if (!ch) return '';
   const rest = ch.rest_rows ? `; the other ${ch.rest_rows} parts: ${formatFigure(ch.rest_us, 'us', true)}` : '';
+  const mean = metricOf(result, 'step_time_mean');
+  // the headline is the median step: say which statistic each figure is, so the two totals do not read as one
+  const which = mean && mean.base !== null && mean.cand !== null
+    ? ` (mean step ${formatFigure(mean.base, 'us')} \u2192 ${formatFigure(mean.cand, 'us')}; the headline gives the median step, which uneven steps move differently)`
+    : ' (the headline gives the median step)';
   return `The numbered rows add up to ${formatFigure(ch.explained_us, 'us', true)} of the ${formatFigure(ch.delta_us, 'us', true)} `
-    + `change of the mean step time${rest}.`;
+    + `change of the mean step time${rest}${which}.`;
 }
 
 /**

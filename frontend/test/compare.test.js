@@ -64,7 +64,12 @@ test('headline, verdicts and the note under the ranked changes', () => {
   assert.equal(verdictLine(RESULT),
     'Verdict (changed): dataloader-bound (high, 25%; runner-up host-bound) \u2192 compute-bound (medium, 82%)');
   assert.equal(changesNote(RESULT),
-    'The numbered rows add up to \u221223.5 ms of the \u221222.7 ms change of the mean step time; the other 2 parts: +800 \u00b5s.');
+    'The numbered rows add up to \u221223.5 ms of the \u221222.7 ms change of the mean step time; the other 2 parts: +800 \u00b5s'
+    + ' (the headline gives the median step).');
+  // with the mean step time on both sides, its figures beside the sentence: the median headline and the mean rows read apart
+  const withMean = { ...RESULT, metrics: [...RESULT.metrics, metric('step_time_mean', 'step time (mean)', 'us', 170000, 147300, null, 'gain')] };
+  assert.match(changesNote(withMean), /\(mean step 170 ms \u2192 147 ms; the headline gives the median step, which uneven steps move differently\)\.$/);
+  assert.match(headline(withMean), /^Step time \(median\) /);
   assert.equal(headline({ metrics: [] }), 'Step time: not measured on both sides.');
 });
 

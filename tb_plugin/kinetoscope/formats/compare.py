@@ -104,7 +104,7 @@ def _changes(ch: dict[str, Any], markdown: bool) -> list[str]:
     rest = (f"; the other {ch['rest_rows']} parts: {figure(ch['rest_us'], 'us', True)}" if ch["rest_rows"] else "")
     lines.append("")
     lines.append(f"The numbered rows add up to {figure(ch['explained_us'], 'us', True)} of the "
-                 f"{figure(ch['delta_us'], 'us', True)} change of the mean step time{rest}.")
+                 f"{figure(ch['delta_us'], 'us', True)} change of the mean step time{rest} (the headline gives the median step).")
     return lines
 
 
