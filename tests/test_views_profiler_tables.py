@@ -82,3 +82,16 @@ def test_group_by_input_shape(routes):
                                                                         ("aten::relu", "[[16, 4]]"): 1}
     code, body = routes("tables", "by=module&group=shape")
     assert code == 400 and "group=shape" in body["error"]["message"]
+
+
+def test_the_tables_route_keeps_rows_with_the_same_cut_name_apart(tmp_path):
+    """Two ops whose names differ only after character 1,000: the `tables` route shows the same cut name on both
+    rows and a different `name_key` (with `name_chars`) on each, so the tab and scripts tell them apart."""
+    stem = "aten::" + "y" * 1200
+    events = [op(stem + "_a", 0, 30), launch(5, 5, 1), kernel("k1", 20, 4, 1), op(stem + "_b", 50, 30), launch(55, 5, 2),
+              kernel("k2", 70, 4, 2)]
+    with plugin_apps(trace_doc(events), tmp_path) as (apps, sid):
+        body = json.loads(Client(apps["/tables"]).get(f"{PREFIX}/tables?span={sid}&by=op").get_data())
+    names = {r["name"] for r in body["rows"]}
+    assert len(body["rows"]) == 2 and len(names) == 1 and len(next(iter(names))) == 1000
+    assert len({r["name_key"] for r in body["rows"]}) == 2 and {r["name_chars"] for r in body["rows"]} == {len(stem) + 2}

@@ -132,3 +132,14 @@ export function searchStep(n, delta, total, page) {
 export function searchLabel(n, total) {
   return total > 0 && n >= 0 ? `${formatCount(n + 1)} of ${formatCount(total)}` : 'no match';
 }
+
+/**
+ * The hover title of a row's name: the name, and where the server cut it (over 1,000 characters) its full
+ * length and its stable key (`name_key`, which keeps rows with the same cut name apart).
+ * @param {{name?: unknown, name_key?: unknown, name_chars?: unknown}} row
+ */
+export function nameTitle(row) {
+  const name = String(row?.name ?? '');
+  if (typeof row?.name_key !== 'string') return name;
+  return `${name}\n(cut: the trace's name has ${formatCount(Number(row.name_chars))} characters; key ${row.name_key})`;
+}

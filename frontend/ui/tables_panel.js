@@ -12,7 +12,7 @@ import { PANEL_FIGURES } from '../model/health.js';
 import { windowShowing } from '../model/scale.js';
 import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLUMN, extraColumns, extraDefaultSort, launchersText,
   treeParents, visibleTreeRows } from '../model/extra_tables.js';
-import { OP_GROUPS, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
+import { OP_GROUPS, defaultSort, nameTitle, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 import { el, errorText, message } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
@@ -186,8 +186,9 @@ export class TablesPanel {
       onclick: () => { const s = nextSort(this.sort, c); if (s !== this.sort) { this.sort = s; this.offset = 0; this.load(); } } }, c.head));
     const shown = this.by === 'module_tree' ? visibleTreeRows(body.rows, this.collapsed).map((i) => body.rows[i]) : body.rows;
     const parents = this.by === 'module_tree' ? treeParents(body.rows) : new Set();
-    const rows = shown.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name } },
-      columns.map((c) => el('td', { dataset: { col: c.key }, title: c.kind === 'text' || c.kind === 'tree' ? row[c.key] : undefined },
+    const rows = shown.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name, ...(row.name_key ? { nameKey: row.name_key } : {}) } },
+      columns.map((c) => el('td', { dataset: { col: c.key },
+        title: c.key === 'name' ? nameTitle(row) : c.kind === 'text' || c.kind === 'tree' ? row[c.key] : undefined },
         c.kind === 'tree' ? this.treeCell(row, parents.has(row.index)) : cell(c, row[c.key])))));
     this.table.replaceChildren(el('table', { class: 'ks-table ks-profiler-table', dataset: { by: this.by } },
       el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));

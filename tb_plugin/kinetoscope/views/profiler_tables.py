@@ -140,6 +140,7 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         if tab.shape_id is not None:
             columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in tab.shape_id[page].tolist()]
         out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
+    T.with_name_keys(out["rows"], [model.names[i] for i in tab.name_id[page].tolist()])
     return out
 
 
