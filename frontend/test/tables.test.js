@@ -54,3 +54,13 @@ test('a cut name says so in its title, with its full length and key; a whole nam
     `${cut}\n(cut: the trace's name has 1,502 characters; key 0123456789abcdef)`);
   assert.equal(nameTitle({}), '');
 });
+
+test('a trace without device activity: no GPU columns in the op table, ops sorted by CPU time', () => {
+  const keys = (cols) => cols.map((c) => c.key);
+  assert.ok(keys(tableColumns('op')).includes('gpu_total_us'));
+  const cpu = keys(tableColumns('op', 'name', false));
+  assert.ok(!cpu.some((k) => k.startsWith('gpu_')) && !cpu.includes('launches') && cpu.includes('cpu_self_us'));
+  assert.equal(defaultSort('op', false), '-cpu_total');
+  assert.equal(defaultSort('op'), '-gpu_total');
+  assert.equal(defaultSort('kernel', false), '-total');
+});

@@ -47,13 +47,16 @@ export function createLanesPanel(store, api) {
   view.onData = (/** @type {import('../model/lanes.js').LanesData} */ data) => {
     if (pathBox.checked) loadPath();
     queueMicrotask(refreshHover); // after the view took the new lanes in
+    gapKeys.hidden = !data.lanes.some((l) => l.kind === 'gpu');
     hiddenNote.textContent = data.lanesHidden > 0
       ? `${formatCount(data.lanesTotal - data.lanesHidden)} of ${formatCount(data.lanesTotal)} lanes shown (the threads with the fewest events are left out)`
       : '';
   };
-  const legend = el('div', { class: 'ks-legend' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),
+  // the gap causes are a GPU's: a trace without GPU lanes shows none of them
+  const gapKeys = el('span', { class: 'ks-legend-gaps' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),
     GAP_CAUSES.map((c) => el('span', { class: 'ks-legend-item', title: c.text, dataset: { cause: c.cause } },
-      el('i', { style: { background: c.solid } }), c.cause)),
+      el('i', { style: { background: c.solid } }), c.cause)));
+  const legend = el('div', { class: 'ks-legend' }, gapKeys,
     el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
     el('label', { class: 'ks-legend-item ks-path-toggle', title: 'the chain of work that set when each step was done, under the step bar: '
       + Object.entries(PATH_TEXT).map(([k, t]) => `${k}: ${t}`).join('; ') }, pathBox, 'critical path',

@@ -143,6 +143,7 @@ export class TablesPanel {
   async load() {
     const { span, area } = this.store.state;
     if (!span || !this.store.state.summary) return;
+    if (!this.withDevice() && this.sort === defaultSort(this.by)) this.sort = defaultSort(this.by, false);
     showHealthNote(this.health, this.store.state.summary, TABLE_FIGURES[this.by] ?? PANEL_FIGURES.kernelTable);
     /** @type {Record<string, string | number>} */
     const params = { span: span.id, by: this.by, offset: this.offset, limit: this.by === 'module_tree' ? TREE_PAGE : PAGE };
@@ -166,10 +167,16 @@ export class TablesPanel {
     }
   }
 
+  /** Whether the trace on screen has device activity (its summary lists devices). */
+  withDevice() {
+    const devices = this.store.state.summary?.devices;
+    return !Array.isArray(devices) || devices.length > 0;
+  }
+
   /** @param {any} body */
   render(body) {
     this.body = body;
-    let columns = extraColumns(this.by) ?? tableColumns(this.by, body.group);
+    let columns = extraColumns(this.by) ?? tableColumns(this.by, body.group, this.withDevice());
     if (this.by === 'kernel' && body.split === 'op_launch') columns = [columns[0], OP_COLUMN, ...columns.slice(1)];
     this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
     if (!body.rows.length) {
