@@ -15,7 +15,7 @@ import { TimeScale } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { COLORS, FONT } from '../render/frame.js';
 import { drawLanes } from '../render/lanes.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { WindowedLoader } from './windowed.js';
 
 /** Lanes are fetched with this much of the window on each side, so pans draw real data at once. */
@@ -73,7 +73,7 @@ export class LanesView {
     });
     store.subscribe((changed) => {
       if (changed.has('span')) this.resetSpan();
-      if (changed.has('spanError') && store.state.spanError) this.showStatus(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.showStatus(spanErrorNote());
       // The window's bounds come with the lanes (or the summary): fetch nothing before. Lanes drawn before the
       // analyses ended are asked again when the summary arrives, for the gap and step overlays.
       if ((changed.has('win') || changed.has('lanesReady') || changed.has('summary')) && store.state.lanesReady) this.loader.update();

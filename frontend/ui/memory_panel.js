@@ -14,7 +14,7 @@ import { TimeScale, windowAround } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { COLORS, FONT } from '../render/frame.js';
 import { BAND_H, drawMemoryBand } from '../render/memory.js';
-import { collapsible, el, errorText, message } from './dom.js';
+import { collapsible, el, errorText, message, spanErrorNote } from './dom.js';
 import { Tooltip } from './tooltip.js';
 import { WindowedLoader } from './windowed.js';
 
@@ -62,7 +62,7 @@ export class MemoryPanel {
     this.canvas.addEventListener('pointerleave', () => this.tooltip.hide());
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
-      if (changed.has('spanError') && store.state.spanError) this.status.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.status.replaceChildren(spanErrorNote());
       if ((changed.has('win') || changed.has('summary')) && store.state.summary) this.loader.update();
       if (changed.has('win')) this.view.requestRedraw();
     });

@@ -11,7 +11,7 @@ import { formatCount, formatDuration, formatShare, formatTimestamp } from '../mo
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { sortSteps, stepColumns, withTbprof } from '../model/steps.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 export class StepTable {
@@ -36,7 +36,7 @@ export class StepTable {
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if (changed.has('summary') && store.state.summary) this.load();
-      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(spanErrorNote());
     });
   }
 

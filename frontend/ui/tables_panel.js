@@ -13,7 +13,7 @@ import { windowShowing } from '../model/scale.js';
 import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLUMN, extraColumns, extraDefaultSort, launchersText,
   treeParents, visibleTreeRows } from '../model/extra_tables.js';
 import { OP_GROUPS, defaultSort, nameTitle, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
@@ -89,7 +89,7 @@ export class TablesPanel {
         this.offset = 0;
         this.load();
       }
-      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(spanErrorNote());
     });
     this.markTabs();
   }
