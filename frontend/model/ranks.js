@@ -20,7 +20,7 @@ export const RANK_COLUMNS = [
   { key: 'worker', label: 'worker', title: 'the trace file\'s worker name', show: (/** @type {any} */ r) => String(r.worker) },
   { key: 'step_median_us', label: 'median step', title: 'median ProfilerStep duration', show: (/** @type {any} */ r) => formatDuration(r.step_median_us) },
   { key: 'wait_us', label: 'its wait', title: 'time this rank spent waiting in matched collectives (their duration minus the transfer time): the others held it up', show: (/** @type {any} */ r) => formatDuration(r.wait_us) },
-  { key: 'waited_for', label: 'others waited on it (\u00d7)', title: 'how many matched collectives the others waited in for this rank (it came last): it held them up', show: (/** @type {any} */ r) => String(r.waited_for) },
+  { key: 'waited_for', label: 'last in', title: 'how many matched collectives this rank came last in: there the others waited for it (it held them up)', show: (/** @type {any} */ r) => String(r.waited_for) },
   { key: 'caused_wait_us', label: 'caused wait', title: 'per collective it was last in, the mean wait of the other ranks; summed', show: (/** @type {any} */ r) => formatDuration(r.caused_wait_us) },
   { key: 'exposed_comm_us', label: 'exposed comm', title: 'communication kernels no compute kernel overlaps', show: (/** @type {any} */ r) => formatDuration(r.exposed_comm_us) },
   { key: 'overlap_pct', label: 'overlap', title: 'share of communication overlapped by compute', show: (/** @type {any} */ r) => (r.overlap_pct === null || r.overlap_pct === undefined ? '\u2013' : `${Number(r.overlap_pct).toFixed(1)}%`) },
