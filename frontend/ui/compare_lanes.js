@@ -90,6 +90,8 @@ export class CompareLanes {
     this.win = { t0Us: 0, t1Us: 1 };
     /** @type {Set<string>} `${side}:${laneId}` of folded threads */
     this.collapsed = new Set();
+    /** @type {(() => void) | null} called after a side's new lanes are in (the hover box redescribes what is under the pointer) */
+    this.afterData = null;
     /** @type {ReturnType<typeof stackLayout>} */
     this.layout = { sides: [], heightCss: 0 };
     /** @type {Marked | null} */
@@ -288,6 +290,7 @@ export class CompareLanes {
     }
     this.relayout();
     this.describe();
+    this.afterData?.();
   }
 
   /** The lanes a side shows, from its latest answer; with every thread, all but the busiest start folded. @param {SideState} side */
