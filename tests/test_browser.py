@@ -476,7 +476,8 @@ def test_the_tab_at_laptop_and_desktop_sizes(traces_tb, width, height, theme):
     header = r["header"]
     if height <= FOLD_BELOW:
         assert header["folded"] and header["lines"] == 1 and header["height"] < 48
-        assert header["briefShown"] and header["brief"].startswith("dataloader-bound") and "% of the judged time" in header["brief"]
+        assert header["briefShown"] and not header["briefCut"]  # the whole brief reads on the one line
+        assert header["brief"].startswith("dataloader-bound") and "% of the time" in header["brief"] and "top saving" in header["brief"]
     assert r["gpuVisible"], r["gpuLane"]
     assert r["tooltips"] and all(t["inside"] for t in r["tooltips"]), r["tooltips"]
     assert r["beforeZoom"] and r["afterZoom"] != r["beforeZoom"]  # a wheel zoom redescribes the hover box
@@ -500,3 +501,13 @@ def test_the_first_gpu_lane_is_on_screen_on_load_for_every_shared_trace(traces_t
         assert "failed" not in v and v["errors"] == [] and v["httpErrors"] == [], v
         if v["gpuTop"] is not None:
             assert v["header"] <= v["gpuTop"] and v["gpuBottom"] <= v["innerHeight"], v
+
+
+def test_the_compare_lanes_fit_the_window_at_1280x800(traces_tb):
+    """Issue 30: ResNet nw0 against nw4 in the Compare panel at 1280x800: both sides' stacked lanes fit the frame's
+    window under the sticky header at once (threads fold until each side takes at most half of it)."""
+    r = run_node("checks.mjs", "comparefit", traces_tb.base, str(ARTIFACTS), "resnet50_num_workers_0", "resnet50_num_workers_4",
+                 "1280", "800", timeout_s=300)
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert len(r["sides"]) == 2 and all(s["hCss"] > 0 for s in r["sides"])
+    assert r["canvasH"] <= r["innerHeight"] - r["header"]

@@ -70,7 +70,8 @@ export function verdictHeadline(v) {
 
 /**
  * The verdict in one line, for the folded header: the bound, its share and the largest saving, e.g.
- * {bound: "sync-bound", text: "35.7% of the judged time \u00b7 top saving: remove syncs 4.1 ms/step (12.0%)"}.
+ * {bound: "sync-bound", text: "35.7% of the time \u00b7 top saving 4.1 ms/step (12.0%): remove syncs"} (the figures first, so a
+ * cut brief keeps them).
  * A `not enough data` verdict gives its first reason instead of a share.
  * @param {Verdict | null | undefined} v @param {{fix: string, savingUs: number, share: number | null} | null | undefined} saving the largest
  * @returns {{bound: string, text: string}}
@@ -78,9 +79,9 @@ export function verdictHeadline(v) {
 export function verdictBrief(v, saving) {
   const bound = v?.bound || 'no verdict';
   const reasons = reasonsOf(v);
-  const parts = reasons.length ? [reasons[0]] : [shareText(v)];
+  const parts = reasons.length ? [reasons[0]] : [isNumber(v?.share) ? `${formatShare(/** @type {number} */ (v?.share))} of the time` : ''];
   if (saving && saving.savingUs > 0) {
-    parts.push(`top saving: ${saving.fix} ${formatDuration(saving.savingUs)}/step${saving.share === null ? '' : ` (${formatShare(saving.share)})`}`);
+    parts.push(`top saving ${formatDuration(saving.savingUs)}/step${saving.share === null ? '' : ` (${formatShare(saving.share)})`}: ${saving.fix}`);
   }
   return { bound, text: parts.filter(Boolean).join(' \u00b7 ') };
 }

@@ -64,9 +64,9 @@ test('the run line: shown for runs of several spans, with how many spans it pool
 
 test('the folded header\'s brief: share and top saving, or the first reason of "not enough data"', () => {
   assert.deepEqual(verdictBrief(COMPUTE, { fix: 'fuse the small kernels', savingUs: 4100, share: 0.12 }),
-    { bound: 'compute-bound', text: '60.2% of the judged time \u00b7 top saving: fuse the small kernels 4.1 ms/step (12.0%)' });
-  assert.deepEqual(verdictBrief(COMPUTE, null), { bound: 'compute-bound', text: '60.2% of the judged time' });
-  assert.deepEqual(verdictBrief(COMPUTE, { fix: 'nothing', savingUs: 0, share: 0 }), { bound: 'compute-bound', text: '60.2% of the judged time' });
+    { bound: 'compute-bound', text: '60.2% of the time \u00b7 top saving 4.1 ms/step (12.0%): fuse the small kernels' });
+  assert.deepEqual(verdictBrief(COMPUTE, null), { bound: 'compute-bound', text: '60.2% of the time' });
+  assert.deepEqual(verdictBrief(COMPUTE, { fix: 'nothing', savingUs: 0, share: 0 }), { bound: 'compute-bound', text: '60.2% of the time' });
   assert.deepEqual(verdictBrief(THIN, undefined), { bound: NOT_ENOUGH_DATA, text: 'only 16 device activities in the trace' });
   assert.deepEqual(verdictBrief(undefined, undefined), { bound: 'no verdict', text: '' });
 });

@@ -52,7 +52,7 @@ export class Header {
     this.root.classList.toggle('ks-header-folded', folded);
     this.verdict.hidden = folded;
     this.foldButton.textContent = folded ? 'More \u25be' : 'Less \u25b4';
-    this.foldButton.title = folded ? 'show the whole verdict, its evidence and the trace figures' : 'fold the header to one line';
+    this.foldButton.title = folded ? 'show the whole verdict, its evidence, the trace figures and the link and export buttons' : 'fold the header to one line';
     this.foldButton.setAttribute('aria-expanded', String(!folded));
     this.fillBrief();
     this.root.dispatchEvent(new Event('ks-header-resize', { bubbles: true }));

@@ -4,7 +4,7 @@ import { appendFileSync, copyFileSync, mkdirSync, readFileSync, renameSync, unli
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
-import { firstViews, laptopTour } from './laptop.mjs';
+import { compareFit, firstViews, laptopTour } from './laptop.mjs';
 import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
 
 const XSS = '<img src=x onerror=alert(1)>';
@@ -867,6 +867,16 @@ async function laptop(browser, run, width, height, theme, otherRun) {
   return { errors, httpErrors, faults, ...r };
 }
 
+/** Issue 30: the Compare panel's stacked lanes of `run` against `baseRun` at WIDTHxHEIGHT (laptop.mjs). */
+async function compareFitCheck(browser, run, baseRun, width, height) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, base: `run:${baseRun}` }), { width, height });
+  await waitReady(frame, 120000);
+  const r = await compareFit({ page, frame, until });
+  await (await frame.$('.ks-compare-lanes-canvas')).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: shot(`compare-fit-${width}x${height}`) });
+  return { errors, httpErrors, ...r };
+}
+
 /** Issue 30: each run's first view at WIDTHxHEIGHT (laptop.mjs): its first GPU lane on screen without scrolling. */
 async function firstView(browser, width, height, ...runs) {
   return { views: await firstViews({ browser, base, openPlugin, waitReady, ksSuffix }, width, height, runs.map(String)) };
@@ -881,6 +891,7 @@ try {
   checks.whatif = whatif;
   checks.laptop = laptop;
   checks.firstview = firstView;
+  checks.comparefit = compareFitCheck;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

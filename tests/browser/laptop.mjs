@@ -73,6 +73,7 @@ export async function laptopTour(ctx, dark, otherRun) {
     const tops = new Set(kids.map((k) => Math.round(k.getBoundingClientRect().top / 8)));
     return { height: h.getBoundingClientRect().height, folded: h.classList.contains('ks-header-folded'), lines: tops.size,
       brief: h.querySelector('.ks-brief')?.textContent ?? '', briefShown: (h.querySelector('.ks-brief')?.getBoundingClientRect().width ?? 0) > 0,
+      briefCut: (() => { const b = h.querySelector('.ks-brief'); return b ? b.scrollWidth > b.clientWidth + 1 : null; })(),
       innerHeight };
   });
   const g = await geometry(frame);
@@ -179,4 +180,21 @@ export async function firstViews(ctx, width, height, runs) {
     }
   }
   return out;
+}
+
+/**
+ * The Compare panel's stacked lanes at one window size: once both sides are drawn, whether the canvas fits
+ * the window under the sticky header (so both sides show at once) and where each side's lanes lie.
+ * @param {{page: any, frame: any, until: (p: () => Promise<boolean>, ms: number, step?: number) => Promise<boolean>}} ctx
+ */
+export async function compareFit(ctx) {
+  const { page, frame, until } = ctx;
+  const sides = async () => frame.$eval('.ks-compare-lanes-canvas', (c) => JSON.parse(c.dataset.sides || '[]')).catch(() => []);
+  await until(async () => { const s = await sides(); return s.length === 2 && s.every((x) => x.rects > 0); }, 90000, 200);
+  await page.waitForTimeout(500);
+  return frame.evaluate(() => {
+    const c = document.querySelector('.ks-compare-lanes-canvas');
+    const header = document.querySelector('.ks-header').getBoundingClientRect().height;
+    return { canvasH: c.getBoundingClientRect().height, header, innerHeight, sides: JSON.parse(c.dataset.sides || '[]').map((s) => ({ yCss: s.yCss, hCss: s.hCss })) };
+  });
 }
