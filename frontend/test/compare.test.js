@@ -71,6 +71,10 @@ test('headline, verdicts and the note under the ranked changes', () => {
   assert.match(changesNote(withMean), /\(mean step 170 ms \u2192 147 ms; the headline gives the median step, which uneven steps move differently\)\.$/);
   assert.match(headline(withMean), /^Step time \(median\) /);
   assert.equal(headline({ metrics: [] }), 'Step time: not measured on both sides.');
+  // not enough data gives no confidence, only what the figures lean to
+  const thin = { verdict: { changed: true, base: { bound: 'not enough data', confidence: 'high', share: null, runner_up: 'host-bound' },
+    cand: { bound: 'compute-bound', confidence: 'medium', share: 0.8, runner_up: null } } };
+  assert.equal(verdictLine(thin), 'Verdict (changed): not enough data (the figures lean to host-bound) \u2192 compute-bound (medium, 80%)');
 });
 
 test('ranked changes: numbered parts, the kernels under compute', () => {
