@@ -511,3 +511,23 @@ def test_the_compare_lanes_fit_the_window_at_1280x800(traces_tb):
     assert r["errors"] == [] and r["httpErrors"] == []
     assert len(r["sides"]) == 2 and all(s["hCss"] > 0 for s in r["sides"])
     assert r["canvasH"] <= r["innerHeight"] - r["header"]
+
+
+def test_a_name_cut_at_1000_characters_shows_whole_on_demand(tmp_path):
+    """Two kernels whose names differ only after character 1,500: their rows show the same cut name but carry
+    different keys, the title says the name was cut, and "whole name" shows it all (the `name` route)."""
+    from conftest import kernel, launch, op, trace_doc, write_trace
+    stem = "void k<" + "x" * 1500
+    events = [op("ProfilerStep#1", 0, 200), op("aten::mm", 0, 100), launch(10, 5, 1), kernel(stem + "A>()", 20, 30, 1),
+              launch(40, 5, 2), kernel(stem + "B>()", 60, 10, 2)]
+    write_trace(tmp_path / "logs" / "long" / "w.1.pt.trace.json", trace_doc(events))
+    servers = _server(tmp_path / "logs", cache_dir=tmp_path / "cache")
+    server = next(servers)
+    try:
+        r = _check("fullname", server)
+    finally:
+        servers.close()
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert len(r["keys"]) == 2 and len(set(r["keys"])) == 2 and all(r["keys"])
+    assert all("cut: the trace's name has 1,511 characters" in t for t in r["shown"])
+    assert r["whole"] == stem + "A>()" and "1,511 characters" in r["head"]

@@ -877,6 +877,22 @@ async function compareFitCheck(browser, run, baseRun, width, height) {
   return { errors, httpErrors, ...r };
 }
 
+/**
+ * Issue 30: a kernel name cut at 1,000 characters (the only run of the logdir): its row carries a key, and its
+ * "whole name" button shows it whole.
+ */
+async function fullName(browser) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, '', { width: 1280, height: 800 });
+  await waitReady(frame);
+  await frame.click('.ks-tables .ks-tab[data-by="kernel"]');
+  await frame.waitForSelector('.ks-profiler-table[data-by="kernel"] .ks-full-name-link', { timeout: 30000 });
+  const keys = await frame.$$eval('.ks-profiler-table tbody tr', (trs) => trs.map((t) => t.dataset.nameKey ?? null));
+  const shown = await frame.$$eval('.ks-profiler-table tbody td[data-col="name"]', (tds) => tds.map((t) => t.title));
+  await frame.click('.ks-full-name-link');
+  await frame.waitForSelector('.ks-full-name-text', { timeout: 15000 });
+  return { errors, httpErrors, keys, shown, whole: await frame.textContent('.ks-full-name-text'), head: await frame.textContent('.ks-full-name-head') };
+}
+
 /** Issue 30: each run's first view at WIDTHxHEIGHT (laptop.mjs): its first GPU lane on screen without scrolling. */
 async function firstView(browser, width, height, ...runs) {
   return { views: await firstViews({ browser, base, openPlugin, waitReady, ksSuffix }, width, height, runs.map(String)) };
@@ -892,6 +908,7 @@ try {
   checks.laptop = laptop;
   checks.firstview = firstView;
   checks.comparefit = compareFitCheck;
+  checks.fullname = fullName;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {
