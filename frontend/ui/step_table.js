@@ -76,7 +76,9 @@ export class StepTable {
     const communicates = (summary?.devices ?? []).some((/** @type {any} */ d) => Number(d.comm?.kernels) > 0);
     showHealthNote(this.health, summary, communicates ? PANEL_FIGURES.stepsComm : PANEL_FIGURES.steps);
     this.tbprofToggle.hidden = !this.steps.some((s) => typeof s?.tbprof_dur_us === 'number');
-    const columns = stepColumns(this.steps, communicates, this.tbprofBox.checked);
+    // a trace without device activity has no GPU figures to show (summary.devices lists none)
+    const withDevice = !Array.isArray(summary?.devices) || summary.devices.length > 0;
+    const columns = stepColumns(this.steps, communicates, this.tbprofBox.checked, withDevice);
     const column = columns.find((c) => c.key === this.sortKey) ?? columns[1];
     const head = columns.map((c) => el('th', { class: 'ks-sortable', title: c.title, 'aria-sort': c.key === this.sortKey ? (this.desc ? 'descending' : 'ascending') : 'none',
       onclick: () => { this.desc = c.key === this.sortKey ? !this.desc : c.kind !== 'text' && c.kind !== 'time'; this.sortKey = c.key; this.render(); } },
