@@ -251,7 +251,8 @@ export async function start(body) {
    * @param {import('../model/urlstate.js').ViewState} link
    */
   function openLink(link) {
-    const found = linkedSpan(shown, link);
+    // a link naming no run nor span (a window, an area) is about the span on screen
+    const found = link.run || link.span ? linkedSpan(shown, link) : findSpan(shown, store.state.span?.id ?? '');
     if (!found) return;
     const mismatch = linkMismatch(link, found);
     if (mismatch) showNotice(mismatch);
