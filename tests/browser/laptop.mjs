@@ -32,7 +32,7 @@ export async function contrastFaults(frame, minRatio = 4.5) {
       const el = n.parentElement;
       if (!el || seen.has(el) || !n.textContent.trim()) continue;
       seen.add(el);
-      if (el.closest('[hidden], option, script, style, .ks-tooltip, :disabled')) continue;
+      if (el.closest('[hidden], option, script, style, .ks-tooltip')) continue;
       const r = el.getBoundingClientRect();
       const st = getComputedStyle(el);
       if (!r.width || !r.height || st.visibility === 'hidden' || Number(st.opacity) === 0) continue;
