@@ -17,7 +17,7 @@ const metric = (name, label, unit, base, cand, noise, status) => ({
 const RESULT = {
   steps: { matched: 12, base: 12, cand: 14, unmatched_base: 0, unmatched_cand: 2 },
   metrics: [metric('step_time', 'step time (median)', 'us', 162000, 127000, 18500, 'gain'),
-    metric('comm', 'communication per step', 'us', 0, 0, 0, 'unchanged'),
+    metric('comm', 'communication per step (mean)', 'us', 0, 0, 0, 'unchanged'),
     metric('memory_peak', 'memory peak (allocated)', 'bytes', 2 * 1024 ** 3, 2 * 1024 ** 3 + 1024 ** 2, null, 'unchanged')],
   changes: { delta_us: -22700, explained_us: -23500, rest_us: 800, rest_rows: 2, rows: [
     { name: 'DataLoader wait (device idle)', part: 'dataloader', base_us: 47600, cand_us: 500, delta_us: -47100, share_of_change: 2.075, kernels: null },
