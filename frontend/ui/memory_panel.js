@@ -58,13 +58,19 @@ export class MemoryPanel {
     this.view.setHeight(BAND_H);
     this.loader = new WindowedLoader({ fetch: (s) => this.fetch(s), serves: (p) => this.serves(p), accept: (p) => this.accept(p),
       fail: (err) => this.status.replaceChildren(message('error', `Memory: ${errorText(err)}`)) });
-    this.canvas.addEventListener('pointermove', (e) => this.hover(e.offsetX, e.offsetY));
+    /** the pointer of the hover box, in the canvas: a zoom or a pan redescribes what is now under it */
+    this.pointer = { xCss: 0, yCss: 0 };
+    this.canvas.addEventListener('pointermove', (e) => {
+      this.pointer = { xCss: e.offsetX, yCss: e.offsetY };
+      this.hover(e.offsetX, e.offsetY);
+    });
     this.canvas.addEventListener('pointerleave', () => this.tooltip.hide());
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if (changed.has('spanError') && store.state.spanError) this.status.replaceChildren(spanErrorNote());
       if ((changed.has('win') || changed.has('summary')) && store.state.summary) this.loader.update();
       if (changed.has('win')) this.view.requestRedraw();
+      if (changed.has('win') && this.tooltip.shown) this.hover(this.pointer.xCss, this.pointer.yCss);
     });
   }
 
