@@ -16,7 +16,7 @@ import { el } from './dom.js';
 export function selectionDrawer(store, details, header) {
   const close = el('button', { type: 'button', class: 'ks-drawer-close', title: 'close (clears the selection)', 'aria-label': 'close the selection',
     onclick: () => store.set({ sel: null, selRow: null }) }, '\u2715');
-  const root = el('aside', { class: 'ks-section ks-drawer', 'aria-label': 'Selection', hidden: true },
+  const root = el('aside', { class: 'ks-drawer', 'aria-label': 'Selection', hidden: true },
     el('div', { class: 'ks-drawer-head' }, el('h3', {}, 'Selection'), close), details);
   const place = () => {
     const topCss = Math.max(0, header.getBoundingClientRect().bottom) + 8;
