@@ -27,7 +27,7 @@ setup(
         "kinetoscope.formats",
         "kinetoscope.frontend",
     ],
-    package_data={"kinetoscope.server": ["HTTP_API.md"],
+    package_data={"kinetoscope.server": ["HTTP_API.md"], "kinetoscope.formats": ["schemas/*.json"],
                   "kinetoscope.frontend": ["*.js", "*.css", "*.json", "model/*.js", "render/*.js", "ui/*.js"]},
     ext_modules=[COLUMNS, REPLAY],
     # Floors tested by `make test-min` (tests/min-versions.txt pins each one; keep both equal). Raised to what

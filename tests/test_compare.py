@@ -3,6 +3,7 @@ noise, the CI gate (exit codes), multi-rank runs."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -203,6 +204,9 @@ def test_json_output_is_one_document_with_the_gate(synth, capsys):
     doc = json.loads(out)
     assert code == 1 and doc["gate"][0]["broken"] and doc["steps"]["matched"] == 8
     assert {m["name"] for m in doc["metrics"]} >= {"step_time", "exposed_comm", "dataloader_wait", "memory_peak"}
+    # every figure says which statistic it is (the median headline and the per-step means read apart)
+    assert all(re.search(r"\((median|p90|mean|allocated)\)$| p50$| p99$", m["label"]) for m in doc["metrics"]), \
+        [m["label"] for m in doc["metrics"]]
 
 
 def test_the_console_script_runs(synth):

@@ -1,13 +1,18 @@
 """The readable renderers: span labels, the overview table, markdown sections and escaping."""
 from __future__ import annotations
 
+import json
+import random
 import re
+import shutil
+import subprocess
 
+import pytest
 from conftest import REPO, kernel, launch, op, trace_doc, write_trace
 from kinetoscope.analysis.gpu_idle import CAUSE_NAMES, CAUSE_ORDER
 from kinetoscope.cli.main import main
 from kinetoscope.formats.report import render_entry, render_overview, span_label
-from kinetoscope.formats.units import md
+from kinetoscope.formats.units import count, human_bytes, human_us, md, percent
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -91,3 +96,30 @@ def test_every_cause_list_follows_the_one_order():
              "steps": [], "launch": {"pairs": 0}, "memory": []}
     text = render_entry(entry)
     assert [c for c in re.findall(r"^(\w+)\s+1 µs", text, flags=re.M)] == list(CAUSE_ORDER)
+
+
+def _tab_formats(values: dict) -> dict:
+    """The tab's formatters (frontend/model/format.js) run by node on `values` per formatter name."""
+    script = ("import(process.argv[1]).then((m) => { const v = JSON.parse(process.argv[2]); "
+              "console.log(JSON.stringify(Object.fromEntries(Object.entries(v).map(([k, xs]) => [k, xs.map((x) => m[k](x))])))); });")
+    out = subprocess.run(["node", "-e", script, str(REPO / "frontend" / "model" / "format.js"), json.dumps(values)],
+                         capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_the_cli_and_the_tab_write_numbers_the_same_way():
+    """One formatter: durations, bytes, counts and shares read the same in the CLI/markdown (formats/units.py)
+    and the tab (frontend/model/format.js): commas in counts, U+2212 for minus, 3 significant digits, ties up."""
+    rng = random.Random(30)
+    durations = [0, 0.85, 12.345, 12.25, 999, 999.5, 4560, 1.2e6, -2500, 1.234e9, 1e-4, 0.0005, 44666.0]
+    durations += [rng.choice((-1, 1)) * 10 ** rng.uniform(-3, 10) for _ in range(300)]
+    sizes = [0, 512, 1536, 2791636480, -1048576, 1023.5 * 1024] + [rng.uniform(-1, 1) * 10 ** rng.uniform(0, 15) for _ in range(100)]
+    counts = [0, 999, 1000, 44666, 8921, 1806, -1806, 1234567] + [rng.randrange(-10 ** 9, 10 ** 9) for _ in range(100)]
+    shares = [0, 0.314, 1, 0.3575, 0.6425, -0.05, -0.0004] + [rng.uniform(-1, 1) for _ in range(100)]
+    tab = _tab_formats({"formatDuration": durations, "formatBytes": sizes, "formatCount": counts, "formatShare": shares})
+    assert tab["formatDuration"] == [human_us(v) for v in durations]
+    assert tab["formatBytes"] == [human_bytes(v) for v in sizes]
+    assert tab["formatCount"] == [count(v) for v in counts]
+    assert tab["formatShare"] == [percent(v) for v in shares]
+    assert (human_us(-2500), count(44666), human_bytes(-1048576)) == ("\u22122.5 ms", "44,666", "\u22121 MiB")

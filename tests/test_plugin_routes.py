@@ -99,7 +99,7 @@ def test_plugin_metadata_and_literal_route_table(logdir):
     finally:
         instance.service().close()
     assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES),
-                      "/compare"}
+                      "/compare", "/name"}  # name: a cut name whole by its key (tests/test_views_profiler_tables.py)
 
 
 @pytest.mark.parametrize("make_logdir, active", [

@@ -120,3 +120,21 @@ def test_kernel_split_by_launch_configuration(modules_trace, capsys):
     assert [(r["name"], r["op"], r["calls"]) for r in rows] == [("gemm", "aten::addmm", 2), ("relu_k", "aten::relu", 2)]
     assert main(["table", modules_trace, "--by", "op", "--split", "launch"]) == 2
     assert "--split" in capsys.readouterr().err
+
+
+def test_names_cut_for_showing_keep_rows_apart_by_a_stable_key(tmp_path, no_cache, capsys):
+    """Two kernels whose names share their first 1,500 characters: both rows show the same cut name (1,000
+    characters), each carries `name_key` (16 hex of the full name's SHA-1) and `name_chars`; short names carry none."""
+    import hashlib
+    stem = "void k<" + "x" * 1500
+    long_a, long_b = stem + "A>()", stem + "B>()"
+    events = [op("aten::mm", 0, 100), launch(10, 5, 1), kernel(long_a, 20, 30, 1), launch(40, 5, 2), kernel(long_b, 60, 10, 2),
+              launch(80, 5, 3), kernel("short", 90, 5, 3)]
+    path = str(write_trace(tmp_path / "w.1.pt.trace.json", trace_doc(events)))
+    assert main(["table", path, "--by", "kernel", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    cut = [r for r in rows if r["name"] != "short"]
+    assert len(cut) == 2 and cut[0]["name"] == cut[1]["name"] and len(cut[0]["name"]) == 1000
+    assert {r["name_key"] for r in cut} == {hashlib.sha1(n.encode()).hexdigest()[:16] for n in (long_a, long_b)}
+    assert {r["name_chars"] for r in cut} == {len(long_a)}
+    assert "name_key" not in next(r for r in rows if r["name"] == "short")

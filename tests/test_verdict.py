@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
 from kinetoscope.analysis.report import analyze
-from kinetoscope.analysis.verdict import NOT_ENOUGH_DATA, Verdict, harmonized, harmonized_by_worker, run_verdict
+from kinetoscope.analysis.verdict import NOT_ENOUGH_DATA, Verdict, harmonized, harmonized_by_worker, run_verdict, winner_rule
 from kinetoscope.trace.loader import load_trace
 
 DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -239,3 +239,18 @@ def test_spans_follow_their_own_worker_never_another_rank():
     assert out[3] is straggler
     same = harmonized_by_worker([waiting, waiting, straggler], ["w", "w", "w"])
     assert same[2].bound == "communication-bound" and same[2].confidence == "low" and "this worker" in same[2].evidence
+
+
+def test_the_rule_says_why_a_smaller_share_wins():
+    """sync-bound at 35.7% over compute at 64.3% (issue 30): the host-side causes idle the GPU 35.7% >= 20%,
+    so the largest host-side cause wins; a winner with the larger share needs no rule."""
+    sync = Verdict("sync-bound", "e", "s", runner_up="compute-bound", runner_up_share=0.643, share=0.357,
+                   shares={"compute-bound": 0.643, "sync-bound": 0.357})
+    rule = winner_rule(sync)
+    assert rule and "35.7%" in rule and "20%" in rule and "compute-bound" in rule
+    assert winner_rule(Verdict("compute-bound", "e", "s", runner_up="host-bound", runner_up_share=0.2, share=0.6)) is None
+    # both host-side: the steps voted for the smaller one
+    voted = Verdict("host-bound", "e", "s", runner_up="dataloader-bound", runner_up_share=0.3, share=0.25, step_agreement=0.75,
+                    shares={"host-bound": 0.25, "dataloader-bound": 0.3, "compute-bound": 0.45})
+    assert "75% of them are host-bound" in winner_rule(voted)
+    assert winner_rule(Verdict(NOT_ENOUGH_DATA, "e", "s", runner_up="host-bound", runner_up_share=0.9, share=None)) is None

@@ -82,3 +82,39 @@ def test_group_by_input_shape(routes):
                                                                         ("aten::relu", "[[16, 4]]"): 1}
     code, body = routes("tables", "by=module&group=shape")
     assert code == 400 and "group=shape" in body["error"]["message"]
+
+
+def test_the_tables_route_keeps_rows_with_the_same_cut_name_apart(tmp_path):
+    """Two ops whose names differ only after character 1,000: the `tables` route shows the same cut name on both
+    rows and a different `name_key` (with `name_chars`) on each, so the tab and scripts tell them apart."""
+    stem = "aten::" + "y" * 1200
+    events = [op(stem + "_a", 0, 30), launch(5, 5, 1), kernel("k1", 20, 4, 1), op(stem + "_b", 50, 30), launch(55, 5, 2),
+              kernel("k2", 70, 4, 2)]
+    with plugin_apps(trace_doc(events), tmp_path) as (apps, sid):
+        body = json.loads(Client(apps["/tables"]).get(f"{PREFIX}/tables?span={sid}&by=op").get_data())
+    names = {r["name"] for r in body["rows"]}
+    assert len(body["rows"]) == 2 and len(names) == 1 and len(next(iter(names))) == 1000
+    assert len({r["name_key"] for r in body["rows"]}) == 2 and {r["name_chars"] for r in body["rows"]} == {len(stem) + 2}
+
+
+def test_the_name_route_gives_a_cut_name_whole_by_its_key(tmp_path):
+    """`name?span=&key=` answers the full text of a name cut in the tables (by the row's `name_key`); a key no name
+    has is a 404, a malformed or missing one a 400."""
+    stem = "aten::" + "z" * 1500
+    events = [op(stem + "_a", 0, 30), launch(5, 5, 1), kernel("k1", 20, 4, 1), op(stem + "_b", 50, 30), launch(55, 5, 2),
+              kernel("k2", 70, 4, 2)]
+    with plugin_apps(trace_doc(events), tmp_path) as (apps, sid):
+        client = Client(apps["/name"])
+        rows = json.loads(Client(apps["/tables"]).get(f"{PREFIX}/tables?span={sid}&by=op").get_data())["rows"]
+        answers = {}
+        for row in rows:
+            response = client.get(f"{PREFIX}/name?span={sid}&key={row['name_key']}")
+            assert response.status_code == 200 and response.content_type.startswith("application/json")
+            answers[row["name_key"]] = json.loads(response.get_data())
+        assert sorted(a["name"] for a in answers.values()) == [stem + "_a", stem + "_b"]
+        assert all(a["chars"] == len(stem) + 2 and a["cut"] is False and a["key"] == k for k, a in answers.items())
+        assert client.get(f"{PREFIX}/name?span={sid}&key=0000000000000000").status_code == 404
+        assert client.get(f"{PREFIX}/name?span={sid}&key=nothex").status_code == 400
+        assert client.get(f"{PREFIX}/name?span={sid}").status_code == 400
+        assert client.post(f"{PREFIX}/name?span={sid}&key=0000000000000000").status_code == 405
+        assert client.get(f"{PREFIX}/name?span=0123456789ab&key=0000000000000000").status_code == 404  # unknown span

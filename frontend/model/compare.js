@@ -9,6 +9,7 @@
  */
 import { formatBytes, formatDuration } from './format.js';
 import { spanLabel } from './runs.js';
+import { NOT_ENOUGH_DATA } from './verdict.js';
 
 /** Figures of the summary table, in order (names of the route's `metrics`). */
 export const SUMMARY_METRICS = ['step_time', 'step_time_p90', 'step_time_mean', 'compute', 'comm', 'exposed_comm', 'idle',
@@ -113,6 +114,8 @@ export function headline(result) {
 function verdictText(v) {
   if (!v) return '\u2013';
   const share = v.share !== null && v.share !== undefined ? `, ${Math.round(100 * v.share)}%` : '';
+  // not enough data has no confidence to give: what the figures lean to, if anything
+  if (v.bound === NOT_ENOUGH_DATA) return `${v.bound}${v.runner_up ? ` (the figures lean to ${v.runner_up})` : ''}`;
   return `${v.bound} (${v.confidence}${share}${v.runner_up ? `; runner-up ${v.runner_up}` : ''})`;
 }
 
@@ -156,8 +159,13 @@ export function changesNote(result) {
   const ch = result?.changes;
   if (!ch) return '';
   const rest = ch.rest_rows ? `; the other ${ch.rest_rows} parts: ${formatFigure(ch.rest_us, 'us', true)}` : '';
+  const mean = metricOf(result, 'step_time_mean');
+  // the headline is the median step: say which statistic each figure is, so the two totals do not read as one
+  const which = mean && mean.base !== null && mean.cand !== null
+    ? ` (mean step ${formatFigure(mean.base, 'us')} \u2192 ${formatFigure(mean.cand, 'us')}; the headline gives the median step, which uneven steps move differently)`
+    : ' (the headline gives the median step)';
   return `The numbered rows add up to ${formatFigure(ch.explained_us, 'us', true)} of the ${formatFigure(ch.delta_us, 'us', true)} `
-    + `change of the mean step time${rest}.`;
+    + `change of the mean step time${rest}${which}.`;
 }
 
 /**

@@ -274,6 +274,29 @@ export function stackLayout(sides, collapsed, topCss) {
 }
 
 /**
+ * Threads to fold so that each side fits `maxSideHCss` (both sides then share the window): on each side
+ * too tall, its shown threads fold to their top row, the last shown first, until it fits or none is
+ * left to fold. GPU streams are never folded (they are one row).
+ * @param {{side: SideKey, lanes: import('./lanes.js').Lane[] | null, shown: number[]}[]} sides
+ * @param {Set<string>} collapsed `${side}:${laneId}` folded already (kept)
+ * @param {number} maxSideHCss
+ * @returns {Set<string>} a new set: `collapsed` and the folds added
+ */
+export function foldToFit(sides, collapsed, maxSideHCss) {
+  const out = new Set(collapsed);
+  for (const s of sides) {
+    const shown = new Set(s.shown);
+    const threads = (s.lanes ?? []).filter((l) => shown.has(l.id) && l.kind !== 'gpu' && l.maxDepth > 0).reverse();
+    const height = () => stackLayout([s], out, 0).heightCss;
+    for (const lane of threads) {
+      if (height() <= maxSideHCss) break;
+      out.add(`${s.side}:${lane.id}`);
+    }
+  }
+  return out;
+}
+
+/**
  * @typedef {object} StackHit
  * @property {number} side index into the layout's sides, or -1
  * @property {'none' | 'name' | 'steps' | 'gutter' | 'lane'} area

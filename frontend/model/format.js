@@ -1,5 +1,15 @@
 // @ts-check
-/** Number formatting for labels, tables and tooltips. Pure. */
+/**
+ * Number formatting for labels, tables and tooltips. Pure. The CLI and the Markdown export write numbers
+ * the same way (formats/units.py; tests/test_formats.py runs both on the same values):
+ *   counts      comma thousands separators: 44,666
+ *   durations   3 significant digits in the unit that keeps them in 1..1000: 850 ns, 12.3 µs, 4.56 ms, 1.2 s
+ *   shares      percent with one decimal: 31.4%
+ *   signs       the minus sign U+2212 (−), a plus only where a change is shown (compare)
+ */
+
+/** The minus sign of every negative number shown. */
+export const MINUS = '\u2212';
 
 /**
  * Rounds to `digits` significant digits, dropping trailing zeros ("1.50" -> "1.5").
@@ -8,7 +18,8 @@
  */
 function sig(v, digits) {
   if (v === 0) return '0';
-  return String(Number(v.toPrecision(digits)));
+  const text = String(Number(Math.abs(v).toPrecision(digits)));
+  return v < 0 ? `${MINUS}${text}` : text;
 }
 
 /**
@@ -40,7 +51,7 @@ export function formatBytes(bytes) {
     unit++;
   }
   const text = unit === 0 ? String(Math.round(v)) : sig(v, 3);
-  return `${bytes < 0 ? '-' : ''}${text} ${BYTE_UNITS[unit]}`;
+  return `${bytes < 0 ? MINUS : ''}${text} ${BYTE_UNITS[unit]}`;
 }
 
 /**
@@ -49,16 +60,30 @@ export function formatBytes(bytes) {
  */
 export function formatShare(share) {
   if (share === null || share === undefined || !Number.isFinite(share)) return '\u2013';
-  return `${(share * 100).toFixed(1)}%`;
+  const text = Math.abs(share * 100).toFixed(1);
+  return `${share < 0 && Number(text) !== 0 ? MINUS : ''}${text}%`;
 }
 
 /**
- * An integer with thin thousands separators: 44666 -> "44 666".
+ * An integer with comma thousands separators: 44666 -> "44,666", -1234 -> "−1,234".
  * @param {number | null | undefined} n
  */
 export function formatCount(n) {
   if (n === null || n === undefined || !Number.isFinite(n)) return '\u2013';
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, '\u2009');
+  return formatNumber(Math.round(n), 0);
+}
+
+/**
+ * A number with comma thousands separators and at most `maxDecimals` decimals (trailing zeros dropped):
+ * 1234.5678 -> "1,234.57".
+ * @param {number | null | undefined} v @param {number} [maxDecimals]
+ */
+export function formatNumber(v, maxDecimals = 2) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '\u2013';
+  const [whole, frac] = String(Number(Math.abs(v).toFixed(maxDecimals))).split('.');
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const text = frac ? `${grouped}.${frac}` : grouped;
+  return v < 0 && Number(text.replace(/,/g, '')) !== 0 ? `${MINUS}${text}` : text;
 }
 
 /**
@@ -75,7 +100,7 @@ export function formatTick(tUs, stepUs, refUs) {
   const step = stepUs / div;
   const decimals = Math.max(0, Math.min(6, -Math.floor(Math.log10(step) + 1e-9)));
   const v = tUs / div;
-  return `${(Math.abs(v) < 1e-12 ? 0 : v).toFixed(decimals)} ${unit}`;
+  return `${(Math.abs(v) < 1e-12 ? 0 : v).toFixed(decimals).replace(/^-/, MINUS)} ${unit}`;
 }
 
 /**

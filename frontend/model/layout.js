@@ -141,3 +141,21 @@ export function depthAtY(block, yCss) {
 export function clampScroll(scrollYCss, contentHCss, viewportHCss) {
   return Math.max(0, Math.min(scrollYCss, contentHCss - viewportHCss));
 }
+
+/**
+ * The GPU lanes to pin on top by default: those that fit, when the first GPU lane would not show in
+ * full without scrolling (neither the page nor the canvas), else none. `roomCss` is the height of lane
+ * content visible on load: the window's height below the canvas's top (the sticky page header above it
+ * counted), capped by the canvas's own height, less the canvas's pinned rows (HEADER_H).
+ * @param {{id: number, kind: string, label: string, maxDepth: number}[]} lanes
+ * @param {Set<number>} collapsed lane ids
+ * @param {number} roomCss
+ * @param {number} maxPins at most this many
+ * @returns {number[]} lane ids, in lane order
+ */
+export function defaultPins(lanes, collapsed, roomCss, maxPins) {
+  const layout = layoutLanes(lanes, collapsed, { groups: true });
+  const gpu = layout.blocks.filter((b) => b.kind === 'gpu');
+  if (!gpu.length || gpu[0].yCss + gpu[0].hCss <= roomCss) return [];
+  return gpu.slice(0, Math.max(1, maxPins)).map((b) => b.laneId);
+}

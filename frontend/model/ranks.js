@@ -19,8 +19,8 @@ export const RANK_COLUMNS = [
   { key: 'rank', label: 'rank', title: 'distributedInfo.rank, else the order of the worker names', show: (/** @type {any} */ r) => String(r.rank) },
   { key: 'worker', label: 'worker', title: 'the trace file\'s worker name', show: (/** @type {any} */ r) => String(r.worker) },
   { key: 'step_median_us', label: 'median step', title: 'median ProfilerStep duration', show: (/** @type {any} */ r) => formatDuration(r.step_median_us) },
-  { key: 'wait_us', label: 'waited', title: 'time this rank spent waiting in matched collectives (its duration minus the transfer time)', show: (/** @type {any} */ r) => formatDuration(r.wait_us) },
-  { key: 'waited_for', label: 'waited for', title: 'matched collectives in which the others waited for this rank', show: (/** @type {any} */ r) => String(r.waited_for) },
+  { key: 'wait_us', label: 'its wait', title: 'time this rank spent waiting in matched collectives (their duration minus the transfer time): the others held it up', show: (/** @type {any} */ r) => formatDuration(r.wait_us) },
+  { key: 'waited_for', label: 'last in', title: 'how many matched collectives this rank came last in: there the others waited for it (it held them up)', show: (/** @type {any} */ r) => String(r.waited_for) },
   { key: 'caused_wait_us', label: 'caused wait', title: 'per collective it was last in, the mean wait of the other ranks; summed', show: (/** @type {any} */ r) => formatDuration(r.caused_wait_us) },
   { key: 'exposed_comm_us', label: 'exposed comm', title: 'communication kernels no compute kernel overlaps', show: (/** @type {any} */ r) => formatDuration(r.exposed_comm_us) },
   { key: 'overlap_pct', label: 'overlap', title: 'share of communication overlapped by compute', show: (/** @type {any} */ r) => (r.overlap_pct === null || r.overlap_pct === undefined ? '\u2013' : `${Number(r.overlap_pct).toFixed(1)}%`) },
@@ -87,4 +87,29 @@ export function ranksSummary(view) {
   parts.push(`${view.matched_instances} collectives matched across ranks`);
   if (!view.stragglers?.length) parts.push(view.matched_instances ? 'no rank held the others back' : 'nothing to compare');
   return parts.join('; ');
+}
+
+/** The heatmap's colour at its largest value; lighter toward white for smaller ones. */
+const HEAT_RGB = [198, 40, 40];
+
+/**
+ * A heatmap cell's colours: white to red with the value's fraction of the largest, opaque, and black or
+ * white text, whichever reads better (both reach 4.5:1 on every shade of this ramp: black from relative
+ * luminance 0.175 up, white below 0.183).
+ * @param {number} frac in [0, 1]
+ * @returns {{background: string, color: string}}
+ */
+export function heatStyle(frac) {
+  const a = 0.08 + 0.8 * Math.min(1, Math.max(0, Number(frac) || 0));
+  const rgb = HEAT_RGB.map((c) => Math.round(255 - a * (255 - c)));
+  return { background: `rgb(${rgb.join(', ')})`, color: relativeLuminance(rgb) >= 0.18 ? '#000' : '#fff' };
+}
+
+/** WCAG 2 relative luminance of an sRGB colour. @param {number[]} rgb 0-255 */
+export function relativeLuminance(rgb) {
+  const [r, g, b] = rgb.map((v) => {
+    const x = v / 255;
+    return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 }

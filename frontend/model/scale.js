@@ -143,3 +143,24 @@ export function logTicks125(lo, hi, maxTicks) {
   const stride = Math.ceil(decades.length / maxTicks);
   return decades.filter((_, i) => i % stride === 0);
 }
+
+/**
+ * The window that shows an event at least `minPx` wide: the window kept when the event is in it and wide
+ * enough already, else one centred on the event, as wide as the current window allows (never wider, so
+ * a search from a zoomed-in view does not zoom out), with the event taking `minPx` at most. An event
+ * shorter than MIN_SPAN_US takes what the narrowest window gives it.
+ * @param {Window} win @param {Window} bounds
+ * @param {number} startUs @param {number} endUs the event
+ * @param {number} plotWCss the plot's width
+ * @param {number} minPx
+ * @returns {Window}
+ */
+export function windowShowing(win, bounds, startUs, endUs, plotWCss, minPx) {
+  const durUs = Math.max(endUs - startUs, 0);
+  const winUs = win.t1Us - win.t0Us;
+  const widest = plotWCss > minPx ? durUs * plotWCss / minPx : durUs;
+  if (startUs >= win.t0Us && endUs <= win.t1Us && winUs <= widest) return win;
+  const spanUs = Math.max(Math.min(winUs, widest), durUs, MIN_SPAN_US);
+  const midUs = (startUs + endUs) / 2;
+  return clampWindow({ t0Us: midUs - spanUs / 2, t1Us: midUs + spanUs / 2 }, bounds);
+}

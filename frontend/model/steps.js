@@ -12,6 +12,7 @@
  * @property {'text' | 'time' | 'dur' | 'share' | 'flag'} kind how a cell is written
  * @property {string} [title] header tooltip
  * @property {boolean} [comm] shown only when the span communicates
+ * @property {boolean} [device] a device figure: left out of a trace without device activity
  */
 
 /** @type {StepColumn[]} */
@@ -21,12 +22,12 @@ export const STEP_COLUMNS = [
   { key: 'dur_us', head: 'duration', kind: 'dur' },
   { key: 'dataloader_us', head: 'DataLoader wait', kind: 'dur' },
   { key: 'dataloader_share', head: 'DataLoader share', kind: 'share' },
-  { key: 'gpu_idle_during_dataloader_us', head: 'GPU idle while waiting', kind: 'dur' },
-  { key: 'gpu_busy_us', head: 'GPU busy', kind: 'dur' },
-  { key: 'compute_us', head: 'compute', kind: 'dur', title: 'compute kernels (union) in the step' },
+  { key: 'gpu_idle_during_dataloader_us', head: 'GPU idle while waiting', kind: 'dur', device: true },
+  { key: 'gpu_busy_us', head: 'GPU busy', kind: 'dur', device: true },
+  { key: 'compute_us', head: 'compute', kind: 'dur', device: true, title: 'compute kernels (union) in the step' },
   { key: 'comm_us', head: 'comm', kind: 'dur', comm: true, title: 'communication kernels (NCCL/RCCL, union) in the step' },
   { key: 'exposed_comm_us', head: 'exposed comm', kind: 'dur', comm: true, title: 'communication no compute kernel hides' },
-  { key: 'memcpy_us', head: 'memcpy', kind: 'dur', title: 'memory copies in the step' },
+  { key: 'memcpy_us', head: 'memcpy', kind: 'dur', device: true, title: 'memory copies in the step' },
   { key: 'stalled', head: 'stalled', kind: 'flag' },
 ];
 
@@ -70,13 +71,14 @@ export function withTbprof(steps, tbprofSteps) {
 /**
  * The columns to show: the communication ones only when the span has communication (a step with
  * comm time, or `communicates` from the summary's devices); torch-tb-profiler's categories after them
- * when the steps carry them and `tbprofShown` (the table's toggle: off, the table fits a laptop screen).
- * @param {any[]} steps @param {boolean} [communicates] @param {boolean} [tbprofShown]
+ * when the steps carry them and `tbprofShown` (the table's toggle: off, the table fits a laptop screen); the GPU ones
+ * only `withDevice` (false for a trace without device activity).
+ * @param {any[]} steps @param {boolean} [communicates] @param {boolean} [tbprofShown] @param {boolean} [withDevice]
  */
-export function stepColumns(steps, communicates = false, tbprofShown = true) {
+export function stepColumns(steps, communicates = false, tbprofShown = true, withDevice = true) {
   const comm = communicates || steps.some((s) => Number(s?.comm_us) > 0);
   const tbprof = tbprofShown && steps.some((s) => typeof s?.tbprof_dur_us === 'number');
-  return [...STEP_COLUMNS, ...(tbprof ? TBPROF_STEP_COLUMNS : [])].filter((c) => comm || !c.comm);
+  return [...STEP_COLUMNS, ...(tbprof ? TBPROF_STEP_COLUMNS : [])].filter((c) => (comm || !c.comm) && (withDevice || !c.device));
 }
 
 /**

@@ -3,6 +3,7 @@
  * The profiler tables and the name search, as the page needs them: columns per table, sort toggling,
  * the area a drag selects, and stepping through search hits one page at a time. Pure: no DOM.
  */
+import { formatCount } from './format.js';
 
 /**
  * @typedef {object} TableColumn
@@ -66,21 +67,27 @@ const GROUP_COLUMNS = {
 
 /**
  * @param {string} by `op`, `kernel` or `module` @param {string} [group] op rows per name, `stack` (op, Python frame)
- * or `shape` (op, input shapes)
+ * or `shape` (op, input shapes) @param {boolean} [withDevice] false: the GPU columns are left out (a CPU-only trace)
  * @returns {TableColumn[]}
  */
-export function tableColumns(by, group = 'name') {
+export function tableColumns(by, group = 'name', withDevice = true) {
   if (by === 'kernel') return OP_COLUMNS.kernel;
-  const cols = OP_COLUMNS.op;
+  const cols = withDevice ? OP_COLUMNS.op : OP_COLUMNS.op.filter((c) => !DEVICE_COLUMNS.has(c.key));
   const extra = by === 'op' ? GROUP_COLUMNS[group] : undefined;
   if (extra) return [cols[0], extra, ...cols.slice(1)];
   return by === 'module' ? [{ ...cols[0], head: 'Module' }, ...cols.slice(1)] : cols;
 }
 
-/** The default sort of a table (as the route's). @param {string} by */
-export function defaultSort(by) {
-  return by === 'kernel' ? '-total' : '-gpu_total';
+/**
+ * The default sort of a table (as the route's); a trace without device activity sorts ops by CPU time.
+ * @param {string} by @param {boolean} [withDevice]
+ */
+export function defaultSort(by, withDevice = true) {
+  return by === 'kernel' ? '-total' : withDevice ? '-gpu_total' : '-cpu_total';
 }
+
+/** Op and module columns that only a trace with device activity fills. */
+const DEVICE_COLUMNS = new Set(['gpu_self_us', 'gpu_total_us', 'gpu_mean_us', 'launches']);
 
 /**
  * The sort after a click on a column: the same column flips; a new one starts descending (names ascending).
@@ -129,5 +136,16 @@ export function searchStep(n, delta, total, page) {
 
 /** "3 of 120", or "no match". @param {number} n @param {number} total */
 export function searchLabel(n, total) {
-  return total > 0 && n >= 0 ? `${(n + 1).toLocaleString()} of ${total.toLocaleString()}` : 'no match';
+  return total > 0 && n >= 0 ? `${formatCount(n + 1)} of ${formatCount(total)}` : 'no match';
+}
+
+/**
+ * The hover title of a row's name: the name, and where the server cut it (over 1,000 characters) its full
+ * length and its stable key (`name_key`, which keeps rows with the same cut name apart).
+ * @param {{name?: unknown, name_key?: unknown, name_chars?: unknown}} row
+ */
+export function nameTitle(row) {
+  const name = String(row?.name ?? '');
+  if (typeof row?.name_key !== 'string') return name;
+  return `${name}\n(cut: the trace's name has ${formatCount(Number(row.name_chars))} characters; key ${row.name_key})`;
 }

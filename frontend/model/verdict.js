@@ -4,7 +4,7 @@
  * export say the same words), and the run-level verdict of `verdict?run=` with the span's verdict
  * made consistent with it. Pure: no DOM, inputs never modified.
  */
-import { formatShare } from './format.js';
+import { formatDuration, formatShare } from './format.js';
 
 /** The bound of a trace too short or too odd to judge; its `runner_up` is what the figures lean to. */
 export const NOT_ENOUGH_DATA = 'not enough data';
@@ -19,14 +19,27 @@ export const NOT_ENOUGH_DATA = 'not enough data';
  * @property {string} [evidence]
  * @property {string} [suggestion]
  * @property {string[]} [reasons] why `not enough data`
+ * @property {string | null} [rule] why the bound wins though the runner-up's share is larger
  */
 
 /** @param {unknown} x */
 const isNumber = (x) => typeof x === 'number' && Number.isFinite(x);
 
-/** "medium confidence", or '' without one. @param {Verdict | null | undefined} v */
+/**
+ * "medium confidence", or '' without one; '' for `not enough data`, which shows its reasons instead (a
+ * confidence in having too little data reads as a confidence in the figures).
+ * @param {Verdict | null | undefined} v
+ */
 export function confidenceText(v) {
-  return v?.confidence ? `${v.confidence} confidence` : '';
+  return v?.confidence && v.bound !== NOT_ENOUGH_DATA ? `${v.confidence} confidence` : '';
+}
+
+/**
+ * Why the bound wins though its runner-up has the larger share (the server's `rule`), or ''.
+ * @param {Verdict | null | undefined} v
+ */
+export function ruleText(v) {
+  return v?.rule && v.bound ? `${v.bound} wins by the rule: ${v.rule}` : '';
 }
 
 /** "60.2% of the judged time", or '' when not measured. @param {Verdict | null | undefined} v */
@@ -53,6 +66,24 @@ export function verdictHeadline(v) {
   const bound = v?.bound || 'unknown';
   const details = [confidenceText(v), shareText(v)].filter(Boolean);
   return details.length ? `${bound} (${details.join(', ')})` : bound;
+}
+
+/**
+ * The verdict in one line, for the folded header: the bound, its share and the largest saving, e.g.
+ * {bound: "sync-bound", text: "35.7% of the time \u00b7 top saving 4.1 ms/step (12.0%): remove syncs"} (the figures first, so a
+ * cut brief keeps them).
+ * A `not enough data` verdict gives its first reason instead of a share.
+ * @param {Verdict | null | undefined} v @param {{fix: string, savingUs: number, share: number | null} | null | undefined} saving the largest
+ * @returns {{bound: string, text: string}}
+ */
+export function verdictBrief(v, saving) {
+  const bound = v?.bound || 'no verdict';
+  const reasons = reasonsOf(v);
+  const parts = reasons.length ? [reasons[0]] : [isNumber(v?.share) ? `${formatShare(/** @type {number} */ (v?.share))} of the time` : ''];
+  if (saving && saving.savingUs > 0) {
+    parts.push(`top saving ${formatDuration(saving.savingUs)}/step${saving.share === null ? '' : ` (${formatShare(saving.share)})`}: ${saving.fix}`);
+  }
+  return { bound, text: parts.filter(Boolean).join(' \u00b7 ') };
 }
 
 /** The reasons of a `not enough data` verdict ([] otherwise). @param {Verdict | null | undefined} v */

@@ -17,7 +17,7 @@ const metric = (name, label, unit, base, cand, noise, status) => ({
 const RESULT = {
   steps: { matched: 12, base: 12, cand: 14, unmatched_base: 0, unmatched_cand: 2 },
   metrics: [metric('step_time', 'step time (median)', 'us', 162000, 127000, 18500, 'gain'),
-    metric('comm', 'communication per step', 'us', 0, 0, 0, 'unchanged'),
+    metric('comm', 'communication per step (mean)', 'us', 0, 0, 0, 'unchanged'),
     metric('memory_peak', 'memory peak (allocated)', 'bytes', 2 * 1024 ** 3, 2 * 1024 ** 3 + 1024 ** 2, null, 'unchanged')],
   changes: { delta_us: -22700, explained_us: -23500, rest_us: 800, rest_rows: 2, rows: [
     { name: 'DataLoader wait (device idle)', part: 'dataloader', base_us: 47600, cand_us: 500, delta_us: -47100, share_of_change: 2.075, kernels: null },
@@ -64,8 +64,17 @@ test('headline, verdicts and the note under the ranked changes', () => {
   assert.equal(verdictLine(RESULT),
     'Verdict (changed): dataloader-bound (high, 25%; runner-up host-bound) \u2192 compute-bound (medium, 82%)');
   assert.equal(changesNote(RESULT),
-    'The numbered rows add up to \u221223.5 ms of the \u221222.7 ms change of the mean step time; the other 2 parts: +800 \u00b5s.');
+    'The numbered rows add up to \u221223.5 ms of the \u221222.7 ms change of the mean step time; the other 2 parts: +800 \u00b5s'
+    + ' (the headline gives the median step).');
+  // with the mean step time on both sides, its figures beside the sentence: the median headline and the mean rows read apart
+  const withMean = { ...RESULT, metrics: [...RESULT.metrics, metric('step_time_mean', 'step time (mean)', 'us', 170000, 147300, null, 'gain')] };
+  assert.match(changesNote(withMean), /\(mean step 170 ms \u2192 147 ms; the headline gives the median step, which uneven steps move differently\)\.$/);
+  assert.match(headline(withMean), /^Step time \(median\) /);
   assert.equal(headline({ metrics: [] }), 'Step time: not measured on both sides.');
+  // not enough data gives no confidence, only what the figures lean to
+  const thin = { verdict: { changed: true, base: { bound: 'not enough data', confidence: 'high', share: null, runner_up: 'host-bound' },
+    cand: { bound: 'compute-bound', confidence: 'medium', share: 0.8, runner_up: null } } };
+  assert.equal(verdictLine(thin), 'Verdict (changed): not enough data (the figures lean to host-bound) \u2192 compute-bound (medium, 80%)');
 });
 
 test('ranked changes: numbered parts, the kernels under compute', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  MAX_CPU_LANES, MAX_DEPTH_ROWS, MAX_GPU_LANES, PAD_FRAC, SIDE_H, SIDE_STEPS_H, anchorAt, busiestThreads, clampStep, defaultWindow, hitStack, laneSides,
+  MAX_CPU_LANES, MAX_DEPTH_ROWS, MAX_GPU_LANES, PAD_FRAC, SIDE_H, SIDE_STEPS_H, anchorAt, busiestThreads, clampStep, defaultWindow, foldToFit, hitStack, laneSides,
   ownWindow, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
 } from '../model/compare_lanes.js';
 import { prepareLanes } from '../model/lanes.js';
@@ -164,4 +164,22 @@ test('clampStep keeps the aligned step within the steps both sides have', () => 
   assert.equal(clampStep(0, 6), 1);
   assert.equal(clampStep('x', 6), 1);
   assert.equal(clampStep(2, 0), 1);
+});
+
+test('foldToFit folds a tall side\'s threads, the last shown first, until it fits; GPU streams never', () => {
+  const data = prepareLanes(lanesBody());
+  const shown = pickLanes(data.lanes); // threads 0 (6 rows, capped) and 1 (4 rows), streams 5 and 6
+  const side = (key) => ({ side: key, lanes: data.lanes, shown });
+  const head = SIDE_H + SIDE_STEPS_H;
+  const full = head + (MAX_DEPTH_ROWS * ROW_H + LANE_PAD) + (4 * ROW_H + LANE_PAD) + 2 * (ROW_H + LANE_PAD);
+  assert.deepEqual([...foldToFit([side('base')], new Set(), full)], [], 'fits: nothing folded');
+  assert.deepEqual([...foldToFit([side('base')], new Set(), full - 1)], ['base:1'], 'thread 1 (shown last) folds first: 3 rows less');
+  assert.deepEqual([...foldToFit([side('base')], new Set(), full - 3 * ROW_H - 1)].sort(), ['base:0', 'base:1']);
+  // nothing left to fold: it stops (two one-row threads and the streams stay)
+  assert.deepEqual([...foldToFit([side('base')], new Set(), 10)].sort(), ['base:0', 'base:1']);
+  // each side on its own budget; what was folded stays folded
+  const both = foldToFit([side('base'), side('cand')], new Set(['cand:0']), full - 1);
+  assert.deepEqual([...both].sort(), ['base:1', 'cand:0']);
+  const { heightCss } = stackLayout([side('base'), side('cand')], both, 0);
+  assert.ok(heightCss <= 2 * (full - 1));
 });

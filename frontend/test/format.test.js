@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { formatBytes, formatCount, formatDuration, formatShare, formatTick, formatTimestamp } from '../model/format.js';
+import { formatBytes, formatCount, formatDuration, formatNumber, formatShare, formatTick, formatTimestamp } from '../model/format.js';
 
 test('formatDuration picks the unit that keeps 1..1000', () => {
   const cases = [[0, '0 µs'], [0.85, '850 ns'], [12.345, '12.3 µs'], [999, '999 µs'], [4560, '4.56 ms'],
-    [1_200_000, '1.2 s'], [-2500, '-2.5 ms'], [null, '\u2013'], [NaN, '\u2013']];
+    [1_200_000, '1.2 s'], [-2500, '\u22122.5 ms'], [null, '\u2013'], [NaN, '\u2013']];
   for (const [us, text] of cases) assert.equal(formatDuration(us), text, String(us));
 });
 
 test('formatBytes uses binary units', () => {
-  const cases = [[0, '0 B'], [512, '512 B'], [1536, '1.5 KiB'], [2791636480, '2.6 GiB'], [-1048576, '-1 MiB'],
+  const cases = [[0, '0 B'], [512, '512 B'], [1536, '1.5 KiB'], [2791636480, '2.6 GiB'], [-1048576, '\u22121 MiB'],
     [undefined, '\u2013']];
   for (const [b, text] of cases) assert.equal(formatBytes(b), text, String(b));
 });
@@ -19,9 +19,13 @@ test('formatShare and formatCount', () => {
   assert.equal(formatShare(0.314), '31.4%');
   assert.equal(formatShare(1), '100.0%');
   assert.equal(formatShare(null), '\u2013');
-  assert.equal(formatCount(44666), '44\u2009666');
+  assert.equal(formatCount(44666), '44,666');
   assert.equal(formatCount(999), '999');
-  assert.equal(formatCount(1234567), '1\u2009234\u2009567');
+  assert.equal(formatCount(1234567), '1,234,567');
+  assert.equal(formatCount(-1806), '\u22121,806');
+  assert.equal(formatNumber(1234.5678), '1,234.57');
+  assert.equal(formatNumber(-0.001), '0');
+  assert.equal(formatNumber(2.5, 0), '3');
 });
 
 test('formatTick follows the grid step', () => {

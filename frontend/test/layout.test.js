@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { GROUP_H, LANE_PAD, ROW_H, clampScroll, depthAtY, groupAtY, layoutLanes } from '../model/layout.js';
+import { GROUP_H, LANE_PAD, ROW_H, clampScroll, defaultPins, depthAtY, groupAtY, layoutLanes } from '../model/layout.js';
 
 const LANES = [
   { id: 7, kind: 'gpu', label: 'GPU 0 stream 7', maxDepth: 0 },
@@ -107,4 +107,18 @@ test('with groups: a header per group, pinned lanes on top in pin order, closed 
   assert.equal(closed.heightCss, 2 * GROUP_H + ROW_H + LANE_PAD);
   assert.equal(groupAtY(closed.groups, GROUP_H + 2), 1);
   assert.equal(groupAtY(closed.groups, 2 * GROUP_H + 2), -1);
+});
+
+test('GPU lanes pinned by default only when the first would not show in full in the room on screen', () => {
+  // grouped: "CPU threads" header, thread 1 (4 rows), thread 2 (1 row), "GPU" header, stream 7 (1 row)
+  const gpuBottom = GROUP_H + (4 * ROW_H + LANE_PAD) + (ROW_H + LANE_PAD) + GROUP_H + (ROW_H + LANE_PAD);
+  assert.deepEqual(defaultPins(LANES, new Set(), gpuBottom, 8), []);
+  assert.deepEqual(defaultPins(LANES, new Set(), gpuBottom - 1, 8), [7]);
+  // collapsing thread 1 to one row lifts the GPU lane by 3 rows
+  assert.deepEqual(defaultPins(LANES, new Set([1]), gpuBottom - 3 * ROW_H, 8), []);
+  // a short window (room below zero) pins too; a trace without GPU lanes pins nothing
+  assert.deepEqual(defaultPins(LANES, new Set(), -50, 8), [7]);
+  assert.deepEqual(defaultPins(LANES.filter((l) => l.kind !== 'gpu'), new Set(), 0, 8), []);
+  const many = [...LANES, ...[8, 9, 10].map((id) => ({ id, kind: 'gpu', label: `s${id}`, maxDepth: 0 }))];
+  assert.deepEqual(defaultPins(many, new Set(), 10, 2), [7, 8]);
 });

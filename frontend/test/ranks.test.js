@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { RANK_COLUMNS, heatmap, isMultiRank, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
+import { RANK_COLUMNS, heatStyle, heatmap, isMultiRank, ranksSummary, relativeLuminance, stragglerSavingText, stragglerText } from '../model/ranks.js';
 
 const view = {
   world_size: 4, ranks_present: 3, missing_ranks: [2], partial: true, steps: [2, 3], matched_instances: 2,
@@ -55,4 +55,18 @@ test('the straggler carries its saving, replayed with straggler=median', () => {
   assert.match(text, /2\.1 ms per step \(14\.8%\)/);
   assert.equal(stragglerSavingText({}), '');
   assert.equal(stragglerSavingText({ straggler_whatif: { saving_us: 'x' } }), '');
+});
+
+test('heatmap cells: text at 4.5:1 or more on every shade, black on light cells and white on dark ones', () => {
+  const contrast = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  const rgbOf = (css) => (css.startsWith('#') ? (css === '#000' ? [0, 0, 0] : [255, 255, 255]) : css.match(/\d+/g).map(Number));
+  for (let k = 0; k <= 200; k++) {
+    const { background, color } = heatStyle(k / 200);
+    const ratio = contrast(relativeLuminance(rgbOf(background)), relativeLuminance(rgbOf(color)));
+    assert.ok(ratio >= 4.5, `frac ${k / 200}: ${color} on ${background} is ${ratio.toFixed(2)}:1`);
+  }
+  assert.equal(heatStyle(0).color, '#000');
+  assert.equal(heatStyle(1).color, '#fff');
+  assert.deepEqual(heatStyle(Number.NaN), heatStyle(0));
+  assert.equal(relativeLuminance([255, 255, 255]), 1);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { MIN_SPAN_US, TimeScale, clampWindow, logTicks125, niceTicks, panBy, windowAround, zoomAround } from '../model/scale.js';
+import { MIN_SPAN_US, TimeScale, clampWindow, logTicks125, niceTicks, panBy, windowAround, windowShowing, zoomAround } from '../model/scale.js';
 
 const BOUNDS = { t0Us: 0, t1Us: 1000 };
 
@@ -71,4 +71,26 @@ test('logTicks125 labels a log axis at 1-2-5 values, thinned to fit', () => {
   assert.deepEqual(logTicks125(1, 1e9, 4), [1, 1000, 1e6, 1e9]);
   assert.deepEqual(logTicks125(0, 10, 4), []);
   assert.deepEqual(logTicks125(10, 10, 4), []);
+});
+
+test('windowShowing zooms so an event is at least 40 px wide, centred, and never zooms out', () => {
+  const bounds = { t0Us: 0, t1Us: 1e6 };
+  const plot = 1000;
+  const pxOf = (w, a, b) => (b - a) * plot / (w.t1Us - w.t0Us);
+  // from the whole trace a 50 µs kernel is 0.05 px: the window narrows to 50 * 1000 / 40 = 1250 µs
+  const w = windowShowing(bounds, bounds, 500000, 500050, plot, 40);
+  assert.ok(Math.abs(pxOf(w, 500000, 500050) - 40) < 1e-6);
+  assert.ok(Math.abs((w.t0Us + w.t1Us) / 2 - 500025) < 1e-6);
+  // in view and wide enough: the window stays
+  const zoomed = { t0Us: 499990, t1Us: 500100 };
+  assert.deepEqual(windowShowing(zoomed, bounds, 500000, 500050, plot, 40), zoomed);
+  // out of view while zoomed in: the same width, moved to the event
+  const moved = windowShowing(zoomed, bounds, 700000, 700050, plot, 40);
+  assert.ok(Math.abs((moved.t1Us - moved.t0Us) - 110) < 1e-6 && moved.t0Us <= 700000 && moved.t1Us >= 700050);
+  // near the end of the trace: clamped inside the bounds, the event still in view and wide
+  const end = windowShowing(bounds, bounds, 999990, 1e6, plot, 40);
+  assert.ok(end.t1Us <= 1e6 && end.t0Us <= 999990 && pxOf(end, 999990, 1e6) >= 40 - 1e-6);
+  // an instant (0 µs) gets the narrowest window the view allows
+  const instant = windowShowing(bounds, bounds, 10, 10, plot, 40);
+  assert.ok(Math.abs((instant.t1Us - instant.t0Us) - MIN_SPAN_US) < 1e-9);
 });

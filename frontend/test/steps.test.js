@@ -52,3 +52,8 @@ test("torch-tb-profiler's columns join the step of the same position and name on
   assert.deepEqual(withTbprof(steps, { steps: { name: 'x' } }), steps);
   assert.ok(!('tbprof_dur_us' in steps[0]), 'the input is not changed');
 });
+
+test('a trace without device activity: no GPU columns in the step table', () => {
+  const keys = stepColumns([{ name: 'ProfilerStep#1', dur_us: 10 }], false, true, false).map((c) => c.key);
+  assert.deepEqual(keys, ['name', 'start_us', 'dur_us', 'dataloader_us', 'dataloader_share', 'stalled']);
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { areaFromDrag, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
+import { areaFromDrag, defaultSort, nameTitle, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 
 test('columns per table, module names its first column', () => {
   assert.equal(tableColumns('op')[0].head, 'Operator');
@@ -45,4 +45,22 @@ test('search steps wrap and ask for the page that holds the hit', () => {
   assert.deepEqual(searchStep(0, 1, 0, page), { n: -1, fetchOffset: null });
   assert.equal(searchLabel(2, 120), '3 of 120');
   assert.equal(searchLabel(-1, 0), 'no match');
+});
+
+test('a cut name says so in its title, with its full length and key; a whole name is just itself', () => {
+  assert.equal(nameTitle({ name: 'gemm' }), 'gemm');
+  const cut = `${'x'.repeat(999)}\u2026`;
+  assert.equal(nameTitle({ name: cut, name_key: '0123456789abcdef', name_chars: 1502 }),
+    `${cut}\n(cut: the trace's name has 1,502 characters; key 0123456789abcdef)`);
+  assert.equal(nameTitle({}), '');
+});
+
+test('a trace without device activity: no GPU columns in the op table, ops sorted by CPU time', () => {
+  const keys = (cols) => cols.map((c) => c.key);
+  assert.ok(keys(tableColumns('op')).includes('gpu_total_us'));
+  const cpu = keys(tableColumns('op', 'name', false));
+  assert.ok(!cpu.some((k) => k.startsWith('gpu_')) && !cpu.includes('launches') && cpu.includes('cpu_self_us'));
+  assert.equal(defaultSort('op', false), '-cpu_total');
+  assert.equal(defaultSort('op'), '-gpu_total');
+  assert.equal(defaultSort('kernel', false), '-total');
 });

@@ -3,7 +3,7 @@ import test from 'node:test';
 
 import {
   NOT_ENOUGH_DATA, confidenceText, reasonsOf, runSpansText, runVerdictLine, runnerUpText, shareText, showsRunVerdict,
-  spanVerdict, verdictHeadline,
+  ruleText, spanVerdict, verdictBrief, verdictHeadline,
 } from '../model/verdict.js';
 
 const COMPUTE = { bound: 'compute-bound', confidence: 'medium', share: 0.6019, runner_up: 'host-bound', runner_up_share: 0.2086,
@@ -60,4 +60,23 @@ test('the run line: shown for runs of several spans, with how many spans it pool
   assert.equal(showsRunVerdict({ ...RUN, spans: [RUN.spans[0]] }, 'r'), false, 'one span: its own verdict says it all');
   assert.equal(showsRunVerdict({ ...RUN, verdict: null }, 'r'), false, 'nothing loaded yet');
   assert.equal(showsRunVerdict(null), false);
+});
+
+test('the folded header\'s brief: share and top saving, or the first reason of "not enough data"', () => {
+  assert.deepEqual(verdictBrief(COMPUTE, { fix: 'fuse the small kernels', savingUs: 4100, share: 0.12 }),
+    { bound: 'compute-bound', text: '60.2% of the time \u00b7 top saving 4.1 ms/step (12.0%): fuse the small kernels' });
+  assert.deepEqual(verdictBrief(COMPUTE, null), { bound: 'compute-bound', text: '60.2% of the time' });
+  assert.deepEqual(verdictBrief(COMPUTE, { fix: 'nothing', savingUs: 0, share: 0 }), { bound: 'compute-bound', text: '60.2% of the time' });
+  assert.deepEqual(verdictBrief(THIN, undefined), { bound: NOT_ENOUGH_DATA, text: 'only 16 device activities in the trace' });
+  assert.deepEqual(verdictBrief(undefined, undefined), { bound: 'no verdict', text: '' });
+});
+
+test('"not enough data" gives no confidence; a smaller share that wins says the rule', () => {
+  assert.equal(confidenceText(THIN), '');
+  assert.equal(verdictHeadline(THIN), NOT_ENOUGH_DATA);
+  const sync = { bound: 'sync-bound', confidence: 'medium', share: 0.357, runner_up: 'compute-bound', runner_up_share: 0.643,
+    rule: 'the host-side causes leave the GPU idle 35.7% of the judged time, at least 20%' };
+  assert.equal(ruleText(sync), 'sync-bound wins by the rule: the host-side causes leave the GPU idle 35.7% of the judged time, at least 20%');
+  assert.equal(ruleText(COMPUTE), '');
+  assert.equal(ruleText({ ...sync, rule: null }), '');
 });

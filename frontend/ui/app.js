@@ -23,6 +23,7 @@ import { MemoryPanel } from './memory_panel.js';
 import { RanksPanel } from './ranks_panel.js';
 import { REFRESH_MS, RunsRefresher } from './runs_refresh.js';
 import { RunVerdictPoller } from './run_verdict.js';
+import { selectionDrawer } from './selection_drawer.js';
 import { createShareButtons } from './share.js';
 import { StatusPoller } from './status.js';
 import { StepTable } from './step_table.js';
@@ -30,7 +31,7 @@ import { followTheme } from './theme.js';
 import { Store } from './store.js';
 import { TablesPanel } from './tables_panel.js';
 import { WhatIfPanel } from './whatif_panel.js';
-import { readInitialState, startUrlSync } from './urlsync.js';
+import { followHash, readInitialState, startUrlSync } from './urlsync.js';
 
 /**
  * @param {HTMLElement} body
@@ -63,12 +64,14 @@ export async function start(body) {
     store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun), step: restore.step,
       win: restore.cw0Us !== undefined && restore.cw1Us !== undefined ? { t0Us: restore.cw0Us, t1Us: restore.cw1Us } : undefined } });
   }
-  const sections = [ranks.root, compare.root, lanes.root, el('section', { class: 'ks-section' }, el('h3', {}, 'Selection'), details.root),
+  const sections = [ranks.root, compare.root, lanes.root,
     new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new WhatIfPanel(store, api).root,
     new LaunchPanel(store, api).root];
-  sections.splice(3, 0, new TablesPanel(store, api, (row) => selectRow(row, false), reveal).root);
+  const tables = new TablesPanel(store, api, (row) => selectRow(row, false), reveal, () => { const s = lanes.view.scale(); return s.x1Css - s.x0Css; });
+  sections.splice(3, 0, tables.root);
+  lanes.root.prepend(tables.searchBar);
   for (const section of sections.filter((s) => s !== lanes.root)) {
     for (const s of section.classList.contains('ks-grid') ? [...section.children] : [section]) {
       if (!s.dataset.foldable) collapsible(/** @type {HTMLElement} */ (s));
@@ -78,7 +81,10 @@ export async function start(body) {
   const notice = el('div', { class: 'ks-link-notice', hidden: true });
   body.classList.add('ks-body');
   followTheme(body);
-  body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections));
+  body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections), selectionDrawer(store, details.root, header.root));
+  // The page above the lanes grew (the verdict came, the header unfolded) or the window shrank: the GPU may need pinning.
+  new ResizeObserver(() => lanes.view.autoPin()).observe(header.root);
+  window.addEventListener('resize', () => lanes.view.autoPin());
   /** Shows a notice above the panels until it is dismissed. @param {string} text */
   const showNotice = (text) => {
     notice.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
@@ -184,12 +190,12 @@ export async function start(body) {
       return;
     }
     if (body?.scan_error) { // a remote logdir that cannot be listed: say why (the server redacts secrets)
-      header.verdict.replaceChildren(message('error', `Cannot list the logdir: ${body.scan_error}.`, ` This page looks again every ${REFRESH_MS / 1000} s.`));
+      header.showMessage(message('error', `Cannot list the logdir: ${body.scan_error}.`, ` This page looks again every ${REFRESH_MS / 1000} s.`));
       return;
     }
     const text = body?.scan_complete === false ? 'Scanning the logdir\u2026'
       : 'No torch.profiler traces (*.pt.trace.json[.gz]) under the logdir yet.';
-    header.verdict.replaceChildren(message('info', text, ` This page looks again every ${REFRESH_MS / 1000} s.`));
+    header.showMessage(message('info', text, ` This page looks again every ${REFRESH_MS / 1000} s.`));
   }
 
   /** @param {import('./store.js').SpanRef} ref */
@@ -239,9 +245,33 @@ export async function start(body) {
     store.set({ ...spanPlacement(link, trace.duration_us), lanesReady: true });
   }
 
+  /**
+   * A link pasted into the open tab: its span (with its window and selection), or, for the span on screen,
+   * its window, area and selection at once.
+   * @param {import('../model/urlstate.js').ViewState} link
+   */
+  function openLink(link) {
+    // a link naming no run nor span (a window, an area) is about the span on screen
+    const found = link.run || link.span ? linkedSpan(shown, link) : findSpan(shown, store.state.span?.id ?? '');
+    if (!found) return;
+    const mismatch = linkMismatch(link, found);
+    if (mismatch) showNotice(mismatch);
+    else notice.hidden = true;
+    if (found.span.id !== store.state.span?.id) {
+      restore = mismatch ? {} : link;
+      pick(found.run, found.worker, found.span.id);
+      return;
+    }
+    const { bounds } = store.state;
+    const { win, area } = spanPlacement(link, bounds.t1Us);
+    store.set({ win, area, sel: null, selRow: link.sel ?? null });
+    if (link.sel !== undefined) selectRow(link.sel, false);
+  }
+
   startUrlSync(store);
+  followHash(store, openLink);
   const refresher = new RunsRefresher(api, showRuns, (err) => {
-    if (!store.state.span) header.verdict.replaceChildren(message('error', `Runs: ${errorText(err)}`));
+    if (!store.state.span) header.showMessage(message('error', `Runs: ${errorText(err)}`));
   });
   // TensorBoard has no teardown hook for a plugin (its iframe is hidden, not removed); a page that
   // is unloaded or put in the back-forward cache stops asking.

@@ -10,10 +10,10 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import {
-  MAX_ALL_CPU_LANES, MAX_CPU_LANES, SIDE_H, anchorAt, busiestThreads, clampStep, defaultWindow, hitStack, laneSides, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
+  MAX_ALL_CPU_LANES, MAX_CPU_LANES, SIDE_H, SIDE_STEPS_H, anchorAt, busiestThreads, clampStep, defaultWindow, foldToFit, hitStack, laneSides, pickLanes, relativeBounds, sideRequest, sideServes, spanSteps, stackLayout,
 } from '../model/compare_lanes.js';
 import { prepareLanes } from '../model/lanes.js';
-import { AXIS_H, GUTTER_W, RIGHT_PAD } from '../model/layout.js';
+import { AXIS_H, GUTTER_W, RIGHT_PAD, ROW_H } from '../model/layout.js';
 import { TextWidthCache } from '../model/lod.js';
 import { findSpan } from '../model/runs.js';
 import { TimeScale, clampWindow } from '../model/scale.js';
@@ -31,6 +31,8 @@ const MARGIN_FRAC = 0.5;
 const COARSE_OK = 1.5;
 /** Spans whose steps and duration are kept (by id and file version; the oldest leaves first). */
 const MAX_SUMMARIES = 64;
+/** The Compare panel's rows around the stacked canvas (step picker, legend), kept in view with it. */
+const FIT_CHROME_H = 64;
 
 /**
  * @typedef {object} SideState
@@ -88,6 +90,8 @@ export class CompareLanes {
     this.win = { t0Us: 0, t1Us: 1 };
     /** @type {Set<string>} `${side}:${laneId}` of folded threads */
     this.collapsed = new Set();
+    /** @type {(() => void) | null} called after a side's new lanes are in (the hover box redescribes what is under the pointer) */
+    this.afterData = null;
     /** @type {ReturnType<typeof stackLayout>} */
     this.layout = { sides: [], heightCss: 0 };
     /** @type {Marked | null} */
@@ -280,9 +284,13 @@ export class CompareLanes {
   accept(side, payload) {
     if (!this.sides.includes(side)) return;
     side.data = payload;
-    if (!side.shown) this.pick(side);
+    if (!side.shown) {
+      this.pick(side);
+      this.fit(side);
+    }
     this.relayout();
     this.describe();
+    this.afterData?.();
   }
 
   /** The lanes a side shows, from its latest answer; with every thread, all but the busiest start folded. @param {SideState} side */
@@ -298,9 +306,23 @@ export class CompareLanes {
     }
   }
 
+  /**
+   * Folds a side's threads until each side takes at most half the window under the sticky header, so both
+   * sides show at once (the user can unfold them again).
+   * @param {SideState} side
+   */
+  fit(side) {
+    const header = /** @type {HTMLElement | null} */ (document.querySelector('.ks-header'));
+    const maxSideHCss = Math.max(SIDE_H + SIDE_STEPS_H + 2 * ROW_H, (window.innerHeight - (header?.offsetHeight ?? 0) - FIT_CHROME_H - AXIS_H) / 2);
+    this.collapsed = foldToFit([{ side: side.spec.side, lanes: side.data?.lanes ?? null, shown: side.shown ?? [] }], this.collapsed, maxSideHCss);
+  }
+
   /** The "every thread" choice changed. */
   pickAgain() {
-    for (const side of this.sides) this.pick(side);
+    for (const side of this.sides) {
+      this.pick(side);
+      this.fit(side);
+    }
     this.relayout();
     this.describe();
   }

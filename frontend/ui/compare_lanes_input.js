@@ -7,7 +7,7 @@
  * Escape clears the outline.
  */
 import { defaultWindow, relativeBounds } from '../model/compare_lanes.js';
-import { formatDuration, formatTimestamp } from '../model/format.js';
+import { MINUS, formatDuration, formatTimestamp } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { intervalAt } from '../model/lanes_hit.js';
 import { windowAround } from '../model/scale.js';
@@ -23,6 +23,8 @@ const NOWHERE = { side: -1, area: 'none', block: -1, depth: -1, event: -1, tUs: 
 /** @param {CompareLanes} lanes */
 export function attachCompareLanesInput(lanes) {
   const canvas = lanes.canvas;
+  /** the pointer of the hover box, in the canvas */
+  let pointer = { xCss: 0, yCss: 0 };
   const bounds = () => relativeBounds(lanes.sides.map((s) => s.anchor));
   // Keys act on this view while it has the focus (not on the main lanes): W/S zoom, A/D pan, 0 back to
   // the aligned steps, Escape clears the outline.
@@ -35,9 +37,20 @@ export function attachCompareLanesInput(lanes) {
     moveTo: (win) => lanes.moveTo(win),
     home: () => defaultWindow(lanes.sides.map((s) => s.anchor)),
     escape: () => click(lanes, NOWHERE),
-    hover: (e) => (e ? showHover(lanes, lanes.hitAt(e.offsetX, e.offsetY), e.offsetX, e.offsetY) : showHover(lanes, null, 0, 0)),
+    hover: (e) => {
+      if (e) pointer = { xCss: e.offsetX, yCss: e.offsetY };
+      return e ? showHover(lanes, lanes.hitAt(e.offsetX, e.offsetY), e.offsetX, e.offsetY) : showHover(lanes, null, 0, 0);
+    },
     click: (e) => click(lanes, lanes.hitAt(e.offsetX, e.offsetY)),
   }));
+  // A zoom, a pan or new lanes change what is under a still pointer: the hover box describes it again.
+  const refresh = () => {
+    if (lanes.tooltip.shown) showHover(lanes, lanes.hitAt(pointer.xCss, pointer.yCss), pointer.xCss, pointer.yCss);
+  };
+  lanes.afterData = () => queueMicrotask(refresh);
+  lanes.store.subscribe((changed) => {
+    if (changed.has('compare')) queueMicrotask(refresh);
+  });
   canvas.addEventListener('dblclick', (e) => {
     const ev = eventAt(lanes, lanes.hitAt(e.offsetX, e.offsetY));
     if (!ev) return;
@@ -48,7 +61,7 @@ export function attachCompareLanesInput(lanes) {
 
 /** `+1.2 ms` / `−3 µs`: a time relative to the aligned step's start. @param {number} relUs */
 function fromStep(relUs) {
-  return `${relUs < 0 ? '\u2212' : '+'}${formatDuration(Math.abs(relUs))}`;
+  return `${relUs < 0 ? MINUS : '+'}${formatDuration(Math.abs(relUs))}`;
 }
 
 /**
@@ -85,7 +98,7 @@ function showHover(lanes, hit, xCss, yCss) {
     const rows = [['duration', formatDuration(ev.lane.ev.durUs[i])], ['from the step start', fromStep(ev.startUs - side.anchor.anchorUs)],
       ['start', formatTimestamp(ev.startUs)], ['kind', ev.lane.ev.kind[i]], ['lane', ev.lane.label], ['side', side.spec.title]];
     if (ev.lane.ev.count[i] > 1) rows.push(['merged', `${ev.lane.ev.count[i]} events (double-click to zoom in)`]);
-    lanes.tooltip.show(xCss, yCss, eventName(data, ev.lane, i), rows, `${ev.side}:${ev.laneId}:${ev.startUs}:${ev.depth}`);
+    lanes.tooltip.show(xCss, yCss, eventName(data, ev.lane, i), rows, `${ev.side}:${ev.laneId}:${ev.startUs}:${ev.depth}:${ev.lane.ev.durUs[i]}:${ev.lane.ev.count[i]}`);
     return;
   }
   if (hit && hit.area === 'steps' && hit.side >= 0) {

@@ -57,6 +57,14 @@ export function message(kind, ...text) {
 }
 
 /**
+ * What a panel says when the trace on screen failed to load: the error itself is in the header, once.
+ * @returns {HTMLElement}
+ */
+export function spanErrorNote() {
+  return el('div', { class: 'ks-hint ks-span-error-note' }, 'Nothing to show: this trace failed to load (the header says why).');
+}
+
+/**
  * The readable text of an error for a message box.
  * @param {unknown} err
  */

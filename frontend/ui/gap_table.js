@@ -13,7 +13,7 @@ import { causeParam, gapCulprit } from '../model/gaps.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { culpritLists } from './culprits.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
@@ -64,7 +64,7 @@ export class GapTable {
       if (changed.has('span')) this.reset();
       if (changed.has('summary')) showHealthNote(this.health, store.state.summary, PANEL_FIGURES.gaps);
       if (changed.has('summary') && store.state.summary) this.setDevices(store.state.summary.devices ?? []);
-      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(spanErrorNote());
       if (changed.has('win') && this.inView) {
         clearTimeout(this.viewTimer);
         this.viewTimer = window.setTimeout(() => this.refresh(true), 250);

@@ -2,12 +2,19 @@
 /**
  * The header: run / worker / span selectors (refilled in place as the listing refreshes), the load
  * state of the selected trace (with progress while it loads), a notice when its file is gone, and
- * the verdicts (ui/verdict_view.js): the run's above the span's.
+ * the verdicts (ui/verdict_view.js): the run's above the span's. The header is sticky; folded it is one line,
+ * its verdict cut to the bound, its share and the top saving (a short window starts folded, so the lanes stay
+ * in view on a 1280x800 laptop).
  */
 import { formatShare } from '../model/format.js';
 import { GONE, spanLabel } from '../model/runs.js';
+import { savingRows } from '../model/savings.js';
+import { spanVerdict, verdictBrief } from '../model/verdict.js';
 import { el, message } from './dom.js';
 import { verdictNodes } from './verdict_view.js';
+
+/** Windows this short (CSS px) open with the header folded: unfolded, the verdict would take a third of them. */
+export const FOLD_BELOW_HEIGHT = 900;
 
 export class Header {
   /**
@@ -24,6 +31,9 @@ export class Header {
     this.actions = el('span', { class: 'ks-actions' });
     this.notice = el('div', { class: 'ks-notice' });
     this.verdict = el('div', { class: 'ks-verdict' });
+    this.brief = el('span', { class: 'ks-brief' });
+    this.foldButton = el('button', { type: 'button', class: 'ks-header-fold', onclick: () => this.setFolded(!this.folded) });
+    this.folded = false;
     /** @type {any} the summary whose verdict is shown */
     this.summary = null;
     /** @type {any} the `verdict?run=` answer of its run */
@@ -31,8 +41,35 @@ export class Header {
     this.root = el('header', { class: 'ks-header' },
       el('div', { class: 'ks-pickers' }, el('b', { class: 'ks-title' }, 'Kinetoscope'),
         el('label', {}, 'Run ', this.runSel), el('label', {}, 'Worker ', this.workerSel), el('label', {}, 'Span ', this.spanSel),
-        this.status, this.actions),
+        this.status, this.brief, this.foldButton, this.actions),
       this.notice, this.verdict);
+    this.setFolded(window.innerHeight <= FOLD_BELOW_HEIGHT);
+  }
+
+  /** Folds the header to one line (the verdict cut to its brief), or unfolds it. @param {boolean} folded */
+  setFolded(folded) {
+    this.folded = folded;
+    this.root.classList.toggle('ks-header-folded', folded);
+    this.verdict.hidden = folded;
+    this.foldButton.textContent = folded ? 'More \u25be' : 'Less \u25b4';
+    this.foldButton.title = folded ? 'show the whole verdict, its evidence, the trace figures and the link and export buttons' : 'fold the header to one line';
+    this.foldButton.setAttribute('aria-expanded', String(!folded));
+    this.fillBrief();
+    this.root.dispatchEvent(new Event('ks-header-resize', { bubbles: true }));
+  }
+
+  /** The one-line verdict of the folded header, from the summary shown (none, or unfolded: empty). */
+  fillBrief() {
+    // only while folded: unfolded, the verdict below says it (and its bound is the first on the page)
+    if (!this.summary || !this.folded) {
+      this.brief.replaceChildren();
+      this.brief.title = '';
+      return;
+    }
+    const { verdict } = spanVerdict(this.summary, this.runAnswer);
+    const { bound, text } = verdictBrief(verdict, savingRows(this.summary)[0]);
+    this.brief.replaceChildren(el('span', { class: 'ks-bound', dataset: { bound } }, bound), ' ', text);
+    this.brief.title = `${bound}: ${text}`;
   }
 
   /**
@@ -71,6 +108,8 @@ export class Header {
       this.status.replaceChildren();
       return;
     }
+    // The summary on screen is the analysis done: a poll answered before it still said loading.
+    if (this.summary && (st.state === 'loading' || st.state === 'queued')) st = { state: 'ready' };
     const progress = st.state === 'loading' && typeof st.progress === 'number'
       ? el('progress', { max: 1, value: st.progress, title: formatShare(st.progress) }) : null;
     const label = st.state === 'loading' && typeof st.progress === 'number'
@@ -89,6 +128,10 @@ export class Header {
     if (error) this.verdict.replaceChildren(message('error', error));
     else if (!summary) this.verdict.replaceChildren(message('info', 'Loading the trace\u2026'));
     else this.verdict.replaceChildren(...verdictNodes(summary, this.runAnswer));
+    this.fillBrief();
+    if (summary && !error) this.setStatus({ state: 'ready' });
+    // an error is never cut to a brief: unfold to show it
+    if (error && this.folded) this.setFolded(false);
   }
 
   /**
@@ -99,6 +142,15 @@ export class Header {
   setRunVerdict(answer) {
     this.runAnswer = answer;
     if (this.summary) this.verdict.replaceChildren(...verdictNodes(this.summary, answer));
+    this.fillBrief();
+  }
+
+  /** Shows a message in place of the verdict (no trace yet, the logdir cannot be listed), unfolded. @param {HTMLElement} node */
+  showMessage(node) {
+    this.summary = null;
+    this.verdict.replaceChildren(node);
+    this.fillBrief();
+    if (this.folded) this.setFolded(false);
   }
 
   /** Refreshes the span labels (their states) without touching the selection. @param {Map<string, any>} byId */

@@ -148,11 +148,11 @@ export function describeHit(view, hit) {
     const rows = /** @type {[string, string][]} */ ([['duration', formatDuration(ev.durUs[i])], ['start', formatTimestamp(ev.startUs[i])],
       ['kind', ev.kind[i]], ['lane', lane.label]]);
     if (ev.count[i] > 1) rows.push(['merged', `${ev.count[i]} events (double-click to zoom in)`]);
-    return { key: `ev${lane.id}:${ev.row[i]}:${ev.startUs[i]}`, title: eventName(data, lane, i), rows, row: ev.count[i] > 1 ? -1 : Number(ev.row[i]) };
+    return { key: `ev${lane.id}:${ev.row[i]}:${ev.startUs[i]}:${ev.durUs[i]}:${ev.count[i]}`, title: eventName(data, lane, i), rows, row: ev.count[i] > 1 ? -1 : Number(ev.row[i]) };
   }
   if (hit.gap >= 0) {
     const g = data.gaps;
-    return { key: `gap${hit.gap}`, title: `GPU idle: ${g.cause[hit.gap]}`, row: -1, color: gapSolid(g.cause[hit.gap]),
+    return { key: `gap${hit.gap}:${data.gaps.startUs[hit.gap]}:${data.gaps.endUs[hit.gap]}`, title: `GPU idle: ${g.cause[hit.gap]}`, row: -1, color: gapSolid(g.cause[hit.gap]),
       rows: [['duration', formatDuration(g.endUs[hit.gap] - g.startUs[hit.gap])], ['start', formatTimestamp(g.startUs[hit.gap])],
         ['why', gapText(g.cause[hit.gap]) || '\u2013'], ['', 'double-click to zoom']] };
   }

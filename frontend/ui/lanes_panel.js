@@ -7,7 +7,7 @@ import { LatestChannel, sleep } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES } from '../model/colors.js';
 import { PATH_COLORS, PATH_TEXT, pathSegments } from '../model/critical_path.js';
-import { formatDuration } from '../model/format.js';
+import { formatCount, formatDuration } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { el } from './dom.js';
 import { attachLanesInput, describeHit } from './lanes_input.js';
@@ -46,13 +46,17 @@ export function createLanesPanel(store, api) {
   pathBox.addEventListener('change', () => { loadPath(); });
   view.onData = (/** @type {import('../model/lanes.js').LanesData} */ data) => {
     if (pathBox.checked) loadPath();
+    queueMicrotask(refreshHover); // after the view took the new lanes in
+    gapKeys.hidden = !data.lanes.some((l) => l.kind === 'gpu');
     hiddenNote.textContent = data.lanesHidden > 0
-      ? `${(data.lanesTotal - data.lanesHidden).toLocaleString()} of ${data.lanesTotal.toLocaleString()} lanes shown (the threads with the fewest events are left out)`
+      ? `${formatCount(data.lanesTotal - data.lanesHidden)} of ${formatCount(data.lanesTotal)} lanes shown (the threads with the fewest events are left out)`
       : '';
   };
-  const legend = el('div', { class: 'ks-legend' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),
+  // the gap causes are a GPU's: a trace without GPU lanes shows none of them
+  const gapKeys = el('span', { class: 'ks-legend-gaps' }, el('span', { class: 'ks-legend-title' }, 'GPU idle gaps:'),
     GAP_CAUSES.map((c) => el('span', { class: 'ks-legend-item', title: c.text, dataset: { cause: c.cause } },
-      el('i', { style: { background: c.solid } }), c.cause)),
+      el('i', { style: { background: c.solid } }), c.cause)));
+  const legend = el('div', { class: 'ks-legend' }, gapKeys,
     el('span', { class: 'ks-legend-item' }, el('i', { class: 'ks-stall-swatch' }), 'stalled step / DataLoader wait'),
     el('label', { class: 'ks-legend-item ks-path-toggle', title: 'the chain of work that set when each step was done, under the step bar: '
       + Object.entries(PATH_TEXT).map(([k, t]) => `${k}: ${t}`).join('; ') }, pathBox, 'critical path',
@@ -81,8 +85,18 @@ export function createLanesPanel(store, api) {
     tooltip.extend(key, rows);
   }
 
-  attachLanesInput(view, store, {
+  /** The pointer of the hover box shown, in the canvas: a zoom, a pan or new lanes describe what is now under it. */
+  let pointer = { xCss: 0, yCss: 0 };
+  const refreshHover = () => {
+    if (tooltip.shown) handlers.hover(view.hitAt(pointer.xCss, pointer.yCss), pointer.xCss, pointer.yCss);
+  };
+  store.subscribe((changed) => {
+    if (changed.has('win')) refreshHover();
+  });
+  /** @type {Parameters<typeof attachLanesInput>[2]} */
+  const handlers = {
     hover(hit, xCss, yCss) {
+      pointer = { xCss, yCss };
       const info = hit ? describeHit(view, hit) : null;
       const hover = hit && hit.area === 'lane' && hit.event >= 0 ? laneEvent(view, hit) : null;
       if (JSON.stringify(hover) !== JSON.stringify(view.hover)) {
@@ -112,7 +126,8 @@ export function createLanesPanel(store, api) {
       const ev = laneEvent(view, hit);
       if (ev && view.data) store.set({ sel: { ...ev, row: Number(lane.ev.row[i]), laneKind: lane.kind, name: eventName(view.data, lane, i) }, selRow: null });
     },
-  });
+  };
+  attachLanesInput(view, store, handlers);
   const root = el('section', { class: 'ks-section ks-lanes-section' }, legend, view.root);
   return { root, view };
 }

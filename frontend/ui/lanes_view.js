@@ -10,13 +10,13 @@ import { hitTestLanes, intervalAt } from '../model/lanes_hit.js';
 import { countersHeight } from '../model/counters.js';
 import { PATH_COLORS } from '../model/critical_path.js';
 import { drawPathOverlay } from '../render/critical_path.js';
-import { AXIS_H, GUTTER_W, HEADER_H, LOADER_H, RIGHT_PAD, ROW_H, STEP_H, clampScroll, layoutLanes } from '../model/layout.js';
+import { AXIS_H, GUTTER_W, HEADER_H, LOADER_H, RIGHT_PAD, STEP_H, clampScroll, defaultPins, layoutLanes } from '../model/layout.js';
 import { TextWidthCache, fetchWindow, payloadServes } from '../model/lod.js';
 import { TimeScale } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { COLORS, FONT } from '../render/frame.js';
 import { drawLanes } from '../render/lanes.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { WindowedLoader } from './windowed.js';
 
 /** Lanes are fetched with this much of the window on each side, so pans draw real data at once. */
@@ -25,7 +25,7 @@ const MARGIN_FRAC = 0.5;
 const COARSE_OK = 1.5;
 const MIN_HEIGHT = 140;
 const MAX_HEIGHT = 620;
-/** GPU streams pinned on top by default when the host's threads fill the view (the user can unpin them). */
+/** GPU streams pinned on top by default when the host's threads would push the first one below the fold (the user can unpin them). */
 const PIN_BY_DEFAULT = 8;
 
 export class LanesView {
@@ -54,6 +54,8 @@ export class LanesView {
     /** @type {Set<string>} groups shown as their header only */
     this.closedGroups = new Set();
     this.collapseDefaultsSet = false;
+    /** the user pinned or unpinned a lane: no more default pins */
+    this.pinsByUser = false;
     this.scrollYCss = 0;
     /** @type {{laneId: number, depth: number, startUs: number, endUs: number} | null} */
     this.hover = null;
@@ -72,10 +74,11 @@ export class LanesView {
     });
     store.subscribe((changed) => {
       if (changed.has('span')) this.resetSpan();
-      if (changed.has('spanError') && store.state.spanError) this.showStatus(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.showStatus(spanErrorNote());
       // The window's bounds come with the lanes (or the summary): fetch nothing before. Lanes drawn before the
       // analyses ended are asked again when the summary arrives, for the gap and step overlays.
       if ((changed.has('win') || changed.has('lanesReady') || changed.has('summary')) && store.state.lanesReady) this.loader.update();
+      if (changed.has('bounds')) this.canvas.dataset.durationUs = String(store.state.bounds.t1Us - store.state.bounds.t0Us);
       if (changed.has('area')) this.canvas.dataset.area = store.state.area ? `${store.state.area.t0Us},${store.state.area.t1Us}` : '';
       this.view.requestRedraw();
     });
@@ -94,6 +97,7 @@ export class LanesView {
     this.byLane = new Map();
     this.collapsed = new Set();
     this.pinned = [];
+    this.pinsByUser = false;
     this.closedGroups = new Set();
     this.collapseDefaultsSet = false;
     this.scrollYCss = 0;
@@ -130,15 +134,27 @@ export class LanesView {
       // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.
       const deep = payload.lanes.filter((l) => l.kind !== 'gpu' && l.maxDepth > 0);
       if (deep.length > 3) for (const lane of deep.slice(1)) this.collapsed.add(lane.id);
-      // Many host threads would push the GPU below the fold: the GPU streams start pinned on top.
-      const shown = payload.lanes.filter((l) => l.maxDepth >= 0);
-      const gpu = shown.filter((l) => l.kind === 'gpu');
-      const hostRows = shown.filter((l) => l.kind !== 'gpu').reduce((n, l) => n + (this.collapsed.has(l.id) ? 1 : l.maxDepth + 1), 0);
-      if (gpu.length && hostRows * ROW_H > MAX_HEIGHT / 2) this.pinned = gpu.slice(0, PIN_BY_DEFAULT).map((l) => l.id);
       this.collapseDefaultsSet = true;
     }
     this.relayout();
+    this.autoPin();
     this.showStatus(null);
+  }
+
+  /**
+   * Pins the GPU streams on top when the host's threads would push the first one below the fold, counting
+   * what sits above the canvas (the sticky page header included) and the window's height. Asked again when
+   * the page above grows (the verdict arrives, the header unfolds, the window shrinks) until the user pins
+   * or unpins a lane; it never unpins.
+   */
+  autoPin() {
+    if (!this.data || this.pinsByUser || this.pinned.length) return;
+    const topCss = this.canvas.getBoundingClientRect().top + window.scrollY;
+    const roomCss = Math.min(MAX_HEIGHT, window.innerHeight - topCss) - HEADER_H;
+    const ids = defaultPins(this.data.lanes, this.collapsed, roomCss, PIN_BY_DEFAULT);
+    if (!ids.length) return;
+    this.pinned = ids;
+    this.relayout();
   }
 
   relayout() {
@@ -174,6 +190,7 @@ export class LanesView {
   /** Pins a lane to the top, or unpins it. @param {number} laneId */
   togglePin(laneId) {
     this.pinned = this.pinned.includes(laneId) ? this.pinned.filter((id) => id !== laneId) : [...this.pinned, laneId];
+    this.pinsByUser = true;
     this.relayout();
   }
 

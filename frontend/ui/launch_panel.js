@@ -10,7 +10,7 @@ import { PANEL_FIGURES } from '../model/health.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { FONT } from '../render/frame.js';
 import { HIST_PAD, SERIES, drawHistogram, edgeX } from '../render/histogram.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 import { Tooltip } from './tooltip.js';
 
@@ -44,7 +44,7 @@ export class LaunchPanel {
       if (changed.has('span')) this.reset();
       if (changed.has('summary')) showHealthNote(this.health, store.state.summary, PANEL_FIGURES.launch);
       if (changed.has('summary') && store.state.summary) this.load();
-      if (changed.has('spanError') && store.state.spanError) this.body.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.body.replaceChildren(spanErrorNote());
     });
   }
 

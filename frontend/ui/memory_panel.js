@@ -14,7 +14,7 @@ import { TimeScale, windowAround } from '../model/scale.js';
 import { CanvasView } from '../render/canvas_view.js';
 import { COLORS, FONT } from '../render/frame.js';
 import { BAND_H, drawMemoryBand } from '../render/memory.js';
-import { collapsible, el, errorText, message } from './dom.js';
+import { collapsible, el, errorText, message, spanErrorNote } from './dom.js';
 import { Tooltip } from './tooltip.js';
 import { WindowedLoader } from './windowed.js';
 
@@ -58,13 +58,19 @@ export class MemoryPanel {
     this.view.setHeight(BAND_H);
     this.loader = new WindowedLoader({ fetch: (s) => this.fetch(s), serves: (p) => this.serves(p), accept: (p) => this.accept(p),
       fail: (err) => this.status.replaceChildren(message('error', `Memory: ${errorText(err)}`)) });
-    this.canvas.addEventListener('pointermove', (e) => this.hover(e.offsetX, e.offsetY));
+    /** the pointer of the hover box, in the canvas: a zoom or a pan redescribes what is now under it */
+    this.pointer = { xCss: 0, yCss: 0 };
+    this.canvas.addEventListener('pointermove', (e) => {
+      this.pointer = { xCss: e.offsetX, yCss: e.offsetY };
+      this.hover(e.offsetX, e.offsetY);
+    });
     this.canvas.addEventListener('pointerleave', () => this.tooltip.hide());
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
-      if (changed.has('spanError') && store.state.spanError) this.status.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.status.replaceChildren(spanErrorNote());
       if ((changed.has('win') || changed.has('summary')) && store.state.summary) this.loader.update();
       if (changed.has('win')) this.view.requestRedraw();
+      if (changed.has('win') && this.tooltip.shown) this.hover(this.pointer.xCss, this.pointer.yCss);
     });
   }
 

@@ -6,7 +6,7 @@
  */
 import { formatDuration } from '../model/format.js';
 import { independentText } from '../model/health.js';
-import { RANK_COLUMNS, heatmap, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
+import { RANK_COLUMNS, heatStyle, heatmap, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
 import { el, errorText, message } from './dom.js';
 import { RunVerdictPoller } from './run_verdict.js';
 
@@ -88,7 +88,7 @@ export class RanksPanel {
       el('th', { class: 'ks-clickable', onclick: () => this.run && this.open(this.run, row.worker, row.id) }, `${row.rank}`),
       row.cells.map((c) => el('td', {
         class: c.value === null ? 'ks-heat-cell ks-heat-none' : 'ks-heat-cell', title: c.value === null ? 'no such step' : formatDuration(c.value),
-        style: c.value === null ? {} : { background: `rgba(198, 40, 40, ${(0.08 + 0.8 * c.frac).toFixed(3)})` },
+        style: c.value === null ? {} : heatStyle(c.frac),
       }, c.value === null ? '' : formatDuration(c.value)))));
     this.heat.replaceChildren(el('table', { class: 'ks-table ks-heat-table' }, el('thead', {}, heatHead), el('tbody', {}, heatRows)));
   }

@@ -3,6 +3,7 @@
  * Sharing: copy a link to this exact view, download the visible window as a Chrome trace (opens in
  * Perfetto and chrome://tracing), download the summary as Markdown.
  */
+import { formatCount } from '../model/format.js';
 import { LatestChannel, errorFromResponse, routeUrl } from '../api.js';
 import { el, errorText } from './dom.js';
 import { urlHost, writeUrl } from './urlsync.js';
@@ -26,14 +27,22 @@ function fileNameOf(disposition) {
   return m ? m[1] : 'kinetoscope-window.json';
 }
 
+/** How long a note of what a click did stays on screen. */
+const SAID_MS = 4000;
+
 /** @param {import('./store.js').Store} store */
 export function createShareButtons(store) {
   const feedback = el('span', { class: 'ks-feedback', 'aria-live': 'polite' });
   const linkBox = el('input', { class: 'ks-linkbox', readonly: true, hidden: true, 'aria-label': 'link to this view' });
   /** @param {string} text @param {boolean} [isError] */
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let sayTimer;
   const say = (text, isError) => {
     feedback.textContent = text;
     feedback.classList.toggle('ks-error-text', Boolean(isError));
+    // what happened fades after a while (an error stays until the next action): it describes one click, not the page
+    clearTimeout(sayTimer);
+    if (text && !isError && !text.endsWith('\u2026') && !text.endsWith(':')) sayTimer = setTimeout(() => say(''), SAID_MS);
   };
 
   const copy = el('button', { type: 'button', title: 'Copy a link that opens this run, span, window and selection', onclick: async () => {
@@ -80,8 +89,8 @@ export function createShareButtons(store) {
   } }, 'Export summary (.md)');
 
   // The whole file streams straight to the browser's downloads (any size, never held in the page).
-  const exportWhole = el('a', { class: 'ks-button-link', download: '', title: 'Download the whole trace file (.json.gz, with every arg): any size' },
-    'Export whole trace');
+  const exportWhole = el('a', { class: 'ks-button-link', download: '', title: 'Download the whole trace file (.json.gz, with every arg): any size',
+    onclick: () => say('Whole trace: see the browser\u2019s downloads.') }, 'Export whole trace');
 
   // Whether the visible window can be exported is asked as the window changes (debounced), so the
   // button says so before it is clicked.
@@ -89,6 +98,7 @@ export function createShareButtons(store) {
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
   let fits = true; // the last check's answer for the visible window
+  let empty = false; // ... and whether it holds no event at all
   const checkWindow = () => {
     clearTimeout(timer);
     timer = setTimeout(async () => {
@@ -103,10 +113,12 @@ export function createShareButtons(store) {
         if (r.stale) return;
         const { events, max_events: max } = r.value;
         fits = Boolean(r.value.fits);
-        exportTrace.disabled = !fits || !store.state.summary;
-        exportTrace.title = fits ? `Download the visible window (${events.toLocaleString()} events) as a Chrome trace (Perfetto, chrome://tracing)`
-          : `The visible window holds ${events.toLocaleString()} events, more than ${max.toLocaleString()}: zoom in to export it, or export the whole trace`;
-        exportTrace.textContent = fits ? 'Export window (Perfetto)' : 'Window too large to export';
+        empty = Number(events) === 0;
+        exportTrace.disabled = !fits || empty || !store.state.summary;
+        exportTrace.title = empty ? 'The visible window holds no event: pan or zoom out to export one'
+          : fits ? `Download the visible window (${formatCount(events)} events) as a Chrome trace (Perfetto, chrome://tracing)`
+            : `The visible window holds ${formatCount(events)} events, more than ${formatCount(max)}: zoom in to export it, or export the whole trace`;
+        exportTrace.textContent = empty ? 'Nothing to export here' : fits ? 'Export window (Perfetto)' : 'Window too large to export';
       } catch {
         // a failed check leaves the button as it was; the export itself reports its own error
       }
@@ -115,7 +127,7 @@ export function createShareButtons(store) {
 
   const sync = () => {
     const ready = Boolean(store.state.summary);
-    exportTrace.disabled = !ready || !fits;
+    exportTrace.disabled = !ready || !fits || empty;
     exportMd.disabled = !ready;
     const { span } = store.state;
     if (span) exportWhole.setAttribute('href', routeUrl('export', { span: span.id, whole: 1 }));
@@ -123,7 +135,10 @@ export function createShareButtons(store) {
     exportWhole.toggleAttribute('hidden', !span);
   };
   store.subscribe((changed) => {
-    if (changed.has('span')) fits = true;
+    if (changed.has('span')) {
+      fits = true;
+      empty = false;
+    }
     sync();
     if (changed.has('win') || changed.has('summary')) checkWindow();
   });

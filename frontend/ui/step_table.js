@@ -7,11 +7,11 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
-import { formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { formatCount, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { windowAround } from '../model/scale.js';
 import { sortSteps, stepColumns, withTbprof } from '../model/steps.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 export class StepTable {
@@ -36,7 +36,7 @@ export class StepTable {
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if (changed.has('summary') && store.state.summary) this.load();
-      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(spanErrorNote());
     });
   }
 
@@ -58,8 +58,8 @@ export class StepTable {
       const busy = summary?.steps ?? [];
       this.steps = withTbprof((r.value.steps ?? []).map((/** @type {any} */ s, /** @type {number} */ i) => ({ ...busy[i], ...s })), summary?.tbprof_steps);
       const total = Number(r.value.total ?? this.steps.length);
-      const shown = total > this.steps.length ? ` The first ${this.steps.length.toLocaleString()} are listed.` : '';
-      this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${total.toLocaleString()} steps stalled on the DataLoader.${shown}`,
+      const shown = total > this.steps.length ? ` The first ${formatCount(this.steps.length)} are listed.` : '';
+      this.note.replaceChildren(`${r.value.stalled_steps ?? 0} of ${formatCount(total)} steps stalled on the DataLoader.${shown}`,
         r.value.suggestion ? ` ${r.value.suggestion}` : '');
       this.render();
     } catch (err) {
@@ -76,7 +76,9 @@ export class StepTable {
     const communicates = (summary?.devices ?? []).some((/** @type {any} */ d) => Number(d.comm?.kernels) > 0);
     showHealthNote(this.health, summary, communicates ? PANEL_FIGURES.stepsComm : PANEL_FIGURES.steps);
     this.tbprofToggle.hidden = !this.steps.some((s) => typeof s?.tbprof_dur_us === 'number');
-    const columns = stepColumns(this.steps, communicates, this.tbprofBox.checked);
+    // a trace without device activity has no GPU figures to show (summary.devices lists none)
+    const withDevice = !Array.isArray(summary?.devices) || summary.devices.length > 0;
+    const columns = stepColumns(this.steps, communicates, this.tbprofBox.checked, withDevice);
     const column = columns.find((c) => c.key === this.sortKey) ?? columns[1];
     const head = columns.map((c) => el('th', { class: 'ks-sortable', title: c.title, 'aria-sort': c.key === this.sortKey ? (this.desc ? 'descending' : 'ascending') : 'none',
       onclick: () => { this.desc = c.key === this.sortKey ? !this.desc : c.kind !== 'text' && c.kind !== 'time'; this.sortKey = c.key; this.render(); } },

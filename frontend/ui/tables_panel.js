@@ -7,13 +7,13 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
-import { formatBytes, formatDuration, formatShare, formatTimestamp } from '../model/format.js';
+import { formatBytes, formatCount, formatDuration, formatNumber, formatShare, formatTimestamp } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
-import { windowAround } from '../model/scale.js';
+import { windowShowing } from '../model/scale.js';
 import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLUMN, extraColumns, extraDefaultSort, launchersText,
   treeParents, visibleTreeRows } from '../model/extra_tables.js';
-import { OP_GROUPS, defaultSort, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
-import { el, errorText, message } from './dom.js';
+import { OP_GROUPS, defaultSort, nameTitle, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
+import { el, errorText, message, spanErrorNote } from './dom.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
@@ -21,6 +21,8 @@ const TREE_PAGE = 500; // module-tree nodes per page (the route's most): expand 
 /** @type {Record<string, string>} */
 const TAB_LABELS = { op: 'Operators', kernel: 'Kernels', module: 'Modules', ...EXTRA_TABS };
 const SEARCH_PAGE = 100;
+/** A search hit is shown at least this wide on the lanes: a 1 px outline from the whole-trace view is not found by eye. */
+const SEARCH_HIT_PX = 40;
 const FILTER_DELAY_MS = 250;
 /** The figures each table shows (model/health.js PANEL_FIGURES). @type {Record<string, string[]>} */
 const TABLE_FIGURES = { op: PANEL_FIGURES.opTable, kernel: PANEL_FIGURES.kernelTable, module: PANEL_FIGURES.moduleTable,
@@ -30,12 +32,14 @@ export class TablesPanel {
   /**
    * @param {import('./store.js').Store} store @param {import('../api.js').Api} api
    * @param {(row: number) => void} selectRow selects an event row (details, outline) @param {() => void} reveal
+   * @param {() => number} [plotWidth] the lanes' plot width (CSS px): a search hit is zoomed to SEARCH_HIT_PX of it
    */
-  constructor(store, api, selectRow, reveal) {
+  constructor(store, api, selectRow, reveal, plotWidth = () => 1000) {
     this.store = store;
     this.api = api;
     this.selectRow = selectRow;
     this.reveal = reveal;
+    this.plotWidth = plotWidth;
     this.channel = new LatestChannel();
     this.searchChannel = new LatestChannel();
     this.by = 'op';
@@ -67,24 +71,28 @@ export class TablesPanel {
       onchange: () => { this.options.root = this.rootInput.value.trim().slice(0, 200); this.offset = 0; this.load(); } });
     this.sequencesBox = el('span', { class: 'ks-hint' }, this.rootInput);
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
+    /** a cut name shown whole, on demand (the `name` route) */
+    this.fullName = el('div', { class: 'ks-full-name', hidden: true });
+    this.nameChannel = new LatestChannel();
     this.health = healthSlot();
     this.table = el('div', { class: 'ks-table-wrap' });
     this.pager = el('div', { class: 'ks-pager' });
     this.searchInput = el('input', { class: 'ks-search', type: 'search', placeholder: 'find an op or kernel in the lanes', 'aria-label': 'search op and kernel names',
       onkeydown: (/** @type {KeyboardEvent} */ e) => { if (e.key === 'Enter') { e.preventDefault(); this.find(this.searchInput.value, e.shiftKey ? -1 : 1); } } });
     this.searchCount = el('span', { class: 'ks-search-count', 'aria-live': 'polite' });
-    const searchBar = el('div', { class: 'ks-search-bar' }, this.searchInput,
+    // The page puts the search bar above the lanes it searches: the "n of m" counter stays in view while hits are zoomed to.
+    this.searchBar = el('div', { class: 'ks-search-bar' }, this.searchInput,
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
-    this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'), searchBar,
-      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.table, this.pager);
+    this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'),
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.fullName, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
         this.offset = 0;
         this.load();
       }
-      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(message('error', store.state.spanError));
+      if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(spanErrorNote());
     });
     this.markTabs();
   }
@@ -104,6 +112,8 @@ export class TablesPanel {
     this.collapsed.clear();
     this.channel.cancel();
     this.searchChannel.cancel();
+    this.nameChannel.cancel();
+    this.fullName.hidden = true;
     this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
     this.searchCount.textContent = '';
     this.health.replaceChildren();
@@ -138,6 +148,7 @@ export class TablesPanel {
   async load() {
     const { span, area } = this.store.state;
     if (!span || !this.store.state.summary) return;
+    if (!this.withDevice() && this.sort === defaultSort(this.by)) this.sort = defaultSort(this.by, false);
     showHealthNote(this.health, this.store.state.summary, TABLE_FIGURES[this.by] ?? PANEL_FIGURES.kernelTable);
     /** @type {Record<string, string | number>} */
     const params = { span: span.id, by: this.by, offset: this.offset, limit: this.by === 'module_tree' ? TREE_PAGE : PAGE };
@@ -161,10 +172,43 @@ export class TablesPanel {
     }
   }
 
+  /** The button beside a cut name that shows it whole. @param {string} key its `name_key` */
+  fullNameButton(key) {
+    return el('button', { type: 'button', class: 'ks-link ks-full-name-link', title: 'this name was cut at 1,000 characters: show it whole',
+      onclick: (/** @type {Event} */ e) => {
+        e.stopPropagation(); // not a click on the row
+        this.showFullName(key);
+      } }, 'whole name');
+  }
+
+  /** Fetches a cut name whole (`name` route) and shows it above the table. @param {string} key */
+  async showFullName(key) {
+    const { span } = this.store.state;
+    if (!span) return;
+    const close = el('button', { type: 'button', class: 'ks-link', onclick: () => { this.fullName.hidden = true; } }, 'close');
+    try {
+      const r = await this.nameChannel.run((signal) => getWhenReady(this.api, 'name', { span: span.id, key }, signal));
+      if (r.stale) return;
+      const { name, chars, cut } = /** @type {any} */ (r).value;
+      this.fullName.replaceChildren(el('div', { class: 'ks-full-name-head' },
+        `The whole name (${formatCount(chars)} characters${cut ? ', the first 200,000 shown' : ''}) `, close),
+      el('div', { class: 'ks-full-name-text' }, String(name)));
+    } catch (err) {
+      this.fullName.replaceChildren(message('error', `Name: ${errorText(err)}`), close);
+    }
+    this.fullName.hidden = false;
+  }
+
+  /** Whether the trace on screen has device activity (its summary lists devices). */
+  withDevice() {
+    const devices = this.store.state.summary?.devices;
+    return !Array.isArray(devices) || devices.length > 0;
+  }
+
   /** @param {any} body */
   render(body) {
     this.body = body;
-    let columns = extraColumns(this.by) ?? tableColumns(this.by, body.group);
+    let columns = extraColumns(this.by) ?? tableColumns(this.by, body.group, this.withDevice());
     if (this.by === 'kernel' && body.split === 'op_launch') columns = [columns[0], OP_COLUMN, ...columns.slice(1)];
     this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
     if (!body.rows.length) {
@@ -181,13 +225,16 @@ export class TablesPanel {
       onclick: () => { const s = nextSort(this.sort, c); if (s !== this.sort) { this.sort = s; this.offset = 0; this.load(); } } }, c.head));
     const shown = this.by === 'module_tree' ? visibleTreeRows(body.rows, this.collapsed).map((i) => body.rows[i]) : body.rows;
     const parents = this.by === 'module_tree' ? treeParents(body.rows) : new Set();
-    const rows = shown.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name } },
-      columns.map((c) => el('td', { dataset: { col: c.key }, title: c.kind === 'text' || c.kind === 'tree' ? row[c.key] : undefined },
-        c.kind === 'tree' ? this.treeCell(row, parents.has(row.index)) : cell(c, row[c.key])))));
+    const rows = shown.map((/** @type {any} */ row) => el('tr', { dataset: { name: row.name, ...(row.name_key ? { nameKey: row.name_key } : {}) } },
+      columns.map((c) => el('td', { dataset: { col: c.key },
+        title: c.key === 'name' ? nameTitle(row) : c.kind === 'text' || c.kind === 'tree' ? row[c.key] : undefined },
+        c.kind === 'tree' ? this.treeCell(row, parents.has(row.index))
+          : c.key === 'name' && typeof row.name_key === 'string' ? [this.fullNameButton(row.name_key), ' ', cell(c, row[c.key])]
+            : cell(c, row[c.key])))));
     this.table.replaceChildren(el('table', { class: 'ks-table ks-profiler-table', dataset: { by: this.by } },
       el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));
     const last = Math.min(body.total, this.offset + body.rows.length);
-    this.pager.replaceChildren(`${(this.offset + 1).toLocaleString()}\u2013${last.toLocaleString()} of ${Number(body.total).toLocaleString()} `,
+    this.pager.replaceChildren(`${formatCount(this.offset + 1)}\u2013${formatCount(last)} of ${formatCount(Number(body.total))} `,
       el('button', { disabled: this.offset === 0, onclick: () => { this.offset = Math.max(0, this.offset - PAGE); this.load(); } }, 'previous'),
       el('button', { disabled: last >= body.total, onclick: () => { this.offset += PAGE; this.load(); } }, 'next'));
   }
@@ -240,9 +287,8 @@ export class TablesPanel {
     const startUs = Number(h.start_us[i]);
     const endUs = startUs + Math.max(Number(h.dur_us[i]), 0.001);
     const { win, bounds } = this.store.state;
-    const widthUs = Math.max(win.t1Us - win.t0Us, (endUs - startUs) * 3);
-    const inView = startUs >= win.t0Us && endUs <= win.t1Us;
-    if (!inView) this.store.set({ win: windowAround(startUs - widthUs / 3, startUs + widthUs * 2 / 3, 0, bounds) });
+    const to = windowShowing(win, bounds, startUs, endUs, this.plotWidth(), SEARCH_HIT_PX);
+    if (to !== win) this.store.set({ win: to });
     this.selectRow(Number(h.row[i]));
     this.reveal();
   }
@@ -255,11 +301,11 @@ export class TablesPanel {
 function cell(column, value) {
   switch (column.kind) {
     case 'dur': return formatDuration(Number(value));
-    case 'count': return Number(value).toLocaleString();
+    case 'count': return formatCount(Number(value));
     case 'share': return [el('span', { class: 'ks-bar' }, el('span', { style: { width: `${Math.min(100, 100 * (Number(value) || 0))}%` } })), formatShare(value)];
     case 'flag': return value ? 'yes' : '';
     case 'bytes': return value === null || value === undefined ? '' : formatBytes(Number(value));
-    case 'number': return value === null || value === undefined ? '' : Number(value).toLocaleString(undefined, { maximumFractionDigits: 2 });
+    case 'number': return value === null || value === undefined ? '' : formatNumber(Number(value));
     case 'launchers': return launchersText(value, formatDuration);
     default: return String(value ?? '');
   }

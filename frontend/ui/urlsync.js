@@ -61,3 +61,22 @@ export function startUrlSync(store) {
     timer = window.setTimeout(() => writeUrl(store.state), WRITE_DELAY_MS);
   });
 }
+
+/**
+ * Follows links pasted into the address bar of an open tab: on a `hashchange` of the shared URL whose
+ * state differs from the view on screen, calls `open` with it. The page's own writes use replaceState and
+ * fire no `hashchange`, so only the user's (or another page's) changes arrive here.
+ * @param {import('./store.js').Store} store
+ * @param {(link: import('../model/urlstate.js').ViewState) => void} open
+ */
+export function followHash(store, open) {
+  const { host } = urlHost();
+  const onChange = () => {
+    const link = readHash(host.location.hash);
+    if (!link) return;
+    if (JSON.stringify(link) === JSON.stringify(readHash(writeHash('', viewState(store.state))))) return;
+    open(link);
+  };
+  host.addEventListener('hashchange', onChange);
+  if (host !== window) window.addEventListener('hashchange', onChange);
+}

@@ -9,7 +9,7 @@ import { commText, deviceIdleText } from '../model/devices.js';
 import { formatDuration, formatShare } from '../model/format.js';
 import { PANEL_FIGURES, figureWarning, healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
 import { SHOWN_IN_VERDICT, savingRows } from '../model/savings.js';
-import { confidenceText, reasonsOf, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
+import { confidenceText, reasonsOf, ruleText, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
 import { el } from './dom.js';
 import { gpuSummaryBlock } from './gpu_summary.js';
 
@@ -26,10 +26,12 @@ function headParts(v) {
   const confidence = confidenceText(v);
   const share = shareText(v);
   const runnerUp = runnerUpText(v);
+  const rule = ruleText(v);
   return [boundChip(v),
     confidence ? el('span', { class: 'ks-confidence', dataset: { confidence: String(v.confidence) } }, confidence) : null,
     share ? el('span', { class: 'ks-share' }, share) : null,
-    runnerUp ? el('span', { class: 'ks-runner-up' }, runnerUp) : null];
+    runnerUp ? el('span', { class: 'ks-runner-up' }, runnerUp) : null,
+    rule ? el('span', { class: 'ks-rule' }, `(${rule})`) : null];
 }
 
 /**

@@ -4,6 +4,7 @@ import { appendFileSync, copyFileSync, mkdirSync, readFileSync, renameSync, unli
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
+import { compareFit, firstViews, laptopTour } from './laptop.mjs';
 import { launch, openPlugin, pixels, waitReady } from './lib.mjs';
 
 const XSS = '<img src=x onerror=alert(1)>';
@@ -868,6 +869,50 @@ async function compareLanes(browser, run, baseRun) {
     zoomRequests, draw, lanesMs, gutterDark, keyReset, keyZoom, mainWindowKept, allThreads, busiestOnly };
 }
 
+/**
+ * Issue 30: the tab at WIDTHxHEIGHT, light or dark (laptop.mjs), plus the layout faults and console errors.
+ */
+async function laptop(browser, run, width, height, theme, otherRun) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }), { width, height });
+  await waitReady(frame, 120000);
+  await frame.waitForSelector('.ks-profiler-table tbody tr', { timeout: 60000 }).catch(() => null);
+  const r = await laptopTour({ page, frame, base, geometry, urlState, until }, theme === 'dark', otherRun);
+  const faults = await layoutFaults(frame);
+  await page.screenshot({ path: shot(`laptop-${width}x${height}-${theme}`) });
+  return { errors, httpErrors, faults, ...r };
+}
+
+/** Issue 30: the Compare panel's stacked lanes of `run` against `baseRun` at WIDTHxHEIGHT (laptop.mjs). */
+async function compareFitCheck(browser, run, baseRun, width, height) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, base: `run:${baseRun}` }), { width, height });
+  await waitReady(frame, 120000);
+  const r = await compareFit({ page, frame, until });
+  await (await frame.$('.ks-compare-lanes-canvas')).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: shot(`compare-fit-${width}x${height}`) });
+  return { errors, httpErrors, ...r };
+}
+
+/**
+ * Issue 30: a kernel name cut at 1,000 characters (the only run of the logdir): its row carries a key, and its
+ * "whole name" button shows it whole.
+ */
+async function fullName(browser) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, '', { width: 1280, height: 800 });
+  await waitReady(frame);
+  await frame.click('.ks-tables .ks-tab[data-by="kernel"]');
+  await frame.waitForSelector('.ks-profiler-table[data-by="kernel"] .ks-full-name-link', { timeout: 30000 });
+  const keys = await frame.$$eval('.ks-profiler-table tbody tr', (trs) => trs.map((t) => t.dataset.nameKey ?? null));
+  const shown = await frame.$$eval('.ks-profiler-table tbody td[data-col="name"]', (tds) => tds.map((t) => t.title));
+  await frame.click('.ks-full-name-link');
+  await frame.waitForSelector('.ks-full-name-text', { timeout: 15000 });
+  return { errors, httpErrors, keys, shown, whole: await frame.textContent('.ks-full-name-text'), head: await frame.textContent('.ks-full-name-head') };
+}
+
+/** Issue 30: each run's first view at WIDTHxHEIGHT (laptop.mjs): its first GPU lane on screen without scrolling. */
+async function firstView(browser, width, height, ...runs) {
+  return { views: await firstViews({ browser, base, openPlugin, waitReady, ksSuffix }, width, height, runs.map(String)) };
+}
+
 const browser = await launch();
 try {
   const checks = { smoke, stalls, interact, gaprow: gapRow, select: selectAndShare, xss, live, runverdict: runVerdict, replaced, completed, ranks, tour, compare, area };
@@ -875,6 +920,10 @@ try {
   checks.remote = remote;
   checks.scanerror = scanError;
   checks.whatif = whatif;
+  checks.laptop = laptop;
+  checks.firstview = firstView;
+  checks.comparefit = compareFitCheck;
+  checks.fullname = fullName;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

@@ -88,16 +88,17 @@ def step_metrics(base: dict[str, np.ndarray], cand: dict[str, np.ndarray]) -> li
     out = [metric("step_time", "step time (median)", "us", _stat(b["step"], np.median), _stat(c["step"], np.median), step_noise),
            metric("step_time_p90", "step time (p90)", "us", _stat(b["step"], _p90), _stat(c["step"], _p90), step_noise),
            metric("step_time_mean", "step time (mean)", "us", _stat(b["step"], np.mean), _stat(c["step"], np.mean), step_noise)]
-    for key, name, label in (("dataloader", "dataloader_wait", "DataLoader wait per step"),
-                             ("comm", "comm", "communication per step"),
-                             ("part:exposed_comm", "exposed_comm", "exposed communication per step"),
-                             ("part:compute", "compute", "compute per step"),
-                             ("idle", "idle", "device idle per step")):
+    # every label says its statistic: the step time's median headline and these means read apart
+    for key, name, label in (("dataloader", "dataloader_wait", "DataLoader wait per step (mean)"),
+                             ("comm", "comm", "communication per step (mean)"),
+                             ("part:exposed_comm", "exposed_comm", "exposed communication per step (mean)"),
+                             ("part:compute", "compute", "compute per step (mean)"),
+                             ("idle", "idle", "device idle per step (mean)")):
         out.append(metric(name, label, "us", _stat(b[key], np.mean), _stat(c[key], np.mean), _noise(b[key], c[key])))
     for part in PARTS[2:]:
         name = f"idle_{part}" if part != "outside" else "outside"
         key = f"part:{part}"
-        out.append(metric(name, PART_LABELS[part] + " per step", "us", _stat(b[key], np.mean), _stat(c[key], np.mean),
+        out.append(metric(name, PART_LABELS[part] + " per step (mean)", "us", _stat(b[key], np.mean), _stat(c[key], np.mean),
                           _noise(b[key], c[key])))
     return out
 

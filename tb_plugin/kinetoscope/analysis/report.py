@@ -33,7 +33,7 @@ from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
 from .tbprof_overview import overview, overview_entries
-from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict
+from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict, winner_rule
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def verdict_entry(v: Verdict) -> dict:
     return {"bound": v.bound, "confidence": v.confidence, "evidence": v.evidence, "suggestion": v.suggestion,
             "share": v.share, "runner_up": v.runner_up, "runner_up_share": v.runner_up_share,
             "shares": dict(v.shares), "judged_us": _us(v.judged_ns), "step_agreement": v.step_agreement,
-            "reasons": list(v.reasons)}
+            "reasons": list(v.reasons), "rule": winner_rule(v)}
 
 
 def verdict_from_entry(entry: dict) -> Verdict:

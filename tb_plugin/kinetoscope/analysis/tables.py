@@ -59,6 +59,7 @@ An op is a `cpu_op` (aten::, c10d::, autograd nodes; 2021 `Operator` events that
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, fields, replace
 from typing import Any, Optional
@@ -66,7 +67,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import TraceModel, freeze_arrays, shown
+from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown
 from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
@@ -550,4 +551,26 @@ def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
     if "shape_id" in columns:
         columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in columns.pop("shape_id")]
     names = [model.shown_names[i] for i in columns["name_id"]]
-    return [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]
+    rows = [{"name": name, **{key: values[i] for key, values in columns.items()}} for i, name in enumerate(names)]
+    return with_name_keys(rows, [model.names[i] for i in columns["name_id"]])
+
+
+def name_key(name: str) -> Optional[str]:
+    """A stable id of a name cut for showing (over MAX_SHOWN_CHARS characters), None for one shown whole.
+
+    16 hex digits of the full name's SHA-1: the same in every file, run and route, so two rows whose shown
+    names are the same first 999 characters stay apart, in bounded space (a writer may put a 50 MB name in
+    a trace; no answer may grow with it).
+    """
+    if len(name) <= MAX_SHOWN_CHARS:
+        return None
+    return hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def with_name_keys(rows: list[dict[str, Any]], full_names: list[str]) -> list[dict[str, Any]]:
+    """`rows` (modified in place and returned) with `name_key` and `name_chars` on each row whose name was cut."""
+    for row, full in zip(rows, full_names):
+        key = name_key(full)
+        if key is not None:
+            row["name_key"], row["name_chars"] = key, len(full)
+    return rows

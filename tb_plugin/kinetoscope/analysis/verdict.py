@@ -191,6 +191,30 @@ def device_verdict(breakdown: Breakdown, launch_regime: bool, explain) -> Verdic
                    judged_ns=int(total), step_agreement=agreement)
 
 
+def winner_rule(v: Verdict) -> Optional[str]:
+    """Why the verdict's bound wins when its runner-up has the larger share (None when it does not).
+
+    Three rules let a smaller share win: the host-side causes leaving the device idle IDLE_BOUND of the
+    time or more (then the largest of them wins, however large compute is); without device activity,
+    waits of CPU_WAIT_DOMINANT of the step time (`explain.cpu_verdict`); and the steps' vote (the bound
+    most steps give alone wins, see `device_verdict`).
+    """
+    if v.share is None or v.runner_up_share is None or v.runner_up_share <= v.share or v.bound == NOT_ENOUGH_DATA:
+        return None
+    host_idle = sum(v.shares.get(b, 0.0) for b in HOST_SIDE)
+    if v.bound in HOST_SIDE and v.runner_up in DEVICE_SIDE and host_idle >= T.IDLE_BOUND:
+        return (f"the host-side causes (DataLoader, sync, host, launch) leave the GPU idle {100 * host_idle:.1f}% of the "
+                f"judged time, at least {100 * T.IDLE_BOUND:.0f}%: then the largest of them is the bound, "
+                f"however large {v.runner_up} is")
+    if v.runner_up == "cpu-only":
+        return (f"without device activity, waits of {100 * T.CPU_WAIT_DOMINANT:.0f}% of the step time or more "
+                f"(here {100 * v.share:.1f}%) bound the run, however much the CPU's own ops take")
+    if v.step_agreement is not None:
+        return (f"each step is judged alone and the steps vote: {100 * v.step_agreement:.0f}% of them are {v.bound}, "
+                f"though {v.runner_up} takes more time over the whole trace")
+    return None
+
+
 def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optional[Verdict],
                device_lean: Optional[tuple[str, float]] = None) -> Verdict:
     """The `not enough data` verdict: why, how to record a better trace, and what the figures lean to.

@@ -21,6 +21,7 @@ from ..analysis.compare_figures import Side, figures_of, side
 from ..analysis.gate import RuleError, check, parse_rule
 from ..analysis.report import analyze
 from ..formats.compare import figure, pct, render
+from ..formats.schema import versioned
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import TraceFile, resolve
 from ..trace.loader import TraceError, load_trace, resource_message
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(result: dict[str, Any], gate: Optional[list[dict[str, Any]]], fmt: str) -> None:
     if fmt == "json":
-        json.dump({**result, "gate": gate}, sys.stdout, indent=1, allow_nan=False, default=_finite)
+        json.dump(versioned({**result, "gate": gate}), sys.stdout, indent=1, allow_nan=False, default=_finite)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(result, gate, markdown=fmt == "markdown"))

@@ -15,6 +15,7 @@ from ..analysis.jobs import JobGroup, job_groups, multi_rank_jobs
 from ..analysis.ranks import rank_digest, ranks_view
 from ..analysis.report import analyze, report_entry, with_run_verdicts
 from ..formats.report import RENDERERS, render_independent, render_overview, render_ranks, render_run
+from ..formats.schema import versioned
 from ..index.readers import missing, report_from_index
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.cache import default_cache_dir
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     runs, entries = with_run_verdicts(entries, groups)
     if args.format == "json":
         jobs = {run: [g.entry() for g in found] for run, found in groups.items() if len(found) > 1}
-        json.dump({"runs": runs, "ranks": ranks, "jobs": jobs, "traces": entries}, sys.stdout, indent=1, allow_nan=False)
+        json.dump(versioned({"runs": runs, "ranks": ranks, "jobs": jobs, "traces": entries}), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         markdown = args.format == "markdown"

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..analysis.whatif import SPELLINGS, STRAGGLER, EditError, parse_edit, whatif, whatif_entry
 from ..formats.whatif import render, render_runs
+from ..formats.schema import versioned
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import resolve
 from ..trace.loader import TraceError, load_trace
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         return _straggler(traces, cache_dir, args.format)
     entries, failed = [], 0
     for trace in traces:
-        entry: dict[str, Any] = {"path": trace.path, "run": trace.run, "worker": trace.worker, "span": trace.span}
+        entry: dict[str, Any] = {"path": trace.path, "run": trace.run, "worker": trace.worker, "span": trace.span_text}
         try:
             entry["whatif"] = whatif_entry(whatif(load_trace(trace.path, cache_dir=cache_dir), edits))
         except (TraceError, EditError) as exc:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
         entries.append(entry)
     if args.format == "json":
-        json.dump({"traces": entries}, sys.stdout, indent=1)
+        json.dump(versioned({"traces": entries}), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(entries, markdown=args.format == "markdown"))
@@ -91,7 +92,7 @@ def _straggler(traces: list, cache_dir, fmt: str) -> int:
         print("kinetoscope whatif: straggler=median needs a multi-rank job (two ranks or more of one run)", file=sys.stderr)
         return 1
     if fmt == "json":
-        json.dump({"runs": runs}, sys.stdout, indent=1)
+        json.dump(versioned({"runs": runs}), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_runs(runs, markdown=fmt == "markdown"))

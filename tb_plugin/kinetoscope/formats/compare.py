@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..analysis.verdict import NOT_ENOUGH_DATA
 from .units import human_bytes, human_us, table_lines
 
 SUMMARY_METRICS = ("step_time", "step_time_p90", "step_time_mean", "compute", "comm", "exposed_comm", "idle", "idle_dataloader",
@@ -81,6 +82,8 @@ def _verdicts(v: dict[str, Any], markdown: bool) -> list[str]:
     def one(x):
         share = f", {100 * x['share']:.0f}%" if x.get("share") is not None else ""
         runner = f"; runner-up {x['runner_up']}" if x.get("runner_up") else ""
+        if x["bound"] == NOT_ENOUGH_DATA:  # no confidence: what the figures lean to, if anything
+            return f"{x['bound']}" + (f" (the figures lean to {x['runner_up']})" if x.get("runner_up") else "")
         return f"{x['bound']} ({x['confidence']}{share}{runner})"
     moved = "changed" if v["changed"] else "unchanged"
     text = f"Verdict ({moved}): {one(v['base'])} → {one(v['cand'])}"
@@ -104,7 +107,7 @@ def _changes(ch: dict[str, Any], markdown: bool) -> list[str]:
     rest = (f"; the other {ch['rest_rows']} parts: {figure(ch['rest_us'], 'us', True)}" if ch["rest_rows"] else "")
     lines.append("")
     lines.append(f"The numbered rows add up to {figure(ch['explained_us'], 'us', True)} of the "
-                 f"{figure(ch['delta_us'], 'us', True)} change of the mean step time{rest}.")
+                 f"{figure(ch['delta_us'], 'us', True)} change of the mean step time{rest} (the headline gives the median step).")
     return lines
 
 

@@ -12,8 +12,9 @@ from typing import Callable
 
 from ..analysis.gpu_idle import CAUSE_ORDER
 from ..analysis.health import FIGURES
+from ..analysis.verdict import NOT_ENOUGH_DATA
 from .tbprof import gpu_summary_lines, tbprof_step_lines
-from .units import human_bytes, human_us, md, short, table_lines
+from .units import human_bytes, human_us, md, percent, short, table_lines
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
 
@@ -65,19 +66,23 @@ def verdict_lines(verdict: dict, markdown: bool, label: str = "Verdict") -> list
     """The verdict, its confidence and runner-up, evidence and suggestion (and why, for not enough data).
 
     In markdown each is a paragraph of its own, the way the tab's export reads."""
-    share = f", {100 * verdict['share']:.1f}% of the judged time" if verdict.get("share") is not None else ""
-    head = f"{label}: {verdict['bound']} ({verdict['confidence']} confidence{share})"
+    share = f", {percent(verdict['share'])} of the judged time" if verdict.get("share") is not None else ""
+    reasons = verdict.get("reasons") or []
+    # not enough data says why instead of how sure (a confidence in too little data reads as one in the figures)
+    head = (f"{label}: {verdict['bound']} ({reasons[0] if reasons else 'too little to judge'})" if verdict["bound"] == NOT_ENOUGH_DATA
+            else f"{label}: {verdict['bound']} ({verdict['confidence']} confidence{share})")
     runner = None
     if verdict.get("runner_up"):
         runner_share = verdict.get("runner_up_share")
-        runner = f"Runner-up: {verdict['runner_up']}" + (f" ({100 * runner_share:.1f}%)" if runner_share is not None else "")
+        runner = f"Runner-up: {verdict['runner_up']}" + (f" ({percent(runner_share)})" if runner_share is not None else "")
+        if verdict.get("rule"):  # the runner-up has the larger share: say why the bound still wins
+            runner += f"; {verdict['bound']} wins by the rule: {verdict['rule']}"
     if not markdown:
         return [head] + ([f"  {runner}"] if runner else []) + [f"  {verdict['evidence']}", f"  Suggestion: {verdict['suggestion']}"]
     lines = [f"**{md(head)}**", ""]
     if runner:
         lines += [md(runner), ""]
     lines += [f"Evidence: {md(verdict['evidence'])}", ""]
-    reasons = verdict.get("reasons") or []
     if len(reasons) > 1:
         lines += ["Why there is not enough data:", ""] + [f"- {md(r)}" for r in reasons] + [""]
     return lines + [f"Suggestion: {md(verdict['suggestion'])}"]
@@ -124,7 +129,7 @@ def render_overview(entries: list[dict], markdown: bool = False) -> str:
         share = f"{100 * v['share']:.0f}%" if v.get("share") is not None else ""
         runner = v.get("runner_up") or ""
         rows.append([e.get("run", ""), e.get("worker", ""), span_label(e), str(v.get("bound", "")),
-                     str(v.get("confidence", "")), share or "-", runner or "-",
+                     "-" if v.get("bound") == NOT_ENOUGH_DATA else str(v.get("confidence", "")), share or "-", runner or "-",
                      f"{device['idle_pct']:.1f}%" if device else "-", str(e.get("steps_total", len(steps))),
                      human_us(median) if median is not None else "-"])
     title = f"{len(entries)} traces"
@@ -151,7 +156,7 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
         if saving:
             lines.append(f"If the straggler were as fast as the median rank: median step "
                          f"{human_us(saving['recorded_median_step_us'])} -> {human_us(saving['median_step_us'])} "
-                         f"({100 * (saving['saving_share'] or 0):.1f}% saved) [straggler=median]")
+                         f"({percent((saving['saving_share'] or 0))} saved) [straggler=median]")
     elif view["matched_instances"]:
         lines.append(f"No straggler: {view['matched_instances']} collectives matched across ranks, no rank held the others back")
     else:
@@ -198,7 +203,7 @@ def _devices(entry: dict, markdown: bool) -> list[str]:
         lines += [f"Idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} ({d['gaps']['count']} gaps). Idle time by cause:"]
         lines += unreliable_lines(entry, "busy_idle", markdown)
         lines += [""] if markdown else []
-        lines += table_lines(["cause", "idle", "share"], [[c, human_us(by[c]), f"{100 * by[c] / max(d['idle_us'], 1e-9):.1f}%"]
+        lines += table_lines(["cause", "idle", "share"], [[c, human_us(by[c]), percent(by[c] / max(d['idle_us'], 1e-9))]
                                                      for c in CAUSE_ORDER if by.get(c, 0) > 0], markdown)
         for key, what in (("top_culprits", "host gaps"), ("top_sync_culprits", "sync gaps"), ("top_comm_culprits", "comm gaps")):
             if d["gaps"].get(key):
@@ -233,7 +238,7 @@ def _steps(entry: dict, markdown: bool) -> list[str]:
             f"{len(entry['steps']):,} in --format json, every one through the `stalls` route)"] if total > len(shown) else []
     rows = [[s["name"], human_us(s["dur_us"]), human_us(s["gpu_busy_us"]), human_us(s["gpu_idle_us"]),
              human_us(s["compute_us"]), human_us(s["comm_us"]), human_us(s["memcpy_us"]),
-             human_us(s["dataloader_us"]), f"{100 * s['dataloader_share']:.1f}%", "STALLED" if s["stalled"] else ""]
+             human_us(s["dataloader_us"]), percent(s['dataloader_share']), "STALLED" if s["stalled"] else ""]
             for s in shown]
     return _heading("Steps", markdown) + table_lines(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
                                     "dl share", ""], rows, markdown) + more
@@ -288,7 +293,7 @@ def saving_lines(savings: list[dict], markdown: bool) -> list[str]:
     text = md if markdown else str
     lines = ["  What a fix would save (replayed from the trace; per step, the mean):"]
     for s in savings[:MAX_SAVINGS_SHOWN]:
-        share = f" ({100 * s['saving_share']:.1f}%)" if s.get("saving_share") is not None else ""
+        share = f" ({percent(s['saving_share'])})" if s.get("saving_share") is not None else ""
         edits = ", ".join(short(e, 70) for e in s["edits"])
         lines.append(f"  - {text(s['fix'])}: {human_us(s['saving_us'])}{share}, median step "
                      f"{human_us(s['recorded_median_step_us'])} -> {human_us(s['median_step_us'])} [{text(edits)}]")
@@ -308,7 +313,7 @@ def _tables(entry: dict, markdown: bool) -> list[str]:
         lines += table_lines(["op", "calls", "cpu total", "cpu self", "gpu self", "gpu total", "launches"], rows, markdown)
     if tables["kernels"]:
         rows = [[short(r["name"]), r["kind"], str(r["calls"]), human_us(r["total_us"]), human_us(r["mean_us"]),
-                 human_us(r["max_us"]), f"{100 * r['share']:.1f}%", "yes" if r["tensor_core"] else "",
+                 human_us(r["max_us"]), percent(r['share']), "yes" if r["tensor_core"] else "",
                  short(r["launched_by"][0]["name"], 30) if r["launched_by"] else ""] for r in tables["kernels"]]
         lines += ["", f"Top kernels ({len(rows)} of {tables['kernels_totals']['rows']}):"] + unreliable_lines(entry, "kernel_table", markdown)
         lines += table_lines(["kernel", "kind", "calls", "total", "mean", "max", "share", "tensor cores", "launched by"], rows,

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from .units import human_bytes, human_us, table_lines
+from .schema import versioned
 
 TEXT_COLUMNS = {
     "op": ("name", "calls", "cpu_total_us", "cpu_self_us", "cpu_mean_us", "cpu_max_us", "gpu_self_us", "gpu_total_us",
@@ -53,7 +54,7 @@ def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str,
     """Rows as CSV (one header row, `launched_by` as `name=us;...` or `name=occurrences;...`), JSON (rows and
     totals) or a text table (the module tree's names indented by depth)."""
     if fmt == "json":
-        json.dump({"by": by, "totals": totals, "rows": rows}, out, indent=1, allow_nan=False)
+        json.dump(versioned({"by": by, "totals": totals, "rows": rows}), out, indent=1, allow_nan=False)
         out.write("\n")
         return
     extra = {"stack": ("frame",), "shape": ("shapes",), "module": ("module",)}.get(group, ())

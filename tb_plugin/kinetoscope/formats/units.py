@@ -1,25 +1,73 @@
-"""What every renderer shares: durations, bytes, markdown escaping and aligned tables."""
+"""What every renderer shares: durations, bytes, markdown escaping and aligned tables.
+
+Numbers read the same in the CLI, the Markdown export and the tab (frontend/model/format.js; the tests run
+both on the same values): counts with comma thousands separators (44,666), durations to 3 significant digits
+in the unit that keeps them in 1..1000 (850 ns, 12.3 µs, 4.56 ms, 1.2 s), shares in percent with one decimal
+(31.4%), and the minus sign U+2212.
+"""
 from __future__ import annotations
 
+import math
 import re
+from decimal import ROUND_HALF_UP, Decimal
+
+MINUS = "\u2212"
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """|value| to `digits` significant digits, trailing zeros dropped, never in exponent form; signed with MINUS."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    # ties round up, on the float's exact value, as JavaScript's toPrecision does (Python's format rounds to even)
+    exact = Decimal(abs(value))
+    rounded = exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_HALF_UP)
+    text = f"{rounded.normalize():f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return MINUS + text if value < 0 else text
 
 
 def human_us(us: float) -> str:
-    """1234567.0 -> '1.23 s'; 1234.0 -> '1.23 ms'; 12.5 -> '12.5 µs'."""
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:.3g} s"
-    if abs(us) >= 1e3:
-        return f"{us / 1e3:.3g} ms"
-    return f"{us:.3g} µs"
+    """1234567.0 -> '1.23 s'; 1234.0 -> '1.23 ms'; 12.5 -> '12.5 µs'; 0.85 -> '850 ns'; -2500 -> '\u22122.5 ms'."""
+    a = abs(us)
+    if a == 0:
+        return "0 µs"
+    if a < 1:
+        return f"{_sig(us * 1e3)} ns"
+    if a < 1e3:
+        return f"{_sig(us)} µs"
+    if a < 1e6:
+        return f"{_sig(us / 1e3)} ms"
+    return f"{_sig(us / 1e6)} s"
 
 
 def human_bytes(n: float) -> str:
-    """2791636480 -> '2.6 GiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+    """2791636480 -> '2.6 GiB'; 512 -> '512 B'; -1048576 -> '\u22121 MiB'."""
+    v = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if v < 1024 or unit == "PiB":
+            break
+        v /= 1024
+    text = f"{v:.0f}" if unit == "B" else _sig(v)
+    return f"{MINUS if n < 0 else ''}{text} {unit}"
+
+
+def count(n: float) -> str:
+    """44666 -> '44,666'; -1806 -> '\u22121,806'."""
+    text = f"{abs(round(n)):,}"
+    return MINUS + text if round(n) < 0 else text
+
+
+def percent(value: float) -> str:
+    """0.314 -> '31.4%' (ties up, as JavaScript's toFixed)."""
+    return _fixed(100 * value, 1) + "%"
+
+
+def _fixed(value: float, decimals: int) -> str:
+    """`value` with `decimals` decimals, ties rounded up on the float's exact value; signed with MINUS."""
+    if not math.isfinite(value):
+        return str(value)
+    text = f"{Decimal(abs(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+    return MINUS + text if value < 0 and Decimal(text) != 0 else text
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")

@@ -1,7 +1,7 @@
 """What-if replays (`analysis.whatif.whatif_entry`) as text or markdown: what `kinetoscope whatif` prints."""
 from __future__ import annotations
 
-from .units import human_us, md, table_lines
+from .units import human_us, md, percent, table_lines
 
 
 def render(entries: list[dict], markdown: bool = False) -> str:
@@ -32,7 +32,7 @@ def render(entries: list[dict], markdown: bool = False) -> str:
         share = result["saving_share"]
         out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
                    f"{human_us(result['median_step_us'])} predicted; {human_us(result['saving_us'])} saved per step"
-                   + (f" ({100 * share:.1f}%)" if share is not None else ""))
+                   + (f" ({percent(share)})" if share is not None else ""))
         if result.get("device_behind"):
             out.append(f"note: the device takes {human_us(result['replay_median_step_us'])} per step, behind the host's "
                        f"{human_us(result['recorded_median_step_us'])} (its launch queue grows through the window): the "
@@ -60,6 +60,6 @@ def render_runs(runs: list[dict], markdown: bool = False) -> str:
         if markdown:
             out.append("")
         out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
-                   f"{human_us(result['median_step_us'])} predicted ({100 * (result['saving_share'] or 0):.1f}% saved)")
+                   f"{human_us(result['median_step_us'])} predicted ({percent((result['saving_share'] or 0))} saved)")
         out.append("")
     return "\n".join(out)

@@ -37,6 +37,7 @@ JSON = "application/json"
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
 STATIC_MARKER = "/data/plugin/kinetoscope/static/"
 SPAN_RE = re.compile(r"^[0-9a-f]{12}$")
+NAME_KEY_RE = re.compile(r"^[0-9a-f]{16}$")  # a table row's name_key (analysis/tables.name_key)
 MAX_US = 1e15  # ~30 years: keeps every time parameter far inside int64 nanoseconds
 
 
@@ -291,6 +292,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             "/compare": self.compare_route,
             "/tables": self.tables_route,
             "/search": self.search_route,
+            "/name": self.name_route,
         }
 
     @_route
@@ -433,6 +435,14 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                                side=choice_arg(args, "side", SIDES, "gpu"), scope=choice_arg(args, "scope", SCOPES, "all"),
                                min_len=int_arg(args, "min_len", 3, 1, MAX_LEN), max_len=int_arg(args, "max_len", 8, 2, MAX_LEN),
                                top=int_arg(args, "top", 20, 1, MAX_TOP), root=_bounded_text(args, "root"))
+
+    @_route
+    def name_route(self, request):
+        args = request.args
+        key = _raw(args, "key", True)
+        if not NAME_KEY_RE.match(key):
+            raise BadRequest(f"key must be 16 hex digits (a row's name_key), not {key[:40]!r}")
+        return routes.name_impl(self.service(), span_arg(args), key)
 
     @_route
     def search_route(self, request):

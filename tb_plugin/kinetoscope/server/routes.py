@@ -42,7 +42,7 @@ from ..views.export import chrome_trace, event_view, window_rows
 from ..views.extra_tables import extra_view
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
-from ..views.profiler_tables import MAX_LIMIT, search_view, tables_view
+from ..views.profiler_tables import MAX_LIMIT, full_name_view, search_view, tables_view
 from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import Loaded, TraceService
@@ -433,6 +433,14 @@ def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Op
                           max_limit=MAX_LIMIT, **options)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
+
+
+def name_impl(service: TraceService, sid: str, key: str) -> dict[str, Any]:
+    """The full text of a name the other routes cut, by its `name_key` (404 for a key no name of the trace has)."""
+    found = full_name_view(_load(service, sid).model, key)
+    if found is None:
+        raise NotFound(f"no name of span {sid} has the key {key!r}")
+    return found
 
 
 def search_impl(service: TraceService, sid: str, query: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:

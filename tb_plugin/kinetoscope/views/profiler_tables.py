@@ -140,6 +140,7 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         if tab.shape_id is not None:
             columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in tab.shape_id[page].tolist()]
         out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
+    T.with_name_keys(out["rows"], [model.names[i] for i in tab.name_id[page].tolist()])
     return out
 
 
@@ -163,6 +164,19 @@ def _kernel_rows(model: TraceModel, index: T.TableIndex, tab: T.KernelTable, pag
 
 
 MAX_SEARCH_LIMIT = 1000
+MAX_FULL_NAME_CHARS = 200_000  # a `name` answer stays under 1 MB however long the trace's name (UTF-8: 4 bytes a character at most)
+
+
+def full_name_view(model: TraceModel, key: str) -> Optional[dict[str, Any]]:
+    """The full text of a name that routes cut (`name_key` of a table row), up to MAX_FULL_NAME_CHARS characters.
+
+    Returns `{"key", "name", "chars", "cut"}` (`cut`: the answer holds the first MAX_FULL_NAME_CHARS characters
+    only), or None when no name of the trace has that key.
+    """
+    for name in model.names:
+        if T.name_key(name) == key:
+            return {"key": key, "name": name[:MAX_FULL_NAME_CHARS], "chars": len(name), "cut": len(name) > MAX_FULL_NAME_CHARS}
+    return None
 
 
 def search_view(model: TraceModel, index: SearchIndex, query: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
