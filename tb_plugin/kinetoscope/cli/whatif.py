@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 from ..analysis.whatif import SPELLINGS, STRAGGLER, EditError, parse_edit, whatif, whatif_entry
-from ..formats.whatif import render, render_runs
 from ..formats.schema import versioned
+from ..formats.whatif import render, render_runs
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import resolve
 from ..trace.loader import TraceError, load_trace

@@ -156,7 +156,7 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
         if saving:
             lines.append(f"If the straggler were as fast as the median rank: median step "
                          f"{human_us(saving['recorded_median_step_us'])} -> {human_us(saving['median_step_us'])} "
-                         f"({percent((saving['saving_share'] or 0))} saved) [straggler=median]")
+                         f"({percent(saving['saving_share'] or 0)} saved) [straggler=median]")
     elif view["matched_instances"]:
         lines.append(f"No straggler: {view['matched_instances']} collectives matched across ranks, no rank held the others back")
     else:

@@ -6,8 +6,8 @@ import csv
 import json
 from typing import Any
 
-from .units import human_bytes, human_us, table_lines
 from .schema import versioned
+from .units import human_bytes, human_us, table_lines
 
 TEXT_COLUMNS = {
     "op": ("name", "calls", "cpu_total_us", "cpu_self_us", "cpu_mean_us", "cpu_max_us", "gpu_self_us", "gpu_total_us",

@@ -60,6 +60,6 @@ def render_runs(runs: list[dict], markdown: bool = False) -> str:
         if markdown:
             out.append("")
         out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
-                   f"{human_us(result['median_step_us'])} predicted ({percent((result['saving_share'] or 0))} saved)")
+                   f"{human_us(result['median_step_us'])} predicted ({percent(result['saving_share'] or 0)} saved)")
         out.append("")
     return "\n".join(out)
