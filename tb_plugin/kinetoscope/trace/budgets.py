@@ -159,3 +159,12 @@ def decode_workers() -> tuple[int, str]:
         return parse_decode_workers(text), ""
     except SettingError as exc:
         return 1, str(exc)
+
+
+FAST_DECODE_ENV = "KINETOSCOPE_FAST_DECODE"
+
+
+def fast_decode() -> bool:
+    """Whether clean middle pieces go straight from text to columns (`trace/_scan.c`, issue 29); `0` turns it off
+    (every piece then takes the typed decode and `_columns.c`, which build the same model, slower)."""
+    return os.environ.get(FAST_DECODE_ENV, "1").strip() not in ("0", "off", "false", "no")

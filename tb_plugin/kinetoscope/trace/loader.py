@@ -246,7 +246,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             offloader.finish()
         else:
             add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
-            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes)
+            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes,
+                                    text_sink=_reporting(builder.add_text, source_bytes, text_bytes or size_hint, progress))
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:
