@@ -241,8 +241,8 @@ def test_the_scan_refuses_foreign_arguments():
         build._scan.scan("text", build._PHASE_TABLE)
     with pytest.raises(ValueError):
         build._scan.scan(b"[]", b"short")
-    n, cols, tables, special = build._scan.scan(b"[]", build._PHASE_TABLE)
-    assert n == 0 and all(len(c) == 0 for c in cols) and all(keys == [] for keys, _ in tables) and len(special) == 0
+    n, cols, tables, special, gpu = build._scan.scan(b"[]", build._PHASE_TABLE)
+    assert n == 0 and all(len(c) == 0 for c in cols) and all(keys == [] for keys, _ in tables) and len(special) == len(gpu) == 0
     assert np.frombuffer(special, np.int64).size == 0
 
 

@@ -35,7 +35,7 @@
 enum { T_NAME, T_CAT, T_PID, T_TID, T_SHAPE, T_FRAME, N_TABLES };
 enum { O_PH, O_NAME, O_CAT, O_PID, O_TID, O_TS, O_DUR, O_CORRELATION, O_EXTERNAL_ID, O_DEVICE, O_STREAM, O_ID,
        O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, O_SHAPE, O_FRAME,
-       O_GPU, N_OUT };  /* O_GPU: N_GPU float64 per event */
+       N_OUT };
 enum { K_STR, K_INT, K_BYTES };
 /* The GPU activity fields, in gpu_args.FIELDS order: copy bytes, then the kernel launch shape (grid and block raw). */
 enum { G_BYTES, G_GRID, G_BLOCK, G_REGISTERS, G_SHARED_MEM, G_BLOCKS_PER_SM, G_OCCUPANCY, N_GPU };
@@ -65,15 +65,26 @@ typedef struct {
     Table tables[N_TABLES];
     int64_t *special;  /* (start, end, row) triples */
     int64_t n_special, special_cap;
+    int64_t *gpu;      /* (row, N_GPU float64 fields) of the events with any GPU activity field */
+    int64_t n_gpu, gpu_cap;
+    int64_t limit;     /* the most events the caller takes */
     int oom;
 } Scan;
 
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* Eight bytes at a time: interned texts (names, shapes, stack frames) are tens of bytes. */
 static uint64_t hash_bytes(const char *text, size_t len, int kind) {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)len << 8) ^ (uint64_t)kind, word;
+    for (; len >= 8; text += 8, len -= 8) {
+        memcpy(&word, text, 8);
+        h = (h ^ word) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    word = 0;
+    memcpy(&word, text, len);
+    h = (h ^ word) * 0xc4ceb9fe1a85ec53ULL;
     return h ^ (h >> 29);
 }
 
@@ -129,7 +140,7 @@ static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64
     return e.id;
 }
 
-#define COLUMN_BYTES(k) ((k) == O_PH ? 1 : (k) == O_GPU ? 8 * N_GPU : 8)
+#define COLUMN_BYTES(k) ((k) == O_PH ? 1 : 8)
 
 static int grow_columns(Scan *s) {
     int64_t cap = s->cap ? s->cap * 2 : 4096;
@@ -411,6 +422,7 @@ typedef struct {
     int64_t raw_len[2];
     double gpu[N_GPU];
     int collective, wait_corr, seq_number, ask;  /* which args the consumers read from a struct are present */
+    int has_gpu;
 } ArgValues;
 
 /* A GPU count, size or share as `_columns.c gpu_number` reads the decoded value: a number in [0, 2^62), else NaN;
@@ -466,7 +478,7 @@ static void no_args(ArgValues *a) {
     a->raw[0] = a->raw[1] = NULL;
     a->raw_len[0] = a->raw_len[1] = 0;
     for (int k = 0; k < N_GPU; k++) a->gpu[k] = Py_NAN;
-    a->collective = a->wait_corr = a->seq_number = a->ask = 0;
+    a->collective = a->wait_corr = a->seq_number = a->ask = a->has_gpu = 0;
 }
 
 /* The `args` object at s->p; 0, or -1 to give up. */
@@ -511,6 +523,7 @@ static int read_args(Scan *s, ArgValues *a) {
             }
         } else if (k >= A_GPU && k < A_GPU + N_GPU && k != A_GPU + G_GRID && k != A_GPU + G_BLOCK) {
             if (read_gpu_number(s, &a->gpu[k - A_GPU]) < 0) return -1;
+            a->has_gpu = 1;
             a->ask |= a->gpu[k - A_GPU] == ASK_PYTHON;
         } else {
             const unsigned char *start = s->p;
@@ -522,6 +535,7 @@ static int read_args(Scan *s, ArgValues *a) {
                 a->collective = 1;
             } else if (k < A_WAIT_CORR) {
                 a->gpu[k - A_GPU] = gpu_product(start, s->p);
+                a->has_gpu = 1;
                 a->ask |= a->gpu[k - A_GPU] == ASK_PYTHON;
             } else {
                 *(k == A_WAIT_CORR ? &a->wait_corr : &a->seq_number) = 1;
@@ -573,6 +587,7 @@ static int64_t raw_id(Scan *s, Table *t, const char *text, int64_t len, int firs
 
 /* One event object at s->p into row s->n; 0, or -1 to give up. */
 static int read_event(Scan *s, const unsigned char *phase_of) {
+    if (s->n >= s->limit) return -1;  /* past the caller's budget: the typed decode refuses the file as it does today */
     if (s->n == s->cap && grow_columns(s) < 0) return s->oom = 1, -1;
     const unsigned char *start = s->p;
     int64_t row = s->n;
@@ -673,8 +688,17 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     for (int k = 0; k < 6; k++) D[O_DEVICE_TYPE + k][row] = a.floats[k];
     I[O_EV_IDX][row] = a.ints[A_EV_IDX] >= 0 ? a.ints[A_EV_IDX] : a.ints[A_EV_IDX_LEGACY];
     I[O_SHAPE][row] = shape, I[O_FRAME][row] = frame;
-    double *gpu = (double *)s->col[O_GPU] + row * N_GPU;
-    for (int k = 0; k < N_GPU; k++) gpu[k] = a.gpu[k];
+    if (a.has_gpu) {
+        if (s->n_gpu == s->gpu_cap) {
+            int64_t cap = s->gpu_cap ? s->gpu_cap * 2 : 256;
+            int64_t *gpu = realloc(s->gpu, (size_t)cap * (1 + N_GPU) * sizeof(int64_t));
+            if (gpu == NULL) return s->oom = 1, -1;
+            s->gpu = gpu, s->gpu_cap = cap;
+        }
+        int64_t *at = s->gpu + (1 + N_GPU) * s->n_gpu++;
+        at[0] = row;
+        memcpy(at + 1, a.gpu, sizeof a.gpu);
+    }
     int flow = ph_len == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't');
     /* The consumers after extraction read these from structs; validator_args only on events with its names. */
     int validated = (a.wait_corr && ((name_len == 17 && memcmp(name, "Stream Wait Event", 17) == 0) ||
@@ -724,6 +748,7 @@ static void scan_free(Scan *s) {
         free(s->tables[k].first);
     }
     free(s->special);
+    free(s->gpu);
 }
 
 static PyObject *bytearray_of(const void *data, Py_ssize_t len) {
@@ -754,7 +779,7 @@ static PyObject *table_result(Table *t) {
 }
 
 static PyObject *build_result(Scan *s) {
-    PyObject *cols = PyTuple_New(N_OUT), *tables = PyTuple_New(N_TABLES), *special = NULL;
+    PyObject *cols = PyTuple_New(N_OUT), *tables = PyTuple_New(N_TABLES), *special = NULL, *gpu = NULL;
     if (cols == NULL || tables == NULL) goto fail;
     for (int k = 0; k < N_OUT; k++) {
         PyObject *col = bytearray_of(s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
@@ -768,17 +793,21 @@ static PyObject *build_result(Scan *s) {
     }
     special = bytearray_of(s->special, (Py_ssize_t)(s->n_special * 3 * sizeof(int64_t)));
     if (special == NULL) goto fail;
-    return Py_BuildValue("(LNNN)", (long long)s->n, cols, tables, special);
+    gpu = bytearray_of(s->gpu, (Py_ssize_t)(s->n_gpu * (1 + N_GPU) * sizeof(int64_t)));
+    if (gpu == NULL) goto fail;
+    return Py_BuildValue("(LNNNN)", (long long)s->n, cols, tables, special, gpu);
 fail:
     Py_XDECREF(cols);
     Py_XDECREF(tables);
     Py_XDECREF(special);
+    Py_XDECREF(gpu);
     return NULL;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text, lut;
-    if (!PyArg_ParseTuple(args, "y*y*", &text, &lut)) return NULL;
+    long long limit = INT64_MAX;
+    if (!PyArg_ParseTuple(args, "y*y*|L", &text, &lut, &limit)) return NULL;
     if (lut.len != 256) {
         PyBuffer_Release(&text);
         PyBuffer_Release(&lut);
@@ -789,6 +818,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     memset(&s, 0, sizeof s);
     s.base = s.p = text.buf;
     s.end = s.p + text.len;
+    s.limit = limit;
     int status;
     Py_BEGIN_ALLOW_THREADS
     status = read_piece(&s, lut.buf);
@@ -810,8 +840,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, phase_table): a middle piece's text (`[` events `]`) -> (n, 21 column buffers, 6 local tables "
-     "(keys, first rows), special event (start, end, row) triples), or None where the piece needs the typed decode."},
+     "scan(text, phase_table[, max_events]): a middle piece's text (`[` events `]`) -> (n, 21 column buffers, 6 local "
+     "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
+     "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
     {NULL, NULL, 0, NULL},
 };
 

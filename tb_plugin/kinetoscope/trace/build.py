@@ -148,6 +148,13 @@ def _load_scanner():
 
 _scan = _load_scanner()
 _STRUCTS = msgspec.json.Decoder(list[Event])
+
+
+def scans_text() -> bool:
+    """Whether middle pieces are scanned from their text (`ColumnBuilder.add_text`), without the GIL."""
+    return _scan is not None and _extract is _columns_accel
+
+_SCANNED_GPU = np.dtype([("row", np.int64), ("values", np.float64, (len(GPU_FIELDS),))])  # `_scan.c`'s GPU fields
 _STAND_IN = Event()  # what a consumer reads for an event the scanner kept no struct of: no args, as that event has
 
 
@@ -396,12 +403,13 @@ class ColumnBuilder:
         compiled scanner (`_scan.c`) reads every event of it exactly as the typed decode would; False (nothing added)
         when it does not, or is absent: the caller decodes the piece the usual way.
         """
-        if _scan is None or _extract is not _columns_accel:  # its columns are those of the compiled extractor
+        if not scans_text():  # its columns are those of the compiled extractor
             return False
-        scanned = _scan.scan(text, _PHASE_TABLE)
+        room = 1 << 62 if self._max_events is None else self._max_events - self.n
+        scanned = _scan.scan(text, _PHASE_TABLE, max(room, 0))  # past the budget: `add` refuses, as it does today
         if scanned is None:
             return False
-        n, raw, local_tables, special = scanned
+        n, raw, local_tables, special, gpu = scanned
         events = _struct_events(text, n, np.frombuffer(special, np.int64).reshape(-1, 3))
         if events is None:
             return False
@@ -411,8 +419,7 @@ class ColumnBuilder:
             merged = np.fromiter(map(table.setdefault, keys, (np.frombuffer(firsts, np.int64) + self.n).tolist()),
                                  np.int64, len(keys))
             cols[key] = np.append(merged, -1)[cols[key]]  # local id -> first row in the file; -1 (none) stays -1
-        gpu = np.frombuffer(raw[len(_EXTRACTED)], np.float64).reshape(n, len(GPU_FIELDS))
-        self._add_columns(cols, events, piece, None, None, gpu)
+        self._add_columns(cols, events, piece, None, None, np.frombuffer(gpu, _SCANNED_GPU))
         return True
 
     def _check_budget(self, n: int) -> None:
@@ -426,8 +433,8 @@ class ColumnBuilder:
 
     def _add_columns(self, cols: dict[str, np.ndarray], events: list[Event], piece: Piece, source_index: Any,
                      piece_events: Optional[int], scanned_gpu: Optional[np.ndarray] = None) -> None:
-        """The rest of `add`, after extraction: masks, flows, memory rows and the per-event consumers (`scanned_gpu`: each
-        event's GPU activity fields, as `GpuArgs` reads them, when the scanner read them)."""
+        """The rest of `add`, after extraction: masks, flows, memory rows and the per-event consumers (`scanned_gpu`: the
+        GPU activity fields the scanner read, `_SCANNED_GPU` records of the events with any)."""
         n, off = len(events), self.n
         first = self._ordinal  # a piece's events are ordinals first, first + 1, ... (its skipped ones too)
         self._pieces.append((piece.kind, piece.start, piece.end, first))

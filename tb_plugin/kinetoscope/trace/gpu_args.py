@@ -99,8 +99,8 @@ class GpuArgs:
             scanned: Optional[np.ndarray] = None) -> None:
         """Read the fields of the chunk's kernels and copies (chunk indices; the chunk starts at raw row `off`).
 
-        `scanned`: every field of every event of the chunk (one row each) as read from the text (`_scan.c`), with
-        ASK_PYTHON where the event's struct in `events` has to be read instead.
+        `scanned`: the fields as read from the text (`_scan.c`): records of ("row" in the chunk, ascending; "values", one
+        per field, ASK_PYTHON where the event's struct in `events` has to be read instead) of the events with any.
         """
         for rows, on_kernels in ((kernel_rows, True), (copy_rows, False)):
             if rows.size == 0:
@@ -133,7 +133,11 @@ class GpuArgs:
 
     def _pick(self, events: list, rows: np.ndarray, on_kernels: bool, scanned: np.ndarray) -> np.ndarray:
         """`_read`'s values from the scanned fields (those of the other kind of activity blanked)."""
-        values = scanned[rows]
+        values = np.full((rows.size, len(FIELDS)), np.nan)
+        if scanned.size:
+            at = np.minimum(np.searchsorted(scanned["row"], rows), scanned.size - 1)
+            hit = scanned["row"][at] == rows
+            values[hit] = scanned["values"][at[hit]]
         for k, (_, _, _, kernel_field) in enumerate(FIELDS):
             if kernel_field != on_kernels:
                 values[:, k] = np.nan

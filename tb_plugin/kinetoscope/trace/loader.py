@@ -7,14 +7,14 @@ import multiprocessing
 import os
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_workers, event_budget
-from .build import ColumnBuilder, build_middle
+from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_in_threads, decode_workers, event_budget
+from .build import ColumnBuilder, build_middle, scans_text
 from .cache import default_cache_dir, load_cached, store
 from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_trace
 from .model import TraceModel
@@ -98,27 +98,32 @@ class _Serial(Exception):
     worker that died): decode the file again, serially."""
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}
+_pools: dict[tuple[int, bool], Executor] = {}
 _pools_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    """The worker processes of the parallel decode, started once per process and count. Forked while this process
-    runs one thread (cheap: the modules are loaded); a forkserver otherwise (a fork of a threaded server may
+def _pool(workers: int, threads: bool = False) -> Executor:
+    """The workers of the parallel decode, started once per process, count and kind. Threads when the pieces are
+    scanned from text (`build.scans_text`: the scan runs without the GIL). Processes otherwise: forked while this
+    process runs one thread (cheap: the modules are loaded); a forkserver otherwise (a fork of a threaded server may
     inherit a held lock)."""
     with _pools_lock:
-        pool = _pools.get(workers)
+        pool = _pools.get((workers, threads))
         if pool is None:
-            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-                else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            pool = _pools[workers] = ProcessPoolExecutor(workers, multiprocessing.get_context(method))
+            if threads:
+                pool = ThreadPoolExecutor(workers, thread_name_prefix="kinetoscope-decode")
+            else:
+                method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
+                    else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+                pool = ProcessPoolExecutor(workers, multiprocessing.get_context(method))
+            _pools[(workers, threads)] = pool
         return pool
 
 
-def _drop_pool(workers: int) -> None:
+def _drop_pool(workers: int, threads: bool = False) -> None:
     with _pools_lock:
-        pool = _pools.pop(workers, None)
+        pool = _pools.pop((workers, threads), None)
     if pool is not None:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -142,6 +147,7 @@ class _Offloader:
     def __init__(self, pool: ProcessPoolExecutor, workers: int, builder: ColumnBuilder,
                  plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None) -> None:
         self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
+        self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
         self.pending: deque[Future] = deque()
@@ -156,7 +162,7 @@ class _Offloader:
             self.pieces = pieces
             self.head_skipped, self.head_warnings = dict(pieces.skipped), list(pieces.warnings)
             self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
-        text = self.plain_file if self.plain_file is not None else bytes(view)  # workers read a local file themselves
+        text = self.plain_file if self.plain_file is not None and not self.threads else bytes(view)  # processes read a local file themselves
         while len(self.pending) >= self.in_flight:
             self._merge_next()
         try:
@@ -198,7 +204,7 @@ class _Offloader:
             self.reported()
 
     def _broken(self) -> None:
-        _drop_pool(self.workers)  # the next load starts fresh workers
+        _drop_pool(self.workers, self.threads)  # the next load starts fresh workers
         raise _Serial("a decode worker died")
 
     def cancel(self) -> None:
@@ -235,7 +241,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
-            offloader = _Offloader(_pool(workers), workers, builder, plain_file, budget.limit(stored_bytes),
+            offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
+                                   budget.limit(stored_bytes),
                                    budget.too_many(stored_bytes), report if progress is not None else None)
             try:
                 decoded = decode_chunks(blocks, _reporting(offloader.sink, source_bytes, text_bytes or size_hint, progress),
