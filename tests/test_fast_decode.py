@@ -20,6 +20,7 @@ from kinetoscope.trace.budgets import FAST_DECODE_ENV
 from kinetoscope.trace.build import ColumnBuilder
 from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc
 from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
+from hostile_corpus import CASES, write_corpus
 from test_parallel_decode import differences
 
 pytestmark = pytest.mark.skipif(build._scan is None, reason="the scanner is not built (or KINETOSCOPE_FAST_DECODE=0)")
@@ -60,6 +61,18 @@ def load_both(path, monkeypatch):
         except TraceError as exc:
             models.append(exc)
     return models
+
+
+HOSTILE = ("truncated_json", "nan_and_bare_na_in_a_dense_file", "whitespace_between_events", "tiny_events_past_the_event_budget",
+           "exact_16_digit_times", "invalid_utf8_and_lone_surrogates", "huge_and_odd_numbers", "1m_flows_one_id",
+           "200k_processes")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in HOSTILE], ids=lambda c: c.name)
+def test_hostile_files_give_the_same_model_or_error(case, monkeypatch, tmp_path):
+    (_, path), = write_corpus(tmp_path, [case])
+    fast, typed = load_both(path, monkeypatch)
+    assert differences(typed, fast) == []
 
 
 def sample_trace_files() -> list:
@@ -122,7 +135,7 @@ def _piece(*events) -> bytes:
 _OP = op("aten::mm", 10, 5, Sequence_number=1)
 _NEST = b'{"ph":"X","name":"n","cat":"cpu_op","pid":1,"tid":1,"ts":1,"dur":1,"args":{"x":%s}}'
 TAKEN, LEFT = True, False
-CASES = {
+PIECES = {
     # name: (the piece's text, whether the scanner takes it)
     "plain_ops_and_kernels": (_piece(op("aten::mm", 10, 5, **{"Input Dims": [[2, 3], []], "Call stack": "a.py(1): f;b"}),
                                      launch(12, 2, 7), gpu("k", 20, 3, 7, grid=[1, 2, 3], block=[4, 1, 1],
@@ -199,9 +212,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(PIECES))
 def test_a_piece_is_scanned_exactly_or_left_to_the_typed_decode(name):
-    text, expected = CASES[name]
+    text, expected = PIECES[name]
     fast = _model(text, scanned=True)
     assert (fast is not None) == expected
     if fast is not None:
@@ -214,9 +227,9 @@ _FILLER = [json.dumps(e).encode() for t in range(400)  # many small middle piece
            for e in (op("aten::add", 10 * t, 5, **{"External id": t}), launch(10 * t + 1, 2, t), kernel("k", 10 * t + 4, 3, t))]
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")])
+@pytest.mark.parametrize("name", [n for n in PIECES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")])
 def test_every_case_inside_a_file_gives_the_same_model(name, monkeypatch):
-    body = CASES[name][0].strip()[1:-1].strip()
+    body = PIECES[name][0].strip()[1:-1].strip()
     half = len(_FILLER) // 2
     raw = b'{"traceEvents": [' + b", ".join(_FILLER[:half] + [body] + _FILLER[half:]) + b'], "displayTimeUnit": "ms"}'
     monkeypatch.setattr(loader, "CHUNK_BYTES", 4096)
