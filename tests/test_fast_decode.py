@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import SAMPLES, kernel, launch, op, shared_trace_files
 from kinetoscope.trace import build, loader
-from kinetoscope.trace.budgets import FAST_DECODE_ENV
+from kinetoscope.trace.budgets import DECODE_POOL_ENV, DECODE_WORKERS_ENV, FAST_DECODE_ENV
 from kinetoscope.trace.build import ColumnBuilder
 from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc
 from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
@@ -281,3 +281,29 @@ def test_numbers_convert_as_the_typed_decode_converts_them():
             ts = np.frombuffer(scanned[1][5], np.float64)[0]
             assert ts == expected and np.signbit(ts) == np.signbit(expected), text
     assert taken > 1500
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_the_parallel_decode_builds_the_serial_model_in_threads_and_in_processes(pool, small_pieces, monkeypatch, tmp_path):
+    """Threads only scan (this thread adds what they read, and decodes the pieces they leave); processes decode."""
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv(DECODE_POOL_ENV, pool)
+    scanned = []
+    monkeypatch.setattr(loader, "scan_text", lambda text, limit: scanned.append(len(text)) or build.scan_text(text, limit))
+    events = []
+    for i in range(3000):  # every 400th event breaks the schema (a piece decoded leniently), every 300th escapes a name
+        events += [op('say "hi"' if i % 300 == 7 else f"aten::op{i % 97}", i * 10.0, 8, **{"Input Dims": [[i % 5]]}),
+                   launch(i * 10.0 + 1, 2, i), gpu(f"k{i % 211}", i * 10.0 + 3, 4, i, grid=[1, 1, i % 3 + 1])]
+        if i % 400 == 7:
+            events.append({"ph": "X", "name": "bad", "pid": 100, "tid": 1, "ts": "soon", "dur": 1})
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"traceEvents": events}))
+    paths = [mixed] + [p for p in shared_trace_files() if "resnet50_num_workers_0" in str(p)][:1]
+    for path in paths:
+        models = []
+        for workers in ("1", "2"):
+            monkeypatch.setenv(DECODE_WORKERS_ENV, workers)
+            models.append(load_trace(str(path), cache_dir=None))
+        assert differences(*models) == [], path.name
+        assert int(np.count_nonzero(models[1].piece_kind == PIECE_MIDDLE)) >= 20
+    assert bool(scanned) == (pool == "threads")

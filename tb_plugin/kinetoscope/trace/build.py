@@ -5,7 +5,8 @@ tables shared by all chunks), so the structs of a chunk can be freed before the 
 `finish` does the global work once: dense ids, lanes, the (lane, ts, -dur) order, nesting depth and
 launch links. No per-event step runs Python bytecode: at 10^6 events a loop body of even 1 µs would
 cost a second, more than the whole decode. The extraction from structs is one pass of `_columns.c`
-(compiled at install), or, without a compiler, one C-level `map` into `np.fromiter` per column.
+(compiled at install), or, without a compiler, one C-level `map` into `np.fromiter` per column. Most middle
+pieces skip the structs altogether: `_scan.c` reads their text straight into the same columns (`add_text`).
 """
 from __future__ import annotations
 
@@ -152,7 +153,16 @@ _STRUCTS = msgspec.json.Decoder(list[Event])
 
 def scans_text() -> bool:
     """Whether middle pieces are scanned from their text (`ColumnBuilder.add_text`), without the GIL."""
-    return _scan is not None and _extract is _columns_accel
+    return _scan is not None and _extract is _columns_accel  # its columns are those of the compiled extractor
+
+
+def scan_text(text, max_events: Optional[int] = None) -> Optional[tuple]:
+    """The scanner's reading of a middle piece's text for `ColumnBuilder.add_scanned`; None when it cannot read it
+    exactly as the typed decode would, holds more than `max_events` events, or the scanner is off. It holds no
+    Python object while it reads, so threads may scan pieces at once."""
+    if not scans_text():
+        return None
+    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0))
 
 _SCANNED_GPU = np.dtype([("row", np.int64), ("values", np.float64, (len(GPU_FIELDS),))])  # `_scan.c`'s GPU fields
 _STAND_IN = Event()  # what a consumer reads for an event the scanner kept no struct of: no args, as that event has
@@ -403,12 +413,12 @@ class ColumnBuilder:
         compiled scanner (`_scan.c`) reads every event of it exactly as the typed decode would; False (nothing added)
         when it does not, or is absent: the caller decodes the piece the usual way.
         """
-        if not scans_text():  # its columns are those of the compiled extractor
-            return False
-        room = 1 << 62 if self._max_events is None else self._max_events - self.n
-        scanned = _scan.scan(text, _PHASE_TABLE, max(room, 0))  # past the budget: `add` refuses, as it does today
-        if scanned is None:
-            return False
+        room = None if self._max_events is None else self._max_events - self.n
+        scanned = scan_text(text, room)  # past the budget: None, and `add` refuses the piece as it does today
+        return scanned is not None and self.add_scanned(scanned, text, piece)
+
+    def add_scanned(self, scanned: tuple, text, piece: Piece) -> bool:
+        """`add_text` for a piece `scan_text` has read already (elsewhere, e.g. in a thread); False as there."""
         n, raw, local_tables, special, gpu = scanned
         events = _struct_events(text, n, np.frombuffer(special, np.int64).reshape(-1, 3))
         if events is None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Callable, Optional, Union
 
 from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_in_threads, decode_workers, event_budget
-from .build import ColumnBuilder, build_middle, scans_text
+from .build import ColumnBuilder, build_middle, scan_text, scans_text
 from .cache import default_cache_dir, load_cached, store
-from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_trace
+from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_middle, decode_trace
 from .model import TraceModel
 from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
@@ -138,10 +138,13 @@ def shutdown_pools() -> None:
 
 
 class _Offloader:
-    """Hands a trace's middle pieces to worker processes and merges their columns in file order.
+    """Hands a trace's middle pieces to workers and merges their columns in file order.
 
-    The head is added by the decoder's sink as it comes; the tail waits until every middle piece is merged. The
-    skipped counts and warnings of the pieces are merged in file order too, so the model equals the serial one.
+    Worker processes decode and extract a piece each (`build_middle`), merged by `ColumnBuilder.absorb`. Worker threads
+    only scan a piece's text (`scan_text`, without the GIL); this thread adds what they read (`add_scanned`), and
+    decodes the pieces the scanner leaves the usual way. The head is added by the decoder's sink as it comes; the tail
+    waits until every middle piece is merged. The skipped counts and warnings of the pieces are merged in file order
+    too, so the model equals the serial one.
     """
 
     def __init__(self, pool: ProcessPoolExecutor, workers: int, builder: ColumnBuilder,
@@ -150,7 +153,7 @@ class _Offloader:
         self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
-        self.pending: deque[Future] = deque()
+        self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
         self.pieces = None  # the file's decoder (its head's skipped counts and warnings are taken on the first piece)
         self.head_skipped: dict[str, int] = {}
         self.head_warnings: list[str] = []
@@ -162,11 +165,15 @@ class _Offloader:
             self.pieces = pieces
             self.head_skipped, self.head_warnings = dict(pieces.skipped), list(pieces.warnings)
             self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
-        text = self.plain_file if self.plain_file is not None and not self.threads else bytes(view)  # processes read a local file themselves
         while len(self.pending) >= self.in_flight:
             self._merge_next()
+        if self.threads:
+            text = bytes(view)
+            self.pending.append((self.pool.submit(scan_text, text, self.max_events), text, piece))
+            return
+        text = self.plain_file if self.plain_file is not None else bytes(view)  # processes read a local file themselves
         try:
-            self.pending.append(self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)))
+            self.pending.append((self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)), b"", piece))
         except BrokenProcessPool:
             self._broken()
 
@@ -190,25 +197,42 @@ class _Offloader:
         self.pieces = None
 
     def _merge_next(self) -> None:
+        future, text, piece = self.pending.popleft()
         try:
-            result = self.pending.popleft().result()
+            result = future.result()
         except BrokenProcessPool:
             self._broken()
-        if result[0] != "ok":
+        if self.threads:
+            if result is None or not self.builder.add_scanned(result, text, piece):
+                self._decode_here(text, piece)
+        elif result[0] != "ok":
             raise _Serial(result[1])
-        _, state, skipped, warnings = result
-        self.builder.absorb(state)
-        _add_counts(self.skipped, skipped)
-        self.warnings += [w for w in warnings if w not in self.warnings]
+        else:
+            _, state, skipped, warnings = result
+            self.builder.absorb(state)
+            self._merge_problems(skipped, warnings)
         if self.reported is not None:
             self.reported()
+
+    def _decode_here(self, text: bytes, piece: Piece) -> None:
+        """A piece the scanner left: decoded the usual way, as a worker process would."""
+        try:
+            events, legacy, index, skipped, warnings = decode_middle(text)
+        except NotSplittable as exc:
+            raise _Serial(str(exc)) from None
+        self.builder.add(events, legacy, piece, *(index or ()))
+        self._merge_problems(skipped, warnings)
+
+    def _merge_problems(self, skipped: dict[str, int], warnings: list[str]) -> None:
+        _add_counts(self.skipped, skipped)
+        self.warnings += [w for w in warnings if w not in self.warnings]
 
     def _broken(self) -> None:
         _drop_pool(self.workers, self.threads)  # the next load starts fresh workers
         raise _Serial("a decode worker died")
 
     def cancel(self) -> None:
-        for future in self.pending:
+        for future, _, _ in self.pending:
             future.cancel()
         self.pending.clear()
 
