@@ -307,3 +307,33 @@ def test_the_parallel_decode_builds_the_serial_model_in_threads_and_in_processes
         assert differences(*models) == [], path.name
         assert int(np.count_nonzero(models[1].piece_kind == PIECE_MIDDLE)) >= 20
     assert bool(scanned) == (pool == "threads")
+
+
+_MUTATION_BYTES = b'{}[],:"\\ \t\n0123456789.eE+-tfnulx\x00\x1f\x7f\xc3\xa9\xff\xed'
+
+
+def test_mutated_pieces_are_scanned_exactly_or_left():
+    """Random byte edits of a clean piece: whatever the scanner takes, the typed decode takes and builds alike."""
+    rng = np.random.default_rng(2029)
+    base = PIECES["plain_ops_and_kernels"][0][:-1] + b"," + PIECES["metadata_events"][0][1:-1] + b"," + \
+        PIECES["memory_events"][0][1:-1] + b"," + PIECES["flows_with_int_string_and_null_ids"][0][1:]
+    assert _model(base, scanned=True) is not None
+    taken = 0
+    for _ in range(6000):
+        text = bytearray(base)
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(1, len(text) - 1))
+            edit = int(rng.integers(0, 3))
+            byte = _MUTATION_BYTES[int(rng.integers(0, len(_MUTATION_BYTES)))]
+            if edit == 0:
+                text[at] = byte
+            elif edit == 1:
+                text.insert(at, byte)
+            else:
+                del text[at]
+        fast = _model(bytes(text), scanned=True)
+        if fast is not None:
+            taken += 1
+            typed = _model(bytes(text), scanned=False)
+            assert typed is not None and differences(typed, fast) == [], bytes(text)
+    assert taken > 1000, taken
