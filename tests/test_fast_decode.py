@@ -15,12 +15,12 @@ import msgspec
 import numpy as np
 import pytest
 from conftest import SAMPLES, kernel, launch, op, shared_trace_files
+from hostile_corpus import CASES, write_corpus
 from kinetoscope.trace import build, loader
 from kinetoscope.trace.budgets import DECODE_POOL_ENV, DECODE_WORKERS_ENV, FAST_DECODE_ENV
 from kinetoscope.trace.build import ColumnBuilder
 from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc
 from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
-from hostile_corpus import CASES, write_corpus
 from test_parallel_decode import differences
 
 pytestmark = pytest.mark.skipif(build._scan is None, reason="the scanner is not built (or KINETOSCOPE_FAST_DECODE=0)")

@@ -147,7 +147,7 @@ class _Offloader:
     too, so the model equals the serial one.
     """
 
-    def __init__(self, pool: ProcessPoolExecutor, workers: int, builder: ColumnBuilder,
+    def __init__(self, pool: Executor, workers: int, builder: ColumnBuilder,
                  plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None) -> None:
         self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
         self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
