@@ -14,8 +14,10 @@
  * caller then decodes the piece the usual way, so every such case keeps today's behaviour.
  *
  * The few events a consumer reads as structs (metadata events, flow events whose id is not an integer, events
- * carrying a collective, GPU-launch or validator arg) are reported by their byte range, for the caller to decode
- * with msgspec. The parse runs without the GIL and touches no Python object; only the results are built with it.
+ * carrying a collective arg, the validator's args on the events validator_args reads, a GPU arg this pass does not
+ * convert exactly) are reported by their byte range, for the caller to decode with msgspec. The GPU activity fields
+ * of gpu_args.py (copy bytes, launch shape) are read here, as `_columns.c gpu_fields` reads them from structs.
+ * The parse runs without the GIL and touches no Python object; only the results are built with it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -566,7 +568,7 @@ static int read_pid(Scan *s, Table *t, int64_t row, int64_t *id) {
 }
 
 /* The id of a raw value's text (Input Dims: the text; Call stack: the JSON text of its first frame); -1 when none. */
-static int64_t raw_id(Scan *s, Table *t, const char *text, int64_t len, int first_frame, int64_t row, int *failed) {
+static int64_t raw_id(Table *t, const char *text, int64_t len, int first_frame, int64_t row, int *failed) {
     if (text == NULL) return -1;
     if (first_frame) {
         if (len >= 2 && text[0] == '"') {
@@ -672,8 +674,8 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     int64_t name_id = intern(&t[T_NAME], K_STR, name, name_len, row);
     int64_t cat_id = intern(&t[T_CAT], K_STR, cat, cat_len, row);
     int failed = 0;
-    int64_t shape = raw_id(s, &t[T_SHAPE], a.raw[0], a.raw_len[0], 0, row, &failed);
-    int64_t frame = raw_id(s, &t[T_FRAME], a.raw[1], a.raw_len[1], 1, row, &failed);
+    int64_t shape = raw_id(&t[T_SHAPE], a.raw[0], a.raw_len[0], 0, row, &failed);
+    int64_t frame = raw_id(&t[T_FRAME], a.raw[1], a.raw_len[1], 1, row, &failed);
     if (name_id < 0 || cat_id < 0 || failed) return s->oom = 1, -1;
     unsigned char phase = ph_len == 1 ? (unsigned char)ph[0] : 0;
     ((signed char *)s->col[O_PH])[row] = (signed char)phase_of[phase];
