@@ -337,3 +337,16 @@ def test_mutated_pieces_are_scanned_exactly_or_left():
             typed = _model(bytes(text), scanned=False)
             assert typed is not None and differences(typed, fast) == [], bytes(text)
     assert taken > 1000, taken
+
+
+def test_many_distinct_keys_are_interned_in_the_scan():
+    """200,000 distinct names, pids and tids, sequential and scattered: no probe run reaches the cap (`MAX_PROBES`,
+    which only keys made to collide reach), so the scanner takes the piece."""
+    rng = np.random.default_rng(7)
+    scattered = rng.integers(-(10**17), 10**17, 100_000)
+    events = [b'{"ph":"X","name":"op%d","pid":%d,"tid":"t%d","ts":1,"dur":1}' % (i, i, i * 7919) for i in range(100_000)]
+    events += [b'{"ph":"X","name":"n%d","pid":%d,"tid":%d,"ts":1,"dur":1}' % (v, v, v // 3) for v in scattered.tolist()]
+    scanned = build._scan.scan(b"[" + b",".join(events) + b"]", build._PHASE_TABLE)
+    assert scanned is not None
+    n, _, tables, _, _ = scanned
+    assert n == 200_000 and len(tables[0][0]) == len(set(tables[0][0])) > 199_000

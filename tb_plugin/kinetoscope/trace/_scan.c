@@ -30,6 +30,7 @@
 #define MAX_DEPTH 64          /* nested arrays/objects inside an event: far beyond any writer's args */
 #define MAX_NUMBER_CHARS 64   /* a longer number is left to msgspec */
 #define MAX_INT_DIGITS 18     /* |v| < 10^18 < 2^62: exact in int64 and a plain flow id */
+#define MAX_PROBES 512        /* slots one lookup may visit: at half load, runs this long only come from collisions */
 #define ID_OTHER INT64_MIN
 #define BACKWARD_PREFIX "autograd::engine::evaluate_function:"  /* validator_args.BACKWARD_PREFIX */
 #define BACKWARD_LEN 36
@@ -58,6 +59,7 @@ typedef struct {
     Entry *order;      /* entries by id */
     int64_t *first;    /* first row by id */
     size_t order_cap;
+    int oom;           /* an allocation failed (else a failed intern met too long a probe run) */
 } Table;
 
 typedef struct {
@@ -112,14 +114,17 @@ static int table_grow(Table *t) {
     return 0;
 }
 
-/* The dense id of a key (text/len, or an int), adding it with first row `row` when new; -1 when out of memory. */
+/* The dense id of a key (text/len, or an int), adding it with first row `row` when new; -1 when out of memory
+ * (t->oom set) or when its probe run passes MAX_PROBES: keys made to collide (a hostile file) cost the piece the
+ * scan, never quadratic time; the typed decode interns them in Python's dicts. */
 static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64_t row) {
-    if (2 * (t->count + 1) > t->cap && table_grow(t) < 0) return -1;
+    if (2 * (t->count + 1) > t->cap && table_grow(t) < 0) return t->oom = 1, -1;
     uint64_t h = kind == K_INT ? hash_int(value) : hash_bytes(text, (size_t)value, kind);
     size_t j = h & (t->cap - 1);
-    for (;; j = (j + 1) & (t->cap - 1)) {
+    for (int probes = 0;; j = (j + 1) & (t->cap - 1)) {
         Entry *e = &t->slots[j];
         if (e->id < 0) break;
+        if (++probes > MAX_PROBES) return -1;
         if (e->hash == h && e->kind == kind && e->value == value &&
             (kind == K_INT || memcmp(e->text, text, (size_t)value) == 0))
             return e->id;
@@ -127,10 +132,10 @@ static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64
     if (t->count == t->order_cap) {
         size_t cap = t->order_cap ? t->order_cap * 2 : 64;
         Entry *order = realloc(t->order, cap * sizeof(Entry));
-        if (order == NULL) return -1;
+        if (order == NULL) return t->oom = 1, -1;
         t->order = order;
         int64_t *first = realloc(t->first, cap * sizeof(int64_t));
-        if (first == NULL) return -1;
+        if (first == NULL) return t->oom = 1, -1;
         t->first = first;
         t->order_cap = cap;
     }
@@ -669,14 +674,14 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     }
     if (!have_args) no_args(&a);
     Table *t = s->tables;
-    if (pid == -2 && (pid = intern(&t[T_PID], K_INT, NULL, -1, row)) < 0) return s->oom = 1, -1;
-    if (tid == -2 && (tid = intern(&t[T_TID], K_INT, NULL, -1, row)) < 0) return s->oom = 1, -1;
+    if (pid == -2 && (pid = intern(&t[T_PID], K_INT, NULL, -1, row)) < 0) return -1;
+    if (tid == -2 && (tid = intern(&t[T_TID], K_INT, NULL, -1, row)) < 0) return -1;
     int64_t name_id = intern(&t[T_NAME], K_STR, name, name_len, row);
     int64_t cat_id = intern(&t[T_CAT], K_STR, cat, cat_len, row);
     int failed = 0;
     int64_t shape = raw_id(&t[T_SHAPE], a.raw[0], a.raw_len[0], 0, row, &failed);
     int64_t frame = raw_id(&t[T_FRAME], a.raw[1], a.raw_len[1], 1, row, &failed);
-    if (name_id < 0 || cat_id < 0 || failed) return s->oom = 1, -1;
+    if (name_id < 0 || cat_id < 0 || failed) return -1;
     unsigned char phase = ph_len == 1 ? (unsigned char)ph[0] : 0;
     ((signed char *)s->col[O_PH])[row] = (signed char)phase_of[phase];
     int64_t *const *I = (int64_t *const *)s->col;
@@ -826,6 +831,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     status = read_piece(&s, lut.buf);
     Py_END_ALLOW_THREADS
     PyObject *result;
+    for (int k = 0; k < N_TABLES; k++) s.oom |= s.tables[k].oom;
     if (s.oom) {
         result = PyErr_NoMemory();
     } else if (status < 0) {
