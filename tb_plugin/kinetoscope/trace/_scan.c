@@ -150,7 +150,7 @@ static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64
 #define COLUMN_BYTES(k) ((k) == O_PH ? 1 : 8)
 
 static int grow_columns(Scan *s) {
-    int64_t cap = s->cap ? s->cap * 2 : 4096;
+    int64_t cap = s->cap ? s->cap + s->cap / 2 : 4096;  /* 1.5x: the columns are copied out once more at the end */
     for (int k = 0; k < N_OUT; k++) {
         void *col = realloc(s->col[k], (size_t)cap * COLUMN_BYTES(k));
         if (col == NULL) return -1;
@@ -792,6 +792,8 @@ static PyObject *build_result(Scan *s) {
         PyObject *col = bytearray_of(s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
         if (col == NULL) goto fail;
         PyTuple_SET_ITEM(cols, k, col);
+        free(s->col[k]);  /* at most one column is held twice */
+        s->col[k] = NULL;
     }
     for (int k = 0; k < N_TABLES; k++) {
         PyObject *table = table_result(&s->tables[k]);
