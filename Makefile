@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-v4
-ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c
+ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c tb_plugin/kinetoscope/trace/_scan.c
 ACCEL := $(VENV)/.columns-built
 PORT ?= 6006
 LOGDIR ?= samples/logs
@@ -125,4 +125,4 @@ lint: install
 	@if [ -d frontend/test ]; then node --check frontend/index.js; fi
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) .bench test-artifacts build *.egg-info tb_plugin/*.egg-info tb_plugin/kinetoscope/trace/_columns*.so
+	rm -rf $(VENV) $(VENV_MIN) .bench test-artifacts build *.egg-info tb_plugin/*.egg-info tb_plugin/kinetoscope/trace/_columns*.so tb_plugin/kinetoscope/trace/_scan*.so

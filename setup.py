@@ -5,6 +5,9 @@ from setuptools import Extension, setup
 # compiler the package installs and runs on the pure-Python extractor, about 2x slower to decode.
 COLUMNS = Extension("kinetoscope.trace._columns", ["tb_plugin/kinetoscope/trace/_columns.c"], optional=True,
                     extra_compile_args=["-O2"])
+# The text-to-columns pass of clean middle pieces (kinetoscope/trace/_scan.c); optional: without it every piece takes the
+# typed decode and `_columns`.
+SCAN = Extension("kinetoscope.trace._scan", ["tb_plugin/kinetoscope/trace/_scan.c"], optional=True, extra_compile_args=["-O2"])
 # The what-if replay's sequential pass (kinetoscope/analysis/_replay.c); optional too: without it the replay runs
 # in numpy, one call per sync.
 REPLAY = Extension("kinetoscope.analysis._replay", ["tb_plugin/kinetoscope/analysis/_replay.c"], optional=True,
@@ -29,7 +32,7 @@ setup(
     ],
     package_data={"kinetoscope.server": ["HTTP_API.md"], "kinetoscope.formats": ["schemas/*.json"],
                   "kinetoscope.frontend": ["*.js", "*.css", "*.json", "model/*.js", "render/*.js", "ui/*.js"]},
-    ext_modules=[COLUMNS, REPLAY],
+    ext_modules=[COLUMNS, SCAN, REPLAY],
     # Floors tested by `make test-min` (tests/min-versions.txt pins each one; keep both equal). Raised to what
     # passes: msgspec 0.19 (older msgspec.convert rejects the msgspec.Raw args of the lenient decode), fsspec
     # 2023.9 (walk(on_error=...)), werkzeug 2.2.2 (moto[server] excludes 2.2.0 and 2.2.1).

@@ -25,6 +25,13 @@ def test_the_accelerator_is_built():
     assert build.ACCELERATED, "kinetoscope.trace._columns is missing: `make install` compiles it (needs gcc and Python headers)"
 
 
+@pytest.mark.skipif(bool(os.environ.get("KINETOSCOPE_PURE_PYTHON")) or os.environ.get("KINETOSCOPE_FAST_DECODE", "1") == "0",
+                    reason="the pure-Python extractor or the typed decode was asked for")
+def test_the_text_scanner_is_built():
+    # Compiled with `_columns` (setup.py); without it every piece takes the typed decode (tests/test_fast_decode.py).
+    assert build.scans_text(), "kinetoscope.trace._scan is missing: `make install` compiles it"
+
+
 def _both(monkeypatch, load):
     models = {}
     for name, extractor in (("c", build._columns_accel), ("py", build._columns_py)):

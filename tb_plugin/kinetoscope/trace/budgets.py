@@ -159,3 +159,21 @@ def decode_workers() -> tuple[int, str]:
         return parse_decode_workers(text), ""
     except SettingError as exc:
         return 1, str(exc)
+
+
+FAST_DECODE_ENV = "KINETOSCOPE_FAST_DECODE"
+
+
+def fast_decode() -> bool:
+    """Whether clean middle pieces go straight from text to columns (`trace/_scan.c`, issue 29); `0` turns it off
+    (every piece then takes the typed decode and `_columns.c`, which build the same model, slower)."""
+    return os.environ.get(FAST_DECODE_ENV, "1").strip() not in ("0", "off", "false", "no")
+
+
+DECODE_POOL_ENV = "KINETOSCOPE_DECODE_POOL"
+
+
+def decode_in_threads() -> bool:
+    """Whether the parallel decode (`KINETOSCOPE_DECODE_WORKERS` > 1) runs in threads (the default, when pieces are
+    scanned from text without the GIL) or, with `processes`, in worker processes (as it does without the scanner)."""
+    return os.environ.get(DECODE_POOL_ENV, "threads").strip().lower() != "processes"

@@ -5,7 +5,8 @@ tables shared by all chunks), so the structs of a chunk can be freed before the 
 `finish` does the global work once: dense ids, lanes, the (lane, ts, -dur) order, nesting depth and
 launch links. No per-event step runs Python bytecode: at 10^6 events a loop body of even 1 µs would
 cost a second, more than the whole decode. The extraction from structs is one pass of `_columns.c`
-(compiled at install), or, without a compiler, one C-level `map` into `np.fromiter` per column.
+(compiled at install), or, without a compiler, one C-level `map` into `np.fromiter` per column. Most middle
+pieces skip the structs altogether: `_scan.c` reads their text straight into the same columns (`add_text`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Any, Callable, Optional
 import msgspec
 import numpy as np
 
-from .budgets import BudgetExceeded
+from .budgets import BudgetExceeded, fast_decode
 from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
@@ -132,6 +133,61 @@ def _load_accelerator():
 _accel = _load_accelerator()
 ACCELERATED = _accel is not None
 _extract = _columns_accel if ACCELERATED else _columns_py
+_INTERNED = ("name", "cat", "pid", "tid", "shape", "frame")  # the interned columns, in `ColumnBuilder._tables` order
+
+
+def _load_scanner():
+    """The compiled text-to-columns pass, or None when absent or disabled (`budgets.fast_decode`)."""
+    if not ACCELERATED or not fast_decode():
+        return None
+    try:
+        from . import _scan
+    except ImportError:
+        return None
+    return _scan
+
+
+_scan = _load_scanner()
+_STRUCTS = msgspec.json.Decoder(list[Event])
+
+
+def scans_text() -> bool:
+    """Whether middle pieces are scanned from their text (`ColumnBuilder.add_text`), without the GIL."""
+    return _scan is not None and _extract is _columns_accel  # its columns are those of the compiled extractor
+
+
+def scan_text(text, max_events: Optional[int] = None) -> Optional[tuple]:
+    """The scanner's reading of a middle piece's text for `ColumnBuilder.add_scanned`; None when it cannot read it
+    exactly as the typed decode would, holds more than `max_events` events, or the scanner is off. It holds no
+    Python object while it reads, so threads may scan pieces at once."""
+    if not scans_text():
+        return None
+    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0))
+
+_SCANNED_GPU = np.dtype([("row", np.int64), ("values", np.float64, (len(GPU_FIELDS),))])  # `_scan.c`'s GPU fields
+_STAND_IN = Event()  # what a consumer reads for an event the scanner kept no struct of: no args, as that event has
+
+
+def _struct_events(text, n: int, special: np.ndarray) -> Optional[list[Event]]:
+    """The piece's events as the consumers after extraction read them (`ColumnBuilder._add_columns`): a struct for
+    each event the scanner reported (metadata, flows with a non-integer id, collective, GPU-launch and validator
+    args), `_STAND_IN` for the rest; None if the reported ones do not decode (never expected: the scanner checked)."""
+    events = [_STAND_IN] * n
+    if not special.size:
+        return events
+    view = memoryview(text)
+    try:
+        parts = b",".join([view[start:end] for start, end in special[:, :2].tolist()])
+        decoded = _STRUCTS.decode(b"[" + parts + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        return None
+    finally:
+        view.release()
+    if len(decoded) != len(special):
+        return None
+    for row, event in zip(special[:, 2].tolist(), decoded):
+        events[row] = event
+    return events
 
 
 class _Interner:
@@ -348,16 +404,53 @@ class ColumnBuilder:
             piece_events: how many events the piece holds, skipped ones included (default: all were kept, or
                 up to the last kept one).
         """
-        n, off = len(events), self.n
-        if self._max_events is not None and off + n > self._max_events:
+        self._check_budget(len(events))
+        cols = _extract(events, self._tables(), self.n, legacy_external_id)
+        self._add_columns(cols, events, piece, source_index, piece_events)
+
+    def add_text(self, text, piece: Piece) -> bool:
+        """Add a middle piece straight from its text (`[` events `]`), as `add` would add its decoded events, when the
+        compiled scanner (`_scan.c`) reads every event of it exactly as the typed decode would; False (nothing added)
+        when it does not, or is absent: the caller decodes the piece the usual way.
+        """
+        room = None if self._max_events is None else self._max_events - self.n
+        scanned = scan_text(text, room)  # past the budget: None, and `add` refuses the piece as it does today
+        return scanned is not None and self.add_scanned(scanned, text, piece)
+
+    def add_scanned(self, scanned: tuple, text, piece: Piece) -> bool:
+        """`add_text` for a piece `scan_text` has read already (elsewhere, e.g. in a thread); False as there."""
+        n, raw, local_tables, special, gpu = scanned
+        events = _struct_events(text, n, np.frombuffer(special, np.int64).reshape(-1, 3))
+        if events is None:
+            return False
+        self._check_budget(n)
+        cols = {key: np.frombuffer(col, dtype) for key, col, dtype in zip(_EXTRACTED, raw, _EXTRACTED_DTYPES)}
+        for key, table, (keys, firsts) in zip(_INTERNED, self._tables(), local_tables):
+            merged = np.fromiter(map(table.setdefault, keys, (np.frombuffer(firsts, np.int64) + self.n).tolist()),
+                                 np.int64, len(keys))
+            cols[key] = np.append(merged, -1)[cols[key]]  # local id -> first row in the file; -1 (none) stays -1
+        self._add_columns(cols, events, piece, None, None, np.frombuffer(gpu, _SCANNED_GPU))
+        return True
+
+    def _check_budget(self, n: int) -> None:
+        if self._max_events is not None and self.n + n > self._max_events:
             raise BudgetExceeded(self._refusal() if self._refusal else f"more than {self._max_events:,} events")
+
+    def _tables(self) -> tuple[dict, ...]:
+        """The interning tables, in `_INTERNED` order."""
+        return (self._names.table, self._cats.table, self._pids.table, self._tids.table, self._shapes.table,
+                self._frames.table)
+
+    def _add_columns(self, cols: dict[str, np.ndarray], events: list[Event], piece: Piece, source_index: Any,
+                     piece_events: Optional[int], scanned_gpu: Optional[np.ndarray] = None) -> None:
+        """The rest of `add`, after extraction: masks, flows, memory rows and the per-event consumers (`scanned_gpu`: the
+        GPU activity fields the scanner read, `_SCANNED_GPU` records of the events with any)."""
+        n, off = len(events), self.n
         first = self._ordinal  # a piece's events are ordinals first, first + 1, ... (its skipped ones too)
         self._pieces.append((piece.kind, piece.start, piece.end, first))
         if piece_events is None:
             piece_events = n if source_index is None else (int(source_index[-1]) + 1 if len(source_index) else 0)
         self._ordinal += piece_events
-        tables = (self._names.table, self._cats.table, self._pids.table, self._tids.table, self._shapes.table, self._frames.table)
-        cols = _extract(events, tables, off, legacy_external_id)
         ph = cols["ph"]
         x = ph == PH_X
         for key in ("correlation", "external_id"):
@@ -378,7 +471,7 @@ class ColumnBuilder:
         self._collectives.add(events, cols["name"], self._names.table, off)
         self._validator_args.add(events, cols["name"], self._names.table, off)
         self._gpu_args.add(events, np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.KERNEL,))),
-                           np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.MEMCPY, Kind.MEMSET))), off)
+                           np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.MEMCPY, Kind.MEMSET))), off, scanned_gpu)
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
@@ -593,6 +686,9 @@ def build_middle(spec: tuple) -> tuple:
     enabled = gc.isenabled()
     gc.disable()  # millions of acyclic structs: see loader._collector_paused
     try:
+        builder = ColumnBuilder(max_events=max_events, refusal=lambda: refusal)
+        if builder.add_text(text, piece):
+            return "ok", builder.export(), {}, []
         try:
             events, legacy, index, skipped, warnings = decode_middle(text)
         except NotSplittable as exc:

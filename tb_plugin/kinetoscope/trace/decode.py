@@ -291,8 +291,11 @@ class _PieceDecoder:
 Offload = Callable[[Any, Piece, "_PieceDecoder"], None]  # (the piece's text `[`...`]`, where it lies, the file's decoder)
 
 
+TextSink = Callable[[Any, Piece], bool]  # (a middle piece's text `[`...`]`, where it lies) -> whether it took the piece
+
+
 def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event_bytes: int = 1 << 62,
-                  offload: Optional[Offload] = None) -> Decoded:
+                  offload: Optional[Offload] = None, text_sink: Optional[TextSink] = None) -> Decoded:
     """Decode a trace from a stream of byte blocks, handing events to `sink` one chunk at a time.
 
     Only one chunk of event structs exists at once, so memory stays near one chunk plus the sink's
@@ -308,6 +311,8 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
         offload: when given, middle pieces are not decoded here: each is handed over (its text is valid only during
             the call) to be decoded elsewhere with `decode_middle`, and the sink never sees them. The head and tail
             are decoded here. Files with exact 16-digit times (one rebase shared by all pieces) are never offloaded.
+        text_sink: when given (and not `offload`), each middle piece's text is offered to it first (valid only during the
+            call); a piece it takes is not decoded here. Never offered the pieces of files with exact 16-digit times.
 
     Returns:
         The top-level object (its `traceEvents` emptied: the events went to the sink), with the events
@@ -337,7 +342,7 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
                     raise EventTooLarge("the first event")
                 continue
         while len(win) >= chunk_bytes:
-            if not _take_middle(win, sink, pieces, chunk_bytes, offload):
+            if not _take_middle(win, sink, pieces, chunk_bytes, offload, text_sink):
                 if len(win) > max_event_bytes:  # no boundary in the whole window: one event this long
                     raise EventTooLarge(f"at byte {win.base + win.start:,}")
                 break
@@ -444,7 +449,7 @@ def _last_cut(buf, floor: int, hi: int):
 
 
 def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_bytes: int,
-                 offload: Optional[Offload] = None) -> bool:
+                 offload: Optional[Offload] = None, text_sink: Optional[TextSink] = None) -> bool:
     """Decode the events up to the last boundary within the window's first `chunk_bytes` (else the first
     boundary after them) and drop them from the window.
 
@@ -466,6 +471,15 @@ def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_byt
             offload(view[win.start:comma + 1], Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma), pieces)
         win.consume_to(comma)
         return True
+    if text_sink is not None and not pieces.exact:  # a look-alike cut leaves text it refuses (an open string or value)
+        comma = cut.start(1)
+        buf[comma] = ord("]")
+        with memoryview(buf) as view:
+            taken = text_sink(view[win.start:comma + 1], Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma))
+        if taken:
+            win.consume_to(comma)
+            return True
+        buf[comma] = ord(",")
     for _ in range(MAX_FALSE_CUTS):
         comma = cut.start(1)
         buf[comma] = ord("]")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from itertools import chain
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 import numpy as np
@@ -95,12 +95,17 @@ class GpuArgs:
         self._rows: list[np.ndarray] = []
         self._values: list[np.ndarray] = []
 
-    def add(self, events: list, kernel_rows: np.ndarray, copy_rows: np.ndarray, off: int) -> None:
-        """Read the fields of the chunk's kernels and copies (chunk indices; the chunk starts at raw row `off`)."""
+    def add(self, events: list, kernel_rows: np.ndarray, copy_rows: np.ndarray, off: int,
+            scanned: Optional[np.ndarray] = None) -> None:
+        """Read the fields of the chunk's kernels and copies (chunk indices; the chunk starts at raw row `off`).
+
+        `scanned`: the fields as read from the text (`_scan.c`): records of ("row" in the chunk, ascending; "values", one
+        per field, ASK_PYTHON where the event's struct in `events` has to be read instead) of the events with any.
+        """
         for rows, on_kernels in ((kernel_rows, True), (copy_rows, False)):
             if rows.size == 0:
                 continue
-            values = self._read(events, rows, on_kernels)
+            values = self._read(events, rows, on_kernels) if scanned is None else self._pick(events, rows, on_kernels, scanned)
             present = ~np.isnan(values).all(axis=1)
             self._rows.append(rows[present] + off)
             self._values.append(values[present])
@@ -125,6 +130,21 @@ class GpuArgs:
                 values[odd] = self._reference(events, rows[odd], on_kernels)
             return values
         return self._reference(events, rows, on_kernels)
+
+    def _pick(self, events: list, rows: np.ndarray, on_kernels: bool, scanned: np.ndarray) -> np.ndarray:
+        """`_read`'s values from the scanned fields (those of the other kind of activity blanked)."""
+        values = np.full((rows.size, len(FIELDS)), np.nan)
+        if scanned.size:
+            at = np.minimum(np.searchsorted(scanned["row"], rows), scanned.size - 1)
+            hit = scanned["row"][at] == rows
+            values[hit] = scanned["values"][at[hit]]
+        for k, (_, _, _, kernel_field) in enumerate(FIELDS):
+            if kernel_field != on_kernels:
+                values[:, k] = np.nan
+        odd = np.flatnonzero((values == ASK_PYTHON).any(axis=1))
+        if odd.size:
+            values[odd] = self._reference(events, rows[odd], on_kernels)
+        return values
 
     @staticmethod
     def _reference(events: list, rows: np.ndarray, on_kernels: bool) -> np.ndarray:

@@ -7,16 +7,16 @@ import multiprocessing
 import os
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_workers, event_budget
-from .build import ColumnBuilder, build_middle
+from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_in_threads, decode_workers, event_budget
+from .build import ColumnBuilder, build_middle, scan_text, scans_text
 from .cache import default_cache_dir, load_cached, store
-from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_trace
+from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_middle, decode_trace
 from .model import TraceModel
 from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
@@ -98,27 +98,32 @@ class _Serial(Exception):
     worker that died): decode the file again, serially."""
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}
+_pools: dict[tuple[int, bool], Executor] = {}
 _pools_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    """The worker processes of the parallel decode, started once per process and count. Forked while this process
-    runs one thread (cheap: the modules are loaded); a forkserver otherwise (a fork of a threaded server may
+def _pool(workers: int, threads: bool = False) -> Executor:
+    """The workers of the parallel decode, started once per process, count and kind. Threads when the pieces are
+    scanned from text (`build.scans_text`: the scan runs without the GIL). Processes otherwise: forked while this
+    process runs one thread (cheap: the modules are loaded); a forkserver otherwise (a fork of a threaded server may
     inherit a held lock)."""
     with _pools_lock:
-        pool = _pools.get(workers)
+        pool = _pools.get((workers, threads))
         if pool is None:
-            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-                else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            pool = _pools[workers] = ProcessPoolExecutor(workers, multiprocessing.get_context(method))
+            if threads:
+                pool = ThreadPoolExecutor(workers, thread_name_prefix="kinetoscope-decode")
+            else:
+                method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
+                    else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+                pool = ProcessPoolExecutor(workers, multiprocessing.get_context(method))
+            _pools[(workers, threads)] = pool
         return pool
 
 
-def _drop_pool(workers: int) -> None:
+def _drop_pool(workers: int, threads: bool = False) -> None:
     with _pools_lock:
-        pool = _pools.pop(workers, None)
+        pool = _pools.pop((workers, threads), None)
     if pool is not None:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -133,18 +138,22 @@ def shutdown_pools() -> None:
 
 
 class _Offloader:
-    """Hands a trace's middle pieces to worker processes and merges their columns in file order.
+    """Hands a trace's middle pieces to workers and merges their columns in file order.
 
-    The head is added by the decoder's sink as it comes; the tail waits until every middle piece is merged. The
-    skipped counts and warnings of the pieces are merged in file order too, so the model equals the serial one.
+    Worker processes decode and extract a piece each (`build_middle`), merged by `ColumnBuilder.absorb`. Worker threads
+    only scan a piece's text (`scan_text`, without the GIL); this thread adds what they read (`add_scanned`), and
+    decodes the pieces the scanner leaves the usual way. The head is added by the decoder's sink as it comes; the tail
+    waits until every middle piece is merged. The skipped counts and warnings of the pieces are merged in file order
+    too, so the model equals the serial one.
     """
 
-    def __init__(self, pool: ProcessPoolExecutor, workers: int, builder: ColumnBuilder,
+    def __init__(self, pool: Executor, workers: int, builder: ColumnBuilder,
                  plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None) -> None:
         self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
+        self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
-        self.pending: deque[Future] = deque()
+        self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
         self.pieces = None  # the file's decoder (its head's skipped counts and warnings are taken on the first piece)
         self.head_skipped: dict[str, int] = {}
         self.head_warnings: list[str] = []
@@ -156,11 +165,15 @@ class _Offloader:
             self.pieces = pieces
             self.head_skipped, self.head_warnings = dict(pieces.skipped), list(pieces.warnings)
             self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
-        text = self.plain_file if self.plain_file is not None else bytes(view)  # workers read a local file themselves
         while len(self.pending) >= self.in_flight:
             self._merge_next()
+        if self.threads:
+            text = bytes(view)
+            self.pending.append((self.pool.submit(scan_text, text, self.max_events), text, piece))
+            return
+        text = self.plain_file if self.plain_file is not None else bytes(view)  # processes read a local file themselves
         try:
-            self.pending.append(self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)))
+            self.pending.append((self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)), b"", piece))
         except BrokenProcessPool:
             self._broken()
 
@@ -184,25 +197,42 @@ class _Offloader:
         self.pieces = None
 
     def _merge_next(self) -> None:
+        future, text, piece = self.pending.popleft()
         try:
-            result = self.pending.popleft().result()
+            result = future.result()
         except BrokenProcessPool:
             self._broken()
-        if result[0] != "ok":
+        if self.threads:
+            if result is None or not self.builder.add_scanned(result, text, piece):
+                self._decode_here(text, piece)
+        elif result[0] != "ok":
             raise _Serial(result[1])
-        _, state, skipped, warnings = result
-        self.builder.absorb(state)
-        _add_counts(self.skipped, skipped)
-        self.warnings += [w for w in warnings if w not in self.warnings]
+        else:
+            _, state, skipped, warnings = result
+            self.builder.absorb(state)
+            self._merge_problems(skipped, warnings)
         if self.reported is not None:
             self.reported()
 
+    def _decode_here(self, text: bytes, piece: Piece) -> None:
+        """A piece the scanner left: decoded the usual way, as a worker process would."""
+        try:
+            events, legacy, index, skipped, warnings = decode_middle(text)
+        except NotSplittable as exc:
+            raise _Serial(str(exc)) from None
+        self.builder.add(events, legacy, piece, *(index or ()))
+        self._merge_problems(skipped, warnings)
+
+    def _merge_problems(self, skipped: dict[str, int], warnings: list[str]) -> None:
+        _add_counts(self.skipped, skipped)
+        self.warnings += [w for w in warnings if w not in self.warnings]
+
     def _broken(self) -> None:
-        _drop_pool(self.workers)  # the next load starts fresh workers
+        _drop_pool(self.workers, self.threads)  # the next load starts fresh workers
         raise _Serial("a decode worker died")
 
     def cancel(self) -> None:
-        for future in self.pending:
+        for future, _, _ in self.pending:
             future.cancel()
         self.pending.clear()
 
@@ -235,7 +265,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
-            offloader = _Offloader(_pool(workers), workers, builder, plain_file, budget.limit(stored_bytes),
+            offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
+                                   budget.limit(stored_bytes),
                                    budget.too_many(stored_bytes), report if progress is not None else None)
             try:
                 decoded = decode_chunks(blocks, _reporting(offloader.sink, source_bytes, text_bytes or size_hint, progress),
@@ -246,7 +277,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             offloader.finish()
         else:
             add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
-            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes)
+            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes,
+                                    text_sink=_reporting(builder.add_text, source_bytes, text_bytes or size_hint, progress))
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:

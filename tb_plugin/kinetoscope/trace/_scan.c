@@ -1,0 +1,865 @@
+/* JSON text of a middle piece of `traceEvents` -> the raw columns of `_columns.c extract`, with no Python object
+ * per event (issue 29).
+ *
+ * Today's path decodes a piece into msgspec structs, reads a dozen fields of each into columns (`_columns.c`) and
+ * frees the structs: most of a load's time. This pass reads the bytes once and writes the same columns, interning
+ * strings into tables local to the piece (keys in first-seen order, each with the row of its first occurrence), so
+ * the caller merges them into the file's tables exactly as `ColumnBuilder.absorb` does for a worker's piece.
+ *
+ * It reads only the common shapes Kineto and the 2021 profiler write, exactly as the typed decode would, and
+ * gives up on the whole piece (returns None) at anything else: an escape in a string it keeps or in a key, a
+ * surrogate escape, invalid UTF-8, a control character in a string, a type the schema rejects, a duplicate known
+ * key, an integer of more than 18 digits, a float it cannot convert exactly in one operation, a number of more
+ * than 64 characters or a 3-digit exponent, nesting deeper than MAX_DEPTH, a truncated or malformed piece. The
+ * caller then decodes the piece the usual way, so every such case keeps today's behaviour.
+ *
+ * The few events a consumer reads as structs (metadata events, flow events whose id is not an integer, events
+ * carrying a collective arg, the validator's args on the events validator_args reads, a GPU arg this pass does not
+ * convert exactly) are reported by their byte range, for the caller to decode with msgspec. The GPU activity fields
+ * of gpu_args.py (copy bytes, launch shape) are read here, as `_columns.c gpu_fields` reads them from structs.
+ * The parse runs without the GIL and touches no Python object; only the results are built with it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define MAX_DEPTH 64          /* nested arrays/objects inside an event: far beyond any writer's args */
+#define MAX_NUMBER_CHARS 64   /* a longer number is left to msgspec */
+#define MAX_INT_DIGITS 18     /* |v| < 10^18 < 2^62: exact in int64 and a plain flow id */
+#define MAX_PROBES 512        /* slots one lookup may visit: at half load, runs this long only come from collisions */
+#define ID_OTHER INT64_MIN
+#define BACKWARD_PREFIX "autograd::engine::evaluate_function:"  /* validator_args.BACKWARD_PREFIX */
+#define BACKWARD_LEN 36
+
+enum { T_NAME, T_CAT, T_PID, T_TID, T_SHAPE, T_FRAME, N_TABLES };
+enum { O_PH, O_NAME, O_CAT, O_PID, O_TID, O_TS, O_DUR, O_CORRELATION, O_EXTERNAL_ID, O_DEVICE, O_STREAM, O_ID,
+       O_DEVICE_TYPE, O_DEVICE_ID, O_BYTES, O_TOTAL_ALLOCATED, O_TOTAL_RESERVED, O_ADDR, O_EV_IDX, O_SHAPE, O_FRAME,
+       N_OUT };
+enum { K_STR, K_INT, K_BYTES };
+/* The GPU activity fields, in gpu_args.FIELDS order: copy bytes, then the kernel launch shape (grid and block raw). */
+enum { G_BYTES, G_GRID, G_BLOCK, G_REGISTERS, G_SHARED_MEM, G_BLOCKS_PER_SM, G_OCCUPANCY, N_GPU };
+#define GPU_LIMIT 4611686018427387904.0  /* 2^62: none of the GPU fields is that large */
+#define ASK_PYTHON (-2.0)                /* a value read from the event's struct instead (gpu_args.ASK_PYTHON) */  /* what a table key becomes: str, int or bytes */
+
+typedef struct {
+    uint64_t hash;
+    const char *text;  /* into the piece (str, bytes) */
+    int64_t value;     /* K_INT: the int; else the text's length */
+    int kind;
+    int64_t id;        /* dense id, first-seen order */
+} Entry;
+
+typedef struct {
+    Entry *slots;      /* open addressing; id < 0: empty */
+    size_t cap, count;
+    Entry *order;      /* entries by id */
+    int64_t *first;    /* first row by id */
+    size_t order_cap;
+    int oom;           /* an allocation failed (else a failed intern met too long a probe run) */
+} Table;
+
+typedef struct {
+    const unsigned char *p, *end, *base;
+    int64_t n, cap;
+    void *col[N_OUT];
+    Table tables[N_TABLES];
+    int64_t *special;  /* (start, end, row) triples */
+    int64_t n_special, special_cap;
+    int64_t *gpu;      /* (row, N_GPU float64 fields) of the events with any GPU activity field */
+    int64_t n_gpu, gpu_cap;
+    int64_t limit;     /* the most events the caller takes */
+    int oom;
+} Scan;
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Eight bytes at a time: interned texts (names, shapes, stack frames) are tens of bytes. */
+static uint64_t hash_bytes(const char *text, size_t len, int kind) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)len << 8) ^ (uint64_t)kind, word;
+    for (; len >= 8; text += 8, len -= 8) {
+        memcpy(&word, text, 8);
+        h = (h ^ word) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    word = 0;
+    memcpy(&word, text, len);
+    h = (h ^ word) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_int(int64_t v) {
+    uint64_t h = (uint64_t)v * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 31) ^ 0x5bd1e995ULL;
+}
+
+static int table_grow(Table *t) {
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    Entry *slots = malloc(cap * sizeof(Entry));
+    if (slots == NULL) return -1;
+    for (size_t i = 0; i < cap; i++) slots[i].id = -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (t->slots[i].id < 0) continue;
+        size_t j = t->slots[i].hash & (cap - 1);
+        while (slots[j].id >= 0) j = (j + 1) & (cap - 1);
+        slots[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+/* The dense id of a key (text/len, or an int), adding it with first row `row` when new; -1 when out of memory
+ * (t->oom set) or when its probe run passes MAX_PROBES: keys made to collide (a hostile file) cost the piece the
+ * scan, never quadratic time; the typed decode interns them in Python's dicts. */
+static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64_t row) {
+    if (2 * (t->count + 1) > t->cap && table_grow(t) < 0) return t->oom = 1, -1;
+    uint64_t h = kind == K_INT ? hash_int(value) : hash_bytes(text, (size_t)value, kind);
+    size_t j = h & (t->cap - 1);
+    for (int probes = 0;; j = (j + 1) & (t->cap - 1)) {
+        Entry *e = &t->slots[j];
+        if (e->id < 0) break;
+        if (++probes > MAX_PROBES) return -1;
+        if (e->hash == h && e->kind == kind && e->value == value &&
+            (kind == K_INT || memcmp(e->text, text, (size_t)value) == 0))
+            return e->id;
+    }
+    if (t->count == t->order_cap) {
+        size_t cap = t->order_cap ? t->order_cap * 2 : 64;
+        Entry *order = realloc(t->order, cap * sizeof(Entry));
+        if (order == NULL) return t->oom = 1, -1;
+        t->order = order;
+        int64_t *first = realloc(t->first, cap * sizeof(int64_t));
+        if (first == NULL) return t->oom = 1, -1;
+        t->first = first;
+        t->order_cap = cap;
+    }
+    Entry e = {h, text, value, kind, (int64_t)t->count};
+    t->slots[j] = e;
+    t->order[t->count] = e;
+    t->first[t->count] = row;
+    t->count++;
+    return e.id;
+}
+
+#define COLUMN_BYTES(k) ((k) == O_PH ? 1 : 8)
+
+static int grow_columns(Scan *s) {
+    int64_t cap = s->cap ? s->cap + s->cap / 2 : 4096;  /* 1.5x: the columns are copied out once more at the end */
+    for (int k = 0; k < N_OUT; k++) {
+        void *col = realloc(s->col[k], (size_t)cap * COLUMN_BYTES(k));
+        if (col == NULL) return -1;
+        s->col[k] = col;
+    }
+    s->cap = cap;
+    return 0;
+}
+
+#define WS(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
+static inline void skip_ws(Scan *s) {
+    while (s->p < s->end && WS(*s->p)) s->p++;
+}
+
+static inline int hexval(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Past a UTF-8 sequence starting at p (a byte >= 0x80) as Python's strict decoder accepts it; NULL if invalid. */
+static const unsigned char *utf8_next(const unsigned char *p, const unsigned char *end) {
+    unsigned char c = *p;
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c == 0xE0) n = 2, lo = 0xA0;
+    else if (c == 0xED) n = 2, hi = 0x9F;  /* no encoded surrogates */
+    else if (c >= 0xE1 && c <= 0xEF) n = 2;
+    else if (c == 0xF0) n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) n = 3;
+    else if (c == 0xF4) n = 3, hi = 0x8F;
+    else return NULL;
+    if (end - p <= n) return NULL;
+    if (p[1] < lo || p[1] > hi) return NULL;
+    for (int k = 2; k <= n; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF) return NULL;
+    return p + n + 1;
+}
+
+/* A string at s->p (its opening quote): its content in [*start, *start + *len); 0, or -1 to give up.
+ * `escapes`: whether escapes are allowed (a value nobody keeps); a kept string or a key must have none. */
+static int read_string(Scan *s, const char **start, int64_t *len, int escapes) {
+    const unsigned char *p = s->p + 1, *end = s->end;
+    const unsigned char *first = p;
+    while (1) {
+#ifdef __SSE2__
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+        while (end - p >= 16) {  /* 16 bytes at a time: a quote, a backslash, a control byte or a byte >= 0x80 */
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                        _mm_cmplt_epi8(v, space));  /* signed: bytes >= 0x80 are below 0x20 too */
+            int mask = _mm_movemask_epi8(stop);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
+        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') p++;
+        if (p >= end) return -1;
+        unsigned char c = *p;
+        if (c == '"') break;
+        if (c < 0x20) return -1;
+        if (c == '\\') {
+            if (!escapes || end - p < 2) return -1;
+            unsigned char e = p[1];
+            if (e == 'u') {
+                if (end - p < 6) return -1;
+                int v = 0;
+                for (int k = 2; k < 6; k++) {
+                    int h = hexval(p[k]);
+                    if (h < 0) return -1;
+                    v = v * 16 + h;
+                }
+                if (v >= 0xD800 && v <= 0xDFFF) return -1;
+                p += 6;
+            } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        p = utf8_next(p, end);
+        if (p == NULL) return -1;
+    }
+    *start = (const char *)first;
+    *len = p - first;
+    s->p = p + 1;
+    return 0;
+}
+
+typedef struct {
+    int is_int;
+    int64_t i;
+    double d;
+} Number;
+
+/* A number at s->p by JSON's grammar: 0, or -1 to give up (malformed, too long, or not exact in one step).
+ * With `out` NULL, a value nobody keeps: any count of digits, within MAX_NUMBER_CHARS. */
+static int read_number(Scan *s, Number *out) {
+    const unsigned char *p = s->p, *end = s->end, *begin = p;
+    int negative = 0;
+    if (p < end && *p == '-') negative = 1, p++;
+    if (p >= end || *p < '0' || *p > '9') return -1;
+    uint64_t mantissa = 0;
+    int digits = 0, frac = 0;
+    if (*p == '0') {
+        p++;
+        if (p < end && *p >= '0' && *p <= '9') return -1;  /* no leading zeros */
+    } else {
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits >= 19 && out != NULL) return -1;
+            mantissa = mantissa * 10 + (uint64_t)(*p++ - '0');
+            digits++;
+        }
+    }
+    int is_int = 1;
+    if (p < end && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (mantissa == 0 && *p == '0') {
+                frac++, p++;  /* leading zeros of the fraction do not count against the digits */
+                continue;
+            }
+            if (digits >= 19 && out != NULL) return -1;
+            mantissa = mantissa * 10 + (uint64_t)(*p++ - '0');
+            digits++, frac++;
+        }
+    }
+    int exponent = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_int = 0;
+        p++;
+        int exp_negative = 0;
+        if (p < end && (*p == '+' || *p == '-')) exp_negative = *p++ == '-';
+        if (p >= end || *p < '0' || *p > '9') return -1;
+        int exp_digits = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (++exp_digits > 2) return -1;
+            exponent = exponent * 10 + (*p++ - '0');
+        }
+        if (exp_negative) exponent = -exponent;
+    }
+    if (p - begin > MAX_NUMBER_CHARS) return -1;
+    if (out == NULL) {
+        s->p = p;
+        return 0;
+    }
+    out->is_int = is_int;
+    if (is_int) {
+        if (digits > MAX_INT_DIGITS) return -1;
+        out->i = negative ? -(int64_t)mantissa : (int64_t)mantissa;
+        out->d = (double)out->i;  /* int -> float as the typed decode converts it (a -0 is the int 0) */
+    } else {
+        int scale = exponent - frac;
+        if (mantissa > (1ULL << 53) || scale < -22 || scale > 22) return -1;  /* exact in one operation only */
+        double v = (double)mantissa;
+        v = scale >= 0 ? v * POW10[scale] : v / POW10[-scale];
+        out->d = negative ? -v : v;
+        out->i = 0;
+    }
+    s->p = p;
+    return 0;
+}
+
+static int expect_literal(Scan *s, const char *word, size_t len) {
+    if ((size_t)(s->end - s->p) < len || memcmp(s->p, word, len) != 0) return -1;
+    s->p += len;
+    return 0;
+}
+
+/* Past any JSON value (validated as above); 0, or -1 to give up. */
+static int skip_value(Scan *s, int depth) {
+    if (s->p >= s->end) return -1;
+    const char *text;
+    int64_t len;
+    switch (*s->p) {
+    case '"':
+        return read_string(s, &text, &len, 1);
+    case 't':
+        return expect_literal(s, "true", 4);
+    case 'f':
+        return expect_literal(s, "false", 5);
+    case 'n':
+        return expect_literal(s, "null", 4);
+    case '[':
+    case '{': {
+        if (depth >= MAX_DEPTH) return -1;
+        int object = *s->p == '{';
+        unsigned char close = object ? '}' : ']';
+        s->p++;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            return 0;
+        }
+        while (1) {
+            if (object) {
+                if (s->p >= s->end || *s->p != '"' || read_string(s, &text, &len, 1) < 0) return -1;
+                skip_ws(s);
+                if (s->p >= s->end || *s->p++ != ':') return -1;
+                skip_ws(s);
+            }
+            if (skip_value(s, depth + 1) < 0) return -1;
+            skip_ws(s);
+            if (s->p >= s->end) return -1;
+            unsigned char c = *s->p++;
+            if (c == close) return 0;
+            if (c != ',') return -1;
+            skip_ws(s);
+        }
+    }
+    default:
+        return read_number(s, NULL);
+    }
+}
+
+/* The fields of `args` that the columns or the consumers read. */
+enum { A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_CORRELATION, A_DEVICE, A_STREAM, A_EV_IDX, A_EV_IDX_LEGACY,  /* int */
+       A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR,               /* float */
+       A_NAME, A_LABELS,                                                                                /* str or null */
+       A_INPUT_DIMS, A_CALL_STACK,                                                                      /* raw, kept */
+       A_COLLECTIVE, A_GPU = A_COLLECTIVE + 7, A_WAIT_CORR = A_GPU + N_GPU, A_SEQ_NUMBER, N_ARGS };
+static const char *const ARG_KEYS[N_ARGS] = {
+    "External id", "external id", "correlation", "device", "stream", "Ev Idx", "Profiler Event Index",
+    "Device Type", "Device Id", "Bytes", "Total Allocated", "Total Reserved", "Addr", "name", "labels",
+    "Input Dims", "Call stack",
+    "Seq", "Process Group Name", "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+    "bytes", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "est. achieved occupancy %",
+    "wait_on_cuda_event_record_corr_id", "Sequence number"};
+
+#define MAX_KEY_LEN 40
+#define MAX_SAME_LEN 8
+typedef struct {
+    signed char index[MAX_KEY_LEN + 1][MAX_SAME_LEN];  /* by length: the keys of that length, -1 after the last */
+    const char *const *keys;
+} KeySet;
+static KeySet arg_keys, event_keys;
+
+static void keyset_init(KeySet *set, const char *const *keys, int count) {
+    memset(set->index, -1, sizeof set->index);
+    set->keys = keys;
+    for (int k = 0; k < count; k++) {
+        size_t len = strlen(keys[k]);
+        for (int j = 0; j < MAX_SAME_LEN; j++)
+            if (set->index[len][j] < 0) {
+                set->index[len][j] = (signed char)k;
+                break;
+            }
+    }
+}
+
+static inline int find_key(const KeySet *set, const char *text, int64_t len) {
+    if (len > MAX_KEY_LEN) return -1;
+    const signed char *candidates = set->index[len];
+    for (int j = 0; j < MAX_SAME_LEN && candidates[j] >= 0; j++) {
+        const char *key = set->keys[candidates[j]];
+        if (key[0] == text[0] && memcmp(key, text, (size_t)len) == 0) return candidates[j];
+    }
+    return -1;
+}
+
+enum { E_PH, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ID, E_ARGS, N_EVENT_KEYS };
+static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"};
+
+typedef struct {
+    int64_t ints[7];
+    double floats[6];
+    const char *raw[2];
+    int64_t raw_len[2];
+    double gpu[N_GPU];
+    int collective, wait_corr, seq_number, ask;  /* which args the consumers read from a struct are present */
+    int has_gpu;
+} ArgValues;
+
+/* A GPU count, size or share as `_columns.c gpu_number` reads the decoded value: a number in [0, 2^62), else NaN;
+ * ASK_PYTHON for a number this pass does not convert exactly. Past the value at s->p; 0, or -1 to give up. */
+static int read_gpu_number(Scan *s, double *out) {
+    unsigned char c = s->p < s->end ? *s->p : 0;
+    if (c != '-' && (c < '0' || c > '9')) {
+        *out = Py_NAN;
+        return skip_value(s, 1);
+    }
+    const unsigned char *start = s->p;
+    Number number;
+    if (read_number(s, &number) < 0) {
+        s->p = start;
+        *out = ASK_PYTHON;
+        return read_number(s, NULL);
+    }
+    *out = number.d >= 0 && number.d < GPU_LIMIT ? number.d : Py_NAN;
+    return 0;
+}
+
+/* x*y*z of a raw grid or block as `_columns.c gpu_product` reads it: `[x, y, z]` of plain digit runs (NaN when one
+ * breaks the rules), NaN when absent or null, ASK_PYTHON for any other spelling. */
+static double gpu_product(const unsigned char *p, const unsigned char *end) {
+    if (p == NULL) return Py_NAN;
+    if (end - p == 4 && memcmp(p, "null", 4) == 0) return Py_NAN;
+    if (p == end || *p++ != '[') return ASK_PYTHON;
+    double dims[3];
+    for (int k = 0; k < 3; k++) {
+        while (p < end && WS(*p)) p++;
+        int digits = 0;
+        long long v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 19) v = v * 10 + (*p++ - '0'), digits++;
+        if (digits == 0 || digits > 18 || (p < end && (*p == '.' || *p == 'e' || *p == 'E' || (*p >= '0' && *p <= '9'))))
+            return ASK_PYTHON;
+        dims[k] = (double)v;
+        while (p < end && WS(*p)) p++;
+        if (p == end || *p++ != (k < 2 ? ',' : ']')) return ASK_PYTHON;
+    }
+    if (p != end) return ASK_PYTHON;
+    double product = 1.0;
+    for (int k = 0; k < 3; k++) {
+        if (!(dims[k] >= 1 && dims[k] < GPU_LIMIT)) return Py_NAN;
+        product *= dims[k];
+    }
+    return product < GPU_LIMIT ? product : Py_NAN;
+}
+
+/* What an absent `args` (or an absent arg) reads as. */
+static void no_args(ArgValues *a) {
+    for (int k = 0; k < 7; k++) a->ints[k] = -1;
+    for (int k = 0; k < 6; k++) a->floats[k] = Py_NAN;
+    a->raw[0] = a->raw[1] = NULL;
+    a->raw_len[0] = a->raw_len[1] = 0;
+    for (int k = 0; k < N_GPU; k++) a->gpu[k] = Py_NAN;
+    a->collective = a->wait_corr = a->seq_number = a->ask = a->has_gpu = 0;
+}
+
+/* The `args` object at s->p; 0, or -1 to give up. */
+static int read_args(Scan *s, ArgValues *a) {
+    no_args(a);
+    if (s->p >= s->end || *s->p != '{') return -1;
+    s->p++;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return 0;
+    }
+    uint64_t seen = 0;
+    while (1) {
+        const char *key;
+        int64_t key_len;
+        if (s->p >= s->end || *s->p != '"' || read_string(s, &key, &key_len, 0) < 0) return -1;
+        skip_ws(s);
+        if (s->p >= s->end || *s->p++ != ':') return -1;
+        skip_ws(s);
+        int k = find_key(&arg_keys, key, key_len);
+        if (k >= 0) {
+            if (seen & (1ULL << k)) return -1;  /* a duplicate known key */
+            seen |= 1ULL << k;
+        }
+        Number number;
+        if (k < 0) {
+            if (skip_value(s, 1) < 0) return -1;
+        } else if (k <= A_EV_IDX_LEGACY) {
+            if (read_number(s, &number) < 0 || !number.is_int) return -1;
+            a->ints[k] = number.i;
+        } else if (k <= A_ADDR) {
+            if (read_number(s, &number) < 0) return -1;
+            a->floats[k - A_DEVICE_TYPE] = number.d;
+        } else if (k <= A_LABELS) {
+            const char *text;
+            int64_t len;
+            if (s->p < s->end && *s->p == '"') {
+                if (read_string(s, &text, &len, 1) < 0) return -1;
+            } else if (expect_literal(s, "null", 4) < 0) {
+                return -1;
+            }
+        } else if (k >= A_GPU && k < A_GPU + N_GPU && k != A_GPU + G_GRID && k != A_GPU + G_BLOCK) {
+            if (read_gpu_number(s, &a->gpu[k - A_GPU]) < 0) return -1;
+            a->has_gpu = 1;
+            a->ask |= a->gpu[k - A_GPU] == ASK_PYTHON;
+        } else {
+            const unsigned char *start = s->p;
+            if (skip_value(s, 1) < 0) return -1;
+            if (k <= A_CALL_STACK) {
+                a->raw[k - A_INPUT_DIMS] = (const char *)start;
+                a->raw_len[k - A_INPUT_DIMS] = s->p - start;
+            } else if (k < A_GPU) {
+                a->collective = 1;
+            } else if (k < A_WAIT_CORR) {
+                a->gpu[k - A_GPU] = gpu_product(start, s->p);
+                a->has_gpu = 1;
+                a->ask |= a->gpu[k - A_GPU] == ASK_PYTHON;
+            } else {
+                *(k == A_WAIT_CORR ? &a->wait_corr : &a->seq_number) = 1;
+            }
+        }
+        skip_ws(s);
+        if (s->p >= s->end) return -1;
+        unsigned char c = *s->p++;
+        if (c == '}') return 0;
+        if (c != ',') return -1;
+        skip_ws(s);
+    }
+}
+
+/* A pid or tid (int or str) interned into `t`; 0, or -1 to give up. */
+static int read_pid(Scan *s, Table *t, int64_t row, int64_t *id) {
+    if (s->p < s->end && *s->p == '"') {
+        const char *text;
+        int64_t len;
+        if (read_string(s, &text, &len, 0) < 0) return -1;
+        *id = intern(t, K_STR, text, len, row);
+    } else {
+        Number number;
+        if (read_number(s, &number) < 0 || !number.is_int) return -1;
+        *id = intern(t, K_INT, NULL, number.i, row);
+    }
+    return *id < 0 ? -1 : 0;
+}
+
+/* The id of a raw value's text (Input Dims: the text; Call stack: the JSON text of its first frame); -1 when none. */
+static int64_t raw_id(Table *t, const char *text, int64_t len, int first_frame, int64_t row, int *failed) {
+    if (text == NULL) return -1;
+    if (first_frame) {
+        if (len >= 2 && text[0] == '"') {
+            const char *semi = memchr(text + 1, ';', (size_t)(len - 2));
+            len = semi != NULL ? semi - text - 1 : len - 2;
+            text += 1;
+        } else {
+            len = 0;
+        }
+    } else if (len == 4 && memcmp(text, "null", 4) == 0) {
+        len = 0;
+    }
+    if (len <= 0) return -1;
+    int64_t id = intern(t, K_BYTES, text, len, row);
+    if (id < 0) *failed = 1;
+    return id;
+}
+
+/* One event object at s->p into row s->n; 0, or -1 to give up. */
+static int read_event(Scan *s, const unsigned char *phase_of) {
+    if (s->n >= s->limit) return -1;  /* past the caller's budget: the typed decode refuses the file as it does today */
+    if (s->n == s->cap && grow_columns(s) < 0) return s->oom = 1, -1;
+    const unsigned char *start = s->p;
+    int64_t row = s->n;
+    if (s->p >= s->end || *s->p != '{') return -1;
+    s->p++;
+    skip_ws(s);
+    const char *ph = "", *name = "", *cat = "";
+    int64_t ph_len = 0, name_len = 0, cat_len = 0, pid = -2, tid = -2, flow_id = ID_OTHER;
+    double ts = Py_NAN, dur = Py_NAN;
+    ArgValues a;
+    int have_args = 0;
+    unsigned seen = 0;
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+    } else {
+        while (1) {
+            const char *key;
+            int64_t key_len;
+            if (s->p >= s->end || *s->p != '"' || read_string(s, &key, &key_len, 0) < 0) return -1;
+            skip_ws(s);
+            if (s->p >= s->end || *s->p++ != ':') return -1;
+            skip_ws(s);
+            int k = find_key(&event_keys, key, key_len);
+            if (k >= 0) {
+                if (seen & (1u << k)) return -1;
+                seen |= 1u << k;
+            }
+            Number number;
+            switch (k) {
+            case E_PH:
+            case E_NAME:
+            case E_CAT: {
+                const char *text;
+                int64_t len;
+                if (s->p >= s->end || *s->p != '"' || read_string(s, &text, &len, 0) < 0) return -1;
+                if (k == E_PH) ph = text, ph_len = len;
+                else if (k == E_NAME) name = text, name_len = len;
+                else cat = text, cat_len = len;
+                break;
+            }
+            case E_PID:
+            case E_TID:
+                if (read_pid(s, &s->tables[k == E_PID ? T_PID : T_TID], row, k == E_PID ? &pid : &tid) < 0) return -1;
+                break;
+            case E_TS:
+            case E_DUR:
+                if (read_number(s, &number) < 0) return -1;
+                if (k == E_TS) ts = number.d;
+                else dur = number.d;
+                break;
+            case E_ID:
+                if (s->p < s->end && *s->p == '"') {
+                    const char *text;
+                    int64_t len;
+                    if (read_string(s, &text, &len, 0) < 0) return -1;
+                } else if (s->p < s->end && *s->p == 'n') {
+                    if (expect_literal(s, "null", 4) < 0) return -1;
+                } else {
+                    if (read_number(s, &number) < 0 || !number.is_int) return -1;
+                    flow_id = number.i;
+                }
+                break;
+            case E_ARGS:
+                if (read_args(s, &a) < 0) return -1;
+                have_args = 1;
+                break;
+            default:
+                if (skip_value(s, 1) < 0) return -1;
+            }
+            skip_ws(s);
+            if (s->p >= s->end) return -1;
+            unsigned char c = *s->p++;
+            if (c == '}') break;
+            if (c != ',') return -1;
+            skip_ws(s);
+        }
+    }
+    if (!have_args) no_args(&a);
+    Table *t = s->tables;
+    if (pid == -2 && (pid = intern(&t[T_PID], K_INT, NULL, -1, row)) < 0) return -1;
+    if (tid == -2 && (tid = intern(&t[T_TID], K_INT, NULL, -1, row)) < 0) return -1;
+    int64_t name_id = intern(&t[T_NAME], K_STR, name, name_len, row);
+    int64_t cat_id = intern(&t[T_CAT], K_STR, cat, cat_len, row);
+    int failed = 0;
+    int64_t shape = raw_id(&t[T_SHAPE], a.raw[0], a.raw_len[0], 0, row, &failed);
+    int64_t frame = raw_id(&t[T_FRAME], a.raw[1], a.raw_len[1], 1, row, &failed);
+    if (name_id < 0 || cat_id < 0 || failed) return -1;
+    unsigned char phase = ph_len == 1 ? (unsigned char)ph[0] : 0;
+    ((signed char *)s->col[O_PH])[row] = (signed char)phase_of[phase];
+    int64_t *const *I = (int64_t *const *)s->col;
+    double *const *D = (double *const *)s->col;
+    I[O_NAME][row] = name_id, I[O_CAT][row] = cat_id, I[O_PID][row] = pid, I[O_TID][row] = tid;
+    D[O_TS][row] = ts, D[O_DUR][row] = dur;
+    I[O_CORRELATION][row] = a.ints[A_CORRELATION];
+    I[O_EXTERNAL_ID][row] = a.ints[A_EXTERNAL_ID] >= 0 ? a.ints[A_EXTERNAL_ID] : a.ints[A_EXTERNAL_ID_2021];
+    I[O_DEVICE][row] = a.ints[A_DEVICE], I[O_STREAM][row] = a.ints[A_STREAM];
+    I[O_ID][row] = flow_id;
+    for (int k = 0; k < 6; k++) D[O_DEVICE_TYPE + k][row] = a.floats[k];
+    I[O_EV_IDX][row] = a.ints[A_EV_IDX] >= 0 ? a.ints[A_EV_IDX] : a.ints[A_EV_IDX_LEGACY];
+    I[O_SHAPE][row] = shape, I[O_FRAME][row] = frame;
+    if (a.has_gpu) {
+        if (s->n_gpu == s->gpu_cap) {
+            int64_t cap = s->gpu_cap ? s->gpu_cap * 2 : 256;
+            int64_t *gpu = realloc(s->gpu, (size_t)cap * (1 + N_GPU) * sizeof(int64_t));
+            if (gpu == NULL) return s->oom = 1, -1;
+            s->gpu = gpu, s->gpu_cap = cap;
+        }
+        int64_t *at = s->gpu + (1 + N_GPU) * s->n_gpu++;
+        at[0] = row;
+        memcpy(at + 1, a.gpu, sizeof a.gpu);
+    }
+    int flow = ph_len == 1 && (ph[0] == 's' || ph[0] == 'f' || ph[0] == 't');
+    /* The consumers after extraction read these from structs; validator_args only on events with its names. */
+    int validated = (a.wait_corr && ((name_len == 17 && memcmp(name, "Stream Wait Event", 17) == 0) ||
+                                     (name_len == 10 && memcmp(name, "Event Sync", 10) == 0))) ||
+                    (a.seq_number && name_len >= BACKWARD_LEN && memcmp(name, BACKWARD_PREFIX, BACKWARD_LEN) == 0);
+    if (a.collective || a.ask || validated || (ph_len == 1 && ph[0] == 'M') || (flow && flow_id == ID_OTHER)) {
+        if (s->n_special == s->special_cap) {
+            int64_t cap = s->special_cap ? s->special_cap * 2 : 256;
+            int64_t *special = realloc(s->special, (size_t)cap * 3 * sizeof(int64_t));
+            if (special == NULL) return s->oom = 1, -1;
+            s->special = special, s->special_cap = cap;
+        }
+        int64_t *at = s->special + 3 * s->n_special++;
+        at[0] = start - s->base, at[1] = s->p - s->base, at[2] = row;
+    }
+    s->n++;
+    return 0;
+}
+
+/* `[` events `]` and nothing after; 0, or -1 to give up. */
+static int read_piece(Scan *s, const unsigned char *phase_of) {
+    skip_ws(s);
+    if (s->p >= s->end || *s->p++ != '[') return -1;
+    skip_ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+    } else {
+        while (1) {
+            if (read_event(s, phase_of) < 0) return -1;
+            skip_ws(s);
+            if (s->p >= s->end) return -1;
+            unsigned char c = *s->p++;
+            if (c == ']') break;
+            if (c != ',') return -1;
+            skip_ws(s);
+        }
+    }
+    skip_ws(s);
+    return s->p == s->end ? 0 : -1;
+}
+
+static void scan_free(Scan *s) {
+    for (int k = 0; k < N_OUT; k++) free(s->col[k]);
+    for (int k = 0; k < N_TABLES; k++) {
+        free(s->tables[k].slots);
+        free(s->tables[k].order);
+        free(s->tables[k].first);
+    }
+    free(s->special);
+    free(s->gpu);
+}
+
+static PyObject *bytearray_of(const void *data, Py_ssize_t len) {
+    return PyByteArray_FromStringAndSize(len ? (const char *)data : "", len);
+}
+
+/* A table's keys (str, int or bytes) in first-seen order, and their first rows (int64 bytes). */
+static PyObject *table_result(Table *t) {
+    PyObject *keys = PyList_New((Py_ssize_t)t->count);
+    if (keys == NULL) return NULL;
+    for (size_t i = 0; i < t->count; i++) {
+        Entry *e = &t->order[i];
+        PyObject *key = e->kind == K_INT ? PyLong_FromLongLong(e->value)
+                        : e->kind == K_STR ? PyUnicode_DecodeUTF8(e->text, (Py_ssize_t)e->value, "strict")
+                        : PyBytes_FromStringAndSize(e->text, (Py_ssize_t)e->value);
+        if (key == NULL) {
+            Py_DECREF(keys);
+            return NULL;
+        }
+        PyList_SET_ITEM(keys, (Py_ssize_t)i, key);
+    }
+    PyObject *first = bytearray_of(t->first, (Py_ssize_t)(t->count * sizeof(int64_t)));
+    if (first == NULL) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", keys, first);
+}
+
+static PyObject *build_result(Scan *s) {
+    PyObject *cols = PyTuple_New(N_OUT), *tables = PyTuple_New(N_TABLES), *special = NULL, *gpu = NULL;
+    if (cols == NULL || tables == NULL) goto fail;
+    for (int k = 0; k < N_OUT; k++) {
+        PyObject *col = bytearray_of(s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
+        if (col == NULL) goto fail;
+        PyTuple_SET_ITEM(cols, k, col);
+        free(s->col[k]);  /* at most one column is held twice */
+        s->col[k] = NULL;
+    }
+    for (int k = 0; k < N_TABLES; k++) {
+        PyObject *table = table_result(&s->tables[k]);
+        if (table == NULL) goto fail;
+        PyTuple_SET_ITEM(tables, k, table);
+    }
+    special = bytearray_of(s->special, (Py_ssize_t)(s->n_special * 3 * sizeof(int64_t)));
+    if (special == NULL) goto fail;
+    gpu = bytearray_of(s->gpu, (Py_ssize_t)(s->n_gpu * (1 + N_GPU) * sizeof(int64_t)));
+    if (gpu == NULL) goto fail;
+    return Py_BuildValue("(LNNNN)", (long long)s->n, cols, tables, special, gpu);
+fail:
+    Py_XDECREF(cols);
+    Py_XDECREF(tables);
+    Py_XDECREF(special);
+    Py_XDECREF(gpu);
+    return NULL;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer text, lut;
+    long long limit = INT64_MAX;
+    if (!PyArg_ParseTuple(args, "y*y*|L", &text, &lut, &limit)) return NULL;
+    if (lut.len != 256) {
+        PyBuffer_Release(&text);
+        PyBuffer_Release(&lut);
+        PyErr_SetString(PyExc_ValueError, "expected a 256-byte phase table");
+        return NULL;
+    }
+    Scan s;
+    memset(&s, 0, sizeof s);
+    s.base = s.p = text.buf;
+    s.end = s.p + text.len;
+    s.limit = limit;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = read_piece(&s, lut.buf);
+    Py_END_ALLOW_THREADS
+    PyObject *result;
+    for (int k = 0; k < N_TABLES; k++) s.oom |= s.tables[k].oom;
+    if (s.oom) {
+        result = PyErr_NoMemory();
+    } else if (status < 0) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else {
+        result = build_result(&s);
+    }
+    scan_free(&s);
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&lut);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(text, phase_table[, max_events]): a middle piece's text (`[` events `]`) -> (n, 21 column buffers, 6 local "
+     "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
+     "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Trace JSON text -> raw columns, one pass.", -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) {
+    keyset_init(&arg_keys, ARG_KEYS, N_ARGS);
+    keyset_init(&event_keys, EVENT_KEYS, N_EVENT_KEYS);
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,352 @@
+"""The text-to-columns scanner (`trace/_scan.c`, issue 29) builds byte for byte the model of the typed decode.
+
+Middle pieces the scanner reads go straight from JSON text to columns; any piece it cannot read exactly as msgspec's
+typed decode plus `_columns.c` would is left to that path. Compared here: whole loads with and without the scanner on
+every shared trace and sample (pieces cut small, so most of each file is scanned), and single pieces of hand-made
+events, each case named after what it probes, with whether the scanner must take the piece or leave it.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import msgspec
+import numpy as np
+import pytest
+from conftest import SAMPLES, kernel, launch, op, shared_trace_files
+from hostile_corpus import CASES, write_corpus
+from kinetoscope.trace import build, loader
+from kinetoscope.trace.budgets import DECODE_POOL_ENV, DECODE_WORKERS_ENV, FAST_DECODE_ENV
+from kinetoscope.trace.build import ColumnBuilder
+from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc
+from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
+from test_parallel_decode import differences
+
+pytestmark = pytest.mark.skipif(build._scan is None, reason="the scanner is not built (or KINETOSCOPE_FAST_DECODE=0)")
+
+SCANNER = build._scan  # the tests switch it off and on
+SMALL_PIECE = 1 << 16
+PIECE = Piece(PIECE_MIDDLE, 0, 0)
+_TYPED = msgspec.json.Decoder(list[Event])
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(loader, "CHUNK_BYTES", SMALL_PIECE)
+    monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", SMALL_PIECE)
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """Counts of the pieces the scanner took and left during the test."""
+    counts = {True: 0, False: 0}
+    add_text = ColumnBuilder.add_text
+
+    def counted(self, text, piece):
+        took = add_text(self, text, piece)
+        counts[took] += 1
+        return took
+    monkeypatch.setattr(ColumnBuilder, "add_text", counted)
+    return counts
+
+
+def load_both(path, monkeypatch):
+    """(the model with the scanner, the model without it), or the TraceErrors."""
+    models = []
+    for scan in (SCANNER, None):
+        monkeypatch.setattr(build, "_scan", scan)
+        try:
+            models.append(load_trace(str(path), cache_dir=None))
+        except TraceError as exc:
+            models.append(exc)
+    return models
+
+
+HOSTILE = ("truncated_json", "nan_and_bare_na_in_a_dense_file", "whitespace_between_events", "tiny_events_past_the_event_budget",
+           "exact_16_digit_times", "invalid_utf8_and_lone_surrogates", "huge_and_odd_numbers", "1m_flows_one_id",
+           "200k_processes")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in HOSTILE], ids=lambda c: c.name)
+def test_hostile_files_give_the_same_model_or_error(case, monkeypatch, tmp_path):
+    (_, path), = write_corpus(tmp_path, [case])
+    fast, typed = load_both(path, monkeypatch)
+    assert differences(typed, fast) == []
+
+
+def sample_trace_files() -> list:
+    return sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
+@pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name[:60])
+def test_real_traces_give_the_same_model(path, small_pieces, taken, monkeypatch):
+    fast, typed = load_both(path, monkeypatch)
+    assert differences(typed, fast) == []
+
+
+@pytest.mark.parametrize("path", sample_trace_files(), ids=lambda p: p.name[:60])
+def test_samples_plain_and_gzipped_give_the_same_model(path, small_pieces, monkeypatch, tmp_path):
+    other = tmp_path / (path.name[:-3] if path.name.endswith(".gz") else path.name + ".gz")
+    with (gzip.open(path) if path.name.endswith(".gz") else open(path, "rb")) as src, \
+            (open(other, "wb") if path.name.endswith(".gz") else gzip.open(other, "wb")) as dst:
+        shutil.copyfileobj(src, dst)
+    for form in (path, other):
+        fast, typed = load_both(form, monkeypatch)
+        assert differences(typed, fast) == [], form.name
+
+
+def test_the_2021_and_modern_traces_are_really_scanned(small_pieces, taken, monkeypatch):
+    traces = [p for p in shared_trace_files() if "resnet50_num_workers_0" in str(p) or "/modern/h100/" in str(p)]
+    if not traces:
+        pytest.skip("no shared traces here")
+    for path in traces:
+        load_trace(str(path), cache_dir=None)
+    assert taken[True] > 1000 and taken[True] > 20 * taken[False]
+
+
+def _model(text: bytes, scanned: bool):
+    """The model of one middle piece's events; None when that path refuses the piece (`add_text` False, or the
+    typed decode fails: today's loader then decodes the piece leniently)."""
+    builder = ColumnBuilder()
+    if scanned:
+        if not builder.add_text(memoryview(bytearray(text)), PIECE):
+            return None
+    else:
+        try:
+            events = _TYPED.decode(text)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+            return None
+        builder.add(events, b'"external id"' in text, PIECE)
+    return builder.finish(TraceDoc(traceEvents=[]), {}, [], len(text))
+
+
+def gpu(name: str, ts: float, dur: float, corr: int, **args) -> dict:
+    """A kernel with more args (grid, block, ...)."""
+    event = kernel(name, ts, dur, corr)
+    event["args"].update(args)
+    return event
+
+
+def _piece(*events) -> bytes:
+    return b"[" + b",".join(e if isinstance(e, bytes) else json.dumps(e, ensure_ascii=False).encode() for e in events) + b"]"
+
+
+_OP = op("aten::mm", 10, 5, Sequence_number=1)
+_NEST = b'{"ph":"X","name":"n","cat":"cpu_op","pid":1,"tid":1,"ts":1,"dur":1,"args":{"x":%s}}'
+TAKEN, LEFT = True, False
+PIECES = {
+    # name: (the piece's text, whether the scanner takes it)
+    "plain_ops_and_kernels": (_piece(op("aten::mm", 10, 5, **{"Input Dims": [[2, 3], []], "Call stack": "a.py(1): f;b"}),
+                                     launch(12, 2, 7), gpu("k", 20, 3, 7, grid=[1, 2, 3], block=[4, 1, 1],
+                                                              **{"registers per thread": 32, "shared memory": 0,
+                                                                 "blocks per SM": 6.5, "est. achieved occupancy %": 25})),
+                              TAKEN),
+    "unicode_names": (_piece(op("café 日本 \U0001f600", 1, 2), op("ü", 3, 1, tid="thread ü")), TAKEN),
+    "escape_in_a_name": (_piece(op('say "hi"', 1, 2)), LEFT),
+    "escape_in_an_unread_value": (_piece(op("a", 1, 2, note='tab\there "q" \\u00e9 \u00e9')), TAKEN),
+    "surrogate_escape_in_an_unread_value": (_piece(b'{"ph":"X","name":"a","ts":1,"dur":1,"args":{"x":"\\ud83d\\ude00"}}'),
+                                            LEFT),
+    "invalid_utf8_in_a_name": (_piece(b'{"ph":"X","name":"a\xff","ts":1,"dur":1}'), LEFT),
+    "invalid_utf8_in_an_unread_value": (_piece(b'{"ph":"X","name":"a","ts":1,"dur":1,"args":{"x":"\xc3("}}'), LEFT),
+    "encoded_surrogate": (_piece(b'{"ph":"X","name":"\xed\xa0\x80","ts":1,"dur":1}'), LEFT),
+    "control_character_in_a_string": (_piece(b'{"ph":"X","name":"a\x01b","ts":1,"dur":1}'), LEFT),
+    "huge_ts": (_piece(op("a", 10**20, 1)), LEFT),
+    "huge_external_id": (_piece(op("a", 1, 1, **{"External id": 2**64})), LEFT),
+    "huge_unread_int": (_piece(op("a", 1, 1, other=2**70)), TAKEN),
+    "huge_flow_id": (_piece({"ph": "s", "id": 2**63, "ts": 1, "pid": 1, "tid": 1, "name": "f", "cat": "ac2g"}), LEFT),
+    "int_times_up_to_18_digits": (_piece(op("a", 123456789012345678, 1), op("b", -5, 0)), TAKEN),
+    "float_times_with_exponents": (_piece(b'{"ph":"X","name":"a","ts":1.5e3,"dur":2E-2}',
+                                          b'{"ph":"X","name":"b","ts":1e+22,"dur":12345.678e-3}'), TAKEN),
+    "float_time_beyond_one_exact_step": (_piece(b'{"ph":"X","name":"a","ts":1e23,"dur":1}'), LEFT),
+    "float_time_of_many_digits": (_piece(b'{"ph":"X","name":"a","ts":1623142623460147.123456,"dur":1}'), LEFT),
+    "negative_zero_times": (_piece(b'{"ph":"X","name":"a","ts":-0,"dur":-0.0}'), TAKEN),
+    "negative_durations_and_ids": (_piece(op("a", 5, -3, pid=-4, tid=-2, correlation=-1)), TAKEN),
+    "missing_fields": (_piece({}, {"ph": "X"}, {"name": "x", "ts": 1}, {"ph": "X", "ts": 1, "dur": 1, "args": {}}), TAKEN),
+    "duplicate_known_key": (_piece(b'{"ph":"X","name":"a","ts":1,"ts":2,"dur":1}'), LEFT),
+    "duplicate_known_arg": (_piece(b'{"ph":"X","name":"a","ts":1,"dur":1,"args":{"device":1,"device":2}}'), LEFT),
+    "duplicate_unknown_key": (_piece(b'{"ph":"X","name":"a","ts":1,"dur":1,"x":1,"x":[2]}'), TAKEN),
+    "nested_args": (_piece(_NEST % b'{"a":[1,{"b":[[],{}]},null,true,false,"s",-1.5e-3]}'), TAKEN),
+    "nesting_beyond_the_scanner": (_piece(_NEST % (b"[" * 70 + b"]" * 70)), LEFT),
+    "whitespace_everywhere": (b' \n[ \t{ "ph" :\r\n"X" , "name"\t: "a" ,"ts" : 1 , "dur":2 ,"args" : { "device" : 0 } }'
+                              b' ,\n\n{"ph":"i","name":"b","ts":3} \r\n] \n', TAKEN),
+    "truncated_piece": (_piece(op("a", 1, 2))[:-5] + b"]", LEFT),
+    "cut_inside_a_string": (b'[{"ph":"X","name":"a}, {"]', LEFT),
+    "text_after_the_piece": (_piece(op("a", 1, 2)) + b"x", LEFT),
+    "ts_as_a_string": (_piece(op("a", "1", 2)), LEFT),
+    "pid_as_a_float": (_piece(op("a", 1, 2, pid=1.5)), LEFT),
+    "pid_as_a_bool": (_piece(op("a", 1, 2, pid=True)), LEFT),
+    "args_null": (_piece({"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": None}), LEFT),
+    "ph_null": (_piece({"ph": None, "name": "a", "ts": 1, "dur": 1}), LEFT),
+    "int_arg_as_a_float": (_piece(op("a", 1, 2, correlation=3.0)), LEFT),
+    "nan_literal": (_piece(b'{"ph":"X","name":"a","ts":NaN,"dur":1}'), LEFT),
+    "bare_event_that_is_not_an_object": (_piece(op("a", 1, 2), 5), LEFT),
+    "flows_with_int_string_and_null_ids": (_piece(*({"ph": ph, "id": i, "ts": 1, "pid": 1, "tid": 1, "name": "f", "cat": "ac2g",
+                                                    **({"bp": "e"} if ph == "f" else {})}
+                                                   for ph in ("s", "f") for i in (7, "x7", None))), TAKEN),
+    "metadata_events": (_piece({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},
+                               {"ph": "M", "name": "thread_name", "pid": 1, "tid": "t", "args": {"name": None}},
+                               {"ph": "M", "name": "process_labels", "pid": 1, "args": {"labels": "GPU 0"}}), TAKEN),
+    "memory_events": (_piece({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5, "args": {
+        "Device Type": 1, "Device Id": 0, "Bytes": -512, "Total Allocated": 1.5e9, "Total Reserved": 10**17,
+        "Addr": 140234567890123}}), TAKEN),
+    "memory_arg_of_19_digits": (_piece({"ph": "i", "name": "[memory]", "ts": 5, "args": {"Addr": 2**62}}), LEFT),
+    "unicode_escape_in_a_name": (_piece(op("caf\u00e9", 1, 2)).replace("\u00e9".encode(), b"\\u00e9"), LEFT),
+    "gpu_args_in_odd_spellings": (_piece(gpu("k", 1, 2, 3, grid=[1.0, 2, 3], block=[1, 2]),
+                                         gpu("k", 4, 2, 4, grid="[1,1,1]", block=[0, 1, 1], **{"registers per thread": -1}),
+                                         gpu("k", 7, 2, 5, grid=None, **{"shared memory": 2**70, "blocks per SM": "6"}),
+                                         {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy", "ts": 9, "dur": 1,
+                                          "args": {"bytes": 1.0000000000000000001e5}}), TAKEN),
+    "collective_args": (_piece(op("record_param_comms", 1, 2, Seq=3, **{"Process Group Name": "0", "Collective name": "allreduce",
+                                                                       "In msg nelems": 10, "dtype": "Float"}),
+                               gpu("ncclDevKernel_AllReduce", 3, 1, 9, Seq="4")), TAKEN),
+    "validator_args": (_piece({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "ts": 1, "dur": 0,
+                               "args": {"wait_on_cuda_event_record_corr_id": 12}},
+                              op("autograd::engine::evaluate_function: MmBackward0", 2, 1, **{"Sequence number": 5}),
+                              op("aten::mm", 3, 1, **{"Sequence number": 6})), TAKEN),
+    "legacy_external_id": (_piece(op("a", 1, 2, **{"external id": 8}), op("b", 1, 2, **{"External id": 9, "external id": 8})),
+                           TAKEN),
+    "input_dims_and_call_stacks": (_piece(*(op("a", t, 1, **{"Input Dims": d, "Call stack": c}) for t, (d, c) in enumerate(
+        [([[1, 2]], "x.py(1): f;y"), ([[1, 2]], "x.py(1): f"), (None, ""), ([], ";z"), ([[3]], 5), ("s", "w\u00e9;v")]))),
+        TAKEN),
+}
+
+
+@pytest.mark.parametrize("name", list(PIECES))
+def test_a_piece_is_scanned_exactly_or_left_to_the_typed_decode(name):
+    text, expected = PIECES[name]
+    fast = _model(text, scanned=True)
+    assert (fast is not None) == expected
+    if fast is not None:
+        typed = _model(text, scanned=False)
+        assert typed is not None, "the scanner took a piece the typed decode rejects"
+        assert differences(typed, fast) == []
+
+
+_FILLER = [json.dumps(e).encode() for t in range(400)  # many small middle pieces around the case
+           for e in (op("aten::add", 10 * t, 5, **{"External id": t}), launch(10 * t + 1, 2, t), kernel("k", 10 * t + 4, 3, t))]
+
+
+@pytest.mark.parametrize("name", [n for n in PIECES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")])
+def test_every_case_inside_a_file_gives_the_same_model(name, monkeypatch):
+    body = PIECES[name][0].strip()[1:-1].strip()
+    half = len(_FILLER) // 2
+    raw = b'{"traceEvents": [' + b", ".join(_FILLER[:half] + [body] + _FILLER[half:]) + b'], "displayTimeUnit": "ms"}'
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 4096)
+    models = []
+    for scan in (SCANNER, None):
+        monkeypatch.setattr(build, "_scan", scan)
+        try:
+            models.append(decode_bytes(raw))
+        except TraceError as exc:
+            models.append(exc)
+    assert differences(models[1], models[0]) == []
+
+
+def test_the_setting_turns_the_scanner_off(monkeypatch):
+    monkeypatch.setenv(FAST_DECODE_ENV, "0")
+    assert build._load_scanner() is None
+    monkeypatch.setenv(FAST_DECODE_ENV, "1")
+    assert build._load_scanner() is build._scan
+
+
+def test_the_scan_refuses_foreign_arguments():
+    with pytest.raises(TypeError):
+        build._scan.scan("text", build._PHASE_TABLE)
+    with pytest.raises(ValueError):
+        build._scan.scan(b"[]", b"short")
+    n, cols, tables, special, gpu = build._scan.scan(b"[]", build._PHASE_TABLE)
+    assert n == 0 and all(len(c) == 0 for c in cols) and all(keys == [] for keys, _ in tables) and len(special) == len(gpu) == 0
+    assert np.frombuffer(special, np.int64).size == 0
+
+
+def test_numbers_convert_as_the_typed_decode_converts_them():
+    rng = np.random.default_rng(29)
+    spellings = []
+    for _ in range(3000):
+        digits = "".join(map(str, rng.integers(0, 10, rng.integers(1, 20))))
+        point = int(rng.integers(0, len(digits) + 1))
+        mantissa = (digits[:point] or "0").lstrip("0") or "0"
+        text = mantissa + ("." + digits[point:] if point < len(digits) else "")
+        if rng.random() < 0.4:
+            text += "eE"[int(rng.integers(0, 2))] + ("", "+", "-")[int(rng.integers(0, 3))] + str(int(rng.integers(0, 40)))
+        spellings.append(("-" if rng.random() < 0.3 else "") + text)
+    taken = 0
+    for text in spellings:
+        piece = b'[{"ph":"X","name":"a","ts":%s,"dur":1}]' % text.encode()
+        scanned = build._scan.scan(piece, build._PHASE_TABLE)
+        expected = _TYPED.decode(piece)[0].ts
+        if scanned is not None:
+            taken += 1
+            ts = np.frombuffer(scanned[1][5], np.float64)[0]
+            assert ts == expected and np.signbit(ts) == np.signbit(expected), text
+    assert taken > 1500
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_the_parallel_decode_builds_the_serial_model_in_threads_and_in_processes(pool, small_pieces, monkeypatch, tmp_path):
+    """Threads only scan (this thread adds what they read, and decodes the pieces they leave); processes decode."""
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv(DECODE_POOL_ENV, pool)
+    scanned = []
+    monkeypatch.setattr(loader, "scan_text", lambda text, limit: scanned.append(len(text)) or build.scan_text(text, limit))
+    events = []
+    for i in range(3000):  # every 400th event breaks the schema (a piece decoded leniently), every 300th escapes a name
+        events += [op('say "hi"' if i % 300 == 7 else f"aten::op{i % 97}", i * 10.0, 8, **{"Input Dims": [[i % 5]]}),
+                   launch(i * 10.0 + 1, 2, i), gpu(f"k{i % 211}", i * 10.0 + 3, 4, i, grid=[1, 1, i % 3 + 1])]
+        if i % 400 == 7:
+            events.append({"ph": "X", "name": "bad", "pid": 100, "tid": 1, "ts": "soon", "dur": 1})
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"traceEvents": events}))
+    paths = [mixed] + [p for p in shared_trace_files() if "resnet50_num_workers_0" in str(p)][:1]
+    for path in paths:
+        models = []
+        for workers in ("1", "2"):
+            monkeypatch.setenv(DECODE_WORKERS_ENV, workers)
+            models.append(load_trace(str(path), cache_dir=None))
+        assert differences(*models) == [], path.name
+        assert int(np.count_nonzero(models[1].piece_kind == PIECE_MIDDLE)) >= 20
+    assert bool(scanned) == (pool == "threads")
+
+
+_MUTATION_BYTES = b'{}[],:"\\ \t\n0123456789.eE+-tfnulx\x00\x1f\x7f\xc3\xa9\xff\xed'
+
+
+def test_mutated_pieces_are_scanned_exactly_or_left():
+    """Random byte edits of a clean piece: whatever the scanner takes, the typed decode takes and builds alike."""
+    rng = np.random.default_rng(2029)
+    base = PIECES["plain_ops_and_kernels"][0][:-1] + b"," + PIECES["metadata_events"][0][1:-1] + b"," + \
+        PIECES["memory_events"][0][1:-1] + b"," + PIECES["flows_with_int_string_and_null_ids"][0][1:]
+    assert _model(base, scanned=True) is not None
+    taken = 0
+    for _ in range(6000):
+        text = bytearray(base)
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(1, len(text) - 1))
+            edit = int(rng.integers(0, 3))
+            byte = _MUTATION_BYTES[int(rng.integers(0, len(_MUTATION_BYTES)))]
+            if edit == 0:
+                text[at] = byte
+            elif edit == 1:
+                text.insert(at, byte)
+            else:
+                del text[at]
+        fast = _model(bytes(text), scanned=True)
+        if fast is not None:
+            taken += 1
+            typed = _model(bytes(text), scanned=False)
+            assert typed is not None and differences(typed, fast) == [], bytes(text)
+    assert taken > 1000, taken
+
+
+def test_many_distinct_keys_are_interned_in_the_scan():
+    """200,000 distinct names, pids and tids, sequential and scattered: no probe run reaches the cap (`MAX_PROBES`,
+    which only keys made to collide reach), so the scanner takes the piece."""
+    rng = np.random.default_rng(7)
+    scattered = rng.integers(-(10**17), 10**17, 100_000)
+    events = [b'{"ph":"X","name":"op%d","pid":%d,"tid":"t%d","ts":1,"dur":1}' % (i, i, i * 7919) for i in range(100_000)]
+    events += [b'{"ph":"X","name":"n%d","pid":%d,"tid":%d,"ts":1,"dur":1}' % (v, v, v // 3) for v in scattered.tolist()]
+    scanned = build._scan.scan(b"[" + b",".join(events) + b"]", build._PHASE_TABLE)
+    assert scanned is not None
+    n, _, tables, _, _ = scanned
+    assert n == 200_000 and len(tables[0][0]) == len(set(tables[0][0])) > 199_000
