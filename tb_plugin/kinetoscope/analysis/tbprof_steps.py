@@ -132,12 +132,14 @@ def _category_ns(model: TraceModel, start: np.ndarray, end: np.ndarray) -> np.nd
     out = np.zeros((len(CATEGORIES), start.size), np.int64)
     if start.size == 0:
         return out
-    slots = intervals.union(start, end)
+    # per category: its time not already taken by a category before it, counted inside each step's own window
+    # (`covered` clips to it); Other is the rest of each step
+    taken_s, taken_e = np.zeros(0, np.int64), np.zeros(0, np.int64)
     for c, (s, e) in enumerate(_category_unions(model)):
-        cost = intervals.subtract(*slots, *intervals.subtract(*slots, s, e))  # slots ∩ category
-        out[c] = intervals.covered(*cost, start, end)
-        slots = intervals.subtract(*slots, *cost)
-    out[-1] = intervals.covered(*slots, start, end)
+        own = intervals.subtract(s, e, taken_s, taken_e) if taken_s.size else (s, e)
+        out[c] = intervals.covered(*own, start, end)
+        taken_s, taken_e = intervals.union(np.concatenate((taken_s, own[0])), np.concatenate((taken_e, own[1])))
+    out[-1] = intervals.covered(*intervals.union(start, end), start, end) - out[:-1].sum(axis=0)
     return out
 
 
