@@ -419,6 +419,19 @@ static inline int find_key(const KeySet *set, const char *text, int64_t len) {
     return -1;
 }
 
+/* One member's key at the cursor (`"key"`, then `:`), looked up in `set`: in *k its index, or -1 when it is not
+ * one of them; the cursor past the colon. 0, or -1 on anything but a plain string key and a colon. */
+static int read_member_key(Scan *s, const KeySet *set, int *k) {
+    const char *key;
+    int64_t key_len;
+    if (s->p >= s->end || *s->p != '"' || read_string(s, &key, &key_len, 0) < 0) return -1;
+    skip_ws(s);
+    if (s->p >= s->end || *s->p++ != ':') return -1;
+    skip_ws(s);
+    *k = find_key(set, key, key_len);
+    return 0;
+}
+
 enum { E_PH, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ID, E_ARGS, N_EVENT_KEYS };
 static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"};
 
@@ -500,13 +513,8 @@ static int read_args(Scan *s, ArgValues *a) {
     }
     uint64_t seen = 0;
     while (1) {
-        const char *key;
-        int64_t key_len;
-        if (s->p >= s->end || *s->p != '"' || read_string(s, &key, &key_len, 0) < 0) return -1;
-        skip_ws(s);
-        if (s->p >= s->end || *s->p++ != ':') return -1;
-        skip_ws(s);
-        int k = find_key(&arg_keys, key, key_len);
+        int k;
+        if (read_member_key(s, &arg_keys, &k) < 0) return -1;
         if (k >= 0) {
             if (seen & (1ULL << k)) return -1;  /* a duplicate known key */
             seen |= 1ULL << k;
@@ -611,13 +619,8 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
         s->p++;
     } else {
         while (1) {
-            const char *key;
-            int64_t key_len;
-            if (s->p >= s->end || *s->p != '"' || read_string(s, &key, &key_len, 0) < 0) return -1;
-            skip_ws(s);
-            if (s->p >= s->end || *s->p++ != ':') return -1;
-            skip_ws(s);
-            int k = find_key(&event_keys, key, key_len);
+            int k;
+            if (read_member_key(s, &event_keys, &k) < 0) return -1;
             if (k >= 0) {
                 if (seen & (1u << k)) return -1;
                 seen |= 1u << k;
