@@ -100,7 +100,8 @@ def plugin(hostile_logdir, tmp_path):
 
 QUERIES = ["runs", "status", "summary", "verdict", "markdown", "ranks", "gaps", "launches", "memory?max_points=100000",
            "stalls", "lanes", "event?row=0", "event?row=1&args=1", "export", "export?whole=1", "export?check=1",
-           "compare?b={sid}", "tables", "search?q=aten", "whatif?edit=dataloader=0", "critical_path", "counters"]
+           "compare?b={sid}", "tables", "search?q=aten", "whatif?edit=dataloader=0", "critical_path", "counters",
+           "name?key=0123456789abcdef"]
 
 
 def test_the_confinement_check_covers_every_data_route(plugin):
