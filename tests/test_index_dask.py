@@ -104,7 +104,11 @@ def test_a_killed_dask_worker_loses_no_trace(tmp_path):
         assert run.returncode == 0, err[-3000:]
         assert workers[0].wait(timeout=10) == -signal.SIGKILL and killed_at < RANKS
         progress = [line for line in out.splitlines() if line.startswith("[")]
-        assert len(progress) == RANKS and f"{RANKS} indexed" in out, out
+        assert len(progress) == RANKS and " 0 failed" in out, out
+        # a worker killed after writing a sidecar whole, before it reported: its task runs again elsewhere and finds
+        # that sidecar up to date (written whole, signed, checked), so every trace is indexed once either way
+        indexed = sum(1 for line in progress if "] indexed" in line or "] up to date" in line)
+        assert indexed == RANKS, out
         assert_all_equal_local_decode(root, every=4)
     finally:
         for proc in reversed(procs):
