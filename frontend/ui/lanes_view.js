@@ -129,6 +129,7 @@ export class LanesView {
     this.data = payload;
     // For automation: whether the lanes on screen carry the analyses' overlays yet (false while the server analyses).
     this.canvas.dataset.analysed = String(payload.analysed);
+    this.canvas.dataset.span = String(this.store.state.span?.id ?? '');  // which span the lanes on screen are of
     this.onData?.(payload);
     if (!this.collapseDefaultsSet) {
       // Deep threads (autograd, DataLoader workers) start collapsed when there are many lanes.
