@@ -291,14 +291,15 @@ def _decode(path: str, cache_dir: Optional[str], report: Optional[Callable[[floa
         _send(("ok", model))
         sent.append(True)
     try:
-        model = load_trace(path, cache_dir=cache_dir, progress=report, before_store=hand_over)
-        return None if sent else ("ok", model)
+        outcome: tuple = ("ok", load_trace(path, cache_dir=cache_dir, progress=report, before_store=hand_over))
     except TraceError as exc:
-        return "error", exc.message, exc.transient
+        outcome = ("error", exc.message, exc.transient)
     except (MemoryError, RecursionError) as exc:
-        return "error", resource_message(exc), False
+        outcome = ("error", resource_message(exc), False)
     except Exception as exc:  # noqa: BLE001 - content the decoder did not foresee: named, not a crash
-        return "error", f"cannot decode this file ({type(exc).__name__}: {str(exc)[:200]})", False
+        outcome = ("error", f"cannot decode this file ({type(exc).__name__}: {str(exc)[:200]})", False)
+    # once the model is handed over the parent has closed the pipe: a failure writing the cache is not its news
+    return None if sent else outcome
 
 
 def _read_sidecar(path: str, send: Callable[[tuple], None], bound: bool = False) -> tuple:
