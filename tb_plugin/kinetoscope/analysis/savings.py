@@ -85,10 +85,9 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
             for name, _ in culprit_targets(model, busiest, Cause.HOST, TOP_CULPRITS):
                 out.append((source, f"{shown(name)} costs no host time", (_edit(f"host:{shown(name)}*0", "host", name),)))
         elif bound == "launch-overhead-bound":
-            calls = _launch_calls(model)
-            if calls:
-                out.append((source, "launches cost the host nothing (CUDA graphs, fusion)",
-                            tuple(_edit(f"host:{c}*0", "host", c) for c in calls)))
+            edits = _launch_edits(model)
+            if edits:
+                out.append((source, "launches cost the host nothing (CUDA graphs, fusion)", edits))
         elif bound == "communication-bound":
             out.append((source, "communication hidden under compute", (_edit("comm=hidden", "comm"),)))
         elif bound == "compute-bound":
@@ -107,11 +106,10 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
             out.append(("insight:warm-up", "the first step as fast as the others (profile after warm-up)",
                         (_edit(WARMUP, "warmup"),)))
         elif insight.kind == "tiny-batch":
-            calls = _launch_calls(model)
-            if calls:
-                out.append(("insight:tiny-batch", "launches cost the host nothing (CUDA graphs)",
-                            tuple(_edit(f"host:{c}*0", "host", c) for c in calls)))
-        if insight.kind == "fusion" and insight.figures.get("top_region"):
+            edits = _launch_edits(model)
+            if edits:
+                out.append(("insight:tiny-batch", "launches cost the host nothing (CUDA graphs)", edits))
+        elif insight.kind == "fusion" and insight.figures.get("top_region"):
             shown_name = insight.figures["top_region"]
             raw = next((n for n in model.names if shown(n) == shown_name), None)
             if raw is not None:
@@ -126,10 +124,11 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
     return out
 
 
-def _launch_calls(model: TraceModel) -> list[str]:
-    """The launch calls in the trace (eight at most: an edit list's length is bounded)."""
+def _launch_edits(model: TraceModel) -> tuple[Edit, ...]:
+    """`host:CALL*0` for the launch calls in the trace (eight at most: an edit list's length is bounded)."""
     ids = np.unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
-    return sorted({model.names[i] for i in ids if model.names[i] in LAUNCH_CALLS})[:8]
+    calls = sorted({model.names[i] for i in ids if model.names[i] in LAUNCH_CALLS})[:8]
+    return tuple(_edit(f"host:{c}*0", "host", c) for c in calls)
 
 
 FIX_NAME_CHARS = 60  # a kernel's name in a fix's words (its edit keeps the whole name)

@@ -139,7 +139,7 @@ def _category_ns(model: TraceModel, start: np.ndarray, end: np.ndarray) -> np.nd
         own = intervals.subtract(s, e, taken_s, taken_e) if taken_s.size else (s, e)
         out[c] = intervals.covered(*own, start, end)
         taken_s, taken_e = intervals.union(np.concatenate((taken_s, own[0])), np.concatenate((taken_e, own[1])))
-    out[-1] = intervals.covered(*intervals.union(start, end), start, end) - out[:-1].sum(axis=0)
+    out[-1] = (end - start) - out[:-1].sum(axis=0)
     return out
 
 

@@ -14,9 +14,9 @@ OP_SEP = "|"  # kernel:in:OP1|OP2*F names several ops
 STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/straggler_whatif.py, on a run's ranks view
 
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
-SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
-             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "warmup=median", "straggler=median")
 WARMUP = "warmup=median"
+SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
+             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", WARMUP, STRAGGLER)
 
 
 class EditError(ValueError):

@@ -90,7 +90,7 @@ def _read_key(path: str) -> Optional[bytes]:
 
 
 def trusted_keys() -> dict[str, bytes]:
-    """{key id: key} of every key this process trusts; unreadable key files are skipped (named by `signer`)."""
+    """{key id: key} of every key this process trusts; unreadable key files are skipped (`signing_key` names them)."""
     keys = {}
     for path in key_files():
         try:
