@@ -53,7 +53,9 @@ setup(
                  # boto3 1.28, which is also the first to take AWS_ENDPOINT_URL)
                  "moto[server]>=5.0", "s3fs>=2023.9", "boto3>=1.28",
                  # the index runs on a local Dask cluster in the tests
-                 "dask[distributed]>=2023.1"],
+                 "dask[distributed]>=2023.1",
+                 # the JSON documents are validated against their schemas (Draft 2020-12: jsonschema 4.0)
+                 "jsonschema>=4.0"],
         # remote logdirs (fsspec backends); boto3 also lets TensorBoard itself read s3:// logdirs
         "s3": ["s3fs>=2023.9", "boto3>=1.28"],
         "gcs": ["gcsfs>=2023.9"],  # gcsfs pins fsspec exactly, as s3fs does

@@ -6,12 +6,11 @@ import copy
 import json
 import shutil
 
+import jsonschema
 import pytest
 from conftest import REPO
 from kinetoscope.cli.main import main
 from kinetoscope.formats.schema import DOCUMENTS, SCHEMA_VERSION, schema, versioned
-
-jsonschema = pytest.importorskip("jsonschema")
 
 SAMPLES = REPO / "samples" / "logs"
 SYNTH = SAMPLES / "synthetic"
