@@ -54,8 +54,9 @@ setup(
                  "moto[server]>=5.0", "s3fs>=2023.9", "boto3>=1.28",
                  # the index runs on a local Dask cluster in the tests
                  "dask[distributed]>=2023.1",
-                 # the JSON documents are validated against their schemas (Draft 2020-12: jsonschema 4.0)
-                 "jsonschema>=4.0"],
+                 # the JSON documents are validated against their schemas (Draft 2020-12); 4.19.1: the oldest
+                 # moto[server]'s openapi-schema-validator accepts
+                 "jsonschema>=4.19.1"],
         # remote logdirs (fsspec backends); boto3 also lets TensorBoard itself read s3:// logdirs
         "s3": ["s3fs>=2023.9", "boto3>=1.28"],
         "gcs": ["gcsfs>=2023.9"],  # gcsfs pins fsspec exactly, as s3fs does
