@@ -85,14 +85,14 @@ def test_non_regular_files_are_refused_at_once(tmp_path, capsys):
 
 
 def test_a_failing_analysis_names_the_file_and_spares_the_others(logdir, capsys, monkeypatch):
-    from kinetoscope.cli import report as cli
+    from kinetoscope import pipeline
 
     def broken(model):
         if model.n_events == 1:  # only the second file
             raise ValueError("boom")
         return real(model)
-    real = cli.analyze
-    monkeypatch.setattr(cli, "analyze", broken)
+    real = pipeline.analyze
+    monkeypatch.setattr(pipeline, "analyze", broken)
     assert main(["report", str(logdir), "--format", "json", "--no-cache"]) == 1
     traces = json.loads(capsys.readouterr().out)["traces"]
     assert traces[0]["error"] is None and "internal error while analysing (ValueError: boom)" in traces[1]["error"]["message"]

@@ -5,9 +5,11 @@ processes in many pieces, merged in the parent: ids interned in each worker are 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import json
+import mmap
 import os
 import shutil
 
@@ -71,6 +73,71 @@ def test_parallel_equals_serial_on_real_traces(path, small_pieces, monkeypatch, 
     for copy in copies:
         serial, parallel = decode(copy, 1, monkeypatch), decode(copy, 2, monkeypatch)
         assert differences(serial, parallel) == [], copy
+        if copy.name.endswith(".json"):  # a plain file is mapped and cut in place: the streamed read builds the same
+            with monkeypatch.context() as m:
+                streamed(m)
+                assert differences(decode(copy, 1, m), serial) == [], copy
+
+
+def streamed(monkeypatch) -> None:
+    """Read plain files as a stream (the decode of a file that cannot be mapped)."""
+    monkeypatch.setattr(loader, "_mapped", lambda *args, **kwargs: contextlib.nullcontext())
+
+
+def mixed_trace(path, n: int = 3000) -> None:
+    events = []
+    for i in range(n):  # launches, kernels, flows and memory: every kind of column the pieces carry
+        t = i * 10.0
+        events += [op(f"aten::op{i % 97}", t, 8, tid=1 + i % 3, **{"Input Dims": [[i % 5, 3]]}),
+                   launch(t + 1, 2, corr=i), kernel(f"k{i % 211}", t + 3, 4, corr=i),
+                   {"ph": "i", "name": "[memory]", "pid": 100, "tid": 1, "ts": t + 2,
+                    "args": {"Device Type": 1, "Device Id": 0, "Bytes": 512, "Total Allocated": i}}]
+    path.write_text(json.dumps(trace_doc(events), indent=1))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_mapped_file_is_cut_in_place_scanned_where_it_lies_and_given_back(workers, small_pieces, monkeypatch, tmp_path,
+                                                                           caplog):
+    """Every middle piece is scanned from the mapping (none falls back: a `[` lost with a dropped page would), the
+    pages before each merged piece are given back in order, never the page the next piece's `[` was written in, and
+    the progress climbs to the end of the text."""
+    path = tmp_path / "mapped.json"
+    mixed_trace(path)
+    with monkeypatch.context() as m:
+        streamed(m)
+        reference = decode(path, 1, m)
+    scanned, dropped, shares = [], [], []
+    real_scan, real_release = loader.scan_text, loader._Reached.release_to
+    monkeypatch.setattr(loader, "scan_text", lambda text, *rest: scanned.append(type(text)) or real_scan(text, *rest))
+    monkeypatch.setattr(loader._Reached, "release_to", lambda self, pos: dropped.append((pos, self.dropped))
+                        or real_release(self, pos))
+    monkeypatch.setenv(DECODE_WORKERS_ENV, str(workers))
+    with caplog.at_level("INFO", logger=loader.__name__):
+        mapped = load_trace(str(path), cache_dir=None, progress=shares.append)
+    assert "decoding serially" not in caplog.text
+    assert differences(reference, mapped) == []
+    middle = parallel_pieces(mapped)
+    assert middle > 20 and np.array_equal(mapped.piece_kind[1:-1], np.ones(middle))  # scanned or not, all were middle
+    if workers > 1:
+        assert scanned.count(memoryview) == middle  # views of the mapping, not copies
+    ends = [pos for pos, _ in dropped]
+    assert ends == sorted(ends) and ends[-1] >= os.path.getsize(path) - 2 * SMALL_PIECE
+    starts = mapped.piece_start[1:]
+    assert all(before <= pos - pos % mmap.PAGESIZE for pos, before in dropped)
+    assert {pos for pos, _ in dropped} >= set(starts[:-1].tolist())  # each piece's start: its pages before are dropped
+    assert shares == sorted(shares) and shares[-1] >= 0.99 and len(shares) > middle
+
+
+def test_a_file_that_cannot_be_mapped_is_read_as_a_stream(small_pieces, monkeypatch, tmp_path):
+    path = tmp_path / "plain.json"
+    mixed_trace(path, 1000)
+    expected = decode(path, 2, monkeypatch)
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")  # a file system without mmap
+    monkeypatch.setattr(loader.mmap, "mmap", refuse)
+    assert differences(expected, decode(path, 2, monkeypatch)) == []
+    assert differences(expected, decode(path, 1, monkeypatch)) == []
 
 
 def test_a_small_trace_of_every_kind_is_equal_and_really_parallel(small_pieces, monkeypatch, tmp_path, caplog):
@@ -141,7 +208,7 @@ def test_the_setting_parses_whole_numbers(text, expected):
 
 
 def test_auto_is_the_cores_this_process_may_use():
-    assert parse_decode_workers("auto") == len(os.sched_getaffinity(0))
+    assert parse_decode_workers("auto") == min(len(os.sched_getaffinity(0)), budgets.AUTO_DECODE_WORKERS)
 
 
 @pytest.mark.parametrize("text", ["0", "-2", "two", "1.5", "100000", ""])
@@ -155,4 +222,4 @@ def test_a_bad_value_decodes_serially_and_says_why(monkeypatch):
     workers, problem = decode_workers()
     assert workers == 1 and "'many'" in problem and DECODE_WORKERS_ENV in problem
     monkeypatch.delenv(DECODE_WORKERS_ENV)
-    assert decode_workers() == (budgets.DEFAULT_DECODE_WORKERS, "")
+    assert decode_workers() == (parse_decode_workers("auto"), "")  # the default: the cores

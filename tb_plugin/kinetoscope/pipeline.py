@@ -7,6 +7,8 @@ what a sidecar holds is always what this code computes; the routes that slice it
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -86,11 +88,33 @@ def prepare_lanes(model: TraceModel) -> LanesStage:
         raise TraceError("<trace>", str(exc)) from None
 
 
+def analyze_and_index(model: TraceModel) -> tuple[Analysis, TableIndex]:
+    """`analyze(model)` and `TableIndex.build(model)`, the index built in a second thread meanwhile: both are mostly
+    numpy sorts, searches and gathers on the event columns, which release the GIL, so on two cores they overlap
+    (x30 ResNet trace: 1.3 s -> 1.0 s here). The model is read-only; what it caches (`end_ns`) is the same whoever
+    computes it first."""
+    with _side_lock:
+        global _side
+        if _side is None:
+            _side = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-tables")
+        future = _side.submit(TableIndex.build, model)
+    try:
+        analysis = analyze(model)
+    except BaseException:
+        if not future.cancel():
+            wait([future])  # the thread reads the model until it is done
+        raise
+    return analysis, future.result()
+
+
+_side: Optional[ThreadPoolExecutor] = None  # one thread for every trace: the index of one at a time
+_side_lock = threading.Lock()
+
+
 def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
     """Stage two of `prepare`: the analyses, tables and indexes, around stage one's lane index."""
-    analysis = analyze(model)
+    analysis, table_index = analyze_and_index(model)
     tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
-    table_index = TableIndex.build(model)
     return Prepared(analysis=analysis, index=early.index, report=report_entry(model, analysis, table_index),
                     launch_tables=tables, digest=rank_digest(model, analysis, worker=""), tables=table_index,
                     search=SearchIndex.build(model))

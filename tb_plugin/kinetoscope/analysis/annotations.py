@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import STEP_RE, Kind, LaneKind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, union
 from .op_forest import build_forest
 from .selectors import legacy_annotation_mask
 from .tables import Window, clip
@@ -60,7 +60,7 @@ def annotation_rows(model: TraceModel, side: str) -> np.ndarray:
     cpu = np.flatnonzero(model.lane_kind[model.lane] == LaneKind.CPU)
     ann = cpu[model.kind[cpu] == Kind.USER_ANNOTATION]
     ops = cpu[model.kind[cpu] == Kind.CPU_OP]
-    return np.union1d(ann, ops[legacy_annotation_mask(model, ops)])
+    return union(ann, ops[legacy_annotation_mask(model, ops)])
 
 
 def annotation_table(model: TraceModel, side: str = "gpu", scope: str = "all", window: Window = None) -> AnnotationTable:

@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.kinds import CPU_OP_KINDS, LAUNCH_KINDS, STEP_RE, Kind, is_collective_name, is_comm_kernel_name
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from .cpu_ops import self_time
 from .selectors import OpIndex, cpu_rows, step_rows
 
@@ -208,7 +208,7 @@ def _launches_within(model: TraceModel, rows: np.ndarray) -> tuple[np.ndarray, n
     launch = model.launch_idx[kernels]
     launch_ts, launch_lane = model.ts_ns[launch], model.lane[launch]
     call_of = np.full(kernels.size, -1, np.int64)
-    for lane in np.unique(model.lane[rows]).tolist():
+    for lane in unique(model.lane[rows]).tolist():
         calls = np.flatnonzero(model.lane[rows] == lane)
         starts = model.ts_ns[rows[calls]]
         ends = model.end_ns[rows[calls]]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, unique
 from .thresholds import QUEUE_FULL
 
 # Launch calls HTA counts in a queue (hta/common/trace_symbol_table.py, get_runtime_launch_events_mask).
@@ -144,7 +144,7 @@ def is_memory_kernel(name: str) -> bool:
 def memory_bandwidth(model: TraceModel) -> MemoryBandwidth:
     """HTA's memcpy/memset bandwidth per memory operation type (see the module docstring)."""
     rows = np.flatnonzero(model.kind_in(ACTIVITY_KINDS))
-    names = np.unique(model.name_id[rows])  # the regexes run once per activity name, not per event or per name
+    names = unique(model.name_id[rows])  # the regexes run once per activity name, not per event or per name
     memory = names[np.fromiter((is_memory_kernel(model.names[i]) for i in names.tolist()), bool, names.size)]
     rows = rows[model.name_in(memory, rows)]
     ids, inverse = np.unique(model.name_id[rows], return_inverse=True)

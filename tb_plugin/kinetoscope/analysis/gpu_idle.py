@@ -50,7 +50,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from . import intervals
 from . import thresholds as T
 from .selectors import (
@@ -292,7 +292,7 @@ def _sync_ended_inside(model, gap_s, gap_e, thread, syncs) -> np.ndarray:
     if syncs.size == 0:
         return result
     sync_lane = model.lane[syncs]
-    for lane in np.intersect1d(np.unique(thread), np.unique(sync_lane)):
+    for lane in np.intersect1d(unique(thread), unique(sync_lane)):
         on_lane = syncs[sync_lane == lane]
         on_lane = on_lane[np.argsort(model.end_ns[on_lane], kind="stable")]
         sync_end = model.end_ns[on_lane]

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import Kind, LaneKind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from . import intervals
 from .tables import uses_tensor_cores
 from .tbprof_steps import TbprofSteps
@@ -66,7 +66,7 @@ def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ..
     """The summary of every device that ran a kernel, in device order (at most MAX_DEVICES)."""
     kernels = np.flatnonzero((model.kind == Kind.KERNEL) & (model.lane_kind[model.lane] == LaneKind.GPU))
     device = model.lane_pid[model.lane[kernels]]
-    devices = np.unique(device)[:MAX_DEVICES]
+    devices = unique(device)[:MAX_DEVICES]
     if devices.size == 0:
         return ()
     lo, hi = (int(steps.start_ns[0]), int(steps.end_ns[-1])) if steps.count else (model.start_ns, model.stop_ns)

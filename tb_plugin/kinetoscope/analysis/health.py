@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from . import thresholds as T
 from .gpu_idle import first_launch_correlation, launched_before_trace
 from .selectors import activity_rows_by_device
@@ -297,7 +297,7 @@ def sync_overlap(model: TraceModel) -> Optional[HealthItem]:
     sync_ids = model.name_ids_where(lambda n: n == "Stream Sync")
     syncs = np.flatnonzero(model.name_in(sync_ids) & (model.kind == Kind.CUDA_SYNC)) if sync_ids.size else np.zeros(0, np.int64)
     bad = 0
-    for lane in np.unique(model.lane[syncs]).tolist():
+    for lane in unique(model.lane[syncs]).tolist():
         lo, hi = int(model.lane_ptr[lane]), int(model.lane_ptr[lane + 1])
         kernels = lo + np.flatnonzero(model.kind[lo:hi] == Kind.KERNEL)
         mine = syncs[model.lane[syncs] == lane]

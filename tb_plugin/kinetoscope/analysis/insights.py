@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import Kind, LaneKind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from . import thresholds as T
 from .selectors import OpIndex, graph_launch_mask
 
@@ -70,11 +70,11 @@ def fusion_candidates(model: TraceModel, judged_ns: int, ops: OpIndex) -> Option
     in_run = ok & (size[run_id] >= T.FUSION_MIN_RUN)
     if not in_run.any():
         return None
-    runs = np.unique(run_id[in_run])
+    runs = unique(run_id[in_run])
     kernels = int(np.count_nonzero(in_run))
     # A launch call blocked behind a full queue takes milliseconds and costs nothing when the GPU is saturated:
     # an unblocked call (the fastest tenth of all the trace's launch calls) is what each saved launch costs.
-    call_ns = float(np.percentile(model.dur_ns[np.unique(model.launch_idx[model.launch_idx >= 0])], 10))
+    call_ns = float(np.percentile(model.dur_ns[unique(model.launch_idx[model.launch_idx >= 0])], 10))
     saved_ns = (kernels - runs.size) * call_ns
     if saved_ns < T.FUSION_MIN_SHARE * max(judged_ns, 1):
         return None

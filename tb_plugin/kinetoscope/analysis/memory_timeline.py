@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from .selectors import OpIndex, names_of
 
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 19: "mtia", 20: "privateuseone"}
@@ -56,7 +56,7 @@ def memory_timeline(model: TraceModel, step_start_ns=None, step_end_ns=None, *,
     ops = ops or OpIndex(model)
     key = model.mem_device_type.astype(np.int64) * 65536 + model.mem_device_id.astype(np.int64) + 1
     series = []
-    for k in np.unique(key):
+    for k in unique(key):
         rows = np.flatnonzero(key == k)  # memory columns are sorted by time
         series.append(_series(model, rows, ops, step_start_ns, step_end_ns, leak_min_steps))
     return tuple(sorted(series, key=lambda s: (s.device != "cpu", s.device)))
@@ -110,4 +110,4 @@ def downsample_minmax(ts_ns: np.ndarray, values: np.ndarray, max_points: int) ->
     first_of_bucket = np.searchsorted(bucket[order], bucket[starts], side="left")
     last_of_bucket = np.searchsorted(bucket[order], bucket[starts], side="right") - 1
     keep = np.concatenate((starts, ends, order[first_of_bucket], order[last_of_bucket]))
-    return np.unique(keep)
+    return unique(keep)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import CPU_OP_KINDS, LAUNCH_KINDS, LaneKind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, union
 from .op_forest import build_forest
 from .tables import MODULE_PREFIX, TableIndex, Window, clip, module_rows
 
@@ -79,7 +79,7 @@ def module_tree(model: TraceModel, index: TableIndex, window: Window = None) -> 
         empty = np.zeros(0, np.int64)
         return ModuleTree(empty.astype(np.int32), empty.astype(np.int32), empty.astype(np.int32), *([empty] * 6),
                           truncated=False, window=window)
-    rows = np.union1d(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), modules)
+    rows = union(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), modules)
     act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
     calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & cpu)
     forest = build_forest(model, rows, act, calls)

@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.build import nesting_depth
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, unique
 from .nesting import parents_by_depth
 
 
@@ -156,7 +156,7 @@ def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray,
     linked, t, k = linked[on_lane], t[on_lane], k[on_lane]
     lo, hi = ptr[k], ptr[k + 1]
     cand = np.empty(linked.size, np.int64)
-    for j in np.unique(k).tolist():  # one searchsorted per lane (a few dozen lanes at most)
+    for j in unique(k).tolist():  # one searchsorted per lane (a few dozen lanes at most)
         sel = np.flatnonzero(k == j)
         cand[sel] = ptr[j] + np.searchsorted(start[ptr[j]:ptr[j + 1]], t[sel], side="right") - 1
     cand = np.where(cand >= lo, cand, -1)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import CPU_OP_KINDS, LaneKind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, union, unique
 from .op_forest import Forest, build_forest, innermost_at, subtree_max
 from .tables import TableIndex, Window, clip, module_rows
 
@@ -79,7 +79,7 @@ def device_name(device_type: int, device_id: int) -> str:
 def _tree(model: TraceModel, ops: np.ndarray) -> tuple[Forest, np.ndarray]:
     """The CPU node forest (ops, annotations, steps, modules) and which of its positions are `ops`."""
     cpu = model.lane_kind[model.lane] == LaneKind.CPU
-    rows = np.union1d(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), module_rows(model))
+    rows = union(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), module_rows(model))
     forest = build_forest(model, rows, np.zeros(0, np.int64), np.zeros(0, np.int64))
     return forest, np.isin(forest.rows, ops)
 
@@ -159,7 +159,7 @@ def _peak_increase(model: TraceModel, forest: Forest, ev: np.ndarray, pos: np.nd
     before = np.zeros(forest.size, np.int64)
     lane_of_ev, ts = model.mem_lane[ev], model.mem_ts_ns[ev]
     node_lane = model.lane[forest.rows]
-    for lane in np.unique(lane_of_ev).tolist():  # one running sum per thread (a few dozen at most)
+    for lane in unique(lane_of_ev).tolist():  # one running sum per thread (a few dozen at most)
         sel = np.flatnonzero(lane_of_ev == lane)
         sel = sel[np.argsort(ts[sel], kind="stable")]
         level = np.cumsum(nbytes[sel])

@@ -34,7 +34,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_CALLS, Kind
-from ..trace.model import TraceModel, shown
+from ..trace.model import TraceModel, shown, unique
 from .culprits import culprit_targets
 from .gpu_idle import Cause
 from .tensor_cores import TC_ELIGIBLE_OPS
@@ -126,7 +126,7 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
 
 def _launch_edits(model: TraceModel) -> tuple[Edit, ...]:
     """`host:CALL*0` for the launch calls in the trace (eight at most: an edit list's length is bounded)."""
-    ids = np.unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
+    ids = unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
     calls = sorted({model.names[i] for i in ids if model.names[i] in LAUNCH_CALLS})[:8]
     return tuple(_edit(f"host:{c}*0", "host", c) for c in calls)
 

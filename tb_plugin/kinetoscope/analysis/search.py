@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import Kind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, unique
 
 SEARCH_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 MAX_QUERY_CHARS = 200
@@ -57,4 +57,4 @@ def find(index: SearchIndex, query: str) -> Matches:
     table = np.zeros(len(index.lowered), bool)
     table[ids] = True
     hit = table[index.name_id]
-    return Matches(index.rows[hit], np.unique(index.name_id[hit]).astype(np.int32))
+    return Matches(index.rows[hit], unique(index.name_id[hit]).astype(np.int32))

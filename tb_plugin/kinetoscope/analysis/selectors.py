@@ -25,7 +25,7 @@ from ..trace.kinds import (
     is_comm_kernel_name,
     is_dataloader_name,
 )
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from . import intervals
 from .nesting import NestedIndex
 
@@ -37,7 +37,7 @@ def activity_rows_by_device(model: TraceModel) -> dict[int, np.ndarray]:
     rows = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
     device = model.device_of_row()[rows]
     result = {}
-    for dev in np.unique(device):
+    for dev in unique(device):
         sel = rows[device == dev]
         result[int(dev)] = sel[np.argsort(model.ts_ns[sel], kind="stable")]
     return result
@@ -87,7 +87,7 @@ def capture_spans(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray
     calls = model.kind_in(LAUNCH_KINDS)
     begins, ends = np.flatnonzero(model.name_in(begin_ids) & calls), np.flatnonzero(model.name_in(end_ids) & calls)
     lane, start, stop = model.lane[begins], model.ts_ns[begins], np.full(begins.size, model.stop_ns, np.int64)
-    for one in np.unique(lane).tolist():  # rows are in (lane, ts) order: per lane, the first end after each begin
+    for one in unique(lane).tolist():  # rows are in (lane, ts) order: per lane, the first end after each begin
         sel, closing = np.flatnonzero(lane == one), ends[model.lane[ends] == one]
         after = np.searchsorted(model.ts_ns[closing], start[sel], side="right")
         found = after < closing.size
@@ -251,7 +251,7 @@ class OpIndex:
         lane = np.asarray(lane)
         t_ns = np.asarray(t_ns, np.int64)
         result = np.full(lane.size, -1, np.int64)
-        for lane_id in np.unique(lane).tolist():
+        for lane_id in unique(lane).tolist():
             rows = self._rows.get(lane_id)
             if rows is None:
                 continue
@@ -281,7 +281,7 @@ class OpIndex:
         """
         lane, t_ns = np.asarray(lane), np.asarray(t_ns, np.int64)
         op, ann, after = (np.full(lane.size, -1, np.int64), np.full(lane.size, -1, np.int64), np.zeros(lane.size, bool))
-        for lane_id in np.unique(lane):
+        for lane_id in unique(lane):
             sel = np.flatnonzero(lane == lane_id)
             rows, index = self.nested(int(lane_id), annotation=False)
             if rows.size:

@@ -67,7 +67,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown
+from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, union
 from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
@@ -135,7 +135,7 @@ class TableIndex:
         kind_of = model.kind[act[first_at]]
         calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
         launch = model.launch_idx[act]
-        callers = np.union1d(calls, launch[launch >= 0])  # the launch table's attribution: External id, then time
+        callers = union(calls, launch[launch >= 0])  # the launch table's attribution: External id, then time
         ops = build_forest(model, op_rows(model), act, calls, (callers, issuing_ops(model, callers)))
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         stack = _stack_groups(model, ops)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, CPU_OP_KINDS, Kind, LaneKind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, unique
 from . import intervals
 from .selectors import step_rows
 
@@ -151,7 +151,7 @@ def _category_unions(model: TraceModel) -> list[tuple[np.ndarray, np.ndarray]]:
         lambda n: (n.startswith(DATALOADER_PREFIX) and n.endswith(DATALOADER_SUFFIX)) or n.startswith(DATAPIPE_PREFIX)))
     op = model.kind_in(CPU_OP_KINDS)
     kernel = model.kind == Kind.KERNEL
-    comm_ids = np.unique(model.external_id[op & is_comm_op])
+    comm_ids = unique(model.external_id[op & is_comm_op])
     comm_ids = comm_ids[comm_ids >= 0]
     comm_kernel = kernel & np.isin(model.external_id, comm_ids) if comm_ids.size else np.zeros_like(kernel)
     masks = (kernel & ~comm_kernel, model.kind == Kind.MEMCPY, model.kind == Kind.MEMSET,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import Kind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from .gpu_summary import uses_tensor_cores_tbprof
 from .tables import TableIndex
 
@@ -75,5 +75,5 @@ def tc_eligibility(model: TraceModel, index: TableIndex) -> TcEligibility:
     below = prefix[ops.subtree_end.astype(np.int64)] - prefix[np.arange(ops.size) + 1]  # eligible strict descendants
     bottom = eligible & (below == 0)
     mine = launched & bottom[np.maximum(owner, 0)]
-    names = np.unique(ops.name_ix[owner[mine]]).size if mine.any() else 0
+    names = unique(ops.name_ix[owner[mine]]).size if mine.any() else 0
     return TcEligibility(int(dur[mine].sum()), int(dur[launched].sum()), int(names), kernel_ns, tc_ns)

@@ -64,7 +64,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.kinds import Kind, LaneKind, is_collective_name
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from . import intervals
 from .selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, iteration_rows, launch_call_rows, sync_rows
 from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, OP_SEP, SPELLINGS, STRAGGLER, WARMUP, Edit, EditError, parse_edit  # noqa: F401
@@ -492,7 +492,7 @@ def _fusion(ctx: _Context, name: str) -> tuple[np.ndarray, np.ndarray]:
     single = np.bincount(run) == 1  # a group of one is left as it is
     fused[members[single[run]]] = -1
     dropped = members[(fused[members] >= 0) & (fused[members] != members)]
-    return fused, np.unique(launch[dropped])
+    return fused, unique(launch[dropped])
 
 
 def _hidden_comm(ctx: _Context) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray], int]:

@@ -728,8 +728,9 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     return 0;
 }
 
-/* `[` events `]` and nothing after; 0, or -1 to give up. */
-static int read_piece(Scan *s, const unsigned char *phase_of) {
+/* `[` events `]` and nothing after (with `open_end`: `[` events, the text's end standing for the `]`); 0, or -1 to
+   give up. */
+static int read_piece(Scan *s, const unsigned char *phase_of, int open_end) {
     skip_ws(s);
     if (s->p >= s->end || *s->p++ != '[') return -1;
     skip_ws(s);
@@ -739,7 +740,7 @@ static int read_piece(Scan *s, const unsigned char *phase_of) {
         while (1) {
             if (read_event(s, phase_of) < 0) return -1;
             skip_ws(s);
-            if (s->p >= s->end) return -1;
+            if (s->p >= s->end) return open_end ? 0 : -1;
             unsigned char c = *s->p++;
             if (c == ']') break;
             if (c != ',') return -1;
@@ -819,7 +820,8 @@ fail:
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text, lut;
     long long limit = INT64_MAX;
-    if (!PyArg_ParseTuple(args, "y*y*|L", &text, &lut, &limit)) return NULL;
+    int open_end = 0;
+    if (!PyArg_ParseTuple(args, "y*y*|Lp", &text, &lut, &limit, &open_end)) return NULL;
     if (lut.len != 256) {
         PyBuffer_Release(&text);
         PyBuffer_Release(&lut);
@@ -833,7 +835,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s.limit = limit;
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = read_piece(&s, lut.buf);
+    status = read_piece(&s, lut.buf, open_end);
     Py_END_ALLOW_THREADS
     PyObject *result;
     for (int k = 0; k < N_TABLES; k++) s.oom |= s.tables[k].oom;
@@ -853,7 +855,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, phase_table[, max_events]): a middle piece's text (`[` events `]`) -> (n, 21 column buffers, 6 local "
+     "scan(text, phase_table[, max_events[, open_end]]): a middle piece's text (`[` events `]`; with open_end, `[` "
+     "events and the text's end for the `]`) -> (n, 21 column buffers, 6 local "
      "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
      "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
     {NULL, NULL, 0, NULL},

@@ -121,8 +121,11 @@ CLI_OPTIONS = (
 
 
 DECODE_WORKERS_ENV = "KINETOSCOPE_DECODE_WORKERS"
-DEFAULT_DECODE_WORKERS = 1  # the serial decode (see BENCHMARKS.md, "Parallel decode (issue 29)")
 MAX_DECODE_WORKERS = 256
+# `auto` (and the default): the cores this process may use, up to this many. Past a few threads the thread that cuts
+# the text, merges the pieces and builds the model is the critical path (BENCHMARKS.md, "Parallel decode (issue
+# 29)"); more threads only hold more pieces in memory.
+AUTO_DECODE_WORKERS = 8
 # Text below this stays serial whatever the setting: starting workers and merging their columns costs more than
 # decoding a few chunks.
 PARALLEL_MIN_BYTES = 64 << 20
@@ -133,11 +136,11 @@ class SettingError(ValueError):
 
 
 def parse_decode_workers(text: str) -> int:
-    """`KINETOSCOPE_DECODE_WORKERS`: a whole number of processes, 1 (the serial decode) to MAX_DECODE_WORKERS;
-    `auto`: the cores this process may use."""
+    """`KINETOSCOPE_DECODE_WORKERS`: a whole number of workers, 1 (the serial decode) to MAX_DECODE_WORKERS;
+    `auto`: the cores this process may use, up to AUTO_DECODE_WORKERS."""
     value = text.strip()
     if value.lower() == "auto":
-        return max(1, min(MAX_DECODE_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        return max(1, min(AUTO_DECODE_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                           else os.cpu_count() or 1))
     try:
         workers = int(value)
@@ -150,11 +153,11 @@ def parse_decode_workers(text: str) -> int:
 
 
 def decode_workers() -> tuple[int, str]:
-    """The decode processes for one large trace, from the environment, and the problem with the setting ("" when
+    """The decode workers for one large trace, from the environment (unset: `auto`), and the problem with the setting ("" when
     none; an unusable value decodes serially, and the caller logs the problem)."""
     text = os.environ.get(DECODE_WORKERS_ENV)
     if text is None or not text.strip():
-        return DEFAULT_DECODE_WORKERS, ""
+        return parse_decode_workers("auto"), ""
     try:
         return parse_decode_workers(text), ""
     except SettingError as exc:

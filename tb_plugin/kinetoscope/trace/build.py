@@ -28,7 +28,7 @@ from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
 from .lanes import RawIds, assign_lanes
-from .model import TraceModel
+from .model import TraceModel, union
 from .validator_args import ValidatorArgs
 
 PH_X, PH_I, PH_S, PH_F, PH_M, PH_OTHER = 0, 1, 2, 3, 4, 5
@@ -156,13 +156,14 @@ def scans_text() -> bool:
     return _scan is not None and _extract is _columns_accel  # its columns are those of the compiled extractor
 
 
-def scan_text(text, max_events: Optional[int] = None) -> Optional[tuple]:
+def scan_text(text, max_events: Optional[int] = None, open_end: bool = False) -> Optional[tuple]:
     """The scanner's reading of a middle piece's text for `ColumnBuilder.add_scanned`; None when it cannot read it
     exactly as the typed decode would, holds more than `max_events` events, or the scanner is off. It holds no
-    Python object while it reads, so threads may scan pieces at once."""
+    Python object while it reads, so threads may scan pieces at once. With `open_end` the text lacks its closing `]`
+    (a piece of a mapped file, whose next byte is the next piece's `[`)."""
     if not scans_text():
         return None
-    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0))
+    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0), open_end)
 
 _SCANNED_GPU = np.dtype([("row", np.int64), ("values", np.float64, (len(GPU_FIELDS),))])  # `_scan.c`'s GPU fields
 _STAND_IN = Event()  # what a consumer reads for an event the scanner kept no struct of: no args, as that event has
@@ -777,7 +778,7 @@ def _lane_time_order(lane: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) ->
     sorted_key = key[order]
     tie = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
     if tie.size:
-        rows = np.union1d(tie, tie + 1)
+        rows = union(tie, tie + 1)
         group = np.cumsum(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))[rows]
         order[rows] = order[rows][np.lexsort((-dur_ns[order[rows]], group))]
     return order

@@ -187,6 +187,13 @@ class _Window:
         self.base = 0  # offset of buf[0] in the whole text
         self.searched = 0  # no event boundary lies in [start, searched): never scan that text twice
 
+    @classmethod
+    def over(cls, text) -> _Window:
+        """A window holding a whole text already in memory (a writable buffer: the cuts are written into it)."""
+        win = cls(0)
+        win.buf, win.end = text, len(text)
+        return win
+
     def __len__(self) -> int:
         return self.end - self.start
 
@@ -303,7 +310,8 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
     and the whitespace byte before the next event becomes `[`, so middle pieces decode without copies.
 
     Args:
-        blocks: the uncompressed text, in order: bytes-like blocks, or a raw file object (read with readinto).
+        blocks: the uncompressed text, in order: bytes-like blocks, a raw file object (read with readinto), or the
+            whole text as a `MappedText` (cut in place: each cut's comma is overwritten).
         sink: called with (events, whether the chunk uses the 2021 "external id" spelling, its `Piece`), and when
             some of the piece's events were skipped, each kept event's index among them and their count.
         chunk_bytes: target chunk size.
@@ -322,11 +330,14 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
         NotSplittable: the stream does not fit the fast path; nothing useful was lost, decode it whole.
         EventTooLarge: one event's text is longer than `max_event_bytes`.
     """
-    win = _Window(2 * chunk_bytes + min(chunk_bytes, 1 << 20))
+    if isinstance(blocks, MappedText):  # the whole text in place: pieces are cut where it lies, nothing is read
+        win, blocks = _Window.over(blocks.buf), iter(())
+    else:
+        win = _Window(2 * chunk_bytes + min(chunk_bytes, 1 << 20))
+        blocks = _blocks_into(win, blocks, chunk_bytes)
     top: Optional[TraceDoc] = None
     pieces: Optional[_PieceDecoder] = None
     ended = False
-    blocks = _blocks_into(win, blocks, chunk_bytes)
     while not ended:
         ended = next(blocks, None) is None
         if pieces is None:
@@ -363,6 +374,14 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
     if pieces.exact:
         top.baseTimeNanoseconds = (top.baseTimeNanoseconds or 0) + (pieces.rebase or 0)
     return Decoded(top, skipped=pieces.skipped, warnings=pieces.warnings)
+
+
+class MappedText(NamedTuple):
+    """A whole uncompressed text `decode_chunks` may cut in place (a private, copy-on-write file mapping): pieces are
+    views of it, never copies. A middle piece's bytes are [Piece.start, Piece.end): its closing `]` would be the next
+    piece's `[`, so `offload` gets the piece with a `]` that lasts only during the call."""
+
+    buf: Any
 
 
 class EventTooLarge(NotSplittable):

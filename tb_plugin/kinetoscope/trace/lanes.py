@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kinds import LaneKind
+from .model import unique
 
 _STREAM_RE = re.compile(r"^\s*stream\s+(-?\d+)\s*$")
 _STRING = np.iinfo(np.int64).min  # canonical value of a pid/tid that is not a number
@@ -109,8 +110,8 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
 
 def _flows_on_gpu(cls: np.ndarray, a: np.ndarray, nx: int, n_memory: int, gpu: np.ndarray) -> None:
     """A flow end on a pid that only GPU events use sits on that GPU's stream lane."""
-    cpu_pids = np.unique(a[:nx][cls[:nx] == LaneKind.CPU])
-    gpu_pids = np.setdiff1d(np.unique(a[gpu]), cpu_pids)
+    cpu_pids = unique(a[:nx][cls[:nx] == LaneKind.CPU])
+    gpu_pids = np.setdiff1d(unique(a[gpu]), cpu_pids)
     flows = np.arange(nx + n_memory, a.size)
     cls[flows[np.isin(a[flows], gpu_pids)]] = LaneKind.GPU
 

@@ -1,8 +1,10 @@
 """One trace file -> TraceModel: read, decode, build, with the on-disk cache in front."""
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import logging
+import mmap
 import multiprocessing
 import os
 import threading
@@ -16,7 +18,7 @@ from typing import Callable, Optional, Union
 from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_in_threads, decode_workers, event_budget
 from .build import ColumnBuilder, build_middle, scan_text, scans_text
 from .cache import default_cache_dir, load_cached, store
-from .decode import PIECE_TAIL, DecodeError, EventTooLarge, NotSplittable, Piece, decode_chunks, decode_middle, decode_trace
+from .decode import PIECE_TAIL, DecodeError, EventTooLarge, MappedText, NotSplittable, Piece, decode_chunks, decode_middle, decode_trace
 from .model import TraceModel
 from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
@@ -93,6 +95,41 @@ def _reporting(add, source_bytes, total: Optional[int], progress: Optional[Progr
     return add_and_report
 
 
+class _Reached:
+    """How far the decode of a mapped text has got (called as `source_bytes`): the end of the last piece added here
+    or merged from the workers."""
+
+    def __init__(self, mapping=None) -> None:
+        self.at = 0
+        self.offloader: Optional[_Offloader] = None
+        self.mapping = mapping if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_DONTNEED") else None
+        self.dropped = 0  # the mapping's pages before this offset are given back
+
+    def __call__(self) -> int:
+        return max(self.at, self.offloader.merged_to if self.offloader is not None else 0)
+
+    def tracking(self, add):
+        """`add` (a sink or text sink, called with the piece's `Piece` among its arguments) that records the piece's end
+        once the piece is taken (a text sink may refuse it: False)."""
+        def added(*args):
+            result = add(*args)
+            if result is not False:
+                self.at = max([self.at] + [a.end for a in args if isinstance(a, Piece)])
+                self.release_to(self.at)
+            return result
+        return added
+
+    def release_to(self, pos: int) -> None:
+        """Give back the mapped pages wholly before `pos` (every piece before it is added): the text is read once, so
+        the file's pages never pile up in the process's memory. The page holding `pos` stays: the next piece's `[`
+        is written there, and a dropped private page would read as the file's comma again."""
+        end = pos // mmap.PAGESIZE * mmap.PAGESIZE
+        if self.mapping is None or end <= self.dropped:
+            return
+        self.mapping.madvise(mmap.MADV_DONTNEED, self.dropped, end - self.dropped)
+        self.dropped = end
+
+
 class _Serial(Exception):
     """The parallel decode met something only the serial one handles (a look-alike cut, a piece to read whole, a
     worker that died): decode the file again, serially."""
@@ -148,9 +185,13 @@ class _Offloader:
     """
 
     def __init__(self, pool: Executor, workers: int, builder: ColumnBuilder,
-                 plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None) -> None:
+                 plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None,
+                 mapped: Optional[memoryview] = None) -> None:
         self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
         self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
+        self.mapped = mapped if self.threads else None  # the whole text in place: threads scan views of it, no copies
+        self.merged_to = 0  # where the last merged piece ends in the text (progress of a mapped decode)
+        self.released: Optional[Callable[[int], None]] = None  # told where the merged text ends (mapped pages go)
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
         self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
@@ -167,6 +208,10 @@ class _Offloader:
             self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
         while len(self.pending) >= self.in_flight:
             self._merge_next()
+        if self.mapped is not None:  # the piece without its `]` (that byte becomes the next piece's `[`)
+            text = self.mapped[piece.start:piece.end]
+            self.pending.append((self.pool.submit(scan_text, text, self.max_events, True), text, piece))
+            return
         if self.threads:
             text = bytes(view)
             self.pending.append((self.pool.submit(scan_text, text, self.max_events), text, piece))
@@ -203,14 +248,21 @@ class _Offloader:
         except BrokenProcessPool:
             self._broken()
         if self.threads:
-            if result is None or not self.builder.add_scanned(result, text, piece):
-                self._decode_here(text, piece)
+            try:
+                if result is None or not self.builder.add_scanned(result, text, piece):
+                    self._decode_here(bytes(text) + b"]" if self.mapped is not None else text, piece)
+            finally:
+                if self.mapped is not None:
+                    text.release()
         elif result[0] != "ok":
             raise _Serial(result[1])
         else:
             _, state, skipped, warnings = result
             self.builder.absorb(state)
             self._merge_problems(skipped, warnings)
+        self.merged_to = piece.end
+        if self.released is not None:
+            self.released(piece.end)
         if self.reported is not None:
             self.reported()
 
@@ -234,6 +286,10 @@ class _Offloader:
     def cancel(self) -> None:
         for future, _, _ in self.pending:
             future.cancel()
+        for future, text, _ in self.pending:
+            if isinstance(text, memoryview):
+                concurrent.futures.wait([future])  # a running scan still reads the view
+                text.release()
         self.pending.clear()
 
 
@@ -262,14 +318,20 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
     chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
     offloader = None
+    mapped = memoryview(blocks.buf) if isinstance(blocks, MappedText) else None
+    reached = _Reached(blocks.buf if mapped is not None else None)
+    if mapped is not None:  # nothing is read: the progress is the end of the last piece added
+        source_bytes = reached
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
             offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
                                    budget.limit(stored_bytes),
-                                   budget.too_many(stored_bytes), report if progress is not None else None)
+                                   budget.too_many(stored_bytes), report if progress is not None else None, mapped)
+            reached.offloader, offloader.released = offloader, reached.release_to
             try:
-                decoded = decode_chunks(blocks, _reporting(offloader.sink, source_bytes, text_bytes or size_hint, progress),
+                decoded = decode_chunks(blocks, _reporting(reached.tracking(offloader.sink), source_bytes,
+                                                           text_bytes or size_hint, progress),
                                         chunk, budget.event_bytes, offloader.middle)
             except (NotSplittable, DecodeError):
                 offloader.finish()  # an error in an earlier piece (a budget) comes first, as in the serial decode
@@ -277,8 +339,9 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             offloader.finish()
         else:
             add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
-            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes,
-                                    text_sink=_reporting(builder.add_text, source_bytes, text_bytes or size_hint, progress))
+            decoded = decode_chunks(blocks, reached.tracking(add), chunk, budget.event_bytes,
+                                    text_sink=_reporting(reached.tracking(builder.add_text), source_bytes,
+                                                         text_bytes or size_hint, progress))
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:
@@ -286,6 +349,9 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     finally:
         if offloader is not None:
             offloader.cancel()
+        if mapped is not None:
+            mapped.release()
+    reached.at = stored_bytes if mapped is not None else reached.at
     if progress is None:
         return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
     progress(DECODE_SHARE)
@@ -334,6 +400,34 @@ def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
             raise TraceError(path, str(exc)) from None
 
 
+@contextmanager
+def _mapped(handle, size: int, threads: bool = True):
+    """A large local plain file as a private copy-on-write mapping (`MappedText`: cut in place, scanned where it lies,
+    never copied: reading 1 GB into the decoder's window costs 0.4 s of one core, mapping it 0.01 s), else None (a
+    small file, worker processes that read their own pieces, or a file that cannot be mapped: it is read as a stream).
+
+    A file truncated by someone else while it is mapped faults the process (SIGBUS) where a read would come up short;
+    TensorBoard decodes in a child process, so there it is reported as a failed decode, not a crash.
+    """
+    if size < PARALLEL_MIN_BYTES or not threads or not hasattr(mmap, "ACCESS_COPY"):
+        yield None
+        return
+    try:
+        mapping = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError, OverflowError):
+        yield None
+        return
+    try:
+        if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+            mapping.madvise(mmap.MADV_SEQUENTIAL)
+        yield MappedText(mapping)
+    finally:
+        try:
+            mapping.close()
+        except BufferError:  # a view is still held (an error path): the mapping goes with its last view
+            pass
+
+
 def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel:
     plain = open_plain(path)
     size = stored = 0
@@ -355,12 +449,14 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
                     stored = os.fstat(plain.fileno()).st_size
                     if workers > 1 and stored >= PARALLEL_MIN_BYTES:
                         try:
-                            return _build(plain, path, plain.tell, stored, stored, budget, progress, workers=workers,
-                                          plain_file=_file_identity(plain))
+                            with _mapped(plain, stored, threads=scans_text() and decode_in_threads()) as text:
+                                return _build(text or plain, path, plain.tell, stored, stored, budget, progress,
+                                              workers=workers, plain_file=_file_identity(plain))
                         except _Serial as exc:
                             _log.info("%s: decoding serially (%s)", path, exc)
                             plain.seek(0)
-                    return _build(plain, path, plain.tell, stored, stored, budget, progress)
+                    with _mapped(plain, stored) as text:
+                        return _build(text or plain, path, plain.tell, stored, stored, budget, progress)
             stored = identity(path).size
             text = _gzip_text_size(path)
             if workers > 1 and text is not None and text >= PARALLEL_MIN_BYTES:

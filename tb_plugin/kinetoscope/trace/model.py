@@ -201,6 +201,27 @@ def freeze_arrays(obj) -> None:
             value.flags.writeable = False
 
 
+def unique(values: Any) -> np.ndarray:
+    """`np.unique(values)` (sorted distinct values) by one sort: numpy 2.3+'s hash-based `np.unique` without
+    return arrays is 4-15x slower on the id and row columns of a trace. Other dtypes go to `np.unique` itself
+    (its NaN handling)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "biu":
+        return np.unique(values)
+    flat = np.sort(values, axis=None)
+    if flat.size < 2:
+        return flat
+    keep = np.empty(flat.size, bool)
+    keep[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+    return flat[keep]
+
+
+def union(*arrays: np.ndarray) -> np.ndarray:
+    """`np.union1d` of integer arrays, by `unique`."""
+    return unique(np.concatenate([np.ravel(a) for a in arrays]))
+
+
 PIECE_FIELDS = ("piece_kind", "piece_start", "piece_end", "piece_first")  # how the text was cut, not what it holds
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, LaneKind
-from ..trace.model import TraceModel, shown
+from ..trace.model import TraceModel, shown, unique
 from .lane_index import LaneIndex, owned_activities, window_positions
 from .lanes import KIND_NAMES
 
@@ -45,7 +45,7 @@ def chrome_trace(model: TraceModel, rows: np.ndarray, source: str) -> dict[str, 
                   model.name_id[rows].tolist(), model.cat_id[rows].tolist(), pid[lane].tolist(), tid[lane].tolist(),
                   ts, dur, model.correlation[rows].tolist(), model.external_id[rows].tolist())]
     return {"schemaVersion": 1, "baseTimeNanoseconds": base, "displayTimeUnit": "ms",
-            "traceEvents": _lane_metadata(model, np.unique(lane), pid, tid) + events + _flow_events(model, rows, pid, tid),
+            "traceEvents": _lane_metadata(model, unique(lane), pid, tid) + events + _flow_events(model, rows, pid, tid),
             "otherData": {"exported_by": "kinetoscope", "source": source, "events": int(rows.size)}}
 
 

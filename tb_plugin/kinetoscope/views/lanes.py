@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique
 from .counter_lanes import counters_view
 from .lane_index import LaneIndex, Level, owned_activities, window_positions
 from .overlays import gaps_overlay, steps_overlay
@@ -166,7 +166,7 @@ def _flows(model: TraceModel, shown_rows: np.ndarray, index: LaneIndex, base: in
     gpu = shown_rows[activity & (model.launch_idx[shown_rows] >= 0)]
     launches = shown_rows[np.isin(model.kind[shown_rows], np.array(LAUNCH_KINDS, np.int8))]
     _, owned = owned_activities(index, launches)
-    gpu_rows = np.unique(np.concatenate((gpu, owned)))
+    gpu_rows = unique(np.concatenate((gpu, owned)))
     truncated = gpu_rows.size > MAX_FLOWS
     gpu_rows = gpu_rows[np.argsort(model.ts_ns[gpu_rows], kind="stable")][:MAX_FLOWS]
     launch_rows = model.launch_idx[gpu_rows]

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.memory_timeline import downsample_minmax
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, union
 
 MAX_GROWTH_STEPS = 1000  # growth per step is listed for the first steps only (a trace may hold a million)
 # Samples in one memory answer, all devices together: a sample is three numbers (~40 bytes of JSON), so 20,000
@@ -66,7 +66,7 @@ def _series_entry(s: Any, base: int, max_points: int, t0_ns: Optional[int], t1_n
     elif not recorded:
         keep = downsample_minmax(ts, alloc, max_points)
     else:  # half the budget per curve: the extremes of both survive
-        keep = np.union1d(downsample_minmax(ts, alloc, max_points // 2),
+        keep = union(downsample_minmax(ts, alloc, max_points // 2),
                           downsample_minmax(ts, reserved, max_points // 2))
     return {"device": s.device, "downsampled": bool(keep.size < ts.size), "points": int(keep.size),
             "source_points": int(ts.size), "ts_us": np.round((ts[keep] - base) / 1e3, 3).tolist(),
