@@ -12,6 +12,7 @@ import json
 import mmap
 import os
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from hostile_corpus import CASES, write_corpus
 from kinetoscope.trace import budgets, loader
 from kinetoscope.trace.budgets import DECODE_WORKERS_ENV, SettingError, decode_workers, parse_decode_workers
 from kinetoscope.trace.loader import TraceError, load_trace
+from kinetoscope.trace.storage import StorageError
 
 SMALL_PIECE = 1 << 16
 
@@ -126,6 +128,38 @@ def test_a_mapped_file_is_cut_in_place_scanned_where_it_lies_and_given_back(work
     assert all(before <= pos - pos % mmap.PAGESIZE for pos, before in dropped)
     assert {pos for pos, _ in dropped} >= set(starts[:-1].tolist())  # each piece's start: its pages before are dropped
     assert shares == sorted(shares) and shares[-1] >= 0.99 and len(shares) > middle
+
+
+def test_prefetched_blocks_come_in_order_with_the_error_last_and_an_early_stop_stops_the_producer():
+    """A gzip file inflates in a thread of its own (`_prefetched`): its blocks arrive in order, an error the inflater
+    meets is raised at its place in the stream, and a consumer that stops early leaves no thread behind."""
+    def blocks(n, fail=False):
+        for i in range(n):
+            yield bytes([i]) * 10
+        if fail:
+            raise StorageError("corrupt gzip: invalid block type")
+
+    assert list(loader._prefetched(blocks(50))) == [bytes([i]) * 10 for i in range(50)]
+    got = []
+    with pytest.raises(StorageError, match="invalid block type"):
+        for block in loader._prefetched(blocks(5, fail=True)):
+            got.append(block)
+    assert len(got) == 5
+    closed = []
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                i += 1
+                yield b"x" * i
+        finally:
+            closed.append(True)
+    stream = loader._prefetched(endless())
+    assert next(stream) == b"x"
+    stream.close()  # the consumer stops: the producer ends and the source is closed
+    assert closed == [True]
+    assert not [t for t in threading.enumerate() if t.name == "kinetoscope-inflate"]
 
 
 def test_a_file_that_cannot_be_mapped_is_read_as_a_stream(small_pieces, monkeypatch, tmp_path):

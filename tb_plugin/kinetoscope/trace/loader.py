@@ -7,6 +7,7 @@ import logging
 import mmap
 import multiprocessing
 import os
+import queue
 import threading
 from collections import deque
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -400,6 +401,54 @@ def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
             raise TraceError(path, str(exc)) from None
 
 
+def _prefetched(blocks, depth: int = 2):
+    """The blocks of an iterator produced by a thread of their own, `depth` ahead of the caller: a gzip file inflates
+    (isal and zlib release the GIL) while this thread cuts and merges the text before. Blocks must be fresh objects
+    (`iter_blocks` gives a gzip file's so; a plain file's share one buffer). The producer's error is raised here, in
+    order; a caller that stops early stops the producer."""
+    slots: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for block in blocks:
+                while not stop.is_set():
+                    try:
+                        slots.put((block, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            outcome = (done, None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which raises it
+            outcome = (done, exc)
+        while not stop.is_set():
+            try:
+                slots.put(outcome, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    producer = threading.Thread(target=produce, name="kinetoscope-inflate", daemon=True)
+    producer.start()
+    try:
+        while True:
+            block, error = slots.get()
+            if block is done:
+                if error is not None:
+                    raise error
+                return
+            yield block
+    finally:
+        stop.set()
+        producer.join()
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+
+
 @contextmanager
 def _mapped(handle, size: int, threads: bool = True):
     """A large local plain file as a private copy-on-write mapping (`MappedText`: cut in place, scanned where it lies,
@@ -433,9 +482,10 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
     size = stored = 0
     budget = event_budget()
 
-    def counted():
+    def counted(ahead: bool = False):
         nonlocal size
-        for block in iter_blocks(path, CHUNK_BYTES):
+        blocks = iter_blocks(path, CHUNK_BYTES)
+        for block in _prefetched(blocks) if ahead else blocks:
             size += len(block)
             yield block
 
@@ -461,7 +511,7 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
             text = _gzip_text_size(path)
             if workers > 1 and text is not None and text >= PARALLEL_MIN_BYTES:
                 try:
-                    return _build(counted(), path, lambda: size, None, stored, budget, progress, text, workers)
+                    return _build(counted(ahead=True), path, lambda: size, None, stored, budget, progress, text, workers)
                 except _Serial as exc:
                     _log.info("%s: decoding serially (%s)", path, exc)
                     size = 0
