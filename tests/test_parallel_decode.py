@@ -257,3 +257,34 @@ def test_a_bad_value_decodes_serially_and_says_why(monkeypatch):
     assert workers == 1 and "'many'" in problem and DECODE_WORKERS_ENV in problem
     monkeypatch.delenv(DECODE_WORKERS_ENV)
     assert decode_workers() == (parse_decode_workers("auto"), "")  # the default: the cores
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_starts_its_own_decode_threads(small_pieces, monkeypatch, tmp_path):
+    """The pools of a parent that decoded in parallel have no threads in a forked child: the child starts its own
+    (else its first parallel decode, or the table index's thread, would wait forever)."""
+    import time
+
+    from kinetoscope.pipeline import analyze_and_index
+    path = tmp_path / "mixed.json"
+    mixed_trace(path, 1000)
+    parent = decode(path, 2, monkeypatch)  # the parent's pools now exist, with their threads
+    analyze_and_index(parent)
+    pid = os.fork()
+    if pid == 0:  # the child: decode again in parallel, analyse, and say whether it matched
+        try:
+            child = load_trace(str(path), cache_dir=None)
+            analyze_and_index(child)
+            os._exit(0 if differences(parent, child) == [] else 3)
+        except BaseException:  # noqa: BLE001 - any failure is the child's exit status
+            os._exit(4)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child's parallel decode did not finish in 60 s")

@@ -7,6 +7,7 @@ what a sidecar holds is always what this code computes; the routes that slice it
 """
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -109,6 +110,16 @@ def analyze_and_index(model: TraceModel) -> tuple[Analysis, TableIndex]:
 
 _side: Optional[ThreadPoolExecutor] = None  # one thread for every trace: the index of one at a time
 _side_lock = threading.Lock()
+
+
+def _forget_side() -> None:
+    """In a forked child: the parent's thread is not there (a task sent to it would wait forever)."""
+    global _side, _side_lock
+    _side, _side_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_side)
 
 
 def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:

@@ -141,6 +141,18 @@ _pools_lock = threading.Lock()
 _log = logging.getLogger(__name__)
 
 
+def _forget_pools() -> None:
+    """In a forked child: the parent's pools have no threads or processes here (a task sent to one would wait
+    forever), and their lock may have been held by a parent's thread at the fork."""
+    global _pools_lock
+    _pools.clear()
+    _pools_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
+
+
 def _pool(workers: int, threads: bool = False) -> Executor:
     """The workers of the parallel decode, started once per process, count and kind. Threads when the pieces are
     scanned from text (`build.scans_text`: the scan runs without the GIL). Processes otherwise: forked while this
