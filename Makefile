@@ -91,10 +91,10 @@ bench: install browser-deps
 		--label "make bench (1x and 10x traces)" --out .bench/results-stage1.json --markdown .bench/stage1.md
 	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json --floor-decoders msgspec \
 		--label "make bench (30x trace, about 0.9 GB)" --out .bench/results-stage2.json --markdown .bench/stage2.md
-	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json.gz --floor-decoders msgspec --tools kinetoscope,kinetoscope_w2,kinetoscope_warm,routes,floor \
+	$(RUN_BENCH) $(T)/resnet50_nw0_x30.pt.trace.json.gz --floor-decoders msgspec --tools kinetoscope,kinetoscope_w1,kinetoscope_warm,routes,floor \
 		--label "make bench (30x gzipped: Kinetoscope and the floor)" --out .bench/results-stage3.json --markdown .bench/stage3.md
-	$(RUN_BENCH) $(T)/resnet50_nw0_x90.pt.trace.json --tools kinetoscope,kinetoscope_w2,tbprof,hta \
-		--label "make bench (90x trace, GB-scale: Kinetoscope with 1 and 2 decode workers; the peers where they finish)" \
+	$(RUN_BENCH) $(T)/resnet50_nw0_x90.pt.trace.json --tools kinetoscope,kinetoscope_w1,tbprof,hta \
+		--label "make bench (90x trace, GB-scale: Kinetoscope on the cores and decoded serially; the peers where they finish)" \
 		--out .bench/results-stage4.json --markdown .bench/stage4.md
 	$(BIN)/python tests/bench/decode_rate.py $(T)/resnet50_nw0_x10.pt.trace.json $(T)/resnet50_nw0_x10.pt.trace.json.gz \
 		$(T)/resnet50_nw0_x30.pt.trace.json $(T)/resnet50_nw0_x90.pt.trace.json --runs 3 --also-pure --workers 1,2 > .bench/decode.md

@@ -135,6 +135,15 @@ def run_kinetoscope_cold(trace: Path, timeout_s: float, mem_cap_bytes: int | Non
     )
 
 
+def run_kinetoscope_cold_w1(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> RunResult:
+    """Harness runner: the cold open decoded serially (KINETOSCOPE_DECODE_WORKERS=1; the default uses the cores)."""
+    from layout import KINETOSCOPE_WORKER, main_python
+    from peers import run_worker
+
+    return run_worker("kinetoscope_w1", trace, main_python(), KINETOSCOPE_WORKER, ["cold", str(trace)], timeout_s,
+                      mem_cap_bytes, env_extra={"KINETOSCOPE_DECODE_WORKERS": "1"})
+
+
 def run_kinetoscope_cold_w2(trace: Path, timeout_s: float, mem_cap_bytes: int | None = None) -> RunResult:
     """Harness runner: the cold open with two decode workers (KINETOSCOPE_DECODE_WORKERS=2)."""
     from layout import KINETOSCOPE_WORKER, main_python

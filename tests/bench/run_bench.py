@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from bench_kinetoscope import run_kinetoscope_cold, run_kinetoscope_cold_w2, run_kinetoscope_warm
+from bench_kinetoscope import run_kinetoscope_cold, run_kinetoscope_cold_w1, run_kinetoscope_cold_w2, run_kinetoscope_warm
 from bench_routes import REQUESTS, ROUTES, TARGET_LIMITS, TARGETS, run_routes
 from layout import DEFAULT_RESULTS, FLOOR_STAMP, PEERS_STAMP, REPO_ROOT
 from peers import FLOOR_DECODERS, RunResult, run_floor, run_hta, run_tbprof, run_tbprof_plugin
@@ -55,11 +55,12 @@ Runner = Callable[[Path, float, Optional[int]], RunResult]
 
 RESULTS_SCHEMA = 1
 KINETOSCOPE = "kinetoscope"
-DEFAULT_TOOLS: tuple[str, ...] = ("kinetoscope", "kinetoscope_w2", "kinetoscope_warm", "tbprof", "hta", "floor", "routes")
+DEFAULT_TOOLS: tuple[str, ...] = ("kinetoscope", "kinetoscope_w1", "kinetoscope_warm", "tbprof", "hta", "floor", "routes")
 PEER_TOOLS = frozenset({"tbprof", "tbprof_plugin", "hta"})
 
 TOOL_RUNNERS: dict[str, Runner] = {
     "kinetoscope": run_kinetoscope_cold,
+    "kinetoscope_w1": run_kinetoscope_cold_w1,
     "kinetoscope_w2": run_kinetoscope_cold_w2,
     "kinetoscope_warm": run_kinetoscope_warm,
     "tbprof": run_tbprof,
@@ -69,7 +70,9 @@ TOOL_RUNNERS: dict[str, Runner] = {
 }
 
 TOOL_DESCRIPTIONS: dict[str, str] = {
-    "kinetoscope": "Kinetoscope cold: fresh process, `load_trace(cache_dir=None)` + `analyze()`",
+    "kinetoscope": "Kinetoscope cold: fresh process, `load_trace(cache_dir=None)` + `analyze()`, the decode on the cores "
+    "this process may use (the default, KINETOSCOPE_DECODE_WORKERS=auto)",
+    "kinetoscope_w1": "Kinetoscope cold decoded serially (KINETOSCOPE_DECODE_WORKERS=1)",
     "kinetoscope_w2": "Kinetoscope cold with two decode workers (KINETOSCOPE_DECODE_WORKERS=2): peak RSS of the process "
     "tree",
     "kinetoscope_warm": "Kinetoscope warm reopen: second `load_trace(cache_dir=DIR)` (in-process time)",
