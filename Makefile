@@ -112,7 +112,8 @@ bench: install browser-deps
 		--tables .bench/tables.md \
 		--section "Remote logdirs: time to first lanes from S3 (moto on 127.0.0.1) and from local disk=.bench/remote.md" \
 		--section "Shareable index and Dask scale-out (kinetoscope index)=.bench/index.md" \
-		--section "Comparing two runs (kinetoscope diff, the compare route)=.bench/compare.md" > BENCHMARKS.md
+		--section "Comparing two runs (kinetoscope diff, the compare route)=.bench/compare.md" \
+		--keep BENCHMARKS.md > .bench/BENCHMARKS.md.new && mv .bench/BENCHMARKS.md.new BENCHMARKS.md
 
 # 32 clients for 60 s against a real TensorBoard on 127.0.0.1 while a cold logdir (samples, ../shared/traces,
 # hostile files) loads; `make bench` copies the result (.bench/loadtest.md) into BENCHMARKS.md.

@@ -289,7 +289,8 @@ def test_the_parallel_decode_builds_the_serial_model_in_threads_and_in_processes
     monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv(DECODE_POOL_ENV, pool)
     scanned = []
-    monkeypatch.setattr(loader, "scan_text", lambda text, limit, open_end=False: scanned.append(len(text)) or build.scan_text(text, limit, open_end))
+    monkeypatch.setattr(loader, "scan_text",
+                        lambda text, limit, open_end=False: scanned.append(len(text)) or build.scan_text(text, limit, open_end))
     events = []
     for i in range(3000):  # every 400th event breaks the schema (a piece decoded leniently), every 300th escapes a name
         events += [op('say "hi"' if i % 300 == 7 else f"aten::op{i % 97}", i * 10.0, 8, **{"Input Dims": [[i % 5]]}),

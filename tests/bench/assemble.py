@@ -32,6 +32,9 @@ def main() -> int:
     parser.add_argument("--section", action="append", default=[], metavar="TITLE=FILE",
                         help="a further section: its heading and the markdown file holding its body (repeatable)")
     parser.add_argument("--tables", type=Path, help="the markdown written by tests/bench/tables_bench.py")
+    parser.add_argument("--keep", type=Path, help="the BENCHMARKS.md this run replaces: its top-level sections that this "
+                        "run does not write (the figures measured by hand, with their commands) are kept, in order, "
+                        "after the generated ones")
     args = parser.parse_args()
     parts = [HEADER]
     if args.decode and args.decode.is_file():
@@ -56,8 +59,32 @@ def main() -> int:
             parts.append(f"# {title}\n\n" + Path(name).read_text().strip() + "\n")
     if args.tables and args.tables.is_file():
         parts.append(args.tables.read_text().strip() + "\n")
-    sys.stdout.write("\n\n".join(parts))
+    text = "\n\n".join(parts)
+    if args.keep and args.keep.is_file():
+        text = with_kept_sections(text, args.keep.read_text())
+    sys.stdout.write(text)
     return 0
+
+
+def sections(markdown: str) -> list[tuple[str, str]]:
+    """The top-level sections of a markdown text, as (heading line, whole text), in order; a `#` line inside a fenced
+    code block is not a heading. Text before the first heading is a section with the heading ""."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    fenced = False
+    for line in markdown.splitlines(keepends=True):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced and line.startswith("# "):
+            out.append((line.strip(), []))
+        out[-1][1].append(line)
+    return [(heading, "".join(lines)) for heading, lines in out if heading or "".join(lines).strip()]
+
+
+def with_kept_sections(generated: str, previous: str) -> str:
+    """`generated`, then every top-level section of `previous` whose heading `generated` does not have."""
+    written = {heading for heading, _ in sections(generated)}
+    kept = [body.strip() + "\n" for heading, body in sections(previous) if heading and heading not in written]
+    return "\n\n".join([generated.rstrip() + "\n", *kept]) if kept else generated
 
 
 if __name__ == "__main__":
