@@ -296,3 +296,21 @@ def test_a_forked_child_starts_its_own_decode_threads(tmp_path):
     mixed_trace(path, 1000)
     done = subprocess.run([sys.executable, "-c", _FORKED, str(path)], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("where", ["first", "middle"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_mapped_file_keeps_the_one_event_budget(where, workers, small_pieces, monkeypatch, tmp_path):
+    """The whole text is in memory at once, but the window still moves through it as a stream would: an event longer
+    than its budget is refused by name, as when the file is read, instead of becoming one huge piece."""
+    monkeypatch.setenv(budgets.EVENT_BYTES_ENV, str(256 << 10))
+    events = [op(f"aten::op{i}", i * 10.0, 5) for i in range(3000)]
+    events.insert(0 if where == "first" else 1500, op("x" * (1 << 20), 15000.0, 5))  # a 1 MiB name
+    path = tmp_path / "huge_event.json"
+    path.write_text(json.dumps(trace_doc(events)))
+    with monkeypatch.context() as m:
+        streamed(m)
+        expected = decode(path, workers, m)
+    mapped = decode(path, workers, monkeypatch)
+    assert isinstance(expected, TraceError) and "budget of 262,144 bytes" in str(expected)
+    assert differences(expected, mapped) == []

@@ -189,10 +189,20 @@ class _Window:
 
     @classmethod
     def over(cls, text) -> _Window:
-        """A window holding a whole text already in memory (a writable buffer: the cuts are written into it)."""
+        """A window on a whole text already in memory (a writable buffer: the cuts are written into it); empty until
+        `advance` moves its end."""
         win = cls(0)
-        win.buf, win.end = text, len(text)
+        win.buf = text
         return win
+
+    def advance(self, step: int) -> Iterable[int]:
+        """Move the end of a window made by `over` through its text, `step` bytes at a time, as reading the text
+        would: every search and bound (a head within HEAD_LIMIT, one event within `max_event_bytes`) then sees the
+        window a stream would, without a byte copied."""
+        while self.end < len(self.buf):
+            n = min(step, len(self.buf) - self.end)
+            self.end += n
+            yield n
 
     def __len__(self) -> int:
         return self.end - self.start
@@ -331,7 +341,8 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
         EventTooLarge: one event's text is longer than `max_event_bytes`.
     """
     if isinstance(blocks, MappedText):  # the whole text in place: pieces are cut where it lies, nothing is read
-        win, blocks = _Window.over(blocks.buf), iter(())
+        win = _Window.over(blocks.buf)
+        blocks = win.advance(chunk_bytes)
     else:
         win = _Window(2 * chunk_bytes + min(chunk_bytes, 1 << 20))
         blocks = _blocks_into(win, blocks, chunk_bytes)
