@@ -109,10 +109,10 @@ def test_a_mapped_file_is_cut_in_place_scanned_where_it_lies_and_given_back(work
         streamed(m)
         reference = decode(path, 1, m)
     scanned, dropped, shares = [], [], []
-    real_scan, real_release = loader.scan_text, loader._Reached.release_to
+    real_scan, real_added = loader.scan_text, loader._Reached.added
     monkeypatch.setattr(loader, "scan_text", lambda text, *rest: scanned.append(type(text)) or real_scan(text, *rest))
-    monkeypatch.setattr(loader._Reached, "release_to", lambda self, pos: dropped.append((pos, self.dropped))
-                        or real_release(self, pos))
+    monkeypatch.setattr(loader._Reached, "added", lambda self, pos: dropped.append((pos, self.dropped))
+                        or real_added(self, pos))
     monkeypatch.setenv(DECODE_WORKERS_ENV, str(workers))
     with caplog.at_level("INFO", logger=loader.__name__):
         mapped = load_trace(str(path), cache_dir=None, progress=shares.append)

@@ -98,37 +98,38 @@ def _reporting(add, source_bytes, total: Optional[int], progress: Optional[Progr
 
 class _Reached:
     """How far the decode of a mapped text has got (called as `source_bytes`): the end of the last piece added here
-    or merged from the workers."""
+    or merged from the workers (`added`)."""
 
     def __init__(self, mapping=None) -> None:
         self.at = 0
-        self.offloader: Optional[_Offloader] = None
         self.mapping = mapping if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_DONTNEED") else None
         self.dropped = 0  # the mapping's pages before this offset are given back
 
     def __call__(self) -> int:
-        return max(self.at, self.offloader.merged_to if self.offloader is not None else 0)
+        return self.at
 
     def tracking(self, add):
         """`add` (a sink or text sink, called with the piece's `Piece` among its arguments) that records the piece's end
         once the piece is taken (a text sink may refuse it: False)."""
-        def added(*args):
+        def taken(*args):
             result = add(*args)
             if result is not False:
-                self.at = max([self.at] + [a.end for a in args if isinstance(a, Piece)])
-                self.release_to(self.at)
+                for arg in args:
+                    if isinstance(arg, Piece):
+                        self.added(arg.end)
             return result
-        return added
+        return taken
 
-    def release_to(self, pos: int) -> None:
-        """Give back the mapped pages wholly before `pos` (every piece before it is added): the text is read once, so
-        the file's pages never pile up in the process's memory. The page holding `pos` stays: the next piece's `[`
+    def added(self, end: int) -> None:
+        """Every piece before `end` is added. The mapped pages wholly before it are given back: the text is read once,
+        so the file's pages never pile up in the process's memory. The page holding `end` stays: the next piece's `[`
         is written there, and a dropped private page would read as the file's comma again."""
-        end = pos // mmap.PAGESIZE * mmap.PAGESIZE
-        if self.mapping is None or end <= self.dropped:
+        self.at = max(self.at, end)
+        page = self.at // mmap.PAGESIZE * mmap.PAGESIZE
+        if self.mapping is None or page <= self.dropped:
             return
-        self.mapping.madvise(mmap.MADV_DONTNEED, self.dropped, end - self.dropped)
-        self.dropped = end
+        self.mapping.madvise(mmap.MADV_DONTNEED, self.dropped, page - self.dropped)
+        self.dropped = page
 
 
 class _Serial(Exception):
@@ -203,8 +204,7 @@ class _Offloader:
         self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
         self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
         self.mapped = mapped if self.threads else None  # the whole text in place: threads scan views of it, no copies
-        self.merged_to = 0  # where the last merged piece ends in the text (progress of a mapped decode)
-        self.released: Optional[Callable[[int], None]] = None  # told where the merged text ends (mapped pages go)
+        self.merged: Optional[Callable[[int], None]] = None  # told where the merged text ends (a mapped decode)
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
         self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
@@ -273,9 +273,8 @@ class _Offloader:
             _, state, skipped, warnings = result
             self.builder.absorb(state)
             self._merge_problems(skipped, warnings)
-        self.merged_to = piece.end
-        if self.released is not None:
-            self.released(piece.end)
+        if self.merged is not None:
+            self.merged(piece.end)
         if self.reported is not None:
             self.reported()
 
@@ -341,7 +340,7 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
                                    budget.limit(stored_bytes),
                                    budget.too_many(stored_bytes), report if progress is not None else None, mapped)
-            reached.offloader, offloader.released = offloader, reached.release_to
+            offloader.merged = reached.added
             try:
                 decoded = decode_chunks(blocks, _reporting(reached.tracking(offloader.sink), source_bytes,
                                                            text_bytes or size_hint, progress),
@@ -351,8 +350,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
                 raise
             offloader.finish()
         else:
-            add = _reporting(builder.add, source_bytes, text_bytes or size_hint, progress)
-            decoded = decode_chunks(blocks, reached.tracking(add), chunk, budget.event_bytes,
+            add = _reporting(reached.tracking(builder.add), source_bytes, text_bytes or size_hint, progress)
+            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes,
                                     text_sink=_reporting(reached.tracking(builder.add_text), source_bytes,
                                                          text_bytes or size_hint, progress))
     except EventTooLarge as exc:
@@ -364,7 +363,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             offloader.cancel()
         if mapped is not None:
             mapped.release()
-    reached.at = stored_bytes if mapped is not None else reached.at
+    if mapped is not None:
+        reached.at = stored_bytes
     if progress is None:
         return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
     progress(DECODE_SHARE)
