@@ -262,16 +262,16 @@ def test_a_bad_value_decodes_serially_and_says_why(monkeypatch):
 _FORKED = """
 import os, sys, time
 from kinetoscope.trace import loader
-from kinetoscope.pipeline import analyze_and_index
+from kinetoscope.pipeline import analyze_and_report
 loader.CHUNK_BYTES = loader.MIN_CHUNK_BYTES = 1 << 16
 loader.PARALLEL_MIN_BYTES = 0
 os.environ["KINETOSCOPE_DECODE_WORKERS"] = "2"
 parent = loader.load_trace(sys.argv[1], cache_dir=None)  # this process's pools now exist, with their threads
-analyze_and_index(parent)
+analyze_and_report(parent)
 pid = os.fork()
 if pid == 0:  # the child: decode again in parallel and analyse; a pool of the parent's would wait forever
     child = loader.load_trace(sys.argv[1], cache_dir=None)
-    analyze_and_index(child)
+    analyze_and_report(child)
     os._exit(0 if child.n_events == parent.n_events and (child.ts_ns == parent.ts_ns).all() else 3)
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .analysis.launch_offsets import launch_table
 from .analysis.ranks import RankDigest, rank_digest
-from .analysis.report import Analysis, analyze, report_entry
+from .analysis.report import Analysis, TablesPart, analyze, report_entry, tables_part
 from .analysis.search import SearchIndex
 from .analysis.tables import TableIndex
 from .trace.loader import TraceError
@@ -89,23 +89,39 @@ def prepare_lanes(model: TraceModel) -> LanesStage:
         raise TraceError("<trace>", str(exc)) from None
 
 
-def analyze_and_index(model: TraceModel) -> tuple[Analysis, TableIndex]:
-    """`analyze(model)` and `TableIndex.build(model)`, the index built in a second thread meanwhile: both are mostly
-    numpy sorts, searches and gathers on the event columns, which release the GIL, so on two cores they overlap
-    (x30 ResNet trace: 1.3 s -> 1.0 s here). The model is read-only; what it caches (`end_ns`) is the same whoever
-    computes it first."""
+@dataclass(frozen=True)
+class Analysed:
+    """`analyze`'s result, the model's TableIndex and its report entry (`analyze_and_report`)."""
+
+    analysis: Analysis
+    tables: TableIndex
+    report: dict[str, Any]
+    search: Optional[SearchIndex] = None
+
+
+def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
+    """`analyze(model)` and its `report_entry`, with what reads only the model (the TableIndex, the report's
+    `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile. Both halves
+    are mostly numpy sorts, searches and gathers on the event columns, which release the GIL, so on two cores
+    they overlap (the halves are about equal on the x30 ResNet trace). The model is read-only; what it caches
+    (`end_ns`) is the same whoever computes it first."""
     global _side
     with _side_lock:
         if _side is None:
             _side = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-tables")
-        future = _side.submit(TableIndex.build, model)
+        future = _side.submit(_model_half, model, search)
     try:
         analysis = analyze(model)
     except BaseException:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done
         raise
-    return analysis, future.result()
+    part, index = future.result()
+    return Analysed(analysis, part.tables, report_entry(model, analysis, part=part), index)
+
+
+def _model_half(model: TraceModel, search: bool) -> tuple[TablesPart, Optional[SearchIndex]]:
+    return tables_part(model), SearchIndex.build(model) if search else None
 
 
 _side: Optional[ThreadPoolExecutor] = None  # one thread for every trace: the index of one at a time
@@ -124,11 +140,11 @@ if hasattr(os, "register_at_fork"):
 
 def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
     """Stage two of `prepare`: the analyses, tables and indexes, around stage one's lane index."""
-    analysis, table_index = analyze_and_index(model)
+    done = analyze_and_report(model, search=True)
+    analysis = done.analysis
     tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
-    return Prepared(analysis=analysis, index=early.index, report=report_entry(model, analysis, table_index),
-                    launch_tables=tables, digest=rank_digest(model, analysis, worker=""), tables=table_index,
-                    search=SearchIndex.build(model))
+    return Prepared(analysis=analysis, index=early.index, report=done.report, launch_tables=tables,
+                    digest=rank_digest(model, analysis, worker=""), tables=done.tables, search=done.search)
 
 
 # `TraceService(stages=STAGES)`: the lanes are served the moment the lane index exists, the rest fills in after.

@@ -23,7 +23,7 @@ from .dataloader_stalls import Steps, judged_ends, step_breakdown
 from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .health import health_entries, trace_health
-from .insights import insight_entries, insights
+from .insights import Insight, insight_entries, insights
 from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
@@ -32,7 +32,7 @@ from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_
 from .sufficiency import sufficiency
 from .table_report import tables_entry
 from .tables import TableIndex
-from .tbprof_overview import overview, overview_entries
+from .tbprof_overview import Overview, overview, overview_entries
 from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict, winner_rule
 
 
@@ -154,14 +154,33 @@ def _us(ns, origin: int = 0) -> float:
     return (float(ns) - origin) / 1e3
 
 
-def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIndex] = None) -> dict:
-    """The JSON report of one trace (times in µs; field list in HTTP_API.md, `summary`); `tables`: the
-    model's TableIndex when the caller has one (else it is built)."""
-    t0 = model.start_ns
-    launch = analysis.launch
+@dataclass(frozen=True)
+class TablesPart:
+    """The parts of a report that read only the model and its TableIndex, not `analyze`'s result: computed
+    beside `analyze` (`pipeline.analyze_and_report`), joined by `report_entry`. (Health and counters read only
+    the model too; they are left to `report_entry`, which balances the two halves on the x30 ResNet trace.)"""
+
+    tables: TableIndex
+    tbprof: Overview
+    amp: Optional[Insight]  # the mixed-precision suggestion, when it applies
+    tables_entry: dict
+
+
+def tables_part(model: TraceModel, tables: Optional[TableIndex] = None) -> TablesPart:
+    """`TablesPart` of a model; `tables`: its TableIndex when the caller has one (else it is built)."""
     tables = tables if tables is not None else TableIndex.build(model)
     tbprof = overview(model, tables)
-    amp = tbprof.amp_insight()
+    return TablesPart(tables=tables, tbprof=tbprof, amp=tbprof.amp_insight(), tables_entry=tables_entry(model, tables))
+
+
+def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIndex] = None,
+                 part: Optional[TablesPart] = None) -> dict:
+    """The JSON report of one trace (times in µs; field list in HTTP_API.md, `summary`); `tables`: the
+    model's TableIndex when the caller has one (else it is built); `part`: its `tables_part`, likewise."""
+    t0 = model.start_ns
+    launch = analysis.launch
+    part = part if part is not None else tables_part(model, tables)
+    tbprof, amp = part.tbprof, part.amp
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
@@ -182,7 +201,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "health": health_entries(trace_health(model)),
         "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
         "savings": saving_entries(savings(model, analysis, amp=amp)),
-        "tables": tables_entry(model, tables),
+        "tables": part.tables_entry,
         **overview_entries(model, tbprof, analysis.idle),
         "counters": counters_summary(model),
     }

@@ -13,11 +13,11 @@ from typing import Any, Callable, Optional
 
 from ..analysis.jobs import JobGroup, job_groups, multi_rank_jobs
 from ..analysis.ranks import rank_digest, ranks_view
-from ..analysis.report import report_entry, with_run_verdicts
+from ..analysis.report import with_run_verdicts
 from ..formats.report import RENDERERS, render_independent, render_overview, render_ranks, render_run
 from ..formats.schema import versioned
 from ..index.readers import missing, report_from_index
-from ..pipeline import analyze_and_index
+from ..pipeline import analyze_and_report
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import TraceFile, resolve
@@ -64,8 +64,8 @@ def entry_for(trace: TraceFile, cache_dir, use_index: bool = False, notes: Optio
                 print(f"kinetoscope: {trace.path}: index sidecar not used ({reason}); decoding", file=sys.stderr)
     try:
         model = load_trace(trace.path, cache_dir=cache_dir)
-        analysis, tables = analyze_and_index(model)
-        return {**base, **report_entry(model, analysis, tables), "_digest": rank_digest(model, analysis, worker=trace.worker)}
+        done = analyze_and_report(model)
+        return {**base, **done.report, "_digest": rank_digest(model, done.analysis, worker=trace.worker)}
     except TraceError as exc:
         return {**base, "error": {"message": str(exc)}}
     except (RecursionError, MemoryError) as exc:

@@ -14,6 +14,7 @@ import gc
 import itertools
 import json
 import os
+from concurrent.futures import Executor, Future
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
@@ -562,17 +563,19 @@ class ColumnBuilder:
         return ids
 
     def finish(self, doc: TraceDoc, skipped: dict[str, int], warnings: list[str], source_bytes: int,
-               progress: Callable[[float], None] = lambda share: None) -> TraceModel:
+               progress: Callable[[float], None] = lambda share: None, pool: Optional[Executor] = None) -> TraceModel:
         """Build the model from every chunk added; `progress(share)` is told how far (0..1) as it goes.
 
         Peak memory is what bounds the events a machine can load, so each raw column is concatenated
         (freeing its chunk pieces) only when needed and dropped as soon as its last use is done.
+        With a thread `pool` (the parallel decode's, idle by now), two independent halves of the work run in one of
+        its threads meanwhile (the string ids; later the per-row argument columns): numpy releases the GIL in them.
         """
         skipped, warnings = dict(skipped), list(warnings)
         chunks, self._chunks = self._chunks, []
-        take = partial(_take_column, chunks)
-        names, name_id = self._names.dense(take("name"))
-        cats, cat_id = self._cats.dense(take("cat"))
+        take = partial(_take_column, chunks)  # each key is taken by one thread only
+        dense = _meanwhile(pool, lambda: tuple(table.dense(take(key)) for table, key in (
+            (self._names, "name"), (self._cats, "cat"), (self._pids, "pid"), (self._tids, "tid"))))
         base_ns = doc.baseTimeNanoseconds or 0
         if not -_INT_LIMIT < base_ns < _INT_LIMIT:
             warnings.append(f"ignored baseTimeNanoseconds={base_ns} (out of range)")
@@ -594,14 +597,14 @@ class ColumnBuilder:
         del dur, dur_ok
         if negatives:
             warnings.append(f"{negatives} negative durations clamped to 0")
+        (names, name_id), (cats, cat_id), (pid_raw, pid_rid), (tid_raw, tid_rid) = dense.result()
+        del dense
         kind_of_cat = np.array([kind_of_category(c) for c in cats], np.int8)
         kind = kind_of_cat[cat_id[x_rows]]
         mem_keep = ts_ok[mem_row]
         flow_row = take("flow_row").astype(np.int64, copy=False)
         flow_keep = ts_ok[flow_row]
         del ts_ok
-        pid_raw, pid_rid = self._pids.dense(take("pid"))
-        tid_raw, tid_rid = self._tids.dense(take("tid"))
         progress(0.25)
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows,
                              np.isin(kind, np.array(sorted(GPU_KINDS), np.int8)),
@@ -611,12 +614,8 @@ class ColumnBuilder:
         progress(0.5)
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
-        coll = self._collectives.columns(rows)
-        checked = self._validator_args.meta(rows)
-        coll.update(self._gpu_args.columns(rows))
-        coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
-        coll["call_frame_id"] = self._frame_ids(take("frame").astype(np.int64, copy=False)[rows], names)
         del x_rows
+        args = _meanwhile(pool, self._arg_columns, rows, take, names)  # `names` grows by the frames: read it after
         progress(0.7)
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),
@@ -629,12 +628,34 @@ class ColumnBuilder:
         flows = {"flow_id": take("flow_id").astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
+        coll, checked = args.result()
         return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
                           **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
                           meta={**_meta(doc, base_ns), **self._event_index.meta(), **checked,
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
+
+
+    def _arg_columns(self, rows: np.ndarray, take: Callable[[str], np.ndarray], names: list) -> tuple[dict, dict]:
+        """The model's columns read from event args (collectives, GPU launch shapes, Input Dims, call frames: new
+        frame names are appended to `names`) and the validator's metadata, for the complete events `rows`."""
+        coll = self._collectives.columns(rows)
+        checked = self._validator_args.meta(rows)
+        coll.update(self._gpu_args.columns(rows))
+        coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
+        coll["call_frame_id"] = self._frame_ids(take("frame").astype(np.int64, copy=False)[rows], names)
+        return coll, checked
+
+
+def _meanwhile(pool: Optional[Executor], work: Callable[..., Any], *args: Any) -> Future:
+    """`work(*args)` in a thread of `pool` while the caller goes on (its error comes out of `result()`); done at once,
+    here, without a pool."""
+    if pool is not None:
+        return pool.submit(work, *args)
+    done: Future = Future()
+    done.set_result(work(*args))
+    return done
 
 
 def _remap(mine: _Interner, theirs: dict, off: int) -> tuple[np.ndarray, np.ndarray]:

@@ -329,7 +329,7 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     """
     builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
     chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
-    offloader = None
+    offloader = helpers = None
     mapped = memoryview(blocks.buf) if isinstance(blocks, MappedText) else None
     reached = _Reached(blocks.buf if mapped is not None else None)
     if mapped is not None:  # nothing is read: the progress is the end of the last piece added
@@ -337,7 +337,9 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
-            offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
+            pool = _pool(workers, scans_text() and decode_in_threads())
+            helpers = pool if isinstance(pool, ThreadPoolExecutor) else None  # idle threads for `finish`
+            offloader = _Offloader(pool, workers, builder, plain_file,
                                    budget.limit(stored_bytes),
                                    budget.too_many(stored_bytes), report if progress is not None else None, mapped)
             offloader.merged = reached.added
@@ -366,10 +368,10 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     if mapped is not None:
         reached.at = stored_bytes
     if progress is None:
-        return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes())
+        return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(), pool=helpers)
     progress(DECODE_SHARE)
     model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(),
-                           lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share))
+                           lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share), pool=helpers)
     progress(0.99)
     return model
 

@@ -159,15 +159,36 @@ class TraceModel:
         return self.kind_in(ACTIVITY_KINDS)
 
     def kind_in(self, kinds, rows: Optional[np.ndarray] = None) -> np.ndarray:
-        """Whether each event's (or each of `rows`') kind is one of `kinds` (a lookup table: no sort, unlike np.isin)."""
+        """Whether each event's (or each of `rows`') kind is one of `kinds` (a lookup table: no sort, unlike np.isin).
+
+        Over all events the mask is computed once per set of kinds and shared, read-only: the analyses of one
+        trace ask for the same few sets (GPU activities, launch calls) some thirty times."""
+        wanted = frozenset(int(k) for k in kinds)
+        if rows is None:
+            cached = self._kind_masks.get(wanted)
+            if cached is not None:
+                return cached
         table = np.zeros(len(Kind), bool)
-        table[np.asarray(list(kinds), np.int64)] = True
-        return table[self.kind if rows is None else self.kind[rows]]
+        table[np.fromiter(wanted, np.int64, len(wanted))] = True
+        if rows is not None:
+            return table[self.kind[rows]]
+        mask = table[self.kind]
+        mask.flags.writeable = False
+        return self._kind_masks.setdefault(wanted, mask)  # two threads asking at once keep one mask
+
+    @cached_property
+    def _kind_masks(self) -> dict[frozenset, np.ndarray]:
+        return {}
 
     def name_in(self, name_ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
         """Whether each event's (or each of `rows`') name id is among `name_ids` (a lookup table)."""
+        name_ids = np.asarray(name_ids, np.int64)
+        if not name_ids.size:  # no such name: nothing to gather
+            picked = np.asarray(rows) if rows is not None else None
+            size = self.name_id.size if picked is None else int(np.count_nonzero(picked) if picked.dtype == bool else picked.size)
+            return np.zeros(size, bool)
         table = np.zeros(len(self.names), bool)
-        table[np.asarray(name_ids, np.int64)] = True
+        table[name_ids] = True
         return table[self.name_id if rows is None else self.name_id[rows]]
 
     def device_of_row(self) -> np.ndarray:

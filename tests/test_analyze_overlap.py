@@ -1,0 +1,80 @@
+"""`pipeline.analyze_and_report` (issue 29): the half of the work that reads only the model (TableIndex, the
+report's `tables_part`, the search index) runs in a second thread beside `analyze`; what comes out is exactly
+what the serial calls give, on every shared trace and sample."""
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+from conftest import SAMPLES, shared_trace_files
+from kinetoscope import pipeline
+from kinetoscope.analysis.report import analyze, report_entry
+from kinetoscope.analysis.search import SearchIndex
+from kinetoscope.trace.loader import TraceError, load_trace
+
+
+def traces() -> list:
+    samples = sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
+    return shared_trace_files() + samples
+
+
+@pytest.mark.parametrize("path", traces(), ids=str)
+def test_the_overlapped_report_is_the_serial_one(path):
+    try:
+        model = load_trace(str(path), cache_dir=None)
+    except TraceError:
+        pytest.skip("not a loadable trace")
+    done = pipeline.analyze_and_report(model, search=True)
+    serial = report_entry(model, analyze(model))
+    assert json.dumps(done.report, allow_nan=False) == json.dumps(serial, allow_nan=False)  # values and key order
+    search = SearchIndex.build(model)
+    assert np.array_equal(done.search.rows, search.rows) and done.search.lowered == search.lowered
+    assert pipeline.analyze_and_report(model).search is None  # the CLI asks for no search index
+
+
+def test_the_two_halves_run_in_two_threads(monkeypatch):
+    path = next(p for p in traces() if "resnet50_num_workers_0" in str(p))
+    model = load_trace(str(path), cache_dir=None)
+    seen = {}
+    real_analyze, real_part = pipeline.analyze, pipeline.tables_part
+    both = threading.Barrier(2, timeout=30)  # each half waits for the other to start: fails unless they overlap
+
+    def analyze_(m):
+        seen["analyze"] = threading.get_ident()
+        both.wait()
+        return real_analyze(m)
+
+    def part_(m):
+        seen["tables"] = threading.get_ident()
+        both.wait()
+        return real_part(m)
+
+    monkeypatch.setattr(pipeline, "analyze", analyze_)
+    monkeypatch.setattr(pipeline, "tables_part", part_)
+    done = pipeline.analyze_and_report(model)
+    assert seen["analyze"] != seen["tables"] and done.report["events"] == model.n_events
+
+
+def test_a_failing_analysis_waits_for_the_other_half(monkeypatch):
+    path = next(p for p in traces() if "resnet50_num_workers_0" in str(p))
+    model = load_trace(str(path), cache_dir=None)
+    started, finished = threading.Event(), threading.Event()
+    real_part = pipeline.tables_part
+
+    def slow_part(m):
+        started.set()
+        out = real_part(m)
+        finished.set()
+        return out
+
+    def broken(m):
+        assert started.wait(30)  # the other half is running (one not started yet is cancelled instead)
+        raise ValueError("boom")
+
+    monkeypatch.setattr(pipeline, "tables_part", slow_part)
+    monkeypatch.setattr(pipeline, "analyze", broken)
+    with pytest.raises(ValueError, match="boom"):
+        pipeline.analyze_and_report(model)
+    assert finished.is_set()  # the side thread was not left reading the model behind the caller's back
