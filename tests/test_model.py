@@ -11,7 +11,7 @@ import pytest
 from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, shared_trace_files, trace_doc, write_trace
 from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
 from kinetoscope.trace.loader import load_trace
-from kinetoscope.trace.model import PIECE_FIELDS, array_fields, union, unique
+from kinetoscope.trace.model import PIECE_FIELDS, array_fields, union, unique, unique_inverse
 from kinetoscope.trace.source import event_args
 
 
@@ -277,3 +277,15 @@ def test_unique_and_union_are_numpys(dtype):
         assert np.array_equal(union(values, other), np.union1d(values, other))
     floats = np.array([np.nan, 1.0, np.nan, 0.5])
     assert np.array_equal(unique(floats), np.unique(floats), equal_nan=True)  # numpy's own NaN handling
+
+
+@pytest.mark.parametrize("values", [
+    np.array([5, 3, 5, 0, 3, 9], np.int32), np.array([7], np.int64), np.array([], np.int64), np.array([3, 3], np.uint16),
+    np.array([-1, 4, -1, 2], np.int64),  # negatives: numpy's sort
+    np.array([10**12, 5, 10**12], np.int64),  # far larger than their count: numpy's sort
+    np.array([2.5, 1.0, 2.5]), np.random.default_rng(1).integers(0, 50, 2000), np.random.default_rng(2).integers(0, 9000, 30)])
+def test_unique_inverse_equals_numpys(values):
+    distinct, inverse = unique_inverse(values)
+    want, want_inverse = np.unique(values, return_inverse=True)
+    assert distinct.dtype == want.dtype and np.array_equal(distinct, want)
+    assert inverse.dtype == np.int64 and np.array_equal(inverse, want_inverse.reshape(-1))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import STEP_RE, Kind, LaneKind
-from ..trace.model import TraceModel, freeze_arrays, union
+from ..trace.model import TraceModel, freeze_arrays, union, unique_inverse
 from .op_forest import build_forest
 from .selectors import legacy_annotation_mask
 from .tables import Window, clip
@@ -79,7 +79,7 @@ def annotation_table(model: TraceModel, side: str = "gpu", scope: str = "all", w
         rows = forest.rows[forest.parent < 0]
     inside, dur = clip(model.ts_ns[rows], model.end_ns[rows], window)
     rows, dur = rows[inside], dur[inside]
-    ids, ix = np.unique(model.name_id[rows], return_inverse=True)
+    ids, ix = unique_inverse(model.name_id[rows])
     ix = ix.reshape(-1)
     n = ids.size
     count = np.bincount(ix, minlength=n).astype(np.int64)

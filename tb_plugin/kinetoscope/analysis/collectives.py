@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.kinds import CPU_OP_KINDS, LAUNCH_KINDS, STEP_RE, Kind, is_collective_name, is_comm_kernel_name
-from ..trace.model import TraceModel, unique
+from ..trace.model import TraceModel, unique, unique_inverse
 from .cpu_ops import self_time
 from .selectors import OpIndex, cpu_rows, step_rows
 
@@ -316,7 +316,7 @@ def _ops_before(model: TraceModel, rows: np.ndarray, step_start: np.ndarray,
         if b <= a:
             out.append(())
             continue
-        ids, inverse = np.unique(model.name_id[op_rows[a:b]], return_inverse=True)
+        ids, inverse = unique_inverse(model.name_id[op_rows[a:b]])
         total = np.bincount(inverse, weights=op_self[a:b])
         top = np.argsort(-total, kind="stable")[:TOP_BEFORE]
         out.append(tuple((model.shown_names[ids[i]], int(total[i])) for i in top.tolist() if total[i] > 0))

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS
-from ..trace.model import TraceModel, freeze_arrays, unique
+from ..trace.model import TraceModel, freeze_arrays, unique, unique_inverse
 from .thresholds import QUEUE_FULL
 
 # Launch calls HTA counts in a queue (hta/common/trace_symbol_table.py, get_runtime_launch_events_mask).
@@ -104,7 +104,7 @@ def queue_length(model: TraceModel) -> QueueLength:
     act = np.flatnonzero(model.kind_in(ACTIVITY_KINDS) & (model.launch_idx >= 0))
     launch_ids = model.name_ids_where(lambda n: n in QUEUE_LAUNCH_NAMES)
     act = act[model.name_in(launch_ids, model.launch_idx[act])] if launch_ids.size else act[:0]
-    lanes, key = np.unique(model.lane[act], return_inverse=True)
+    lanes, key = unique_inverse(model.lane[act])
     key = key.astype(np.int64)
     n = act.size
     series = step_series(np.concatenate((key, key)), np.concatenate((model.ts_ns[model.launch_idx[act]], model.ts_ns[act])),
@@ -147,7 +147,7 @@ def memory_bandwidth(model: TraceModel) -> MemoryBandwidth:
     names = unique(model.name_id[rows])  # the regexes run once per activity name, not per event or per name
     memory = names[np.fromiter((is_memory_kernel(model.names[i]) for i in names.tolist()), bool, names.size)]
     rows = rows[model.name_in(memory, rows)]
-    ids, inverse = np.unique(model.name_id[rows], return_inverse=True)
+    ids, inverse = unique_inverse(model.name_id[rows])
     types = [memory_type(model.names[i]) for i in ids.tolist()]
     names = tuple(sorted(set(types)))
     type_of_id = np.array([names.index(t) for t in types], np.int64)

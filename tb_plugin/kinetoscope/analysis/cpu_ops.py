@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique_inverse
 from .selectors import OpIndex
 
 
@@ -33,7 +33,7 @@ def hot_spots(model: TraceModel, ops: OpIndex, top: int) -> list[tuple[str, int]
     rows, self_ns = self_time(model, ops)
     if rows.size == 0:
         return []
-    ids, inverse = np.unique(model.name_id[rows], return_inverse=True)
+    ids, inverse = unique_inverse(model.name_id[rows])
     total = np.bincount(inverse, weights=self_ns)
     order = np.argsort(-total, kind="stable")[:top]
     return [(model.shown_names[ids[i]], int(total[i])) for i in order if total[i] > 0]

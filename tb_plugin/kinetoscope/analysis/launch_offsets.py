@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import Kind
-from ..trace.model import TraceModel
+from ..trace.model import TraceModel, unique_inverse
 from .selectors import enclosing_of_kind, first_of_launch, parent_rows
 
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0))
@@ -80,7 +80,7 @@ def issuing_ops(model: TraceModel, launch: np.ndarray) -> np.ndarray:
         _by_external_id(model, launch, ops, result)
     missing = np.flatnonzero(result < 0)
     if missing.size:
-        unique_launch, inverse = np.unique(launch[missing], return_inverse=True)
+        unique_launch, inverse = unique_inverse(launch[missing])
         found = enclosing_of_kind(model, unique_launch, (Kind.CPU_OP,), parent_rows(model))
         result[missing] = found[inverse]
     return result

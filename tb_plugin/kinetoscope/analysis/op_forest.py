@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.build import nesting_depth
-from ..trace.model import TraceModel, freeze_arrays, unique
+from ..trace.model import TraceModel, freeze_arrays, unique, unique_inverse
 from .nesting import parents_by_depth
 
 
@@ -80,7 +80,7 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     depth = nesting_depth(start, end - start, ptr).astype(np.int64)
     parent = parents_by_depth(depth)  # a node's depth is at most its predecessor's + 1: parents share its lane
     subtree_end = np.arange(rows.size, dtype=np.int64) + _subtree_sizes(depth, parent)
-    name_ids, name_ix = np.unique(model.name_id[rows], return_inverse=True)
+    name_ids, name_ix = unique_inverse(model.name_id[rows])
     launch = model.launch_idx[act_rows]
     owner = np.full(act_rows.size, -1, np.int64)
     linked = np.flatnonzero(launch >= 0)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import CPU_OP_KINDS, LaneKind
-from ..trace.model import TraceModel, freeze_arrays, union, unique
+from ..trace.model import TraceModel, freeze_arrays, union, unique, unique_inverse
 from .op_forest import Forest, build_forest, innermost_at, subtree_max
 from .tables import TableIndex, Window, clip, module_rows
 
@@ -97,7 +97,7 @@ def op_memory_table(model: TraceModel, index: TableIndex, window: Window = None)
     owned = pos >= 0
     owned[owned] = is_op[pos[owned]]
     dev_key = np.where(dev_type[ev] == CPU, -1, dev_id[ev])
-    keys, dev_ix = np.unique(dev_key, return_inverse=True)
+    keys, dev_ix = unique_inverse(dev_key)
     dev_ix = dev_ix.reshape(-1)
     devices = tuple("CPU" if k < 0 else f"GPU{k}" for k in keys.tolist())
     nbytes = model.mem_bytes[ev]

@@ -67,7 +67,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, union
+from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, union, unique_inverse
 from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
@@ -219,7 +219,7 @@ def _module_groups(model: TraceModel, ops: Forest, modules: Forest) -> Optional[
 def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
     """Groups of op calls by (name, `sub`: an id below `n_sub` per call, -1 for none)."""
     key = ops.name_ix.astype(np.int64) * (n_sub + 1) + (sub.astype(np.int64) + 1)
-    keys, group_ix = np.unique(key, return_inverse=True)
+    keys, group_ix = unique_inverse(key)
     group_ix = group_ix.reshape(-1).astype(np.int32)
     name_ids = ops.name_ids[keys // (n_sub + 1)]
     sub_ids = (keys % (n_sub + 1) - 1).astype(np.int32)
@@ -462,8 +462,8 @@ def _launch_groups(index: TableIndex, by_op: bool) -> tuple[np.ndarray, np.ndarr
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     group_ix = np.zeros(index.act_rows.size, np.int64)
     for col in cols:  # one int64 key per column, compacted after each (np.unique(axis=0) sorts rows: 10x slower)
-        _, code = np.unique(col, return_inverse=True)
-        _, group_ix = np.unique(group_ix * (int(code.max()) + 1) + code.reshape(-1), return_inverse=True)
+        _, code = unique_inverse(col)
+        _, group_ix = unique_inverse(group_ix * (int(code.max()) + 1) + code)
         group_ix = group_ix.reshape(-1)
     first = np.zeros(int(group_ix.max()) + 1, np.int64)
     first[group_ix[::-1]] = np.arange(group_ix.size - 1, -1, -1)  # any member gives the group's name and op
@@ -519,7 +519,7 @@ def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray,
     if index.ops.size:
         op_ix = np.where(owner >= 0, index.ops.name_ix[np.maximum(owner, 0)], -1).astype(np.int64) + 1
     width = index.ops.name_ids.size + 1
-    pairs, inverse = np.unique(local[index.act_name_ix[sel]] * width + op_ix, return_inverse=True)  # one int64 sort
+    pairs, inverse = unique_inverse(local[index.act_name_ix[sel]] * width + op_ix)  # one int64 key
     ns = _sum(inverse.reshape(-1), dur, pairs.size)
     count = np.bincount(inverse.reshape(-1), minlength=pairs.size)
     kernel_local, op_of = pairs // width, pairs % width - 1

@@ -64,7 +64,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.kinds import Kind, LaneKind, is_collective_name
-from ..trace.model import TraceModel, unique
+from ..trace.model import TraceModel, unique, unique_inverse
 from . import intervals
 from .selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, iteration_rows, launch_call_rows, sync_rows
 from .whatif_edits import MAX_EDITS, MAX_FACTOR, MAX_NAME, NO_STEPS, OP_SEP, SPELLINGS, STRAGGLER, WARMUP, Edit, EditError, parse_edit  # noqa: F401
@@ -283,7 +283,7 @@ class _Context:
         sync_tail = np.where(waited, sync_end - awaited, 0.0)
         seg_order = np.argsort(segment, kind="stable")  # (lane, start) order kept inside each segment
         seg_bounds = np.searchsorted(segment[seg_order], np.arange(syncs.size + 2))
-        lane_i = np.unique(lane, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        lane_i = unique_inverse(lane)[1].reshape(-1).astype(np.int64)
         ordered = lane_i[seg_order]
         seg_first = np.ones(acts.size, bool)  # a run of one lane begins (inside a segment)
         seg_first[1:] = ordered[1:] != ordered[:-1]

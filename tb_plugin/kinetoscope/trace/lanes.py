@@ -78,7 +78,8 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
     pid_int, pid_text = _canonical(ids.pid_raw)
     tid_int, tid_text = _canonical(ids.tid_raw)
     a, b = pid_int[pid_rid], tid_int[tid_rid]
-    cls = np.where(a == _STRING, LaneKind.MARKER, LaneKind.CPU).astype(np.int8)
+    cls = np.full(a.size, LaneKind.CPU, np.int8)
+    cls[a == _STRING] = LaneKind.MARKER
     nx = x_rows.size
     gpu = np.flatnonzero(x_on_gpu)
     if gpu.size:

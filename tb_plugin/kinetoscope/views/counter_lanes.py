@@ -26,7 +26,7 @@ import numpy as np
 
 from ..analysis.counters import Series, memory_bandwidth, queue_length, step_series
 from ..trace.kinds import ACTIVITY_KINDS, Kind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, unique_inverse
 
 COUNTER_PX = 6  # pixels per bucket: a step chart finer than this reads as noise, and costs answer size
 MAX_BUCKETS = 500
@@ -71,7 +71,7 @@ class CounterIndex:
 
 def _device_series(model: TraceModel, rows: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, Series]:
     """Per device of `rows`: the running sum of `weight` over the rows' intervals (starts before ends at a tie)."""
-    devices, key = np.unique(model.lane_pid[model.lane[rows]], return_inverse=True)
+    devices, key = unique_inverse(model.lane_pid[model.lane[rows]])
     key = key.astype(np.int64)
     n = rows.size
     start = model.ts_ns[rows]

@@ -12,7 +12,7 @@ from ..analysis.extra_tables import EXTRA_KINDS
 from ..analysis.search import SearchIndex, find
 from ..analysis.selectors import NO_OP
 from ..trace.kinds import Kind
-from ..trace.model import TraceModel, shown
+from ..trace.model import TraceModel, shown, unique_inverse
 from .extra_tables import EXTRA_SORTS
 
 TABLE_KINDS = ("op", "kernel", "module", *EXTRA_KINDS)
@@ -187,7 +187,7 @@ def search_view(model: TraceModel, index: SearchIndex, query: str, *, offset: in
     """
     matches = find(index, query)
     page = matches.rows[offset: offset + min(limit, MAX_SEARCH_LIMIT)]
-    ids, name_ix = np.unique(model.name_id[page], return_inverse=True)
+    ids, name_ix = unique_inverse(model.name_id[page])
     base = model.start_ns
     return {"query": query, "total": int(matches.rows.size), "names_matched": int(matches.name_ids.size),
             "offset": offset, "limit": limit, "names": [model.shown_names[i] for i in ids.tolist()],
