@@ -636,7 +636,6 @@ class ColumnBuilder:
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
 
-
     def _arg_columns(self, rows: np.ndarray, take: Callable[[str], np.ndarray], names: list) -> tuple[dict, dict]:
         """The model's columns read from event args (collectives, GPU launch shapes, Input Dims, call frames: new
         frame names are appended to `names`) and the validator's metadata, for the complete events `rows`."""
