@@ -66,6 +66,11 @@ def shared_trace_files() -> list[Path]:
     return sorted(p for p in SHARED_TRACES.rglob("*") if p.name.endswith((".json", ".json.gz")))
 
 
+def sample_trace_files() -> list[Path]:
+    """Every trace of the sample logdirs (samples/logs)."""
+    return sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
 # Builders for 2024-era events (cpu_op / cuda_runtime / kernel); times in µs, as Kineto writes them.
 def op(name: str, ts: float, dur: float, tid: Any = 1, cat: str = "cpu_op", pid: Any = 100, **args) -> dict:
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, shared_trace_files
+from conftest import requires_shared, sample_trace_files, shared_trace_files
 from kinetoscope import pipeline
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.analysis.search import SearchIndex
@@ -16,8 +16,7 @@ from kinetoscope.trace.loader import TraceError, load_trace
 
 
 def traces() -> list:
-    samples = sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
-    return shared_trace_files() + samples
+    return shared_trace_files() + sample_trace_files()
 
 
 @pytest.mark.parametrize("path", traces(), ids=str)
@@ -34,6 +33,7 @@ def test_the_overlapped_report_is_the_serial_one(path):
     assert pipeline.analyze_and_report(model).search is None  # the CLI asks for no search index
 
 
+@requires_shared
 def test_the_two_halves_run_in_two_threads(monkeypatch):
     path = next(p for p in traces() if "resnet50_num_workers_0" in str(p))
     model = load_trace(str(path), cache_dir=None)
@@ -57,6 +57,7 @@ def test_the_two_halves_run_in_two_threads(monkeypatch):
     assert seen["analyze"] != seen["tables"] and done.report["events"] == model.n_events
 
 
+@requires_shared
 def test_a_failing_analysis_waits_for_the_other_half(monkeypatch):
     path = next(p for p in traces() if "resnet50_num_workers_0" in str(p))
     model = load_trace(str(path), cache_dir=None)

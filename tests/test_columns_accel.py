@@ -10,12 +10,12 @@ import os
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, kernel, launch, memory, op, shared_trace_files, trace_doc, write_trace
+from conftest import kernel, launch, memory, op, sample_trace_files, shared_trace_files, trace_doc, write_trace
 from kinetoscope.trace import build, loader
 from kinetoscope.trace.decode import Args, Event
 from kinetoscope.trace.model import array_fields
 
-SAMPLE_TRACES = sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
+SAMPLE_TRACES = sample_trace_files()
 
 
 @pytest.mark.skipif(bool(os.environ.get("KINETOSCOPE_PURE_PYTHON")), reason="the pure-Python extractor was asked for")

@@ -14,7 +14,7 @@ import shutil
 import msgspec
 import numpy as np
 import pytest
-from conftest import SAMPLES, kernel, launch, op, shared_trace_files
+from conftest import kernel, launch, op, sample_trace_files, shared_trace_files
 from hostile_corpus import CASES, write_corpus
 from kinetoscope.trace import build, loader
 from kinetoscope.trace.budgets import DECODE_POOL_ENV, DECODE_WORKERS_ENV, FAST_DECODE_ENV
@@ -73,10 +73,6 @@ def test_hostile_files_give_the_same_model_or_error(case, monkeypatch, tmp_path)
     (_, path), = write_corpus(tmp_path, [case])
     fast, typed = load_both(path, monkeypatch)
     assert differences(typed, fast) == []
-
-
-def sample_trace_files() -> list:
-    return sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
 
 
 @pytest.mark.parametrize("path", shared_trace_files(), ids=lambda p: p.name[:60])

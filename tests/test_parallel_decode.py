@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, kernel, launch, op, shared_trace_files, trace_doc
+from conftest import kernel, launch, op, sample_trace_files, shared_trace_files, trace_doc
 from hostile_corpus import CASES, write_corpus
 from kinetoscope.trace import budgets, loader
 from kinetoscope.trace.budgets import DECODE_WORKERS_ENV, SettingError, decode_workers, parse_decode_workers
@@ -24,10 +24,6 @@ from kinetoscope.trace.loader import TraceError, load_trace
 from kinetoscope.trace.storage import StorageError
 
 SMALL_PIECE = 1 << 16
-
-
-def sample_trace_files() -> list:
-    return sorted(p for p in (SAMPLES / "logs").rglob("*") if p.name.endswith((".json", ".json.gz")))
 
 
 @pytest.fixture

@@ -80,7 +80,6 @@ def annotation_table(model: TraceModel, side: str = "gpu", scope: str = "all", w
     inside, dur = clip(model.ts_ns[rows], model.end_ns[rows], window)
     rows, dur = rows[inside], dur[inside]
     ids, ix = unique_inverse(model.name_id[rows])
-    ix = ix.reshape(-1)
     n = ids.size
     count = np.bincount(ix, minlength=n).astype(np.int64)
     total = np.bincount(ix, weights=dur, minlength=n).astype(np.int64)

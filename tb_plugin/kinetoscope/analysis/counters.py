@@ -105,7 +105,6 @@ def queue_length(model: TraceModel) -> QueueLength:
     launch_ids = model.name_ids_where(lambda n: n in QUEUE_LAUNCH_NAMES)
     act = act[model.name_in(launch_ids, model.launch_idx[act])] if launch_ids.size else act[:0]
     lanes, key = unique_inverse(model.lane[act])
-    key = key.astype(np.int64)
     n = act.size
     series = step_series(np.concatenate((key, key)), np.concatenate((model.ts_ns[model.launch_idx[act]], model.ts_ns[act])),
                      np.concatenate((np.ones(n), -np.ones(n))), lanes.size,

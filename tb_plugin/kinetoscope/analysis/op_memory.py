@@ -98,7 +98,6 @@ def op_memory_table(model: TraceModel, index: TableIndex, window: Window = None)
     owned[owned] = is_op[pos[owned]]
     dev_key = np.where(dev_type[ev] == CPU, -1, dev_id[ev])
     keys, dev_ix = unique_inverse(dev_key)
-    dev_ix = dev_ix.reshape(-1)
     devices = tuple("CPU" if k < 0 else f"GPU{k}" for k in keys.tolist())
     nbytes = model.mem_bytes[ev]
     inside, _ = clip(forest.start_ns, forest.end_ns, window)

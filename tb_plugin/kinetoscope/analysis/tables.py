@@ -220,7 +220,7 @@ def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
     """Groups of op calls by (name, `sub`: an id below `n_sub` per call, -1 for none)."""
     key = ops.name_ix.astype(np.int64) * (n_sub + 1) + (sub.astype(np.int64) + 1)
     keys, group_ix = unique_inverse(key)
-    group_ix = group_ix.reshape(-1).astype(np.int32)
+    group_ix = group_ix.astype(np.int32)
     name_ids = ops.name_ids[keys // (n_sub + 1)]
     sub_ids = (keys % (n_sub + 1) - 1).astype(np.int32)
     return _SubGroups(group_ix, name_ids.astype(np.int32), sub_ids, _Groups.of(group_ix, keys.size))
@@ -464,7 +464,6 @@ def _launch_groups(index: TableIndex, by_op: bool) -> tuple[np.ndarray, np.ndarr
     for col in cols:  # one int64 key per column, compacted after each (np.unique(axis=0) sorts rows: 10x slower)
         _, code = unique_inverse(col)
         _, group_ix = unique_inverse(group_ix * (int(code.max()) + 1) + code)
-        group_ix = group_ix.reshape(-1)
     first = np.zeros(int(group_ix.max()) + 1, np.int64)
     first[group_ix[::-1]] = np.arange(group_ix.size - 1, -1, -1)  # any member gives the group's name and op
     return group_ix.astype(np.int64), index.act_name_ix[first].astype(np.int64), op_name[first].astype(np.int64)
@@ -520,8 +519,8 @@ def kernel_launchers(model: TraceModel, index: TableIndex, name_ids: np.ndarray,
         op_ix = np.where(owner >= 0, index.ops.name_ix[np.maximum(owner, 0)], -1).astype(np.int64) + 1
     width = index.ops.name_ids.size + 1
     pairs, inverse = unique_inverse(local[index.act_name_ix[sel]] * width + op_ix)  # one int64 key
-    ns = _sum(inverse.reshape(-1), dur, pairs.size)
-    count = np.bincount(inverse.reshape(-1), minlength=pairs.size)
+    ns = _sum(inverse, dur, pairs.size)
+    count = np.bincount(inverse, minlength=pairs.size)
     kernel_local, op_of = pairs // width, pairs % width - 1
     op_name = np.full(op_of.size, -1, np.int64)
     op_name[op_of >= 0] = index.ops.name_ids[op_of[op_of >= 0]]

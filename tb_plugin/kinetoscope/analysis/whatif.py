@@ -283,7 +283,7 @@ class _Context:
         sync_tail = np.where(waited, sync_end - awaited, 0.0)
         seg_order = np.argsort(segment, kind="stable")  # (lane, start) order kept inside each segment
         seg_bounds = np.searchsorted(segment[seg_order], np.arange(syncs.size + 2))
-        lane_i = unique_inverse(lane)[1].reshape(-1).astype(np.int64)
+        lane_i = unique_inverse(lane)[1]
         ordered = lane_i[seg_order]
         seg_first = np.ones(acts.size, bool)  # a run of one lane begins (inside a segment)
         seg_first[1:] = ordered[1:] != ordered[:-1]

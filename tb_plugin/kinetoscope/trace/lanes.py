@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kinds import LaneKind
-from .model import unique
+from .model import unique, unique_inverse
 
 _STREAM_RE = re.compile(r"^\s*stream\s+(-?\d+)\s*$")
 _STRING = np.iinfo(np.int64).min  # canonical value of a pid/tid that is not a number
@@ -95,11 +95,8 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
     code *= len(ids.tid_raw)
     code += _canonical_ranks(tid_int, tid_text)[tid_rid]
     code = _lane_codes(cls, code, a, b)
-    if code.size and code.max() > 2 * code.size + 1024:  # many pids times many tids (or devices times streams):
-        code = np.unique(code, return_inverse=True)[1].reshape(-1)  # the same order, dense, so bincount stays small
-    present = np.bincount(code) > 0
-    inverse = (np.cumsum(present) - 1)[code]
-    first = np.full(int(present.sum()), -1, np.int64)
+    distinct, inverse = unique_inverse(code)  # a sort only for many pids times many tids (or devices times streams)
+    first = np.full(distinct.size, -1, np.int64)
     first[inverse[::-1]] = np.arange(code.size - 1, -1, -1)
     lane_kind, lane_a, lane_b = cls[first], a[first], b[first]
     labels = _labels(meta_events, lane_kind, lane_a, lane_b, pid_text, tid_text, pid_rid[first], tid_rid[first])
@@ -136,13 +133,10 @@ def _lane_codes(cls: np.ndarray, raw_code: np.ndarray, a: np.ndarray, b: np.ndar
 
 
 def _dense_rank(values: np.ndarray) -> tuple[int, np.ndarray]:
-    """How many distinct values, and each one's rank among them (int64). Device and stream numbers are
-    small, so a bincount ranks them without sorting millions of rows; other values take `np.unique`."""
-    if values.size and 0 <= values.min() and values.max() < (1 << 20):
-        present = np.bincount(values) > 0
-        return int(present.sum()), (np.cumsum(present) - 1)[values]
-    distinct, rank = np.unique(values, return_inverse=True)
-    return distinct.size, rank.astype(np.int64, copy=False).reshape(-1)
+    """How many distinct values, and each one's rank among them (int64): device and stream numbers are small, so
+    `unique_inverse` ranks them by a bincount, without sorting millions of rows."""
+    distinct, rank = unique_inverse(values)
+    return distinct.size, rank
 
 
 def _labels(meta_events, kind, a, b, pid_text, tid_text, pid_rid, tid_rid) -> list[str]:

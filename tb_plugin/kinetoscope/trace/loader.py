@@ -337,11 +337,10 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
-            pool = _pool(workers, scans_text() and decode_in_threads())
-            helpers = pool if isinstance(pool, ThreadPoolExecutor) else None  # idle threads for `finish`
-            offloader = _Offloader(pool, workers, builder, plain_file,
+            offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
                                    budget.limit(stored_bytes),
                                    budget.too_many(stored_bytes), report if progress is not None else None, mapped)
+            helpers = offloader.pool if offloader.threads else None  # its threads are idle during `finish`
             offloader.merged = reached.added
             try:
                 decoded = decode_chunks(blocks, _reporting(reached.tracking(offloader.sink), source_bytes,

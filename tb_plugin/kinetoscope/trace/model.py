@@ -183,10 +183,8 @@ class TraceModel:
     def name_in(self, name_ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
         """Whether each event's (or each of `rows`') name id is among `name_ids` (a lookup table)."""
         name_ids = np.asarray(name_ids, np.int64)
-        if not name_ids.size:  # no such name: nothing to gather
-            picked = np.asarray(rows) if rows is not None else None
-            size = self.name_id.size if picked is None else int(np.count_nonzero(picked) if picked.dtype == bool else picked.size)
-            return np.zeros(size, bool)
+        if not name_ids.size and rows is None:  # no such name in the trace: nothing to gather
+            return np.zeros(self.name_id.size, bool)
         table = np.zeros(len(self.names), bool)
         table[name_ids] = True
         return table[self.name_id if rows is None else self.name_id[rows]]

@@ -72,7 +72,6 @@ class CounterIndex:
 def _device_series(model: TraceModel, rows: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, Series]:
     """Per device of `rows`: the running sum of `weight` over the rows' intervals (starts before ends at a tie)."""
     devices, key = unique_inverse(model.lane_pid[model.lane[rows]])
-    key = key.astype(np.int64)
     n = rows.size
     start = model.ts_ns[rows]
     series = step_series(np.concatenate((key, key)), np.concatenate((start, start + model.dur_ns[rows])),
