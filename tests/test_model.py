@@ -11,7 +11,7 @@ import pytest
 from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, shared_trace_files, trace_doc, write_trace
 from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
 from kinetoscope.trace.loader import load_trace
-from kinetoscope.trace.model import PIECE_FIELDS, array_fields, union, unique, unique_inverse
+from kinetoscope.trace.model import PIECE_FIELDS, array_fields, stable_order, union, unique, unique_inverse
 from kinetoscope.trace.source import event_args
 
 
@@ -152,6 +152,8 @@ def test_real_traces_decode_with_invariants(path):
     for k in range(len(model.lane_label)):
         lo, hi = model.lane_ptr[k], model.lane_ptr[k + 1]
         assert np.all(model.lane[lo:hi] == k) and np.all(np.diff(model.ts_ns[lo:hi]) >= 0)
+    from kinetoscope.trace.build import _nesting_depth_py  # the compiled depths (where built) equal the array version's
+    assert np.array_equal(model.depth, _nesting_depth_py(model.ts_ns, model.dur_ns, model.lane_ptr))
     # every GPU activity whose correlation has a launch call is linked to it
     launch_corr = set(model.correlation[np.isin(model.kind, [Kind.RUNTIME, Kind.DRIVER])].tolist())
     acts = np.flatnonzero(model.activity_mask())
@@ -289,3 +291,57 @@ def test_unique_inverse_equals_numpys(values):
     want, want_inverse = np.unique(values, return_inverse=True)
     assert distinct.dtype == want.dtype and np.array_equal(distinct, want)
     assert inverse.dtype == np.int64 and np.array_equal(inverse, want_inverse.reshape(-1))
+
+
+def _depth_by_definition(ts, dur, ptr):
+    depth = np.zeros(ts.size, np.int64)
+    for lo, hi in zip(ptr[:-1], ptr[1:]):
+        for i in range(lo, hi):
+            depth[i] = np.count_nonzero(ts[lo:i] + dur[lo:i] > ts[i])
+    return np.minimum(depth, np.iinfo(np.int16).max)
+
+
+def _random_lanes(rng, n, spread, long_share):
+    lane = np.sort(rng.integers(0, 4, n))
+    ts = rng.integers(0, spread, n)
+    dur = np.where(rng.random(n) < long_share, rng.integers(0, spread, n), rng.integers(0, 3, n))
+    order = np.lexsort((-dur, ts, lane))
+    return ts[order], dur[order], np.searchsorted(lane[order], np.arange(5))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nesting_depth_compiled_and_array_versions_equal_the_definition(seed):
+    from kinetoscope.trace import build
+    rng = np.random.default_rng(seed)
+    ts, dur, ptr = _random_lanes(rng, 400, [5, 50, 4000][seed % 3], [0.0, 0.3, 0.9][seed // 2 % 3])
+    want = _depth_by_definition(ts, dur, ptr)
+    assert np.array_equal(build._nesting_depth_py(ts, dur, ptr), want)
+    assert np.array_equal(build.nesting_depth(ts, dur, ptr), want)
+
+
+def test_nesting_depth_caps_and_falls_back_on_unsorted_or_negative_input():
+    from kinetoscope.trace import build
+    n = 40000
+    ts, dur, ptr = np.arange(n, dtype=np.int64), np.full(n, n, np.int64), np.array([0, n])
+    depth = build.nesting_depth(ts, dur, ptr)
+    assert depth[-1] == 32767 and depth[100] == 100 and np.array_equal(depth, build._nesting_depth_py(ts, dur, ptr))
+    unsorted = np.array([5, 1, 3], np.int64)
+    assert np.array_equal(build.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3])),
+                          build._nesting_depth_py(unsorted, np.ones(3, np.int64), np.array([0, 3])))
+    if build.ACCELERATED:
+        out = np.empty(3, np.int16)
+        assert build._accel.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3], np.int64), out) is False
+        assert build._accel.nesting_depth(np.arange(3, dtype=np.int64), np.array([1, -1, 1], np.int64),
+                                          np.array([0, 3], np.int64), out) is False
+        with pytest.raises(ValueError):
+            build._accel.nesting_depth(np.arange(3, dtype=np.int64), np.ones(3, np.int64), np.array([0, 4], np.int64), out)
+
+
+
+@pytest.mark.parametrize("values", [
+    np.random.default_rng(3).integers(0, 200, 5000).astype(np.int32), np.random.default_rng(4).integers(0, 60000, 5000),
+    np.random.default_rng(5).integers(0, 70000, 5000), np.random.default_rng(6).integers(-3, 9, 5000),
+    np.random.default_rng(7).integers(0, 5, 5000).astype(np.int16), np.arange(100, 0, -1), np.array([], np.int64),
+    np.array([3, 1, 3, 2], np.uint32), np.random.default_rng(8).random(300)])
+def test_stable_order_equals_numpys_stable_argsort(values):
+    assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))

@@ -56,8 +56,8 @@ def annotation_rows(model: TraceModel, side: str) -> np.ndarray:
     """Rows of the side's annotation ranges (GPU: `gpu_user_annotation` on GPU lanes; CPU: `user_annotation`,
     and 2021 `Operator` annotations, on CPU lanes), ascending."""
     if side == "gpu":
-        return np.flatnonzero((model.kind == Kind.GPU_USER_ANNOTATION) & (model.lane_kind[model.lane] == LaneKind.GPU))
-    cpu = np.flatnonzero(model.lane_kind[model.lane] == LaneKind.CPU)
+        return np.flatnonzero((model.kind == Kind.GPU_USER_ANNOTATION) & model.on_lanes(LaneKind.GPU))
+    cpu = model.rows_on(LaneKind.CPU)
     ann = cpu[model.kind[cpu] == Kind.USER_ANNOTATION]
     ops = cpu[model.kind[cpu] == Kind.CPU_OP]
     return union(ann, ops[legacy_annotation_mask(model, ops)])

@@ -64,7 +64,7 @@ class GpuSummary:
 
 def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ...]:
     """The summary of every device that ran a kernel, in device order (at most MAX_DEVICES)."""
-    kernels = np.flatnonzero((model.kind == Kind.KERNEL) & (model.lane_kind[model.lane] == LaneKind.GPU))
+    kernels = np.flatnonzero((model.kind == Kind.KERNEL) & model.on_lanes(LaneKind.GPU))
     device = model.lane_pid[model.lane[kernels]]
     devices = unique(device)[:MAX_DEVICES]
     if devices.size == 0:

@@ -115,7 +115,7 @@ def stream_overlaps(model: TraceModel) -> np.ndarray:
     One pass over every stream at once (a trace may have 100k of them): rows are in (lane, ts) order, so a
     running maximum of (lane, rank of end) keys is each lane's running maximum end, never a lane before it.
     """
-    rows = np.flatnonzero(model.kind_in(ACTIVITY_KINDS) & (model.lane_kind[model.lane] == LaneKind.GPU))
+    rows = np.flatnonzero(model.kind_in(ACTIVITY_KINDS) & model.on_lanes(LaneKind.GPU))
     if rows.size < 2:
         return rows[:0]
     ends, end_rank = np.unique(model.end_ns[rows], return_inverse=True)

@@ -51,7 +51,7 @@ def _ms(ns: float) -> str:
 
 def fusion_candidates(model: TraceModel, judged_ns: int, ops: OpIndex) -> Optional[Insight]:
     """Runs of FUSION_MIN_RUN or more short elementwise kernels, back to back on a stream, from one region."""
-    act = np.flatnonzero((model.kind == Kind.KERNEL) & (model.lane_kind[model.lane] == LaneKind.GPU))  # (lane, ts)
+    act = np.flatnonzero((model.kind == Kind.KERNEL) & model.on_lanes(LaneKind.GPU))  # (lane, ts)
     ids = model.name_ids_where(lambda n: ELEMENTWISE.search(n) is not None)
     launch = model.launch_idx[act]
     ok = model.name_in(ids, act) & (model.dur_ns[act] <= T.FUSION_SHORT_US * 1e3) & (launch >= 0) & ~graph_launch_mask(model, launch)

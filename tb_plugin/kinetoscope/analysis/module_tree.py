@@ -73,14 +73,14 @@ def module_label(name: str) -> str:
 
 def module_tree(model: TraceModel, index: TableIndex, window: Window = None) -> ModuleTree:
     """The module tree for the whole trace or a window; see the module docstring."""
-    cpu = model.lane_kind[model.lane] == LaneKind.CPU
+    cpu = model.on_lanes(LaneKind.CPU)
     modules = module_rows(model)
     if modules.size == 0:
         empty = np.zeros(0, np.int64)
         return ModuleTree(empty.astype(np.int32), empty.astype(np.int32), empty.astype(np.int32), *([empty] * 6),
                           truncated=False, window=window)
     rows = union(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), modules)
-    act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+    act = np.flatnonzero(model.activity_mask() & model.on_lanes(LaneKind.GPU))
     calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & cpu)
     forest = build_forest(model, rows, act, calls)
     is_module = np.isin(forest.rows, modules)

@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..trace.build import nesting_depth
+from ..trace.model import stable_order
 
 
 class NestedIndex:
@@ -28,7 +29,7 @@ class NestedIndex:
         self.starts_ns = np.asarray(starts_ns, np.int64)
         self.ends_ns = np.asarray(ends_ns, np.int64)
         depth = nesting_depth(self.starts_ns, self.ends_ns - self.starts_ns, np.array([0, self.starts_ns.size]))
-        self.parent = parents_by_depth(depth.astype(np.int64))
+        self.parent = parents_by_depth(depth)
         self.max_depth = int(depth.max(initial=0))
         self._by_end: Optional[np.ndarray] = None  # sorted on the first last_ended_before
 
@@ -54,7 +55,7 @@ class NestedIndex:
 def parents_by_depth(depth: np.ndarray) -> np.ndarray:
     """Per interval, the last earlier interval one level up (its parent), or -1; one pass per level."""
     parent = np.full(depth.size, -1, np.int64)
-    by_level = np.argsort(depth, kind="stable")  # within a level, still in start order
+    by_level = stable_order(depth)  # within a level, still in start order
     bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
     for level in range(1, bounds.size - 1):
         above, here = by_level[bounds[level - 1]:bounds[level]], by_level[bounds[level]:bounds[level + 1]]

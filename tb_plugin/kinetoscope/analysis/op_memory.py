@@ -78,7 +78,7 @@ def device_name(device_type: int, device_id: int) -> str:
 
 def _tree(model: TraceModel, ops: np.ndarray) -> tuple[Forest, np.ndarray]:
     """The CPU node forest (ops, annotations, steps, modules) and which of its positions are `ops`."""
-    cpu = model.lane_kind[model.lane] == LaneKind.CPU
+    cpu = model.on_lanes(LaneKind.CPU)
     rows = union(np.flatnonzero(cpu & model.kind_in(CPU_OP_KINDS)), module_rows(model))
     forest = build_forest(model, rows, np.zeros(0, np.int64), np.zeros(0, np.int64))
     return forest, np.isin(forest.rows, ops)

@@ -34,7 +34,7 @@ NO_OP = "(no op)"
 
 def activity_rows_by_device(model: TraceModel) -> dict[int, np.ndarray]:
     """Rows of GPU activities (kernel, memcpy, memset) per device, each sorted by (ts, row)."""
-    rows = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+    rows = np.flatnonzero(model.activity_mask() & model.on_lanes(LaneKind.GPU))
     device = model.device_of_row()[rows]
     result = {}
     for dev in unique(device):
@@ -45,7 +45,7 @@ def activity_rows_by_device(model: TraceModel) -> dict[int, np.ndarray]:
 
 def cpu_rows(model: TraceModel) -> np.ndarray:
     """Rows of events on CPU-thread lanes."""
-    return np.flatnonzero(model.lane_kind[model.lane] == LaneKind.CPU)
+    return model.rows_on(LaneKind.CPU)
 
 
 def step_rows(model: TraceModel) -> np.ndarray:

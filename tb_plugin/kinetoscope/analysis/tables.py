@@ -67,7 +67,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, union, unique_inverse
+from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, stable_order, union, unique_inverse
 from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import OpIndex, first_of_launch
@@ -96,8 +96,12 @@ class _Groups:
 
     @staticmethod
     def of(group: np.ndarray, n_groups: int) -> _Groups:
-        order = np.argsort(group, kind="stable")
-        return _Groups(order, np.searchsorted(group[order], np.arange(n_groups)).astype(np.int64))
+        order = stable_order(group)
+        if group.size and (int(group.min()) < 0 or int(group.max()) >= n_groups):
+            return _Groups(order, np.searchsorted(group[order], np.arange(n_groups)).astype(np.int64))
+        bounds = np.zeros(n_groups, np.int64)
+        np.cumsum(np.bincount(group, minlength=n_groups)[:-1], out=bounds[1:])
+        return _Groups(order, bounds)
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: a cache key for its whole-trace tables
@@ -130,10 +134,10 @@ class TableIndex:
     @staticmethod
     def build(model: TraceModel) -> TableIndex:
         """Index a model for `op_table`, `module_table`, `kernel_table` and `kernel_launchers`."""
-        act = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+        act = np.flatnonzero(model.activity_mask() & model.on_lanes(LaneKind.GPU))
         ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
         kind_of = model.kind[act[first_at]]
-        calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & (model.lane_kind[model.lane] == LaneKind.CPU))
+        calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & model.on_lanes(LaneKind.CPU))
         launch = model.launch_idx[act]
         callers = union(calls, launch[launch >= 0])  # the launch table's attribution: External id, then time
         ops = build_forest(model, op_rows(model), act, calls, (callers, issuing_ops(model, callers)))
@@ -187,7 +191,7 @@ def _stack_groups(model: TraceModel, ops: Forest) -> Optional[_SubGroups]:
     torch >= 1.10), else from the first frame of the ops' own `Call stack` args (<= 1.13-era files)."""
     if ops.size == 0:
         return None
-    frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU))
+    frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & model.on_lanes(LaneKind.CPU))
     if frames.size == 0:
         own = model.call_frame_id[ops.rows]
         return _sub_groups(ops, own, len(model.names)) if (own >= 0).any() else None
@@ -234,7 +238,7 @@ def op_rows(model: TraceModel) -> np.ndarray:
 def module_rows(model: TraceModel) -> np.ndarray:
     """Rows of `nn.Module: ...` python_function events on CPU lanes, ascending."""
     ids = model.name_ids_where(lambda n: n.startswith(MODULE_PREFIX))
-    mask = model.name_in(ids) & (model.kind == Kind.PYTHON_FUNCTION) & (model.lane_kind[model.lane] == LaneKind.CPU)
+    mask = model.name_in(ids) & (model.kind == Kind.PYTHON_FUNCTION) & model.on_lanes(LaneKind.CPU)
     return np.flatnonzero(mask)
 
 

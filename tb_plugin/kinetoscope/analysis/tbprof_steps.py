@@ -81,7 +81,7 @@ def _host_steps(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows = step_rows(model)
     if rows.size:
         return model.name_id[rows], model.ts_ns[rows], model.end_ns[rows]
-    ops = np.flatnonzero((model.kind == Kind.CPU_OP) & (model.lane_kind[model.lane] == LaneKind.CPU))
+    ops = np.flatnonzero((model.kind == Kind.CPU_OP) & model.on_lanes(LaneKind.CPU))
     if ops.size == 0:
         return np.zeros(0, np.int32), intervals.EMPTY, intervals.EMPTY
     return np.full(1, -1, np.int32), model.ts_ns[ops].min(keepdims=True), model.end_ns[ops].max(keepdims=True)

@@ -241,7 +241,7 @@ class _Context:
         main = int(np.bincount(model.lane[steps]).argmax()) if steps.size else -1
         step_start = (model.ts_ns[steps] - t0).astype(np.float64)
         step_end = (model.end_ns[steps] - t0).astype(np.float64)
-        acts = np.flatnonzero(model.activity_mask() & (model.lane_kind[model.lane] == LaneKind.GPU))
+        acts = np.flatnonzero(model.activity_mask() & model.on_lanes(LaneKind.GPU))
         acts = acts[np.lexsort((model.ts_ns[acts], model.lane[acts]))]
         lane = model.lane[acts]
         start = (model.ts_ns[acts] - t0).astype(np.float64)

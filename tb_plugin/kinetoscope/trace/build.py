@@ -817,7 +817,21 @@ def _lane_time_order(lane: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) ->
 
 
 def nesting_depth(ts_ns: np.ndarray, dur_ns: np.ndarray, lane_ptr: np.ndarray) -> np.ndarray:
-    """Per lane, how many earlier events are still open when each event starts.
+    """Per lane (rows sorted by start within each), how many earlier events are still open when each starts.
+
+    Compiled (one heap pass, `_columns.nesting_depth`) where the extension is loaded and every lane's starts
+    rise and no duration is negative; else `_nesting_depth_py`. Both give the same depths, capped at 32767.
+    """
+    if _accel is not None and ts_ns.size:
+        depth = np.empty(ts_ns.size, np.int16)
+        if _accel.nesting_depth(np.ascontiguousarray(ts_ns, np.int64), np.ascontiguousarray(dur_ns, np.int64),
+                                np.ascontiguousarray(lane_ptr, np.int64), depth):
+            return depth
+    return _nesting_depth_py(ts_ns, dur_ns, lane_ptr)
+
+
+def _nesting_depth_py(ts_ns: np.ndarray, dur_ns: np.ndarray, lane_ptr: np.ndarray) -> np.ndarray:
+    """`nesting_depth` in array passes, for lanes sorted by (ts, -dur).
 
     With rows sorted by (ts, -dur), event i's depth is the number of rows j < i with end_j > ts_i.
     Rows j < i with end_j <= ts_i are counted with one searchsorted over sorted ends; the only rows

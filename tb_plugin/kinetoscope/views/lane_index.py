@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LaneKind
-from ..trace.model import TraceModel, freeze_arrays
+from ..trace.model import TraceModel, freeze_arrays, stable_order
 from .counter_lanes import CounterIndex, build_counter_index
 
 _KEY_LIMIT = 1 << 62
@@ -105,7 +105,7 @@ def build_lane_index(model: TraceModel) -> LaneIndex:
     lane, depth = model.lane.astype(np.int64), model.depth.astype(np.int64)
     n_depths = int(depth.max()) + 1 if n else 1
     code = lane * n_depths + depth
-    order = np.argsort(code, kind="stable")  # rows are (lane, ts)-sorted: ts order survives
+    order = stable_order(code)  # rows are (lane, ts)-sorted: ts order survives
     code_sorted = code[order]
     opens = np.ones(n, bool)
     opens[1:] = code_sorted[1:] != code_sorted[:-1]
