@@ -17,7 +17,7 @@ import numpy as np
 
 from .analysis.launch_offsets import launch_table
 from .analysis.ranks import RankDigest, rank_digest
-from .analysis.report import Analysis, TablesPart, analyze, report_entry, tables_part
+from .analysis.report import Analysis, TablesPart, analyze, report_ahead, report_entry, tables_part
 from .analysis.search import SearchIndex
 from .analysis.tables import TableIndex
 from .trace.loader import TraceError
@@ -101,10 +101,11 @@ class Analysed:
 
 def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     """`analyze(model)` and its `report_entry`, with what reads only the model (the TableIndex, the report's
-    `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile. Both halves
-    are mostly numpy sorts, searches and gathers on the event columns, which release the GIL, so on two cores
-    they overlap (the halves are about equal on the x30 ResNet trace). The model is read-only; what it caches
-    (`end_ns`) is the same whoever computes it first."""
+    `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile, and what
+    needs neither (`report_ahead`: health, counters, the savings' replays) after `analyze` in this one. Both
+    halves are mostly numpy sorts, searches and gathers on the event columns, which release the GIL, so on two
+    cores they overlap (about 0.8 s each on the x30 ResNet trace). The model is read-only; what it caches
+    (`end_ns`, kind and lane masks) is the same whoever computes it first."""
     global _side
     with _side_lock:
         if _side is None:
@@ -112,12 +113,13 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
         future = _side.submit(_model_half, model, search)
     try:
         analysis = analyze(model)
+        ahead = report_ahead(model, analysis)  # the report's parts that need no tables, while they are built
     except BaseException:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done
         raise
     part, index = future.result()
-    return Analysed(analysis, part.tables, report_entry(model, analysis, part=part), index)
+    return Analysed(analysis, part.tables, report_entry(model, analysis, part=part, ahead=ahead), index)
 
 
 def _model_half(model: TraceModel, search: bool) -> tuple[TablesPart, Optional[SearchIndex]]:

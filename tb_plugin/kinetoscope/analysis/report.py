@@ -27,7 +27,7 @@ from .insights import Insight, insight_entries, insights
 from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .savings import saving_entries, savings
+from .savings import replays_ahead, saving_entries, savings
 from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
 from .sufficiency import sufficiency
 from .table_report import tables_entry
@@ -173,13 +173,30 @@ def tables_part(model: TraceModel, tables: Optional[TableIndex] = None) -> Table
     return TablesPart(tables=tables, tbprof=tbprof, amp=tbprof.amp_insight(), tables_entry=tables_entry(model, tables))
 
 
+@dataclass(frozen=True)
+class ReportAhead:
+    """The parts of a report that read the model and `analyze`'s result but not the TablesPart: computed while the
+    other thread still builds the tables (`pipeline.analyze_and_report`), joined by `report_entry`."""
+
+    health: list
+    counters: dict
+    replays: Optional[tuple]  # savings.replays_ahead
+
+
+def report_ahead(model: TraceModel, analysis: Analysis) -> ReportAhead:
+    """`ReportAhead` of a model and its analysis."""
+    return ReportAhead(health_entries(trace_health(model)), counters_summary(model), replays_ahead(model, analysis))
+
+
 def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIndex] = None,
-                 part: Optional[TablesPart] = None) -> dict:
+                 part: Optional[TablesPart] = None, ahead: Optional[ReportAhead] = None) -> dict:
     """The JSON report of one trace (times in µs; field list in HTTP_API.md, `summary`); `tables`: the
-    model's TableIndex when the caller has one (else it is built); `part`: its `tables_part`, likewise."""
+    model's TableIndex when the caller has one (else it is built); `part`: its `tables_part`, likewise;
+    `ahead`: its `report_ahead`, likewise."""
     t0 = model.start_ns
     launch = analysis.launch
     part = part if part is not None else tables_part(model, tables)
+    ahead = ahead if ahead is not None else report_ahead(model, analysis)
     tbprof, amp = part.tbprof, part.amp
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
@@ -198,12 +215,12 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "memory": [memory_entry(s, t0) for s in analysis.memory],
         "breakdown": breakdown_entry(analysis.breakdown),
         "verdict": verdict_entry(analysis.verdict),
-        "health": health_entries(trace_health(model)),
+        "health": ahead.health,
         "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
-        "savings": saving_entries(savings(model, analysis, amp=amp)),
+        "savings": saving_entries(savings(model, analysis, amp=amp, ahead=ahead.replays)),
         "tables": part.tables_entry,
         **overview_entries(model, tbprof, analysis.idle),
-        "counters": counters_summary(model),
+        "counters": ahead.counters,
     }
 
 

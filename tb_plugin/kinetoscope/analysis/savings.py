@@ -38,7 +38,7 @@ from ..trace.model import TraceModel, shown, unique
 from .culprits import culprit_targets
 from .gpu_idle import Cause
 from .tensor_cores import TC_ELIGIBLE_OPS
-from .whatif import OP_SEP, WARMUP, Edit, Replayer
+from .whatif import OP_SEP, WARMUP, Edit, EditError, Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
@@ -147,12 +147,34 @@ def _top_kernel(model: TraceModel) -> Optional[str]:
     return model.names[int(total.argmax())]
 
 
-def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None) -> tuple[Saving, ...]:
+def replays_ahead(model: TraceModel, analysis: Any) -> Optional[tuple[Replayer, dict]]:
+    """The replays `savings` will need that do not depend on the mixed-precision insight, done now: a Replayer
+    and its results by edits, for `savings(..., ahead=)`. Lets `pipeline.analyze_and_report` do them while the
+    other thread is still building the tables. None where `savings` replays nothing."""
+    candidates = _candidates(model, analysis)
+    if not candidates or not analysis.steps.count:
+        return None
+    replayer, done = Replayer(model), {}
+    for _, _, edits in candidates:
+        if edits not in done:
+            try:
+                done[edits] = replayer.apply(edits)
+            except EditError:  # `savings` meets it again, in its own order
+                break
+    return replayer, done
+
+
+def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None,
+            ahead: Optional[tuple[Replayer, dict]] = None) -> tuple[Saving, ...]:
     """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
-    mixed-precision insight when the report found one."""
+    mixed-precision insight when the report found one; `ahead`: `replays_ahead(model, analysis)`, whose results
+    are used instead of replaying again (the same results: replays are pure)."""
     candidates = _candidates(model, analysis, amp)
     if not candidates or not analysis.steps.count:
         return ()
+    done: dict = {}
+    if ahead is not None:
+        replayer, done = ahead
     replayer = replayer or Replayer(model)
     seen: set[tuple[Edit, ...]] = set()
     found: list[Saving] = []
@@ -163,7 +185,7 @@ def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = Non
         seen.add(edits)
         if edits[0].kind == "dataloader-workers" and loader_saving is not None and loader_saving <= 0:
             continue  # workers cannot save more than no wait at all
-        result = replayer.apply(edits)
+        result = done[edits] if edits in done else replayer.apply(edits)
         if not any(result.matched.values()):
             continue
         found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,
