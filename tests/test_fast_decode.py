@@ -255,7 +255,7 @@ def test_the_scan_refuses_foreign_arguments():
     assert n == 0 and all(memoryview(c).nbytes == 0 for c in cols) and all(keys == [] for keys, _ in tables)
     assert len(special) == len(gpu) == 0
     n, cols, *_ = build._scan.scan(b'[{"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": 5, "dur": 1}]', build._PHASE_TABLE)
-    ts = np.frombuffer(cols[build._EXTRACTED.index("ts")], np.float64)  # the scan's own buffer, handed over uncopied
+    ts = np.frombuffer(cols[build._EXTRACTED.index("ts")], np.float64)  # a writable column
     del cols
     ts[0] += 1  # writable, and alive while an array holds it
     assert n == 1 and ts.tolist() == [6.0]

@@ -180,7 +180,7 @@ class ReportAhead:
 
     health: list
     counters: dict
-    replays: Optional[tuple]  # savings.replays_ahead
+    replays: dict  # savings.replays_ahead
 
 
 def report_ahead(model: TraceModel, analysis: Analysis) -> ReportAhead:

@@ -147,13 +147,15 @@ def _top_kernel(model: TraceModel) -> Optional[str]:
     return model.names[int(total.argmax())]
 
 
-def replays_ahead(model: TraceModel, analysis: Any) -> Optional[tuple[Replayer, dict]]:
-    """The replays `savings` will need that do not depend on the mixed-precision insight, done now: a Replayer
-    and its results by edits, for `savings(..., ahead=)`. Lets `pipeline.analyze_and_report` do them while the
-    other thread is still building the tables. None where `savings` replays nothing."""
-    candidates = _candidates(model, analysis)
+def replays_ahead(model: TraceModel, analysis: Any) -> dict:
+    """The replays `savings` may need, done now, by edits: `pipeline.analyze_and_report` does them while the other
+    thread is still building the tables. The mixed-precision candidate's edits read only the model's names, so its
+    replay is done too, though only the tables tell whether the insight holds (else it is left unused). The
+    Replayer, whose context is a dozen arrays per GPU activity, is dropped here: it is not held while the tables
+    are built (at 6M events that was 200+ MB more at the peak)."""
+    candidates = _candidates(model, analysis, amp=True)
     if not candidates or not analysis.steps.count:
-        return None
+        return {}
     replayer, done = Replayer(model), {}
     for _, _, edits in candidates:
         if edits not in done:
@@ -161,21 +163,18 @@ def replays_ahead(model: TraceModel, analysis: Any) -> Optional[tuple[Replayer, 
                 done[edits] = replayer.apply(edits)
             except EditError:  # `savings` meets it again, in its own order
                 break
-    return replayer, done
+    return done
 
 
 def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None,
-            ahead: Optional[tuple[Replayer, dict]] = None) -> tuple[Saving, ...]:
+            ahead: Optional[dict] = None) -> tuple[Saving, ...]:
     """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
     mixed-precision insight when the report found one; `ahead`: `replays_ahead(model, analysis)`, whose results
     are used instead of replaying again (the same results: replays are pure)."""
     candidates = _candidates(model, analysis, amp)
     if not candidates or not analysis.steps.count:
         return ()
-    done: dict = {}
-    if ahead is not None:
-        replayer, done = ahead
-    replayer = replayer or Replayer(model)
+    done = ahead or {}
     seen: set[tuple[Edit, ...]] = set()
     found: list[Saving] = []
     loader_saving = None
@@ -185,7 +184,11 @@ def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = Non
         seen.add(edits)
         if edits[0].kind == "dataloader-workers" and loader_saving is not None and loader_saving <= 0:
             continue  # workers cannot save more than no wait at all
-        result = done[edits] if edits in done else replayer.apply(edits)
+        if edits in done:
+            result = done[edits]
+        else:
+            replayer = replayer or Replayer(model)
+            result = replayer.apply(edits)
         if not any(result.matched.values()):
             continue
         found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,

@@ -477,24 +477,26 @@ def _arg_means(index: TableIndex, inside: np.ndarray, dur: np.ndarray, n: int,
                group_ix: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
     """Per name: bytes moved (each copy's bytes times the share of it inside the window) and their bandwidth;
     the launch fields as means weighted by each call's time in the window (NaN where no call records them, or
-    where every call that does lasted 0 ns). All fields in two bincounts over (field, name) keys."""
+    where every call that does lasted 0 ns). Two bincounts per field, one field at a time: a (fields, activities)
+    matrix of weights and its products made this the peak of a 6M-event report."""
     group_ix = index.act_name_ix if group_ix is None else group_ix
     full = index.act_end_ns - index.act_start_ns
     frac = np.divide(dur, full, out=inside.astype(np.float64), where=full > 0)
-    fields = len(ARG_FIELDS)
     present = index.act_present
-    weight = np.where(inside, dur, 0).astype(np.float64) * present  # (fields, activities)
-    weight[0] = frac * present[0]  # bytes: each copy counts by its share inside the window
-    keys = (np.arange(fields, dtype=np.int64)[:, None] * n + group_ix[None, :]).ravel()
-    value_sum = np.bincount(keys, weights=(weight * index.act_values).ravel(), minlength=fields * n)
-    weight_sum = np.bincount(keys, weights=weight.ravel(), minlength=fields * n)
-    value_sum, weight_sum = value_sum.reshape(fields, n), weight_sum.reshape(fields, n)
-    out = {name: np.divide(value_sum[k], weight_sum[k], out=np.full(n, np.nan), where=weight_sum[k] > 0)
-           for k, name in enumerate(ARG_FIELDS) if k}
+    in_window = np.where(inside, dur, 0).astype(np.float64)
+    out, moved = {}, np.zeros(n)
+    for k, name in enumerate(ARG_FIELDS):
+        weight = (frac if k == 0 else in_window) * present[k]  # bytes: each copy counts by its share inside the window
+        value_sum = np.bincount(group_ix, weights=weight * index.act_values[k], minlength=n)
+        if k == 0:
+            moved = value_sum
+            continue
+        weight_sum = np.bincount(group_ix, weights=weight, minlength=n)
+        out[name] = np.divide(value_sum, weight_sum, out=np.full(n, np.nan), where=weight_sum > 0)
     copies = np.bincount(group_ix, weights=present[0] * inside, minlength=n)
     moved_ns = np.bincount(group_ix, weights=np.where(inside, dur, 0) * present[0], minlength=n)
-    out["bytes"] = np.where(copies > 0, value_sum[0], np.nan)
-    out["bandwidth_gbps"] = np.divide(value_sum[0], moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
+    out["bytes"] = np.where(copies > 0, moved, np.nan)
+    out["bandwidth_gbps"] = np.divide(moved, moved_ns, out=np.full(n, np.nan), where=moved_ns > 0)  # bytes/ns = GB/s
     return out
 
 

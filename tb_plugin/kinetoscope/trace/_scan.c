@@ -766,51 +766,6 @@ static PyObject *bytearray_of(const void *data, Py_ssize_t len) {
     return PyByteArray_FromStringAndSize(len ? (const char *)data : "", len);
 }
 
-/* A column handed over without a copy: the scan's own malloc'd buffer, writable through the buffer protocol
- * (np.frombuffer keeps the block alive) and freed with the block. Copying the 21 columns out into bytearrays
- * took the GIL for a memcpy of every byte the pieces produced, into freshly faulted pages. */
-typedef struct {
-    PyObject_HEAD
-    void *data;
-    Py_ssize_t len;
-} Block;
-
-static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
-    static char none[1];
-    Block *b = (Block *)self;
-    return PyBuffer_FillInfo(view, self, b->data ? b->data : none, b->len, 0, flags);
-}
-
-static void block_dealloc(PyObject *self) {
-    free(((Block *)self)->data);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static PyBufferProcs block_as_buffer = {block_getbuffer, NULL};
-
-static PyTypeObject BlockType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kinetoscope.trace._scan.Block",
-    .tp_basicsize = sizeof(Block),
-    .tp_dealloc = block_dealloc,
-    .tp_as_buffer = &block_as_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A scanned column's bytes, owned (a buffer; no copy was made).",
-};
-
-/* Takes `*data` (len bytes of a larger malloc'd buffer, shrunk to fit): the block frees it; NULL on error. */
-static PyObject *block_of(void **data, Py_ssize_t len) {
-    Block *b = PyObject_New(Block, &BlockType);
-    if (b == NULL) return NULL;
-    void *fit = len ? realloc(*data, (size_t)len) : NULL;
-    if (len && fit == NULL) fit = *data;  /* keeping the larger buffer is fine */
-    if (!len) free(*data);
-    *data = NULL;
-    b->data = fit;
-    b->len = len;
-    return (PyObject *)b;
-}
-
 /* A table's keys (str, int or bytes) in first-seen order, and their first rows (int64 bytes). */
 static PyObject *table_result(Table *t) {
     PyObject *keys = PyList_New((Py_ssize_t)t->count);
@@ -838,9 +793,11 @@ static PyObject *build_result(Scan *s) {
     PyObject *cols = PyTuple_New(N_OUT), *tables = PyTuple_New(N_TABLES), *special = NULL, *gpu = NULL;
     if (cols == NULL || tables == NULL) goto fail;
     for (int k = 0; k < N_OUT; k++) {
-        PyObject *col = block_of(&s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
+        PyObject *col = bytearray_of(s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
         if (col == NULL) goto fail;
         PyTuple_SET_ITEM(cols, k, col);
+        free(s->col[k]);  /* at most one column is held twice */
+        s->col[k] = NULL;
     }
     for (int k = 0; k < N_TABLES; k++) {
         PyObject *table = table_result(&s->tables[k]);
@@ -899,7 +856,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(text, phase_table[, max_events[, open_end]]): a middle piece's text (`[` events `]`; with open_end, `[` "
-     "events and the text's end for the `]`) -> (n, 21 column buffers (writable, not copies), 6 local "
+     "events and the text's end for the `]`) -> (n, 21 column buffers, 6 local "
      "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
      "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
     {NULL, NULL, 0, NULL},
@@ -910,6 +867,5 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Trace JSON 
 PyMODINIT_FUNC PyInit__scan(void) {
     keyset_init(&arg_keys, ARG_KEYS, N_ARGS);
     keyset_init(&event_keys, EVENT_KEYS, N_EVENT_KEYS);
-    if (PyType_Ready(&BlockType) < 0) return NULL;
     return PyModule_Create(&module);
 }
