@@ -158,7 +158,8 @@ def _us(ns, origin: int = 0) -> float:
 class TablesPart:
     """The parts of a report that read only the model and its TableIndex, not `analyze`'s result: computed
     beside `analyze` (`pipeline.analyze_and_report`), joined by `report_entry`. (Health and counters read only
-    the model too; they are left to `report_entry`, which balances the two halves on the x30 ResNet trace.)"""
+    the model too; they are in `ReportAhead`, after `analyze`, which balances the two halves on the x30 ResNet
+    trace.)"""
 
     tables: TableIndex
     tbprof: Overview
