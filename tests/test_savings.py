@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SAMPLES, SHARED_TRACES, requires_shared, sample_trace_files
+from conftest import SAMPLES, SHARED_TRACES, requires_shared
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.formats.report import render_entry
 from kinetoscope.trace.discovery import scan_logdir
@@ -118,15 +118,3 @@ def test_the_warm_up_insight_carries_its_saving(tmp_path):
     (warm,) = [s for s in entry["savings"] if s["source"] == "insight:warm-up"]
     assert warm["edits"] == ["warmup=median"]
     assert warm["total_saving_us"] == pytest.approx(6000, rel=0.01) and warm["saving_us"] == pytest.approx(1000, rel=0.01)
-
-
-@pytest.mark.parametrize("path", sample_trace_files(), ids=lambda p: f"{p.parent.name}/{p.name[:20]}")
-def test_replays_done_ahead_give_the_same_savings(path):
-    """`report_ahead` replays the candidates before the tables exist; `savings` then reuses them: the same savings as
-    replaying each one when asked, the mixed-precision one (which needs the tables) included."""
-    from kinetoscope.analysis.report import tables_part
-    from kinetoscope.analysis.savings import replays_ahead, savings
-    model = load_trace(str(path), cache_dir=None)
-    analysis, amp = analyze(model), tables_part(model).amp
-    ahead = replays_ahead(model, analysis)
-    assert savings(model, analysis, amp=amp, ahead=ahead) == savings(model, analysis, amp=amp)

@@ -101,8 +101,8 @@ class Analysed:
 
 def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     """`analyze(model)` and its `report_entry`, with what reads only the model (the TableIndex, the report's
-    `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile, and what
-    needs neither (`report_ahead`: health, counters, the savings' replays) after `analyze` in this one. Both
+    `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile, and the
+    report's small model-only parts (`report_ahead`: health, counters) after `analyze` in this one. Both
     halves are mostly numpy sorts, searches and gathers on the event columns, which release the GIL, so on two
     cores they overlap (about 0.8 s each on the x30 ResNet trace). The model is read-only; what it caches
     (`end_ns`, kind and lane masks) is the same whoever computes it first."""
@@ -113,7 +113,7 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
         future = _side.submit(_model_half, model, search)
     try:
         analysis = analyze(model)
-        ahead = report_ahead(model, analysis)  # the report's parts that need no tables, while they are built
+        ahead = report_ahead(model)  # the report's small parts that need no tables, while they are built
     except BaseException:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done

@@ -27,7 +27,7 @@ from .insights import Insight, insight_entries, insights
 from .jobs import JobGroup
 from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .memory_timeline import MemorySeries, memory_timeline
-from .savings import replays_ahead, saving_entries, savings
+from .savings import saving_entries, savings
 from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
 from .sufficiency import sufficiency
 from .table_report import tables_entry
@@ -158,8 +158,8 @@ def _us(ns, origin: int = 0) -> float:
 class TablesPart:
     """The parts of a report that read only the model and its TableIndex, not `analyze`'s result: computed
     beside `analyze` (`pipeline.analyze_and_report`), joined by `report_entry`. (Health and counters read only
-    the model too; they are in `ReportAhead`, after `analyze`, which balances the two halves on the x30 ResNet
-    trace.)"""
+    the model too; they are in `ReportAhead`, after `analyze`, which balances the two halves better on the x30
+    ResNet trace.)"""
 
     tables: TableIndex
     tbprof: Overview
@@ -176,17 +176,19 @@ def tables_part(model: TraceModel, tables: Optional[TableIndex] = None) -> Table
 
 @dataclass(frozen=True)
 class ReportAhead:
-    """The parts of a report that read the model and `analyze`'s result but not the TablesPart: computed while the
-    other thread still builds the tables (`pipeline.analyze_and_report`), joined by `report_entry`."""
+    """The parts of a report that read only the model but are small enough to leave out of TablesPart: computed
+    after `analyze` while the other thread still builds the tables (`pipeline.analyze_and_report`), joined by
+    `report_entry`. (The savings' replays would fit there too, and save 0.2 s of the x30 report, but their
+    context, a dozen arrays per GPU activity, then lives beside the tables' temporaries: 150 MB more at the peak
+    of a 6M-event report.)"""
 
     health: list
     counters: dict
-    replays: dict  # savings.replays_ahead
 
 
-def report_ahead(model: TraceModel, analysis: Analysis) -> ReportAhead:
-    """`ReportAhead` of a model and its analysis."""
-    return ReportAhead(health_entries(trace_health(model)), counters_summary(model), replays_ahead(model, analysis))
+def report_ahead(model: TraceModel) -> ReportAhead:
+    """`ReportAhead` of a model."""
+    return ReportAhead(health_entries(trace_health(model)), counters_summary(model))
 
 
 def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIndex] = None,
@@ -197,7 +199,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
     t0 = model.start_ns
     launch = analysis.launch
     part = part if part is not None else tables_part(model, tables)
-    ahead = ahead if ahead is not None else report_ahead(model, analysis)
+    ahead = ahead if ahead is not None else report_ahead(model)
     tbprof, amp = part.tbprof, part.amp
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
@@ -218,7 +220,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "verdict": verdict_entry(analysis.verdict),
         "health": ahead.health,
         "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
-        "savings": saving_entries(savings(model, analysis, amp=amp, ahead=ahead.replays)),
+        "savings": saving_entries(savings(model, analysis, amp=amp)),
         "tables": part.tables_entry,
         **overview_entries(model, tbprof, analysis.idle),
         "counters": ahead.counters,

@@ -38,7 +38,7 @@ from ..trace.model import TraceModel, shown, unique
 from .culprits import culprit_targets
 from .gpu_idle import Cause
 from .tensor_cores import TC_ELIGIBLE_OPS
-from .whatif import OP_SEP, WARMUP, Edit, EditError, Replayer
+from .whatif import OP_SEP, WARMUP, Edit, Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
@@ -147,34 +147,13 @@ def _top_kernel(model: TraceModel) -> Optional[str]:
     return model.names[int(total.argmax())]
 
 
-def replays_ahead(model: TraceModel, analysis: Any) -> dict:
-    """The replays `savings` may need, done now, by edits: `pipeline.analyze_and_report` does them while the other
-    thread is still building the tables. The mixed-precision candidate's edits read only the model's names, so its
-    replay is done too, though only the tables tell whether the insight holds (else it is left unused). The
-    Replayer, whose context is a dozen arrays per GPU activity, is dropped here: it is not held while the tables
-    are built (at 6M events that was 200+ MB more at the peak)."""
-    candidates = _candidates(model, analysis, amp=True)
-    if not candidates or not analysis.steps.count:
-        return {}
-    replayer, done = Replayer(model), {}
-    for _, _, edits in candidates:
-        if edits not in done:
-            try:
-                done[edits] = replayer.apply(edits)
-            except EditError:  # `savings` meets it again, in its own order
-                break
-    return done
-
-
-def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None,
-            ahead: Optional[dict] = None) -> tuple[Saving, ...]:
+def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None) -> tuple[Saving, ...]:
     """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
-    mixed-precision insight when the report found one; `ahead`: `replays_ahead(model, analysis)`, whose results
-    are used instead of replaying again (the same results: replays are pure)."""
+    mixed-precision insight when the report found one."""
     candidates = _candidates(model, analysis, amp)
     if not candidates or not analysis.steps.count:
         return ()
-    done = ahead or {}
+    replayer = replayer or Replayer(model)
     seen: set[tuple[Edit, ...]] = set()
     found: list[Saving] = []
     loader_saving = None
@@ -184,11 +163,7 @@ def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = Non
         seen.add(edits)
         if edits[0].kind == "dataloader-workers" and loader_saving is not None and loader_saving <= 0:
             continue  # workers cannot save more than no wait at all
-        if edits in done:
-            result = done[edits]
-        else:
-            replayer = replayer or Replayer(model)
-            result = replayer.apply(edits)
+        result = replayer.apply(edits)
         if not any(result.matched.values()):
             continue
         found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,
