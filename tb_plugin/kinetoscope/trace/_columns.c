@@ -399,22 +399,22 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
     }
     const long long *start = ts.buf, *length = dur.buf, *bound = ptr.buf;
     short *depth = out.buf;
-    Py_ssize_t widest = 0;
     for (Py_ssize_t k = 0; k < lanes; k++) {
         if (bound[k] < 0 || bound[k + 1] < bound[k] || bound[k + 1] > n) {
             PyErr_SetString(PyExc_ValueError, "lane_ptr must rise from 0 to at most the number of rows");
             goto done;
         }
-        if (bound[k + 1] - bound[k] > widest) widest = bound[k + 1] - bound[k];
     }
-    long long *heap = PyMem_RawMalloc((size_t)(widest > 0 ? widest : 1) * sizeof(long long));
+    /* The heap holds the rows still open: as many as the depth, not the lane. It starts small and doubles. */
+    Py_ssize_t room = 256;
+    long long *heap = PyMem_RawMalloc((size_t)room * sizeof(long long));
     if (heap == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    int ordered = 1;
+    int ordered = 1, oom = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t k = 0; k < lanes && ordered; k++) {
+    for (Py_ssize_t k = 0; k < lanes && ordered && !oom; k++) {
         Py_ssize_t size = 0;
         for (Py_ssize_t i = bound[k]; i < bound[k + 1]; i++) {
             long long now = start[i];
@@ -436,6 +436,15 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
                 heap[at] = last;
             }
             depth[i] = (short)(size < 32767 ? size : 32767);
+            if (size == room) {
+                long long *grown = PyMem_RawRealloc(heap, (size_t)room * 2 * sizeof(long long));
+                if (grown == NULL) {
+                    oom = 1;
+                    break;
+                }
+                heap = grown;
+                room *= 2;
+            }
             long long end = now + length[i];  /* push: sift up */
             Py_ssize_t at = size++;
             while (at > 0 && heap[(at - 1) / 2] > end) {
@@ -447,7 +456,7 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     PyMem_RawFree(heap);
-    result = PyBool_FromLong(ordered);
+    result = oom ? PyErr_NoMemory() : PyBool_FromLong(ordered);
 done:
     PyBuffer_Release(&ts);
     PyBuffer_Release(&dur);
