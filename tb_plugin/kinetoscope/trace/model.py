@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -164,41 +164,37 @@ class TraceModel:
         Over all events the mask is computed once per set of kinds and shared, read-only: the analyses of one
         trace ask for the same few sets (GPU activities, launch calls) some thirty times."""
         wanted = frozenset(int(k) for k in kinds)
-        if rows is None:
-            cached = self._kind_masks.get(wanted)
-            if cached is not None:
-                return cached
+        if rows is not None:
+            return self._kind_table(wanted)[self.kind[rows]]
+        return self._shared(wanted, lambda: self._kind_table(wanted)[self.kind])
+
+    @staticmethod
+    def _kind_table(wanted: frozenset) -> np.ndarray:
         table = np.zeros(len(Kind), bool)
         table[np.fromiter(wanted, np.int64, len(wanted))] = True
-        if rows is not None:
-            return table[self.kind[rows]]
-        mask = table[self.kind]
-        mask.flags.writeable = False
-        return self._kind_masks.setdefault(wanted, mask)  # two threads asking at once keep one mask
-
-    @cached_property
-    def _kind_masks(self) -> dict:  # frozenset of kinds, or ("mask" | "rows", lane kind) -> read-only array
-        return {}
+        return table
 
     def on_lanes(self, lane_kind: LaneKind) -> np.ndarray:
         """Whether each event sits on a lane of `lane_kind` (CPU threads, GPU streams): computed once, read-only."""
-        key = ("mask", int(lane_kind))
-        cached = self._kind_masks.get(key)
-        if cached is None:
-            cached = self.lane_kind[self.lane] == lane_kind
-            cached.flags.writeable = False
-            cached = self._kind_masks.setdefault(key, cached)
-        return cached
+        return self._shared(("mask", int(lane_kind)), lambda: self.lane_kind[self.lane] == lane_kind)
 
     def rows_on(self, lane_kind: LaneKind) -> np.ndarray:
         """Rows of the events on lanes of `lane_kind`, ascending: computed once, read-only."""
-        key = ("rows", int(lane_kind))
-        cached = self._kind_masks.get(key)
+        return self._shared(("rows", int(lane_kind)), lambda: np.flatnonzero(self.on_lanes(lane_kind)))
+
+    def _shared(self, key, make: Callable[[], np.ndarray]) -> np.ndarray:
+        """The array cached under `key` (made by `make` on the first call), read-only: the analyses share it, from
+        two threads at once too (both may make it; both get the one stored first)."""
+        cached = self._shared_arrays.get(key)
         if cached is None:
-            cached = np.flatnonzero(self.on_lanes(lane_kind))
+            cached = make()
             cached.flags.writeable = False
-            cached = self._kind_masks.setdefault(key, cached)
+            cached = self._shared_arrays.setdefault(key, cached)
         return cached
+
+    @cached_property
+    def _shared_arrays(self) -> dict:  # frozenset of kinds, or ("mask" | "rows", lane kind) -> read-only array
+        return {}
 
     def name_in(self, name_ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
         """Whether each event's (or each of `rows`') name id is among `name_ids` (a lookup table)."""
