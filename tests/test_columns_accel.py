@@ -192,3 +192,35 @@ def test_event_index_survives_the_lenient_and_exact_decodes(tmp_path, monkeypatc
         c, py = _both(monkeypatch, lambda text=text: loader.decode_bytes(text.encode()))
         _assert_same(c, py)
         assert c.meta["event_index"] == expected
+
+
+_US = [0.0, -0.0, 1.0, 0.5, 0.0005, 0.0015, 0.0025, 1.9995, -1.0, -0.0005, -2.5e-4, 1623142623460072.0,
+       1623142623460072.123, 1623142623460072.999, 1_700_000_000_000_000.5, 4.6e15, 4.6116e15, 4.62e15, -4.62e15,
+       9.2e15, 1e300, -1e300, np.inf, -np.inf, np.nan, 2.0**52 + 0.5, 123.4565, 7e-7, 5e-324]
+
+
+@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.parametrize("base", [0, 1, -7, 1_700_000_000_000_000_000, -(2**62) + 1, 2**62 - 1])
+@pytest.mark.parametrize("clamp", [False, True])
+def test_compiled_us_to_ns_equals_the_array_passes(base, clamp):
+    rng = np.random.default_rng(base & 0xFFFF)
+    values = np.concatenate([np.array(_US), rng.uniform(-1e7, 1e7, 2000), np.round(rng.uniform(0, 1e16, 2000), 3),
+                             rng.integers(0, 2**53, 2000).astype(np.float64) / 1000])
+    want_ns, want_ok, want_neg = build._to_ns_py(values.copy(), base, clamp)
+    mine = values.copy()
+    ns, ok, neg = build._to_ns(mine, base, clamp)
+    assert np.shares_memory(ns, mine)  # consumed in place: no temporaries
+    assert ns.dtype == np.int64 and np.array_equal(ns, want_ns) and np.array_equal(ok, want_ok) and neg == want_neg
+    # the consumed-in-place path is only taken for arrays the caller can give away
+    view = values[::2]
+    ns2, ok2, neg2 = build._to_ns(view, base, clamp)
+    want2 = build._to_ns_py(values[::2].copy(), base, clamp)
+    assert np.array_equal(ns2, want2[0]) and np.array_equal(ok2, want2[1]) and neg2 == want2[2]
+
+
+@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+def test_us_to_ns_refuses_wrong_buffers():
+    with pytest.raises(ValueError):
+        build._accel.us_to_ns(np.zeros(3), 0, np.zeros(2, bool), False)
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        build._accel.us_to_ns(b"\0" * 24, 0, np.zeros(3, bool), False)

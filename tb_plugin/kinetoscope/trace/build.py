@@ -581,7 +581,7 @@ class ColumnBuilder:
             warnings.append(f"ignored baseTimeNanoseconds={base_ns} (out of range)")
             base_ns = 0
         ph = take("ph").astype(np.int8, copy=False)
-        ts_ns, ts_ok = _to_ns(take("ts").astype(np.float64, copy=False), base_ns)
+        ts_ns, ts_ok, _ = _to_ns(take("ts").astype(np.float64, copy=False), base_ns)  # its own buffer: consumed
         mem_row = take("mem_row").astype(np.int64, copy=False)
         is_memory = np.zeros(ph.size, bool)
         is_memory[mem_row] = True
@@ -589,12 +589,10 @@ class ColumnBuilder:
         _count(skipped, "missing, non-finite or out-of-range ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
         x_rows = np.flatnonzero((ph == PH_X) & ~is_memory & ts_ok)
         del is_memory
-        dur = take("dur")[x_rows]
-        dur_ok = _in_range(dur, 0)
+        dur_ns, dur_ok, negatives = _to_ns(take("dur")[x_rows].astype(np.float64, copy=False), 0, clamp_negative=True)
         _count(skipped, "complete event without a finite dur", int(np.count_nonzero(~dur_ok)))
-        x_rows, dur = x_rows[dur_ok], dur[dur_ok]
-        dur_ns, negatives = _dur_to_ns(dur)
-        del dur, dur_ok
+        x_rows, dur_ns = x_rows[dur_ok], dur_ns[dur_ok]
+        del dur_ok
         if negatives:
             warnings.append(f"{negatives} negative durations clamped to 0")
         (names, name_id), (cats, cat_id), (pid_raw, pid_rid), (tid_raw, tid_rid) = dense.result()
@@ -751,14 +749,27 @@ def _in_range(us: np.ndarray, base_ns: int) -> np.ndarray:
         return np.less(ns, _INT_LIMIT)
 
 
-def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
+def _to_ns(us: np.ndarray, base_ns: int, clamp_negative: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """µs floats -> int64 ns, exact for integer µs (16-digit epoch values) and ns-precise fractions.
 
-    Returns the ns (0 + base where unusable) and whether each value was usable (`_in_range`). Two float and one int
-    temporaries, the rest in place (the same arithmetic as floor, rint and a sum: exact either way).
+    Returns the ns (0 + base where unusable), whether each value was usable (`_in_range`), and, with
+    `clamp_negative` (durations: Kineto clamps them too since 2022-08), how many usable values were negative (their
+    ns are 0). `us` is consumed: the compiled pass (`_columns.us_to_ns`) writes the ns over its own 8 bytes per
+    value, no temporaries; `_to_ns_py` otherwise.
     """
-    ok = _in_range(ts_us, base_ns)
-    clean = np.where(ok, ts_us, 0.0)
+    if _accel is not None and us.dtype == np.float64 and us.flags.c_contiguous and us.flags.writeable:
+        ok = np.empty(us.size, bool)
+        negatives = _accel.us_to_ns(us, base_ns, ok, clamp_negative)
+        return us.view(np.int64), ok, negatives
+    return _to_ns_py(us, base_ns, clamp_negative)
+
+
+def _to_ns_py(us: np.ndarray, base_ns: int, clamp_negative: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """`_to_ns` in array passes: two float and one int temporaries, the rest in place (the same arithmetic as
+    floor, rint and a sum: exact either way)."""
+    ok = _in_range(us, base_ns)
+    clean = np.where(ok, us, 0.0)
+    negative = clean < 0 if clamp_negative else None
     whole = np.floor(clean)
     clean -= whole  # the fraction of a µs
     clean *= 1000.0
@@ -768,15 +779,10 @@ def _to_ns(ts_us: np.ndarray, base_ns: int) -> tuple[np.ndarray, np.ndarray]:
     ns *= 1000
     ns += clean.astype(np.int64)
     ns += np.int64(base_ns)
-    return ns, ok
-
-
-def _dur_to_ns(dur_us: np.ndarray) -> tuple[np.ndarray, int]:
-    """Durations to int64 ns, negatives clamped to 0 (Kineto does the same since 2022-08)."""
-    negative = dur_us < 0
-    ns, _ = _to_ns(np.abs(dur_us), 0)
+    if negative is None:
+        return ns, ok, 0
     ns[negative] = 0
-    return ns, int(np.count_nonzero(negative))
+    return ns, ok, int(np.count_nonzero(negative))
 
 
 def _count(skipped: dict[str, int], reason: str, count: int) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
+from typing import Optional
 
 import numpy as np
 
@@ -71,7 +73,107 @@ def _canonical_ranks(ints: np.ndarray, texts: list[str]) -> np.ndarray:
 
 def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.ndarray, stream: np.ndarray,
                  memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Lanes:
-    """Assign lanes to complete, memory and flow events (rows index the raw event columns)."""
+    """Assign lanes to complete, memory and flow events (rows index the raw event columns).
+
+    A host or marker lane is a canonical (pid, tid); a GPU lane a (device, stream); lanes are numbered host and
+    marker lanes first, by canonical pid then tid rank, then GPU lanes by device then stream. `_by_pairs` decides
+    everything but the GPU rows' lanes per distinct raw (pid, tid) pair (a trace has tens), in a few passes over the
+    rows; `_by_rows` decides it per row, for the traces where pairs do not settle it (two spellings of one pid or
+    tid, as 2021 files write them, or too many pairs). Both give the same lanes.
+    """
+    lanes = _by_pairs(ids, x_rows, x_on_gpu, device, stream, memory_rows, flow_rows, meta_events)
+    if lanes is None:
+        lanes = _by_rows(ids, x_rows, x_on_gpu, device, stream, memory_rows, flow_rows, meta_events)
+    return lanes
+
+
+def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.ndarray, stream: np.ndarray,
+              memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Optional[Lanes]:
+    """`assign_lanes` by distinct raw (pid, tid) pairs; None (`_by_rows` then) for far more pairs than rows. Two
+    spellings of one canonical (pid, tid) share its lane, named as the one that comes first (`_first_host_row`)."""
+    n_tids, nx, nm = len(ids.tid_raw), x_rows.size, memory_rows.size
+    n_pairs = len(ids.pid_raw) * n_tids
+    rows = np.concatenate((x_rows, memory_rows, flow_rows))
+    if rows.size == 0 or n_pairs > rows.size + 65536:
+        return None
+    pair = ids.pid_rid[rows].astype(np.int64)  # pid rank * tids + tid rank, in place
+    pair *= n_tids
+    pair += ids.tid_rid[rows]
+    del rows
+    gpu = np.flatnonzero(x_on_gpu)
+    count = partial(np.bincount, minlength=n_pairs)
+    gpu_pair = pair[gpu]
+    host_x = count(pair[:nx]) - count(gpu_pair) > 0  # pairs of complete events off the GPU
+    in_flows = count(pair[nx + nm:]) > 0
+    pid_int, pid_text = _canonical(ids.pid_raw)
+    tid_int, tid_text = _canonical(ids.tid_raw)
+    pair_pid, pair_tid = np.divmod(np.arange(n_pairs), n_tids)
+    a, b = pid_int[pair_pid], tid_int[pair_tid]
+    cls = np.where(a == _STRING, LaneKind.MARKER, LaneKind.CPU).astype(np.int8)
+    # GPU rows: device and stream from args where present, else the pid and tid
+    gpu_a = np.where(device[x_rows[gpu]] >= 0, device[x_rows[gpu]], a[gpu_pair])
+    gpu_b = np.where(stream[x_rows[gpu]] >= 0, stream[x_rows[gpu]], b[gpu_pair])
+    # a flow end on a pid that only GPU events use sits on that GPU's stream lane (as `_flows_on_gpu`)
+    flow_on_gpu = np.zeros(n_pairs, bool)
+    if gpu.size:
+        cpu_pids = unique(a[host_x & (cls == LaneKind.CPU)])
+        flow_on_gpu = in_flows & np.isin(a, np.setdiff1d(unique(gpu_a), cpu_pids))
+    on_host = host_x | (count(pair[nx:nx + nm]) > 0) | (in_flows & ~flow_on_gpu)
+    host_pairs = np.flatnonzero(on_host)
+    host_code = _canonical_ranks(pid_int, pid_text)[pair_pid[host_pairs]] * n_tids + \
+        _canonical_ranks(tid_int, tid_text)[pair_tid[host_pairs]]
+    host_lanes, host_lane = np.unique(host_code, return_inverse=True)
+    n_host = host_lanes.size
+    first = np.empty(n_host, np.int64)  # the lane's pair that comes first: its spelling names the lane
+    first[host_lane] = host_pairs
+    for lane in np.flatnonzero(np.bincount(host_lane, minlength=n_host) > 1).tolist():
+        spellings = host_pairs[host_lane == lane]
+        first[lane] = spellings[np.argmin([_first_host_row(pair, j, x_on_gpu, nx, nm, flow_on_gpu[j]) for j in spellings])]
+    # GPU lanes: distinct (a, b) of the GPU rows and of the flows moved onto them, in (a, b) order
+    flow_pairs = np.flatnonzero(flow_on_gpu)
+    dev, dev_rank = unique_inverse(np.concatenate((gpu_a, a[flow_pairs])))
+    streams, stream_rank = unique_inverse(np.concatenate((gpu_b, b[flow_pairs])))
+    dev_rank *= max(streams.size, 1)
+    dev_rank += stream_rank
+    lane_code, gpu_lane = unique_inverse(dev_rank)
+    gpu_lane += n_host
+    lane_of = np.full(n_pairs, -1, np.int64)
+    lane_of[host_pairs] = host_lane
+    x_lane = lane_of[pair[:nx]]
+    x_lane[gpu] = gpu_lane[:gpu.size]
+    memory_lane = lane_of[pair[nx:nx + nm]]
+    lane_of[flow_pairs] = gpu_lane[gpu.size:]
+    flow_lane = lane_of[pair[nx + nm:]]
+    n_streams = max(streams.size, 1)
+    lane_kind = np.concatenate((cls[first], np.full(lane_code.size, LaneKind.GPU, np.int8)))
+    lane_a = np.concatenate((a[first], dev[lane_code // n_streams]))
+    lane_b = np.concatenate((b[first], streams[lane_code % n_streams]))
+    first_pid = np.concatenate((pair_pid[first], np.zeros(lane_code.size, np.int64)))
+    first_tid = np.concatenate((pair_tid[first], np.zeros(lane_code.size, np.int64)))
+    labels = _labels(meta_events, lane_kind, lane_a, lane_b, pid_text, tid_text, first_pid, first_tid)
+    return Lanes(kind=lane_kind, pid=np.where(lane_a == _STRING, -1, lane_a),
+                 tid=np.where(lane_b == _STRING, -1, lane_b), label=labels, x_lane=x_lane,
+                 memory_rows=memory_rows, memory_lane=memory_lane, flow_rows=flow_rows, flow_lane=flow_lane)
+
+
+def _first_host_row(pair: np.ndarray, j: int, x_on_gpu: np.ndarray, nx: int, nm: int, flow_on_gpu: bool) -> int:
+    """Where pair `j` first places a row on a host lane, in the order complete (not GPU), memory, flow rows."""
+    hit = pair[:nx] == j
+    hit &= ~x_on_gpu
+    if hit.any():
+        return int(np.argmax(hit))
+    for lo, hi in ((nx, nx + nm), (nx + nm, pair.size)):
+        if lo == nx + nm and flow_on_gpu:
+            break
+        hit = pair[lo:hi] == j
+        if hit.any():
+            return lo + int(np.argmax(hit))
+    return pair.size
+
+
+def _by_rows(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.ndarray, stream: np.ndarray,
+             memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Lanes:
+    """`assign_lanes` row by row: every row's host key, overridden by the GPU key on GPU rows, ranked."""
     rows = np.concatenate((x_rows, memory_rows, flow_rows))
     pid_rid, tid_rid = ids.pid_rid[rows], ids.tid_rid[rows]
     del rows
