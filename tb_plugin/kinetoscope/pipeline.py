@@ -20,6 +20,7 @@ from .analysis.ranks import RankDigest, rank_digest
 from .analysis.report import Analysis, TablesPart, analyze, report_ahead, report_entry, tables_part
 from .analysis.search import SearchIndex
 from .analysis.tables import TableIndex
+from .trace import heap
 from .trace.loader import TraceError
 from .trace.model import TraceModel
 from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
@@ -118,6 +119,7 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done
         raise
+    heap.give_back()  # what `analyze` freed, while the tables are still being built
     part, index = future.result()
     return Analysed(analysis, part.tables, report_entry(model, analysis, part=part, ahead=ahead), index)
 
@@ -145,6 +147,7 @@ def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
     done = analyze_and_report(model, search=True)
     analysis = done.analysis
     tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
+    heap.give_back()  # the server lives on: what the analyses freed goes back (past the allowance)
     return Prepared(analysis=analysis, index=early.index, report=done.report, launch_tables=tables,
                     digest=rank_digest(model, analysis, worker=""), tables=done.tables, search=done.search)
 

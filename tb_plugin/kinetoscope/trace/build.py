@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 import msgspec
 import numpy as np
 
+from . import heap
 from .budgets import BudgetExceeded, fast_decode
 from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .gpu_args import FIELDS as GPU_FIELDS
@@ -615,6 +616,7 @@ class ColumnBuilder:
         del x_rows
         args = _meanwhile(pool, self._arg_columns, rows, take, names)  # `names` grows by the frames: read it after
         progress(0.7)
+        heap.give_back()  # the raw columns taken so far and the lanes' temporaries: free, before the largest step
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind),
                             _int64(take("correlation"))[rows], _int64(take("external_id"))[rows],

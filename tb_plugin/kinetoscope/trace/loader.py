@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from . import heap
 from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_in_threads, decode_workers, event_budget
 from .build import ColumnBuilder, build_middle, scan_text, scans_text
 from .cache import default_cache_dir, load_cached, store
@@ -367,11 +368,14 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     if mapped is not None:
         reached.at = stored_bytes
     if progress is None:
-        return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(), pool=helpers)
-    progress(DECODE_SHARE)
-    model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(),
-                           lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share), pool=helpers)
-    progress(0.99)
+        model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(), pool=helpers)
+    else:
+        progress(DECODE_SHARE)
+        model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(),
+                               lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share), pool=helpers)
+        progress(0.99)
+    del builder, decoded
+    heap.give_back()  # what the decode freed: the analyses need not start from its high-water mark
     return model
 
 
