@@ -156,15 +156,18 @@ ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_s
 
 
 def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The `gpu_arg_*` columns aligned with the activity rows (both ascending), as (values, present)."""
-    out = np.full((act.size, len(ARG_FIELDS)), np.nan)
+    """The `gpu_arg_*` columns aligned with the activity rows (both ascending), as (values, present), one row per
+    field (written field by field: no strided writes, no transposed copies)."""
+    out = np.full((len(ARG_FIELDS), act.size), np.nan)
     rows = model.gpu_arg_row
     pos = np.searchsorted(act, rows)
     hit = (pos < act.size) & (act[np.minimum(pos, max(act.size - 1, 0))] == rows) if act.size else np.zeros(rows.size, bool)
+    at = pos[hit]
     for k, name in enumerate(ARG_FIELDS):
-        out[pos[hit], k] = getattr(model, f"gpu_arg_{name}")[hit]
+        out[k, at] = getattr(model, f"gpu_arg_{name}")[hit]
     present = out >= 0  # NaN (no row) and the model's -1: not recorded
-    return np.where(present, out, 0.0).T.copy(), present.T.copy()
+    out[~present] = 0.0
+    return out, present
 
 
 @dataclass(frozen=True)
