@@ -118,3 +118,20 @@ def test_the_warm_up_insight_carries_its_saving(tmp_path):
     (warm,) = [s for s in entry["savings"] if s["source"] == "insight:warm-up"]
     assert warm["edits"] == ["warmup=median"]
     assert warm["total_saving_us"] == pytest.approx(6000, rel=0.01) and warm["saving_us"] == pytest.approx(1000, rel=0.01)
+
+
+@requires_shared
+@pytest.mark.parametrize("folder", ["resnet50_num_workers_4", "modern"])
+def test_the_savings_replayed_ahead_are_the_savings(folder):
+    """`savings_ahead` replays before the tables say whether the mixed-precision insight applies (it replays that
+    one too): with the insight or without, what `savings(..., ahead=)` keeps is what `savings` replays afterwards."""
+    from kinetoscope.analysis.savings import AMP_SOURCE, savings, savings_ahead
+    paths = sorted(p for p in (SHARED_TRACES / folder).rglob("*.json*") if p.is_file())[:4]
+    assert paths
+    for path in paths:
+        model = load_trace(str(path), cache_dir=None)
+        analysis = analyze(model)
+        ahead = savings_ahead(model, analysis)
+        for amp in (None, object()):
+            assert savings(model, analysis, amp=amp, ahead=ahead) == savings(model, analysis, amp=amp), path.name
+        assert all(s.source != AMP_SOURCE for s in savings(model, analysis, ahead=ahead))

@@ -103,9 +103,9 @@ class Analysed:
 def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     """`analyze(model)` and its `report_entry`, with what reads only the model (the TableIndex, the report's
     `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile, and the
-    report's small model-only parts (`report_ahead`: health, counters) after `analyze` in this one. Both
-    halves are mostly numpy sorts, searches and gathers on the event columns, which release the GIL, so on two
-    cores they overlap (about 0.8 s each on the x30 ResNet trace). The model is read-only; what it caches
+    report's parts that need no tables (`report_ahead`: health, counters, the savings' replays) after `analyze` in
+    this one. Both halves are mostly numpy sorts, searches and gathers on the event columns, which release the GIL,
+    so on two cores they overlap (about 0.7 s each on the x30 ResNet trace). The model is read-only; what it caches
     (`end_ns`, kind and lane masks) is the same whoever computes it first."""
     global _side
     with _side_lock:
@@ -114,12 +114,12 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
         future = _side.submit(_model_half, model, search)
     try:
         analysis = analyze(model)
-        ahead = report_ahead(model)  # the report's small parts that need no tables, while they are built
+        heap.give_back()  # what `analyze` freed, before the replays' context is built beside the tables
+        ahead = report_ahead(model, analysis)  # the report's parts that need no tables, while they are built
     except BaseException:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done
         raise
-    heap.give_back()  # what `analyze` freed, while the tables are still being built
     part, index = future.result()
     return Analysed(analysis, part.tables, report_entry(model, analysis, part=part, ahead=ahead), index)
 

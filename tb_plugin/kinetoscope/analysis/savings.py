@@ -43,6 +43,8 @@ from .whatif import OP_SEP, WARMUP, Edit, Replayer
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
 KERNEL_SPEEDUP = 0.5  # the top kernel's new time as a share of the old one, for compute-bound
+AMP_SOURCE = "insight:mixed-precision"
+_AMP_UNKNOWN = object()  # the mixed-precision insight not known yet (`savings_ahead`): replayed as if it applied
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
         present = set(model.names)
         ops = OP_SEP.join(sorted(n for n in TC_ELIGIBLE_OPS if n in present))
         if ops:
-            out.append(("insight:mixed-precision", "the Tensor-Core eligible ops' kernels twice as fast (autocast)",
+            out.append((AMP_SOURCE, "the Tensor-Core eligible ops' kernels twice as fast (autocast)",
                         (_edit(f"kernel:in:{ops}*{KERNEL_SPEEDUP:g}", "kernel-in", ops, KERNEL_SPEEDUP),)))
     for insight in getattr(analysis, "insights", ()):
         if insight.kind == "warm-up":
@@ -147,9 +149,24 @@ def _top_kernel(model: TraceModel) -> Optional[str]:
     return model.names[int(total.argmax())]
 
 
-def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None) -> tuple[Saving, ...]:
+def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None,
+            ahead: Optional[tuple[Saving, ...]] = None) -> tuple[Saving, ...]:
     """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
-    mixed-precision insight when the report found one."""
+    mixed-precision insight when the report found one. `ahead`: `savings_ahead`'s result for this model and
+    analysis, replayed before the insight was known (its mixed-precision entry is dropped unless `amp` is given)."""
+    if ahead is None:
+        return _replayed(model, analysis, replayer, amp)
+    return tuple(s for s in ahead if amp is not None or s.source != AMP_SOURCE)
+
+
+def savings_ahead(model: TraceModel, analysis: Any) -> tuple[Saving, ...]:
+    """`savings` before the mixed-precision insight is known (it needs the kernel tables): its candidate is replayed
+    as if it applied, for `savings(..., ahead=)` to keep or drop; the other entries and their order are those
+    `savings` gives either way. The replays' context is freed when this returns."""
+    return _replayed(model, analysis, None, _AMP_UNKNOWN)
+
+
+def _replayed(model: TraceModel, analysis: Any, replayer: Optional[Replayer], amp: Any) -> tuple[Saving, ...]:
     candidates = _candidates(model, analysis, amp)
     if not candidates or not analysis.steps.count:
         return ()
