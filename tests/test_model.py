@@ -345,3 +345,18 @@ def test_nesting_depth_caps_and_falls_back_on_unsorted_or_negative_input():
     np.array([3, 1, 3, 2], np.uint32), np.random.default_rng(8).random(300)])
 def test_stable_order_equals_numpys_stable_argsort(values):
     assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rows_taken_piece_by_piece_are_the_column_s(seed):
+    from kinetoscope.trace.build import _take_column, _take_rows
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 50, int(rng.integers(0, 8))).tolist()
+    dtype = rng.choice([np.int64, np.float64, np.int8])
+    chunks = [{"k": rng.integers(-9, 9, n).astype(dtype)} for n in sizes]
+    total = sum(sizes)
+    rows = np.flatnonzero(rng.random(total) < rng.choice([0.0, 0.3, 1.0]))
+    want = _take_column([dict(c) for c in chunks], "k")[rows] if chunks else np.zeros(0)
+    got = _take_rows(chunks, "k", rows)
+    assert np.array_equal(got, want) and (got.dtype == want.dtype or not chunks)
+    assert all("k" not in c for c in chunks)  # released as the column is

@@ -26,7 +26,8 @@ def _case(rng: np.random.Generator, spellings: list, n: int):
     device = np.where(rng.random(n_raw) < 0.7, rng.integers(0, 3, n_raw), -1).astype(np.int64)
     stream = np.where(rng.random(n_raw) < 0.7, rng.choice([7, 13, 20, 2**40], n_raw), -1).astype(np.int64)
     meta = [("thread_name", str(p), str(t), f"name {k}") for k, (p, t) in enumerate(zip(pid_raw, tid_raw))]
-    return ids, x_rows, x_on_gpu, device, stream, memory_rows, flow_rows, meta
+    gpu_rows = x_rows[x_on_gpu]
+    return ids, x_rows, x_on_gpu, device[gpu_rows], stream[gpu_rows], memory_rows, flow_rows, meta
 
 
 def _same(a: lanes.Lanes, b: lanes.Lanes) -> None:
@@ -59,7 +60,8 @@ def test_pairs_settle_the_usual_trace():
 def test_too_many_pairs_go_row_by_row():
     n = 10
     ids = RawIds(list(range(300)), np.arange(n, dtype=np.int32), list(range(300)), np.arange(n, dtype=np.int32))
-    case = (ids, np.arange(n), np.zeros(n, bool), -np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(0, np.int64),
+    case = (ids, np.arange(n), np.zeros(n, bool), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
             np.zeros(0, np.int64), [])
     assert lanes._by_pairs(*case) is None
     assert lanes.assign_lanes(*case).x_lane.tolist() == list(range(n))
+

@@ -73,7 +73,8 @@ def _canonical_ranks(ints: np.ndarray, texts: list[str]) -> np.ndarray:
 
 def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.ndarray, stream: np.ndarray,
                  memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Lanes:
-    """Assign lanes to complete, memory and flow events (rows index the raw event columns).
+    """Assign lanes to complete, memory and flow events (rows index the raw event columns; `device` and `stream`:
+    the args of the complete events on the GPU, `x_rows[x_on_gpu]`, -1 where absent).
 
     A host or marker lane is a canonical (pid, tid); a GPU lane a (device, stream); lanes are numbered host and
     marker lanes first, by canonical pid then tid rank, then GPU lanes by device then stream. `_by_pairs` decides
@@ -111,8 +112,8 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     a, b = pid_int[pair_pid], tid_int[pair_tid]
     cls = np.where(a == _STRING, LaneKind.MARKER, LaneKind.CPU).astype(np.int8)
     # GPU rows: device and stream from args where present, else the pid and tid
-    gpu_a = np.where(device[x_rows[gpu]] >= 0, device[x_rows[gpu]], a[gpu_pair])
-    gpu_b = np.where(stream[x_rows[gpu]] >= 0, stream[x_rows[gpu]], b[gpu_pair])
+    gpu_a = np.where(device >= 0, device, a[gpu_pair])
+    gpu_b = np.where(stream >= 0, stream, b[gpu_pair])
     # a flow end on a pid that only GPU events use sits on that GPU's stream lane (as `_flows_on_gpu`)
     flow_on_gpu = np.zeros(n_pairs, bool)
     if gpu.size:
@@ -185,11 +186,8 @@ def _by_rows(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.n
     nx = x_rows.size
     gpu = np.flatnonzero(x_on_gpu)
     if gpu.size:
-        gpu_rows = x_rows[gpu]
-        dev, strm = device[gpu_rows], stream[gpu_rows]
-        del gpu_rows
-        a[gpu] = np.where(dev >= 0, dev, a[gpu])
-        b[gpu] = np.where(strm >= 0, strm, b[gpu])
+        a[gpu] = np.where(device >= 0, device, a[gpu])
+        b[gpu] = np.where(stream >= 0, stream, b[gpu])
         cls[gpu] = LaneKind.GPU
         _flows_on_gpu(cls, a, nx, memory_rows.size, gpu)
 
