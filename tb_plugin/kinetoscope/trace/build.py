@@ -569,8 +569,9 @@ class ColumnBuilder:
 
         Peak memory is what bounds the events a machine can load, so each raw column is concatenated
         (freeing its chunk pieces) only when needed and dropped as soon as its last use is done.
-        With a thread `pool` (the parallel decode's, idle by now), two independent halves of the work run in one of
-        its threads meanwhile (the string ids; later the per-row argument columns): numpy releases the GIL in them.
+        With a thread `pool` (the parallel decode's, idle by now), independent parts of the work run in its threads
+        meanwhile (the string ids; later the per-row argument columns, and the correlation, External id and source row
+        gathers beside the other event columns'): numpy releases the GIL in them.
         """
         skipped, warnings = dict(skipped), list(warnings)
         chunks, self._chunks = self._chunks, []
@@ -619,10 +620,9 @@ class ColumnBuilder:
         args = _meanwhile(pool, self._arg_columns, rows, take, names)  # `names` grows by the frames: read it after
         progress(0.7)
         heap.give_back()  # the raw columns taken so far and the lanes' temporaries: free, before the largest step
+        linked = _meanwhile(pool, lambda: tuple(_int64(take(key))[rows] for key in ("correlation", "external_id", "source_row")))
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
-                            lanes.x_lane[order].astype(np.int32), len(lanes.kind),
-                            _int64(take("correlation"))[rows], _int64(take("external_id"))[rows],
-                            _int64(take("source_row"))[rows])
+                            lanes.x_lane[order].astype(np.int32), len(lanes.kind), *linked.result())
         del order, rows, dur_ns, kind
         pieces = np.array(self._pieces, np.int64).reshape(-1, 4)
         mem = _memory_columns({k: take(k) for k in _COLUMN_KEYS if k.startswith("mem_") and k != "mem_row"},
