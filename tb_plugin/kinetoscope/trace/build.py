@@ -620,7 +620,8 @@ class ColumnBuilder:
         args = _meanwhile(pool, self._arg_columns, rows, take, names)  # `names` grows by the frames: read it after
         progress(0.7)
         heap.give_back()  # the raw columns taken so far and the lanes' temporaries: free, before the largest step
-        linked = _meanwhile(pool, lambda: tuple(_int64(take(key))[rows] for key in ("correlation", "external_id", "source_row")))
+        linked = _meanwhile(pool, lambda at: tuple(_int64(take(key))[at] for key in ("correlation", "external_id", "source_row")),
+                            rows)
         ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
                             lanes.x_lane[order].astype(np.int32), len(lanes.kind), *linked.result())
         del order, rows, dur_ns, kind
