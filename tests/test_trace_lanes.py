@@ -65,3 +65,16 @@ def test_too_many_pairs_go_row_by_row():
     assert lanes._by_pairs(*case) is None
     assert lanes.assign_lanes(*case).x_lane.tolist() == list(range(n))
 
+
+
+def test_many_spellings_of_one_pid_go_row_by_row():
+    """A hostile file spelling one pid many ways (" 1", "  1", ...): one pass per spelling would be quadratic."""
+    n_spellings, n = 200, 2000
+    rng = np.random.default_rng(5)
+    pid_raw = [" " * k + "1" for k in range(n_spellings)]
+    ids = RawIds(pid_raw, rng.integers(0, n_spellings, n).astype(np.int32), [7], np.zeros(n, np.int32))
+    case = (ids, np.arange(n), np.zeros(n, bool), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+            np.zeros(0, np.int64), [])
+    assert lanes._by_pairs(*case) is None
+    got = lanes.assign_lanes(*case)
+    assert got.kind.size == 1 and got.x_lane.tolist() == [0] * n and got.label == ["thread 7"]

@@ -18,6 +18,7 @@ from .model import unique, unique_inverse
 
 _STREAM_RE = re.compile(r"^\s*stream\s+(-?\d+)\s*$")
 _STRING = np.iinfo(np.int64).min  # canonical value of a pid/tid that is not a number
+MAX_SPELLINGS = 64  # raw (pid, tid) pairs sharing lanes that `_by_pairs` orders (2021 files have a few)
 
 
 @dataclass
@@ -79,8 +80,9 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
     A host or marker lane is a canonical (pid, tid); a GPU lane a (device, stream); lanes are numbered host and
     marker lanes first, by canonical pid then tid rank, then GPU lanes by device then stream. `_by_pairs` decides
     everything but the GPU rows' lanes per distinct raw (pid, tid) pair (a trace has tens), in a few passes over the
-    rows; `_by_rows` decides it per row, for the traces where pairs do not settle it (two spellings of one pid or
-    tid, as 2021 files write them, or too many pairs). Both give the same lanes.
+    rows; `_by_rows` decides it per row, in about fifteen, where pairs would cost more: far more pairs than rows, or
+    more than MAX_SPELLINGS spellings sharing lanes (each costs a pass to find which comes first). Both give the
+    same lanes.
     """
     lanes = _by_pairs(ids, x_rows, x_on_gpu, device, stream, memory_rows, flow_rows, meta_events)
     if lanes is None:
@@ -90,8 +92,9 @@ def assign_lanes(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: 
 
 def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.ndarray, stream: np.ndarray,
               memory_rows: np.ndarray, flow_rows: np.ndarray, meta_events: list) -> Optional[Lanes]:
-    """`assign_lanes` by distinct raw (pid, tid) pairs; None (`_by_rows` then) for far more pairs than rows. Two
-    spellings of one canonical (pid, tid) share its lane, named as the one that comes first (`_first_host_row`)."""
+    """`assign_lanes` by distinct raw (pid, tid) pairs; None (`_by_rows` then) for far more pairs than rows, or more
+    than MAX_SPELLINGS pairs sharing lanes. Two spellings of one canonical (pid, tid) (`"25738"` and 25738 in 2021
+    files) share its lane, named as the one that comes first (`_first_host_row`)."""
     n_tids, nx, nm = len(ids.tid_raw), x_rows.size, memory_rows.size
     n_pairs = len(ids.pid_raw) * n_tids
     rows = np.concatenate((x_rows, memory_rows, flow_rows))
@@ -127,7 +130,10 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     n_host = host_lanes.size
     first = np.empty(n_host, np.int64)  # the lane's pair that comes first: its spelling names the lane
     first[host_lane] = host_pairs
-    for lane in np.flatnonzero(np.bincount(host_lane, minlength=n_host) > 1).tolist():
+    shared = np.flatnonzero(np.bincount(host_lane, minlength=n_host) > 1)
+    if np.count_nonzero(np.isin(host_lane, shared)) > MAX_SPELLINGS:
+        return None  # a pass over the rows per spelling: a file of many spellings of one pid goes row by row
+    for lane in shared.tolist():
         spellings = host_pairs[host_lane == lane]
         first[lane] = spellings[np.argmin([_first_host_row(pair, j, x_on_gpu, nx, nm, flow_on_gpu[j]) for j in spellings])]
     # GPU lanes: distinct (a, b) of the GPU rows and of the flows moved onto them, in (a, b) order
