@@ -360,3 +360,23 @@ def test_rows_taken_piece_by_piece_are_the_column_s(seed):
     got = _take_rows(chunks, "k", rows)
     assert np.array_equal(got, want) and (got.dtype == want.dtype or not chunks)
     assert all("k" not in c for c in chunks)  # released as the column is
+
+
+@requires_shared
+def test_parent_rows_are_the_last_earlier_row_one_level_up_on_the_lane():
+    from kinetoscope.analysis.selectors import parent_rows
+    checked = 0
+    for path in shared_trace_files()[:12]:
+        model = load_trace(str(path), cache_dir=None)
+        parent, depth, lane = parent_rows(model), model.depth.astype(np.int64), model.lane
+        rows = np.arange(model.n_events)
+        for level in range(1, int(depth.max(initial=0)) + 1):
+            above = np.flatnonzero(depth == level - 1)
+            here = np.flatnonzero(depth == level)
+            k = np.searchsorted(above, here) - 1  # the last earlier row one level up, anywhere
+            want = np.where(k >= 0, above[np.maximum(k, 0)], -1)
+            want[(want >= 0) & (lane[np.maximum(want, 0)] != lane[here])] = -1  # on an earlier lane: none
+            assert np.array_equal(parent[here], want), path.name
+            checked += here.size
+        assert np.all(parent[depth == 0] == -1) and np.all(parent < rows)
+    assert checked > 100_000

@@ -27,7 +27,7 @@ from ..trace.kinds import (
 )
 from ..trace.model import TraceModel, unique
 from . import intervals
-from .nesting import NestedIndex
+from .nesting import NestedIndex, parents_by_depth
 
 NO_OP = "(no op)"
 
@@ -308,21 +308,12 @@ class OpIndex:
 def parent_rows(model: TraceModel) -> np.ndarray:
     """Row of each event's enclosing parent on its lane (the last earlier row one level up), or -1.
 
-    One vectorized pass per depth level; exact for properly nested lanes, the nearest open
-    ancestor where events overlap partially.
+    `nesting.parents_by_depth` over the whole model (lanes are contiguous runs of rows), less the parents it finds
+    on an earlier lane; exact for properly nested lanes, the nearest open ancestor where events overlap partially.
     """
-    parent = np.full(model.n_events, -1, np.int64)
-    depth = model.depth
-    by_level = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))
-    for level in range(1, bounds.size - 1):
-        above = by_level[bounds[level - 1]:bounds[level]]
-        here = by_level[bounds[level]:bounds[level + 1]]
-        if above.size == 0 or here.size == 0:
-            continue
-        cand = above[np.maximum(np.searchsorted(above, here) - 1, 0)]
-        ok = (cand < here) & (model.lane[cand] == model.lane[here])
-        parent[here[ok]] = cand[ok]
+    parent = parents_by_depth(model.depth)
+    linked = np.flatnonzero(parent >= 0)
+    parent[linked[model.lane[parent[linked]] != model.lane[linked]]] = -1
     return parent
 
 
