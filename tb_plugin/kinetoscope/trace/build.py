@@ -608,10 +608,11 @@ class ColumnBuilder:
         del ts_ok
         progress(0.25)
         on_gpu = np.isin(kind, np.array(sorted(GPU_KINDS), np.int8))
+        gpu_rows = x_rows[on_gpu]
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows, on_gpu,
-                             _int64(take_rows("device", x_rows[on_gpu])), _int64(take_rows("stream", x_rows[on_gpu])),
+                             _int64(take_rows("device", gpu_rows)), _int64(take_rows("stream", gpu_rows)),
                              mem_row[mem_keep], flow_row[flow_keep], self._meta_events)
-        del on_gpu
+        del on_gpu, gpu_rows
         del pid_rid, tid_rid
         progress(0.5)
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)

@@ -140,7 +140,8 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     flow_pairs = np.flatnonzero(flow_on_gpu)
     dev, dev_rank = unique_inverse(np.concatenate((gpu_a, a[flow_pairs])))
     streams, stream_rank = unique_inverse(np.concatenate((gpu_b, b[flow_pairs])))
-    dev_rank *= max(streams.size, 1)
+    n_streams = max(streams.size, 1)
+    dev_rank *= n_streams
     dev_rank += stream_rank
     lane_code, gpu_lane = unique_inverse(dev_rank)
     gpu_lane += n_host
@@ -151,7 +152,6 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     memory_lane = lane_of[pair[nx:nx + nm]]
     lane_of[flow_pairs] = gpu_lane[gpu.size:]
     flow_lane = lane_of[pair[nx + nm:]]
-    n_streams = max(streams.size, 1)
     lane_kind = np.concatenate((cls[first], np.full(lane_code.size, LaneKind.GPU, np.int8)))
     lane_a = np.concatenate((a[first], dev[lane_code // n_streams]))
     lane_b = np.concatenate((b[first], streams[lane_code % n_streams]))
