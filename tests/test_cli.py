@@ -110,3 +110,29 @@ def test_budgets_are_cli_options_too(tmp_path, capsys, monkeypatch):
     assert "KINETOSCOPE_MAX_INFLATE_BYTES" in capsys.readouterr().err
     assert budgets.INFLATE_BYTES_ENV not in os.environ  # the option held for that run only
     assert main(["report", str(path), "--no-cache"]) == 0  # 4 MiB is well within the default budget
+
+
+@pytest.mark.parametrize("setting, expected", [(None, "1"), ("3", "3")])
+def test_cli_keeps_openblas_to_one_thread_unless_told(setting, expected):
+    """The CLI, imported before numpy, asks OpenBLAS for one thread (its threads, one per core, would only spin beside
+    the decode's); a user's own setting stands. The decoder child TensorBoard starts is given the same default."""
+    import subprocess
+    import sys
+
+    from kinetoscope.server import decoder
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = setting
+    code = ("import os, kinetoscope.cli.main, numpy\nnumpy.ones((64, 64)) @ numpy.ones((64, 64))\n"
+            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')) if os.path.isdir('/proc/self/task') else 0)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True).stdout
+    value, threads = out.split()
+    assert value == expected
+    if setting is None and threads != "0":
+        assert threads == "1"  # no BLAS thread beside the main one (on 2 cores OpenBLAS would start one)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+        if setting is not None:
+            patch.setenv("OPENBLAS_NUM_THREADS", setting)
+        assert dict(decoder.spawn_key()[1])["OPENBLAS_NUM_THREADS"] == expected

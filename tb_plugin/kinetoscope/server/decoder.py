@@ -67,6 +67,8 @@ _BOOT = ("import sys\nlimit = int(sys.argv[1])\nif limit > 0:\n    try:\n       
          "        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
          "del sys.argv[1]\nimport runpy\nrunpy.run_module('kinetoscope.server.decoder', run_name='__main__', alter_sys=True)\n")
 
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # as the CLI (`cli/__init__.py`): its threads would only spin beside the decode's
+
 
 class Child:
     """A decoder child (`popen`), spawned by `spawn` before its job is known; `assign` gives it one."""
@@ -101,7 +103,7 @@ class Child:
 def spawn_key(roots: tuple[str, ...] = ()) -> tuple:
     """What a child spawned now would obey: the memory limit, the roots and the environment."""
     limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY)) if os.name == "posix" else 0
-    env = {**os.environ, ROOTS_ENV: os.pathsep.join(roots)}
+    env = {BLAS_THREADS_ENV: "1", **os.environ, ROOTS_ENV: os.pathsep.join(roots)}  # one BLAS thread unless set
     return limit, tuple(sorted(env.items()))
 
 
