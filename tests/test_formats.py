@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, kernel, launch, op, trace_doc, write_trace
 from kinetoscope.analysis.gpu_idle import CAUSE_NAMES, CAUSE_ORDER
 from kinetoscope.cli.main import main
-from kinetoscope.formats.report import render_entry, render_overview, span_label
+from kinetoscope.formats.report import judged_idle_pct, render_entry, render_overview, span_label
 from kinetoscope.formats.units import count, human_bytes, human_us, md, percent
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -123,3 +123,19 @@ def test_the_cli_and_the_tab_write_numbers_the_same_way():
     assert tab["formatCount"] == [count(v) for v in counts]
     assert tab["formatShare"] == [percent(v) for v in shares]
     assert (human_us(-2500), count(44666), human_bytes(-1048576)) == ("\u22122.5 ms", "44,666", "\u22121 MiB")
+
+
+def test_overview_idle_is_the_judged_time_idle():
+    """The overview's GPU idle is the share of the time the verdict judged (its evidence's figure), not of the device
+    window: a trace whose step starts long before its first kernel (the host preprocessing) is mostly idle."""
+    judged = {"device": 0, "judged_us": 400.0, "by_category_us": {
+        "compute": 160.0, "exposed_comm": 20.0, "host": 200.0, "sync": 10.0, "launch": 6.0, "dataloader": 4.0,
+        "unlinked": 0.0, "comm": 0.0, "graph": 0.0}}
+    base = {"run": "r", "worker": "w", "span": "1", "path": "p", "error": None, "steps": [],
+            "verdict": {"bound": "host-bound", "confidence": "high", "share": 0.5, "runner_up": None},
+            "devices": [{"device": 0, "idle_pct": 1.0, "window_us": 160.0, "idle_us": 1.6}]}
+    assert judged_idle_pct({**base, "breakdown": judged}) == pytest.approx(55.0)
+    assert judged_idle_pct({**base, "breakdown": None}) == 1.0  # no breakdown: the device window's share
+    assert judged_idle_pct({**base, "breakdown": None, "devices": []}) is None
+    rows = render_overview([{**base, "breakdown": judged}, {**base, "span": "2", "devices": []}]).splitlines()
+    assert "55.0%" in rows[2] and "1.0%" not in rows[2] and rows[3].split()[7] == "-"

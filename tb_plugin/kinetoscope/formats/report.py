@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 from ..analysis.gpu_idle import CAUSE_ORDER
 from ..analysis.health import FIGURES
@@ -113,12 +113,25 @@ def render_independent(run: str, groups: list[dict], markdown: bool = False) -> 
     return "\n".join(head + [md(line) if markdown else line for line in [text, *lone]] + [""])
 
 
+def judged_idle_pct(entry: dict) -> Optional[float]:
+    """The GPU's idle share of the time the verdict judged (the breakdown's device, its steps clipped to its window:
+    every idle cause over the judged time), as the verdict's evidence counts it; else the first device's idle share
+    of its window (no breakdown); None without a device."""
+    breakdown = entry.get("breakdown") or {}
+    judged = breakdown.get("judged_us") or 0.0
+    if judged > 0:
+        by = breakdown.get("by_category_us") or {}
+        return 100.0 * sum(by.get(cause, 0.0) for cause in CAUSE_ORDER) / judged
+    device = (entry.get("devices") or [None])[0]
+    return device["idle_pct"] if device else None
+
+
 def render_overview(entries: list[dict], markdown: bool = False) -> str:
-    """One line per trace, before the details: where it is, its verdict and the figures that decided it."""
+    """One line per trace, before the details: where it is, its verdict and the figures that decided it (the GPU
+    idle share is that of the judged time, as in the verdict: `judged_idle_pct`)."""
     rows = []
     for e in entries:
         v = e.get("verdict") or {}
-        device = (e.get("devices") or [None])[0]
         if e.get("error"):
             rows.append([e.get("run", ""), e.get("worker", ""), span_label(e), "ERROR", "", "", "", "", "",
                          e["error"]["message"][:120]])
@@ -128,9 +141,10 @@ def render_overview(entries: list[dict], markdown: bool = False) -> str:
         median = durations[len(durations) // 2] if durations else None
         share = f"{100 * v['share']:.0f}%" if v.get("share") is not None else ""
         runner = v.get("runner_up") or ""
+        idle = judged_idle_pct(e)
         rows.append([e.get("run", ""), e.get("worker", ""), span_label(e), str(v.get("bound", "")),
                      "-" if v.get("bound") == NOT_ENOUGH_DATA else str(v.get("confidence", "")), share or "-", runner or "-",
-                     f"{device['idle_pct']:.1f}%" if device else "-", str(e.get("steps_total", len(steps))),
+                     "-" if idle is None else f"{idle:.1f}%", str(e.get("steps_total", len(steps))),
                      human_us(median) if median is not None else "-"])
     title = f"{len(entries)} traces"
     head = ["run", "worker", "span", "verdict", "confidence", "share", "runner-up", "GPU idle", "steps", "median step"]
