@@ -193,6 +193,15 @@ def _struct_events(text, n: int, special: np.ndarray) -> Optional[list[Event]]:
     return events
 
 
+_IS_GPU_KIND = np.isin(np.arange(len(Kind)), sorted(GPU_KINDS))  # by `Kind` value
+_IS_COPY_KIND = np.isin(np.arange(len(Kind)), (Kind.MEMCPY, Kind.MEMSET))
+
+
+def _kinds_of(categories) -> np.ndarray:
+    """The `Kind` of each category (a lookup table by category id), int8."""
+    return np.fromiter(map(kind_of_category, categories), np.int8, len(categories))
+
+
 class _Interner:
     """Strings (or any hashables) -> the global row of their first occurrence, shared across chunks;
     `dense` turns those rows into ids in first-seen order."""
@@ -428,11 +437,14 @@ class ColumnBuilder:
             return False
         self._check_budget(n)
         cols = {key: np.frombuffer(col, dtype) for key, col, dtype in zip(_EXTRACTED, raw, _EXTRACTED_DTYPES)}
+        cat_keys = local_tables[_INTERNED.index("cat")][0]  # the piece's few categories, by local id (a lookup table)
+        cat_kind = _kinds_of(cat_keys)[cols["cat"]]
         for key, table, (keys, firsts) in zip(_INTERNED, self._tables(), local_tables):
             merged = np.fromiter(map(table.setdefault, keys, (np.frombuffer(firsts, np.int64) + self.n).tolist()),
                                  np.int64, len(keys))
-            cols[key] = np.append(merged, -1)[cols[key]]  # local id -> first row in the file; -1 (none) stays -1
-        self._add_columns(cols, events, piece, None, None, np.frombuffer(gpu, _SCANNED_GPU))
+            # local id -> first row in the file, in place (no fresh memory; -1, none, takes the appended -1)
+            np.take(np.append(merged, -1), cols[key], out=cols[key], mode="wrap")
+        self._add_columns(cols, events, piece, None, None, np.frombuffer(gpu, _SCANNED_GPU), cat_kind)
         return True
 
     def _check_budget(self, n: int) -> None:
@@ -445,9 +457,11 @@ class ColumnBuilder:
                 self._frames.table)
 
     def _add_columns(self, cols: dict[str, np.ndarray], events: list[Event], piece: Piece, source_index: Any,
-                     piece_events: Optional[int], scanned_gpu: Optional[np.ndarray] = None) -> None:
+                     piece_events: Optional[int], scanned_gpu: Optional[np.ndarray] = None,
+                     cat_kind: Optional[np.ndarray] = None) -> None:
         """The rest of `add`, after extraction: masks, flows, memory rows and the per-event consumers (`scanned_gpu`: the
-        GPU activity fields the scanner read, `_SCANNED_GPU` records of the events with any)."""
+        GPU activity fields the scanner read, `_SCANNED_GPU` records of the events with any; `cat_kind`: each row's
+        `Kind` by its category, when the caller has it)."""
         n, off = len(events), self.n
         first = self._ordinal  # a piece's events are ordinals first, first + 1, ... (its skipped ones too)
         self._pieces.append((piece.kind, piece.start, piece.end, first))
@@ -459,7 +473,9 @@ class ColumnBuilder:
         for key in ("correlation", "external_id"):
             cols[key][~x] = -1
         self._event_index.add(cols.pop("ev_idx")[x])
-        gpu = x & self._gpu_cat(cols["cat"])
+        if cat_kind is None:
+            cat_kind = self._cat_kinds(cols["cat"])
+        gpu = x & _IS_GPU_KIND[cat_kind]
         for key in ("device", "stream"):
             cols[key][~gpu] = -1
         memory = np.flatnonzero(cols["name"] == self._names.table.get(MEMORY_NAME, -1))
@@ -473,8 +489,8 @@ class ColumnBuilder:
         cols["source_row"] = np.arange(first, first + n) if source_index is None else first + np.asarray(source_index, np.int64)
         self._collectives.add(events, cols["name"], self._names.table, off)
         self._validator_args.add(events, cols["name"], self._names.table, off)
-        self._gpu_args.add(events, np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.KERNEL,))),
-                           np.flatnonzero(x & self._cat_kind(cols["cat"], (Kind.MEMCPY, Kind.MEMSET))), off, scanned_gpu)
+        self._gpu_args.add(events, np.flatnonzero(x & (cat_kind == Kind.KERNEL)),
+                           np.flatnonzero(x & _IS_COPY_KIND[cat_kind]), off, scanned_gpu)
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
@@ -544,17 +560,10 @@ class ColumnBuilder:
         out[first < 0] = -1
         return out
 
-    def _gpu_cat(self, cat_first: np.ndarray) -> np.ndarray:
-        """Whether each row's category (by first-seen row id) is a GPU kind; the table is tiny."""
+    def _cat_kinds(self, cat_first: np.ndarray) -> np.ndarray:
+        """Each row's `Kind` by its category (by first-seen row id; the table is tiny)."""
         firsts = np.fromiter(self._cats.table.values(), np.int64, len(self._cats.table))
-        on_gpu = np.array([kind_of_category(c) in GPU_KINDS for c in self._cats.table], bool)
-        return on_gpu[np.searchsorted(firsts, cat_first)]
-
-    def _cat_kind(self, cat_first: np.ndarray, kinds: tuple) -> np.ndarray:
-        """Whether each row's category (by first-seen row id) maps onto one of `kinds`."""
-        firsts = np.fromiter(self._cats.table.values(), np.int64, len(self._cats.table))
-        wanted = np.array([kind_of_category(c) in kinds for c in self._cats.table], bool)
-        return wanted[np.searchsorted(firsts, cat_first)]
+        return _kinds_of(self._cats.table)[np.searchsorted(firsts, cat_first)]
 
     def _flow_ids(self, ids: np.ndarray, events: list[Event], rows: np.ndarray) -> np.ndarray:
         """Flow ids; string (or huge) ids from other writers are interned as negative numbers."""
