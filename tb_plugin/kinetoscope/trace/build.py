@@ -442,8 +442,7 @@ class ColumnBuilder:
         for key, table, (keys, firsts) in zip(_INTERNED, self._tables(), local_tables):
             merged = np.fromiter(map(table.setdefault, keys, (np.frombuffer(firsts, np.int64) + self.n).tolist()),
                                  np.int64, len(keys))
-            # local id -> first row in the file, in place (no fresh memory; -1, none, takes the appended -1)
-            np.take(np.append(merged, -1), cols[key], out=cols[key], mode="wrap")
+            cols[key] = np.append(merged, -1)[cols[key]]  # local id -> first row in the file; -1 (none) stays -1
         self._add_columns(cols, events, piece, None, None, np.frombuffer(gpu, _SCANNED_GPU), cat_kind)
         return True
 
