@@ -610,14 +610,13 @@ class ColumnBuilder:
         tid_raw, tid_rid = self._tids.dense(take("tid"))  # this thread's share, while the pool's finish theirs
         (names, name_id), (cats, cat_id), (pid_raw, pid_rid) = dense.result()
         del dense
-        kind_of_cat = np.array([kind_of_category(c) for c in cats], np.int8)
-        kind = kind_of_cat[cat_id[x_rows]]
+        kind = _kinds_of(cats)[cat_id[x_rows]]
         mem_keep = ts_ok[mem_row]
         flow_row = take("flow_row").astype(np.int64, copy=False)
         flow_keep = ts_ok[flow_row]
         del ts_ok
         progress(0.25)
-        on_gpu = np.isin(kind, np.array(sorted(GPU_KINDS), np.int8))
+        on_gpu = _IS_GPU_KIND[kind]
         gpu_rows = x_rows[on_gpu]
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows, on_gpu,
                              _int64(take_rows("device", gpu_rows)), _int64(take_rows("stream", gpu_rows)),
