@@ -7,6 +7,7 @@ import os
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
 from kinetoscope.cli.main import main
+from kinetoscope.trace import heap
 
 
 @pytest.fixture
@@ -136,3 +137,54 @@ def test_cli_keeps_openblas_to_one_thread_unless_told(setting, expected):
         if setting is not None:
             patch.setenv("OPENBLAS_NUM_THREADS", setting)
         assert dict(decoder.spawn_key()[1])["OPENBLAS_NUM_THREADS"] == expected
+
+
+_HEAPS = """
+import ctypes, sys, threading
+if sys.argv[1] == "cli":
+    import kinetoscope.cli
+libc = ctypes.CDLL(None)
+libc.malloc.restype = libc.open_memstream.restype = ctypes.c_void_p
+held, ready = [], threading.Barrier(5)
+def allocate():
+    held.append(libc.malloc(1 << 16))  # this thread's first allocation: glibc gives it an arena unless told otherwise
+    ready.wait()
+threads = [threading.Thread(target=allocate) for _ in range(4)]
+for t in threads:
+    t.start()
+ready.wait()
+buf, size = ctypes.c_char_p(), ctypes.c_size_t()
+stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+libc.malloc_info(0, ctypes.c_void_p(stream))
+libc.fflush(ctypes.c_void_p(stream))
+print(buf.value.decode().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(heap._GLIBC is None, reason="glibc only (malloc_info)")
+@pytest.mark.parametrize("setting", [None, "4"])
+def test_cli_allocates_from_one_malloc_arena_unless_told(setting):
+    """Imported, the CLI asks glibc for one malloc arena: the threads that allocate beside the main one use its heap
+    (what the decode's threads free, the analyses reuse) instead of one heap each; a user's MALLOC_ARENA_MAX stands.
+    The decoder child TensorBoard starts gets the same default by its environment."""
+    import subprocess
+    import sys
+
+    from kinetoscope.server import decoder
+
+    env = {k: v for k, v in os.environ.items() if k != heap.ARENA_ENV}
+    if setting is not None:
+        env[heap.ARENA_ENV] = setting
+
+    def heaps(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", _HEAPS, mode], env=env, capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        return int(out)
+
+    assert heaps("plain") > 1  # glibc's own default: an arena for each new thread (the test means something)
+    assert heaps("cli") == (1 if setting is None else heaps("plain"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(heap.ARENA_ENV, raising=False)
+        if setting is not None:
+            patch.setenv(heap.ARENA_ENV, setting)
+        assert dict(decoder.spawn_key()[1])[heap.ARENA_ENV] == (setting or "1")

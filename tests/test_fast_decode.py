@@ -352,3 +352,16 @@ def test_many_distinct_keys_are_interned_in_the_scan():
     assert scanned is not None
     n, _, tables, _, _ = scanned
     assert n == 200_000 and len(tables[0][0]) == len(set(tables[0][0])) > 199_000
+
+
+@pytest.mark.parametrize("pad", [0, 400])
+def test_short_and_long_events_scan_past_the_first_sizing_of_the_columns(pad):
+    """The scan sizes a piece's columns once for its length (an event per 128 bytes), then grows them: 30,000 events of
+    about 50 bytes (more than twice that sizing) and of about 450 bytes give the typed decode's model."""
+    events = [b'{"ph":"X","name":"op%d","pid":1,"tid":%d,"ts":%d,"dur":2%s}' % (i % 7, i % 3, i, b" " * pad)
+              for i in range(30_000)]
+    text = _piece(*events)
+    assert len(text) > 1 << 20  # large enough to be sized up front
+    fast = _model(text, scanned=True)
+    assert fast is not None and fast.n_events == 30_000
+    assert differences(_model(text, scanned=False), fast) == []

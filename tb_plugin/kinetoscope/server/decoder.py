@@ -42,6 +42,7 @@ from dataclasses import fields
 from typing import Any, Callable, Optional
 
 from ..index import reader as sidecar
+from ..trace import heap
 from ..trace.budgets import setting
 from ..trace.loader import TraceError, load_trace, resource_message
 from ..trace.model import TraceModel
@@ -68,6 +69,7 @@ _BOOT = ("import sys\nlimit = int(sys.argv[1])\nif limit > 0:\n    try:\n       
          "del sys.argv[1]\nimport runpy\nrunpy.run_module('kinetoscope.server.decoder', run_name='__main__', alter_sys=True)\n")
 
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"  # as the CLI (`cli/__init__.py`): its threads would only spin beside the decode's
+CHILD_ENV_DEFAULTS = {BLAS_THREADS_ENV: "1", heap.ARENA_ENV: "1"}  # unless set: one BLAS thread, one malloc arena
 
 
 class Child:
@@ -103,7 +105,7 @@ class Child:
 def spawn_key(roots: tuple[str, ...] = ()) -> tuple:
     """What a child spawned now would obey: the memory limit, the roots and the environment."""
     limit = int(setting(DECODER_MEMORY_ENV, DEFAULT_DECODER_MEMORY)) if os.name == "posix" else 0
-    env = {BLAS_THREADS_ENV: "1", **os.environ, ROOTS_ENV: os.pathsep.join(roots)}  # one BLAS thread unless set
+    env = {**CHILD_ENV_DEFAULTS, **os.environ, ROOTS_ENV: os.pathsep.join(roots)}
     return limit, tuple(sorted(env.items()))
 
 

@@ -32,6 +32,7 @@
 #define MAX_INT_DIGITS 18     /* |v| < 10^18 < 2^62: exact in int64 and a plain flow id */
 #define MAX_PROBES 512        /* slots one lookup may visit: at half load, runs this long only come from collisions */
 #define ID_OTHER INT64_MIN
+#define ROWS_GUESS_BYTES 128  /* bytes per event the columns are first sized for: Kineto's shortest are about that */
 #define BACKWARD_PREFIX "autograd::engine::evaluate_function:"  /* validator_args.BACKWARD_PREFIX */
 #define BACKWARD_LEN 36
 
@@ -149,8 +150,7 @@ static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64
 
 #define COLUMN_BYTES(k) ((k) == O_PH ? 1 : 8)
 
-static int grow_columns(Scan *s) {
-    int64_t cap = s->cap ? s->cap + s->cap / 2 : 4096;  /* 1.5x: the columns are copied out once more at the end */
+static int reserve_columns(Scan *s, int64_t cap) {
     for (int k = 0; k < N_OUT; k++) {
         void *col = realloc(s->col[k], (size_t)cap * COLUMN_BYTES(k));
         if (col == NULL) return -1;
@@ -158,6 +158,10 @@ static int grow_columns(Scan *s) {
     }
     s->cap = cap;
     return 0;
+}
+
+static int grow_columns(Scan *s) {
+    return reserve_columns(s, s->cap ? s->cap + s->cap / 2 : 4096);  /* 1.5x: copied out once more at the end */
 }
 
 #define WS(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
@@ -835,6 +839,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s.limit = limit;
     int status;
     Py_BEGIN_ALLOW_THREADS
+    /* Room for the events a piece this long may hold, at ROWS_GUESS_BYTES each: no realloc (a copy of every column
+     * under the heap's lock) while a writer's events are that long; the pages past the last row are never touched. */
+    int64_t guess = (int64_t)(text.len / ROWS_GUESS_BYTES);
+    if (guess > s.limit) guess = s.limit;
+    if (guess > 4096 && reserve_columns(&s, guess) < 0) s.cap = 0;  /* then the usual growth from 4096 rows */
     status = read_piece(&s, lut.buf, open_end);
     Py_END_ALLOW_THREADS
     PyObject *result;
