@@ -66,6 +66,6 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = kinetoscope.server.tb_loader:KinetoscopeLoader"],
-        "console_scripts": ["kinetoscope = kinetoscope.cli.main:main"],
+        "console_scripts": ["kinetoscope = kinetoscope.cli.main:run"],
     },
 )

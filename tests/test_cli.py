@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
@@ -188,3 +189,41 @@ def test_cli_allocates_from_one_malloc_arena_unless_told(setting):
         if setting is not None:
             patch.setenv(heap.ARENA_ENV, setting)
         assert dict(decoder.spawn_key()[1])[heap.ARENA_ENV] == (setting or "1")
+
+
+def test_the_command_ends_with_its_output_whole_and_its_exit_status(tmp_path):
+    """`kinetoscope` (here `python -m kinetoscope.cli`) ends the process without tearing the interpreter down
+    (`main.run`): what it printed arrives whole through a pipe, and its exit status is main's (1: a trace failed)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_text('{"traceEvents": [')
+    sample = next(iter(sorted((Path(__file__).resolve().parent.parent / "samples" / "logs").rglob("*.pt.trace.json*"))))
+    command = [sys.executable, "-m", "kinetoscope.cli", "report", "--no-cache", "--format", "json"]
+    done = subprocess.run(command + [str(sample)], capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["traces"][0]["error"] is None
+    done = subprocess.run(command + [str(sample), str(bad)], capture_output=True, timeout=300)
+    assert done.returncode == 1
+    assert [t["error"] is None for t in json.loads(done.stdout)["traces"]] == [True, False]
+    several = sample.parent.parent  # every scenario of that recording: more than a pipe holds (64 KiB)
+    reader = subprocess.Popen(command + [str(several)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout.read(10) == b'{\n "schema'
+    reader.stdout.close()  # `kinetoscope report ... | head -c 10`
+    assert reader.wait(timeout=300) == 1
+    assert b"Traceback" not in reader.stderr.read()
+
+
+def test_a_local_trace_is_reported_without_importing_fsspec():
+    """fsspec (with asyncio, ssl and email: about 35 ms of a small report's 0.5 s) is for remote paths; a local file
+    named on the command line is resolved with os.path (a folder is still listed by fsspec)."""
+    import subprocess
+    import sys
+
+    sample = next(iter(sorted((Path(__file__).resolve().parent.parent / "samples" / "logs").rglob("*.pt.trace.json*"))))
+    code = ("import io, sys, contextlib\nfrom kinetoscope.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    code = main(['report', '--no-cache', sys.argv[1]])\n"
+            "print(code, 'fsspec' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(sample)], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["0", "False"], out.stderr

@@ -1,6 +1,4 @@
 """`python -m kinetoscope.cli ...`: the `kinetoscope` command."""
-import sys
+from .main import run
 
-from .main import main
-
-sys.exit(main())
+run()

@@ -84,3 +84,20 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             if args.command == "diff":
                 return diff.run(args)
             return report.run(args)
+
+
+def run() -> None:
+    """The `kinetoscope` command: `main`, its output flushed, then the process ends without the interpreter freeing
+    every object one by one (a GB trace's model and tables: about 0.05 s of a 2 s report). Nothing is left to do by
+    then: the decode's and the analyses' threads are idle, every file written is closed. Output to a pipe closed
+    early (`kinetoscope report ... | head`) ends the command with status 1 and no traceback."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = 1
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)

@@ -156,9 +156,13 @@ def resolve(path: str) -> list[TraceFile]:
         FileNotFoundError: PATH does not exist. StorageError: a remote PATH cannot be reached or read.
     """
     try:
-        fs, inner = split_url(path)
-        exists = fs.exists(inner)
-        folder = exists and fs.isdir(inner)
+        if is_remote(path):
+            fs, inner = split_url(path)
+            exists = fs.exists(inner)
+            folder = exists and fs.isdir(inner)
+        else:  # as fsspec's local filesystem answers, without importing fsspec for one file
+            inner = os.path.abspath(os.path.expanduser(path))
+            exists, folder = os.path.exists(inner), os.path.isdir(inner)
     except (FileNotFoundError, MemoryError, RecursionError):
         raise
     except Exception as exc:  # noqa: BLE001 - remote backends raise their own types: name the problem
