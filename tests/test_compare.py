@@ -13,6 +13,7 @@ from conftest import REPO, SAMPLES, SHARED_TRACES, requires_shared
 from kinetoscope.analysis.compare import RESOLUTION, compare_sides, ranked_changes, spread, status
 from kinetoscope.analysis.compare_figures import PARTS
 from kinetoscope.analysis.gate import RuleError, check, parse_rule
+from kinetoscope.analysis.tables import name_key
 from kinetoscope.cli.diff import load_side
 from kinetoscope.cli.main import main
 from kinetoscope.trace.discovery import resolve
@@ -361,3 +362,25 @@ def test_kernels_and_ops_beyond_the_cap_add_up_in_one_row(monkeypatch):
 def test_names_in_text_drop_the_parameter_list(name, shown):
     from kinetoscope.formats.compare import short_kernel_name
     assert short_kernel_name(name) == shown
+
+
+def test_names_cut_to_the_same_text_stay_two_rows_and_join_by_their_full_name(synth, tmp_path):
+    """Kernels and ops named past 1,000 characters are shown cut; a comparison joins rows by the full name
+    (`compare_figures.join_name`): two kernels whose names differ only after the cut stay two rows, each carrying
+    the tables' `name_key` and `name_chars`, and each joins the same kernel on the other side."""
+    doc = json.loads(next((synth / "seed1").glob("*.json")).read_text())
+    long_names = ["k" * 1200 + "_a", "k" * 1200 + "_b"]
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(kernels) > 4
+    for i, event in enumerate(kernels):
+        event["name"] = long_names[i % 2]
+    for side in ("base", "cand"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "w.pt.trace.json").write_text(json.dumps(doc))
+    result = compared(tmp_path / "base", tmp_path / "cand")
+    rows = [r for r in result["kernels"]["rows"] if r["name"].startswith("kkk")]
+    assert len(rows) == 2 and len({r["name"] for r in rows}) == 1  # one shown text, two kernels
+    assert sorted(r["name_key"] for r in rows) == sorted(name_key(n) for n in long_names)
+    assert all(r["name_chars"] == 1202 and r["only_in"] is None and r["delta_us"] == 0 for r in rows)
+    assert all(r["base_count"] == r["cand_count"] > 0 for r in rows)
+    assert "name_key" not in result["ops"]["rows"][0]  # names shown whole carry no key

@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .compare_figures import PART_LABELS, PARTS, Series, Side, pooled_percentile, totals, verdict_summary
+from .compare_figures import PART_LABELS, PARTS, CutName, JoinName, Series, Side, pooled_percentile, totals, verdict_summary
 from .ranks import ranks_view
 from .verdict import run_verdict
 
@@ -161,8 +161,9 @@ def kernel_changes(base_us: float, cand_us: float, bk: dict, ck: dict) -> list[d
     for name in set(bk) | set(ck):
         b = base_us * bk.get(name, (0.0, 0))[0] / b_total
         c = cand_us * ck.get(name, (0.0, 0))[0] / c_total
-        rows.append({"name": name, "kernel": name, "base_us": b, "cand_us": c, "delta_us": c - b})
-    rows.sort(key=lambda r: (-abs(r["delta_us"]), r["name"]))
+        named = _named(name)
+        rows.append({**named, "kernel": named["name"], "base_us": b, "cand_us": c, "delta_us": c - b})
+    rows.sort(key=_by_change)
     top, _ = _explaining(rows, cand_us - base_us, MAX_KERNEL_ROWS)
     rest = rows[len(top):]
     if rest:
@@ -180,7 +181,7 @@ def joined_table(base: dict, cand: dict, base_steps: int, cand_steps: int, limit
         b, c = base.get(name), cand.get(name)
         zero = (0.0,) * len(b if b is not None else c)
         b, c = b or zero, c or zero
-        row = {"name": name, "base_us": b[0] / per_b, "cand_us": c[0] / per_c}
+        row = {**_named(name), "base_us": b[0] / per_b, "cand_us": c[0] / per_c}
         row["delta_us"] = row["cand_us"] - row["base_us"]
         row["delta_pct"] = 100.0 * row["delta_us"] / row["base_us"] if row["base_us"] else None
         row.update(base_count=b[1] * 1e3 / per_b, cand_count=c[1] * 1e3 / per_c,
@@ -188,8 +189,21 @@ def joined_table(base: dict, cand: dict, base_steps: int, cand_steps: int, limit
         if len(b) > 2:
             row.update(base_gpu_us=b[2] / per_b, cand_gpu_us=c[2] / per_c)
         rows.append(row)
-    rows.sort(key=lambda r: (-abs(r["delta_us"]), r["name"]))
+    rows.sort(key=_by_change)
     return {"rows": rows[:limit], "rows_total": len(rows)}
+
+
+def _named(name: JoinName) -> dict[str, Any]:
+    """A joined row's name fields: the shown text, and for a name cut for showing its `name_key` and length (as
+    the tables' rows carry them), so that rows cut to the same text are told apart."""
+    if isinstance(name, CutName):
+        return {"name": name.shown, "name_key": name.key, "name_chars": name.chars}
+    return {"name": name}
+
+
+def _by_change(row: dict[str, Any]) -> tuple:
+    """Largest |change| first; then by name (and a cut name's key: the order never depends on a set's)."""
+    return -abs(row["delta_us"]), row["name"], row.get("name_key", "")
 
 
 def compare_sides(base: Side, cand: Side) -> dict[str, Any]:

@@ -19,7 +19,7 @@ several streams the kernels overlap, so only shares of the compute union can add
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from . import intervals
 from .gpu_idle import CAUSE_NAMES
 from .ranks import RankDigest, rank_digest
 from .report import Analysis, verdict_entry
-from .tables import TableIndex, kernel_table, op_table
+from .tables import TableIndex, kernel_table, name_key, op_table
 from .verdict import Verdict
 
 PARTS = ("compute", "exposed_comm", *CAUSE_NAMES, "outside")
@@ -46,6 +46,25 @@ OTHER_KERNELS, OTHER_OPS = "(other kernels)", "(other ops)"
 QUANTILES = np.linspace(0.0, 100.0, 1001)  # launch offsets kept as this quantile grid (0.1 percentile apart)
 
 
+class CutName(NamedTuple):
+    """A kernel's or op's name that was cut for showing, as a comparison joins it: the shown text, the full name's
+    `tables.name_key` and its length. Two names cut to the same text stay two rows; the same full name in two
+    traces is one."""
+
+    shown: str
+    key: str
+    chars: int
+
+
+JoinName = Union[str, CutName]  # a name shown whole is its own key
+
+
+def join_name(shown: str, full: str) -> JoinName:
+    """What a comparison joins a kernel or op row by (`CutName` where `shown` was cut from `full`)."""
+    key = name_key(full)
+    return shown if key is None else CutName(shown, key, len(full))
+
+
 @dataclass(frozen=True)
 class TraceFigures:
     """One trace's per-step figures (ns) and summary figures."""
@@ -60,8 +79,8 @@ class TraceFigures:
     launches: int
     memory_peak_bytes: Optional[int]  # allocated, the largest over devices (not the CPU)
     verdict: Verdict
-    kernels: dict[str, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, calls)
-    ops: dict[str, tuple[float, int, float]] = field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
+    kernels: dict[JoinName, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, calls)
+    ops: dict[JoinName, tuple[float, int, float]] = field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
     tables: bool = False  # kernels and ops were filled from the op/kernel tables
     digest: Any = field(default=None, repr=False)  # the trace's `ranks.RankDigest` (multi-rank sides: stragglers)
     from_steps: bool = True  # False: no ProfilerStep, the one unit is the device window (else the trace)
@@ -108,19 +127,20 @@ def with_tables(model: TraceModel, figures: TraceFigures, analysis: Analysis,
     steps = analysis.steps
     window = (int(steps.start_ns[0]), int(steps.end_ns.max())) if steps.count else None
     index = index if index is not None else TableIndex.build(model)
-    names = model.shown_names
+    shown, full = model.shown_names, model.names
     k = kernel_table(model, index, window)
-    kernels: dict[str, tuple[float, int]] = {}
+    kernels: dict[JoinName, tuple[float, int]] = {}
     for name_id, total, calls in zip(k.name_id.tolist(), k.total_ns.tolist(), k.calls.tolist()):
-        name = names[name_id]
-        if not is_comm_kernel_name(name):
-            before = kernels.get(name, (0.0, 0))  # names cut to the same text add up
+        if not is_comm_kernel_name(shown[name_id]):
+            name = join_name(shown[name_id], full[name_id])
+            before = kernels.get(name, (0.0, 0))
             kernels[name] = (before[0] + total, before[1] + calls)
     o = op_table(model, index, window)
-    ops: dict[str, tuple[float, int, float]] = {}
+    ops: dict[JoinName, tuple[float, int, float]] = {}
     for name_id, cpu, calls, gpu in zip(o.name_id.tolist(), o.cpu_total_ns.tolist(), o.calls.tolist(), o.gpu_total_ns.tolist()):
-        before = ops.get(names[name_id], (0.0, 0, 0.0))
-        ops[names[name_id]] = (before[0] + cpu, before[1] + calls, before[2] + gpu)
+        name = join_name(shown[name_id], full[name_id])
+        before = ops.get(name, (0.0, 0, 0.0))
+        ops[name] = (before[0] + cpu, before[1] + calls, before[2] + gpu)
     return replace(figures, kernels=_top(kernels, OTHER_KERNELS), ops=_top(ops, OTHER_OPS), tables=True)
 
 
@@ -134,7 +154,7 @@ def figures_of(model: TraceModel, analysis: Analysis, worker: str, index: Option
     return replace(figures, digest=digest)
 
 
-def _top(rows: dict[str, tuple], other: str) -> dict[str, tuple]:
+def _top(rows: dict[JoinName, tuple], other: str) -> dict[JoinName, tuple]:
     """The MAX_NAMES rows with the most time, the others summed into one row named `other`."""
     if len(rows) <= MAX_NAMES:
         return rows
@@ -200,7 +220,7 @@ def pooled_percentile(traces: tuple[TraceFigures, ...], q: float) -> Optional[fl
     return float(values[order][min(at, values.size - 1)])
 
 
-def totals(traces: tuple[TraceFigures, ...], which: str) -> dict[str, tuple]:
+def totals(traces: tuple[TraceFigures, ...], which: str) -> dict[JoinName, tuple]:
     """Kernel or op totals (name -> (time ns, calls[, GPU ns])) summed over traces."""
     out: dict[str, list] = {}
     for t in traces:
