@@ -9,6 +9,7 @@
  */
 import { formatBytes, formatDuration } from './format.js';
 import { spanLabel } from './runs.js';
+import { nameTitle } from './tables.js';
 import { NOT_ENOUGH_DATA } from './verdict.js';
 
 /** Figures of the summary table, in order (names of the route's `metrics`). */
@@ -147,7 +148,7 @@ export function changeRows(result) {
       cand: formatFigure(r.cand_us, 'us'), share: r.share_of_change === null ? '\u2013' : `${Math.round(100 * r.share_of_change)}%`,
       child: false, sign: Math.sign(r.delta_us) });
     for (const k of r.kernels ?? []) {
-      out.push({ rank: '', name: k.kernel ? shortName(k.name) : k.name, full: k.name, change: formatFigure(k.delta_us, 'us', true), base: formatFigure(k.base_us, 'us'),
+      out.push({ rank: '', name: k.kernel ? shortName(k.name) : k.name, full: nameTitle(k), change: formatFigure(k.delta_us, 'us', true), base: formatFigure(k.base_us, 'us'),
         cand: formatFigure(k.cand_us, 'us'), share: '', child: true, sign: Math.sign(k.delta_us) });
     }
   });
@@ -187,7 +188,7 @@ export function summaryRows(result) {
  */
 export function joinedRows(table, limit = TABLE_ROWS) {
   return (table?.rows ?? []).slice(0, limit).map((/** @type {any} */ r) => ({
-    name: shortName(r.name), full: r.name, base: formatFigure(r.base_us, 'us'), cand: formatFigure(r.cand_us, 'us'), change: formatFigure(r.delta_us, 'us', true),
+    name: shortName(r.name), full: nameTitle(r), base: formatFigure(r.base_us, 'us'), cand: formatFigure(r.cand_us, 'us'), change: formatFigure(r.delta_us, 'us', true),
     pct: formatPct(r.delta_pct), calls: `${Number(r.base_count.toPrecision(3))} \u2192 ${Number(r.cand_count.toPrecision(3))}`,
     only: r.only_in === 'base' ? 'baseline only' : r.only_in === 'cand' ? 'candidate only' : '', sign: Math.sign(r.delta_us),
   }));

@@ -101,6 +101,21 @@ test('joined tables and ranks', () => {
   assert.equal(ranks.rows[0].pct, '+20.0%');
 });
 
+test('a joined row whose name the server cut says so in its title, and rows cut to the same text stay two', () => {
+  const cut = 'k'.repeat(999) + '\u2026';
+  const table = { rows_total: 2, rows: [
+    { name: cut, name_key: '0123456789abcdef', name_chars: 1202, base_us: 1, cand_us: 2, delta_us: 1, delta_pct: 100, base_count: 1, cand_count: 1, only_in: null },
+    { name: cut, name_key: 'fedcba9876543210', name_chars: 1202, base_us: 1, cand_us: 1, delta_us: 0, delta_pct: 0, base_count: 1, cand_count: 1, only_in: null }] };
+  const rows = joinedRows(table);
+  assert.equal(rows.length, 2);
+  assert.match(rows[0].full, /1,202 characters; key 0123456789abcdef/);
+  assert.match(rows[1].full, /key fedcba9876543210/);
+  assert.equal(joinedRows(RESULT.kernels)[0].full, 'sgemm'); // a name shown whole is its own title
+  const kernels = changeRows({ changes: { rows: [{ name: 'compute', part: 'compute', base_us: 1, cand_us: 2, delta_us: 1, share_of_change: 1,
+    kernels: [{ name: cut, kernel: cut, name_key: '0123456789abcdef', name_chars: 1202, base_us: 1, cand_us: 2, delta_us: 1 }] }] } });
+  assert.match(kernels[1].full, /cut: the trace's name has 1,202 characters/);
+});
+
 test('names: C++ kernels without void and parameters, then cut', () => {
   assert.equal(shortName('void cudnn::detail::dgrad_engine<float, 512, 6>(int, int, float const*)'), 'cudnn::detail::dgrad_engine<float, 512, 6>');
   assert.equal(shortName('Memcpy HtoD (Pageable -> Device)'), 'Memcpy HtoD (Pageable -> Device)');
