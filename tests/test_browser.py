@@ -517,7 +517,8 @@ def test_the_compare_lanes_fit_the_window_at_1280x800(traces_tb):
 
 def test_a_name_cut_at_1000_characters_shows_whole_on_demand(tmp_path):
     """Two kernels whose names differ only after character 1,500: their rows show the same cut name but carry
-    different keys, the title says the name was cut, and "whole name" shows it all (the `name` route)."""
+    different keys, the title says the name was cut, and "whole name" shows it all (the `name` route), in the
+    Tables panel and in the Selection drawer of a selected occurrence."""
     from conftest import kernel, launch, op, trace_doc, write_trace
     stem = "void k<" + "x" * 1500
     events = [op("ProfilerStep#1", 0, 200), op("aten::mm", 0, 100), launch(10, 5, 1), kernel(stem + "A>()", 20, 30, 1),
@@ -533,3 +534,4 @@ def test_a_name_cut_at_1000_characters_shows_whole_on_demand(tmp_path):
     assert len(r["keys"]) == 2 and len(set(r["keys"])) == 2 and all(r["keys"])
     assert all("cut: the trace's name has 1,511 characters" in t for t in r["shown"])
     assert r["whole"] == stem + "A>()" and "1,511 characters" in r["head"]
+    assert r["drawer"] == stem + "A>()"  # the Selection drawer of the first occurrence shows it whole too

@@ -9,6 +9,7 @@ import { getWhenReady } from '../loading.js';
 import { argRows } from '../model/args.js';
 import { formatDuration, formatTimestamp } from '../model/format.js';
 import { el, errorText, message } from './dom.js';
+import { WholeName } from './full_name.js';
 
 /** Event kinds drawn on GPU lanes (the analyses' GPU kinds, trace/kinds.py). */
 const GPU_KINDS = new Set(['kernel', 'memcpy', 'memset', 'gpu_user_annotation', 'cuda_sync']);
@@ -36,6 +37,7 @@ export class DetailsPanel {
     this.channel = new LatestChannel();
     /** @type {{span: string, ev: any} | null} the last answer, reused when a link restores its selection */
     this.last = null;
+    this.wholeName = new WholeName(store, api);
     this.root = el('div', { class: 'ks-details', 'aria-live': 'polite' });
     this.empty();
     store.subscribe((changed) => {
@@ -81,7 +83,11 @@ export class DetailsPanel {
   render(ev, argsPending = false) {
     const rows = [['kind', `${ev.kind} (${ev.cat})`], ['lane', ev.lane_label], ['start', formatTimestamp(ev.start_us)],
       ['duration', formatDuration(ev.dur_us)], ['correlation', ev.correlation ?? '\u2013'], ['external id', ev.external_id ?? '\u2013']];
+    const cut = typeof ev.name_key === 'string';  // the server cut the name: it can be shown whole on demand
+    if (this.wholeName.key !== ev.name_key) this.wholeName.hide();
+    this.wholeName.key = ev.name_key;
     const parts = [el('h4', { class: 'ks-details-name' }, String(ev.name)),
+      ...(cut ? [el('div', { class: 'ks-hint' }, this.wholeName.button(ev.name_key)), this.wholeName.root] : []),
       el('dl', {}, rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]))];
     if (ev.launch) parts.push(this.launchBlock(ev));
     if (Array.isArray(ev.activities) && ev.activities.length) parts.push(this.activitiesBlock(ev));

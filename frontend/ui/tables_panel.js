@@ -14,6 +14,7 @@ import { ANNOTATION_SCOPES, ANNOTATION_SIDES, EXTRA_TABS, KERNEL_SPLITS, OP_COLU
   treeParents, visibleTreeRows } from '../model/extra_tables.js';
 import { OP_GROUPS, defaultSort, nameTitle, nextSort, searchLabel, searchStep, tableColumns } from '../model/tables.js';
 import { el, errorText, message, spanErrorNote } from './dom.js';
+import { WholeName } from './full_name.js';
 import { healthSlot, showHealthNote } from './health_note.js';
 
 const PAGE = 50;
@@ -72,8 +73,7 @@ export class TablesPanel {
     this.sequencesBox = el('span', { class: 'ks-hint' }, this.rootInput);
     this.scope = el('div', { class: 'ks-hint ks-tables-scope' });
     /** a cut name shown whole, on demand (the `name` route) */
-    this.fullName = el('div', { class: 'ks-full-name', hidden: true });
-    this.nameChannel = new LatestChannel();
+    this.wholeName = new WholeName(store, api);
     this.health = healthSlot();
     this.table = el('div', { class: 'ks-table-wrap' });
     this.pager = el('div', { class: 'ks-pager' });
@@ -85,7 +85,7 @@ export class TablesPanel {
       el('button', { class: 'ks-search-prev', title: 'previous (Shift+Enter)', onclick: () => this.find(this.searchInput.value, -1) }, '\u25b2'),
       el('button', { class: 'ks-search-next', title: 'next (Enter)', onclick: () => this.find(this.searchInput.value, 1) }, '\u25bc'), this.searchCount);
     this.root = el('section', { class: 'ks-section ks-tables' }, el('h3', {}, 'Tables'),
-      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.fullName, this.table, this.pager);
+      el('div', { class: 'ks-tables-bar' }, this.tabs, this.filterInput, this.stackBox, this.splitBox, this.annotationBox, this.sequencesBox), this.health, this.scope, this.wholeName.root, this.table, this.pager);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
       if ((changed.has('summary') || changed.has('area')) && store.state.summary) {
@@ -112,8 +112,8 @@ export class TablesPanel {
     this.collapsed.clear();
     this.channel.cancel();
     this.searchChannel.cancel();
-    this.nameChannel.cancel();
-    this.fullName.hidden = true;
+    this.wholeName.channel.cancel();
+    this.wholeName.hide();
     this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
     this.searchCount.textContent = '';
     this.health.replaceChildren();
@@ -172,33 +172,6 @@ export class TablesPanel {
     }
   }
 
-  /** The button beside a cut name that shows it whole. @param {string} key its `name_key` */
-  fullNameButton(key) {
-    return el('button', { type: 'button', class: 'ks-link ks-full-name-link', title: 'this name was cut at 1,000 characters: show it whole',
-      onclick: (/** @type {Event} */ e) => {
-        e.stopPropagation(); // not a click on the row
-        this.showFullName(key);
-      } }, 'whole name');
-  }
-
-  /** Fetches a cut name whole (`name` route) and shows it above the table. @param {string} key */
-  async showFullName(key) {
-    const { span } = this.store.state;
-    if (!span) return;
-    const close = el('button', { type: 'button', class: 'ks-link', onclick: () => { this.fullName.hidden = true; } }, 'close');
-    try {
-      const r = await this.nameChannel.run((signal) => getWhenReady(this.api, 'name', { span: span.id, key }, signal));
-      if (r.stale) return;
-      const { name, chars, cut } = /** @type {any} */ (r).value;
-      this.fullName.replaceChildren(el('div', { class: 'ks-full-name-head' },
-        `The whole name (${formatCount(chars)} characters${cut ? ', the first 200,000 shown' : ''}) `, close),
-      el('div', { class: 'ks-full-name-text' }, String(name)));
-    } catch (err) {
-      this.fullName.replaceChildren(message('error', `Name: ${errorText(err)}`), close);
-    }
-    this.fullName.hidden = false;
-  }
-
   /** Whether the trace on screen has device activity (its summary lists devices). */
   withDevice() {
     const devices = this.store.state.summary?.devices;
@@ -229,7 +202,7 @@ export class TablesPanel {
       columns.map((c) => el('td', { dataset: { col: c.key },
         title: c.key === 'name' ? nameTitle(row) : c.kind === 'text' || c.kind === 'tree' ? row[c.key] : undefined },
         c.kind === 'tree' ? this.treeCell(row, parents.has(row.index))
-          : c.key === 'name' && typeof row.name_key === 'string' ? [this.fullNameButton(row.name_key), ' ', cell(c, row[c.key])]
+          : c.key === 'name' && typeof row.name_key === 'string' ? [this.wholeName.button(row.name_key), ' ', cell(c, row[c.key])]
             : cell(c, row[c.key])))));
     this.table.replaceChildren(el('table', { class: 'ks-table ks-profiler-table', dataset: { by: this.by } },
       el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows)));

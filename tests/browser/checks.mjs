@@ -905,7 +905,16 @@ async function fullName(browser) {
   const shown = await frame.$$eval('.ks-profiler-table tbody td[data-col="name"]', (tds) => tds.map((t) => t.title));
   await frame.click('.ks-full-name-link');
   await frame.waitForSelector('.ks-full-name-text', { timeout: 15000 });
-  return { errors, httpErrors, keys, shown, whole: await frame.textContent('.ks-full-name-text'), head: await frame.textContent('.ks-full-name-head') };
+  const whole = await frame.textContent('.ks-full-name-text');
+  const head = await frame.textContent('.ks-full-name-head');
+  // the same name selected (search selects its first occurrence): the Selection drawer offers it whole too
+  await frame.fill('.ks-search', 'void k<');
+  await frame.press('.ks-search', 'Enter');
+  await frame.waitForSelector('.ks-drawer:not([hidden]) .ks-full-name-link', { timeout: 30000 });
+  await frame.click('.ks-drawer .ks-full-name-link');
+  await frame.waitForSelector('.ks-drawer .ks-full-name-text', { timeout: 15000 });
+  const drawer = await frame.textContent('.ks-drawer .ks-full-name-text');
+  return { errors, httpErrors, keys, shown, whole, head, drawer };
 }
 
 /** Issue 30: each run's first view at WIDTHxHEIGHT (laptop.mjs): its first GPU lane on screen without scrolling. */

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.tables import with_name_keys
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, LaneKind
 from ..trace.model import TraceModel, shown, unique
 from .lane_index import LaneIndex, owned_activities, window_positions
@@ -99,6 +100,7 @@ def event_view(model: TraceModel, index: LaneIndex, launch: Any, row: int) -> di
         "depth": int(model.depth[row]), "start_us": round((int(model.ts_ns[row]) - base) / 1e3, 3),
         "dur_us": int(model.dur_ns[row]) / 1e3, "correlation": _opt(model.correlation[row]),
         "external_id": _opt(model.external_id[row]), "launch": None, "activities": None}
+    with_name_keys([out], [model.names[model.name_id[row]]])  # a cut name's key, for the `name` route
     if model.kind[row] in ACTIVITY_KINDS and model.launch_idx[row] >= 0:
         out["launch"] = _launch_of(model, launch, row)
     if model.kind[row] in LAUNCH_KINDS:
