@@ -93,11 +93,13 @@ def run() -> None:
     early (`kinetoscope report ... | head`) ends the command with status 1 and no traceback."""
     try:
         code = main()
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         code = 1
     try:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
     except (OSError, ValueError):
         pass
     os._exit(code)

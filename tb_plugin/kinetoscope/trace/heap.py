@@ -8,8 +8,8 @@ about 0.1 s per GB, and the pages given back cost a fault each when they are use
 when the free resident memory passes an allowance (`KINETOSCOPE_HEAP_SLACK_MB`, default 512): a trace up to about a
 GB keeps its pages for the next stage, a larger one stops holding two models' worth of free memory.
 
-`one_arena` makes every thread of the process allocate from one heap, where glibc gives each thread that contends
-for a lock an arena of its own (up to 8 per core): the decode's threads free their pieces' raw columns into their own
+`one_arena` makes every thread of the process allocate from one heap, where glibc gives each new thread an arena of
+its own (up to 8 per core): the decode's threads free their pieces' raw columns into their own
 arenas, and the analyses' threads allocate theirs from others, so the freed memory of one is never the next
 allocation of another. At 0.9 GB of trace on 2 cores that was 150 MiB more peak memory, a fifth, and every such
 page is one more fault (issue 29). The threads allocate little else from the C heap (Python's small objects have
