@@ -38,6 +38,8 @@ export class DetailsPanel {
     /** @type {{span: string, ev: any} | null} the last answer, reused when a link restores its selection */
     this.last = null;
     this.wholeName = new WholeName(store, api);
+    /** @type {string | undefined} the `name_key` of the cut name on show (its whole name box stays open for it) */
+    this.nameKey = undefined;
     this.root = el('div', { class: 'ks-details', 'aria-live': 'polite' });
     this.empty();
     store.subscribe((changed) => {
@@ -84,8 +86,8 @@ export class DetailsPanel {
     const rows = [['kind', `${ev.kind} (${ev.cat})`], ['lane', ev.lane_label], ['start', formatTimestamp(ev.start_us)],
       ['duration', formatDuration(ev.dur_us)], ['correlation', ev.correlation ?? '\u2013'], ['external id', ev.external_id ?? '\u2013']];
     const cut = typeof ev.name_key === 'string';  // the server cut the name: it can be shown whole on demand
-    if (this.wholeName.key !== ev.name_key) this.wholeName.hide();
-    this.wholeName.key = ev.name_key;
+    if (this.nameKey !== ev.name_key) this.wholeName.hide();
+    this.nameKey = ev.name_key;
     const parts = [el('h4', { class: 'ks-details-name' }, String(ev.name)),
       ...(cut ? [el('div', { class: 'ks-hint' }, this.wholeName.button(ev.name_key)), this.wholeName.root] : []),
       el('dl', {}, rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]))];

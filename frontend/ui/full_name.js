@@ -20,11 +20,11 @@ export class WholeName {
     this.channel = new LatestChannel();
     /** where the whole name shows (hidden until asked) */
     this.root = el('div', { class: 'ks-full-name', hidden: true });
-    /** @type {string | undefined} the key of the name its owner shows now */
-    this.key = undefined;
   }
 
+  /** Hides the box, and drops a fetch in flight (its answer would be another name's). */
   hide() {
+    this.channel.cancel();
     this.root.hidden = true;
   }
 

@@ -112,7 +112,6 @@ export class TablesPanel {
     this.collapsed.clear();
     this.channel.cancel();
     this.searchChannel.cancel();
-    this.wholeName.channel.cancel();
     this.wholeName.hide();
     this.search = { query: '', total: 0, n: -1, offset: 0, hits: null, names: [] };
     this.searchCount.textContent = '';

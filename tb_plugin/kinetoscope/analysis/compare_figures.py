@@ -222,7 +222,7 @@ def pooled_percentile(traces: tuple[TraceFigures, ...], q: float) -> Optional[fl
 
 def totals(traces: tuple[TraceFigures, ...], which: str) -> dict[JoinName, tuple]:
     """Kernel or op totals (name -> (time ns, calls[, GPU ns])) summed over traces."""
-    out: dict[str, list] = {}
+    out: dict[JoinName, list] = {}
     for t in traces:
         for name, values in getattr(t, which).items():
             row = out.setdefault(name, [0] * len(values))

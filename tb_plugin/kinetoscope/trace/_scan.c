@@ -843,7 +843,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
      * under the heap's lock) while a writer's events are that long; the pages past the last row are never touched. */
     int64_t guess = (int64_t)(text.len / ROWS_GUESS_BYTES);
     if (guess > s.limit) guess = s.limit;
-    if (guess > 4096 && reserve_columns(&s, guess) < 0) s.cap = 0;  /* then the usual growth from 4096 rows */
+    if (guess > 4096) (void)reserve_columns(&s, guess);  /* failed: s.cap stays 0, the usual growth from 4096 rows */
     status = read_piece(&s, lut.buf, open_end);
     Py_END_ALLOW_THREADS
     PyObject *result;
