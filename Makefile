@@ -34,8 +34,13 @@ browser-deps:
 
 test: install browser-deps test-js test-python
 
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist): the cores this process may use, at most 4 (several tests
+# start servers, browsers or decode threads of their own). PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+PYTEST = -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
+
 test-python: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python $(PYTEST) tests
 
 test-js:
 	@if [ -d frontend/test ]; then node --test frontend/test/; fi
@@ -69,7 +74,7 @@ $(MIN_ACCEL): $(ACCEL_SRC) $(MIN_STAMP)
 	touch $@
 
 test-min: install-min
-	KINETOSCOPE_MIN_VERSIONS=1 $(VENV_MIN)/bin/python -m pytest -q -p no:cacheprovider tests --ignore=tests/test_browser.py
+	KINETOSCOPE_MIN_VERSIONS=1 $(VENV_MIN)/bin/python $(PYTEST) tests --ignore=tests/test_browser.py
 
 demo: install
 	$(BIN)/tensorboard --logdir $(LOGDIR) --host 127.0.0.1 --port $(PORT) --load_fast false

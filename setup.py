@@ -47,7 +47,7 @@ setup(
     ],
     extras_require={
         # ruff 0.9: the first to know UP045 (ruff.toml); hypothesis 6.83: characters(codec=...)
-        "test": ["pytest>=7", "psutil>=5.9", "ruff>=0.9", "hypothesis>=6.83",
+        "test": ["pytest>=7", "pytest-xdist>=3.5", "psutil>=5.9", "ruff>=0.9", "hypothesis>=6.83",
                  # remote logdirs are tested against moto's S3 server on 127.0.0.1; s3fs pins fsspec exactly (so
                  # s3fs >= the fsspec floor), its aiobotocore pins botocore (s3fs 2023.9: botocore 1.31, so
                  # boto3 1.28, which is also the first to take AWS_ENDPOINT_URL)
