@@ -385,15 +385,82 @@ def _int_field(value: Any) -> int:
     return value if isinstance(value, int) and -(1 << 62) < value < (1 << 62) else -1
 
 
+# The raw columns with a value per event: each piece's are copied into one buffer per column as the piece is added
+# (`_RowStore`); the others (a memory event's args, a flow's id) stay per piece until `finish`.
+_ROW_KEYS = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "correlation", "external_id", "device", "stream", "shape",
+             "frame", "source_row")
+_ROW_DTYPES = {key: np.int8 if key == "ph" else np.float64 if key in ("ts", "dur") else np.int64 for key in _ROW_KEYS}
+
+
+class _RowStore:
+    """The per-event raw columns of the pieces added so far, each in one buffer: `finish` takes whole columns, where it
+    used to concatenate every piece's part of each (the parts and the whole alive at once: at 4 GB of trace, 1.2 GB of
+    fresh pages more, and a serial 0.7 s).
+
+    A buffer is sized for the rows the whole text will hold, guessed from the rows per byte of the text added so far
+    (`expected_bytes`: the text's length, when known), and grows 1.5x past that. The pages past the last row are never
+    touched, so a guess too high costs address space, not memory; it is bounded by the file's event budget, and a
+    guess the system refuses falls back to the rows needed.
+    """
+
+    def __init__(self, expected_bytes: Optional[int] = None, max_rows: Optional[int] = None) -> None:
+        self.expected_bytes, self.max_rows = expected_bytes, max_rows
+        self.n = self.cap = 0
+        self._bufs: dict[str, np.ndarray] = {}
+
+    def append(self, cols: dict[str, np.ndarray], n: int, text_end: int = -1) -> None:
+        """Copy one piece's `n` rows of every row column (`cols`, keyed by `_ROW_KEYS`) after the rows so far;
+        `text_end`: where the piece ends in the text (-1: unknown)."""
+        if not n:
+            return
+        if self.n + n > self.cap:
+            self._grow(self.n + n, text_end)
+        for key in _ROW_KEYS:
+            self._bufs[key][self.n:self.n + n] = cols[key]
+        self.n += n
+
+    def _grow(self, needed: int, text_end: int) -> None:
+        grown = max(needed, self.cap + self.cap // 2)
+        guess = grown
+        if self.expected_bytes and text_end > 0 and self.expected_bytes > text_end:
+            guess = -(-needed * self.expected_bytes // text_end)
+            guess = max(grown, guess + guess // 16)
+            if self.max_rows is not None:
+                guess = max(grown, min(guess, self.max_rows))
+        for cap in dict.fromkeys((guess, grown)):
+            try:
+                bufs = {key: np.empty(cap, _ROW_DTYPES[key]) for key in _ROW_KEYS}
+            except MemoryError:
+                if cap == grown:
+                    raise
+                continue
+            for key, old in self._bufs.items():
+                bufs[key][:self.n] = old[:self.n]
+            self._bufs, self.cap = bufs, cap
+            return
+
+    def take(self, key: str) -> np.ndarray:
+        """A whole column (its own buffer from now on: the caller may write into it); each key is taken once."""
+        buf = self._bufs.pop(key, None)
+        return np.zeros(0, _ROW_DTYPES[key]) if buf is None else buf[:self.n]
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column, rows only (for another process's builder to `absorb`)."""
+        return {key: self.take(key) for key in _ROW_KEYS}
+
+
 class ColumnBuilder:
     """Accumulates chunks of decoded events; `finish` builds the model."""
 
-    def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None) -> None:
-        """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more."""
+    def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None,
+                 expected_bytes: Optional[int] = None) -> None:
+        """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more;
+        `expected_bytes`: the length of the text, when known (the row columns are sized for it)."""
         self._max_events, self._refusal = max_events, refusal
+        self._rows = _RowStore(expected_bytes, max_events)
         self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes, self._frames = (
             _Interner() for _ in range(7))
-        self._chunks: list[dict[str, np.ndarray]] = []
+        self._chunks: list[dict[str, np.ndarray]] = []  # per piece: the columns not in `_rows`
         self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
         self._event_index = EventIndex()
@@ -493,13 +560,14 @@ class ColumnBuilder:
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
-        self._chunks.append(cols)
+        self._rows.append(cols, n, piece.end)
+        self._chunks.append({key: value for key, value in cols.items() if key not in _ROW_DTYPES})
         self.n += n
 
     def export(self) -> tuple:
         """What `absorb` needs of a builder that decoded some pieces elsewhere (plain, picklable values)."""
         interners = tuple(i.table for i in (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames))
-        return (self.n, self._ordinal, self._chunks, self._pieces, interners, self._flow_names.table, self._meta_events,
+        return (self.n, self._ordinal, (self._chunks, self._rows.columns()), self._pieces, interners, self._flow_names.table, self._meta_events,
                 self._event_index.state(), self._collectives.state(), self._validator_args.state(), self._gpu_args.state())
 
     def absorb(self, state: tuple) -> None:
@@ -516,12 +584,14 @@ class ColumnBuilder:
         remaps = [_remap(mine, theirs, off) for mine, theirs in zip(
             (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames), interners)]
         flow_map = np.array([self._flow_names.table.setdefault(k, len(self._flow_names.table)) for k in flow_names], np.int64)
+        chunks, rows = chunks
+        for key, remap in zip(("name", "cat", "pid", "tid", "shape", "frame"), remaps):
+            rows[key] = _apply_remap(rows[key], remap)
+        rows["source_row"] = rows["source_row"] + first
+        self._rows.append(rows, n, pieces[-1][2] if pieces else -1)
         for cols in chunks:
-            for key, remap in zip(("name", "cat", "pid", "tid", "shape", "frame"), remaps):
-                cols[key] = _apply_remap(cols[key], remap)
             for key in ("mem_row", "flow_row"):
                 cols[key] = cols[key] + off
-            cols["source_row"] = cols["source_row"] + first
             named = cols["flow_named"]
             if named.size:
                 cols["flow_id"][named] = -1 - flow_map[-1 - cols["flow_id"][named]]
@@ -583,8 +653,9 @@ class ColumnBuilder:
         """
         skipped, warnings = dict(skipped), list(warnings)
         chunks, self._chunks = self._chunks, []
-        take = partial(_take_column, chunks)  # each key is taken by one thread only
-        take_rows = partial(_take_rows, chunks)
+        store, self._rows = self._rows, _RowStore()
+        take = partial(_take_column, chunks, store)  # each key is taken by one thread only
+        take_rows = partial(_take_rows, take)
         dense = _meanwhile(pool, lambda: tuple(table.dense(take(key)) for table, key in (
             (self._names, "name"), (self._cats, "cat"), (self._pids, "pid"))))  # the thread ids here, below
         base_ns = doc.baseTimeNanoseconds or 0
@@ -741,23 +812,18 @@ def _int64(values: np.ndarray) -> np.ndarray:
     return values.astype(np.int64, copy=False)
 
 
-def _take_column(chunks: list[dict[str, np.ndarray]], key: str) -> np.ndarray:
-    """One raw column over all chunks; the chunks' pieces of it are released (each key is taken once)."""
+def _take_column(chunks: list[dict[str, np.ndarray]], store: _RowStore, key: str) -> np.ndarray:
+    """One raw column over all chunks (the store's, or the chunks' parts joined); it is released there (each key is
+    taken once)."""
+    if key in _ROW_DTYPES:
+        return store.take(key)
     parts = [c.pop(key) for c in chunks]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def _take_rows(chunks: list[dict[str, np.ndarray]], key: str, rows: np.ndarray) -> np.ndarray:
-    """`_take_column(chunks, key)[rows]` for ascending raw rows, gathered piece by piece: no full-length copy of a
-    column only some rows of which are read (each a fresh 80 MB at 10^7 events); the pieces are released."""
-    parts = [c.pop(key) for c in chunks]
-    bounds = np.cumsum([0] + [p.size for p in parts])
-    cut = np.searchsorted(rows, bounds).tolist()
-    out = np.empty(rows.size, np.result_type(*parts) if parts else np.float64)
-    for k, part in enumerate(parts):
-        if cut[k + 1] > cut[k]:
-            out[cut[k]:cut[k + 1]] = part[rows[cut[k]:cut[k + 1]] - bounds[k]]
-    return out
+def _take_rows(take: Callable[[str], np.ndarray], key: str, rows: np.ndarray) -> np.ndarray:
+    """`take(key)[rows]`: the rest of the column is released at once."""
+    return take(key)[rows]
 
 
 _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",
@@ -887,6 +953,23 @@ def _nesting_depth_py(ts_ns: np.ndarray, dur_ns: np.ndarray, lane_ptr: np.ndarra
         closed_before = ends_le - zero - zero_after
         depth[lo:hi] = np.minimum(index - closed_before, np.iinfo(np.int16).max)
     return depth
+
+
+def compiled_parents(depth: np.ndarray) -> Optional[np.ndarray]:
+    """`analysis.nesting.parents_by_depth` in one compiled pass (`_columns.parents`): per row, the last earlier row
+    one level up, or -1. None where the extension is not loaded or a depth is outside 0..32767 (the array passes then
+    answer)."""
+    depth = np.asarray(depth)
+    if _accel is None or depth.ndim != 1 or depth.dtype.kind not in "iu":
+        return None
+    if depth.dtype != np.int16 and depth.size:
+        if int(depth.min()) < 0 or int(depth.max()) > np.iinfo(np.int16).max:
+            return None
+    elif depth.size and int(depth.min()) < 0:
+        return None
+    out = np.empty(depth.size, np.int64)
+    _accel.parents(np.ascontiguousarray(depth, np.int16), out)
+    return out
 
 
 def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:
