@@ -770,6 +770,65 @@ static PyObject *bytearray_of(const void *data, Py_ssize_t len) {
     return PyByteArray_FromStringAndSize(len ? (const char *)data : "", len);
 }
 
+/* A column the scan filled, handed to Python as it lies (a writable buffer over malloc'd memory, freed with the
+ * object): no copy of every row under the GIL, which the other threads' scans wait for. */
+typedef struct {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t len;
+} Block;
+
+static char empty_block[1];
+
+static void block_dealloc(Block *b) {
+    free(b->data);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static int block_getbuffer(Block *b, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)b, b->data ? b->data : empty_block, b->len, 0, flags);
+}
+
+static Py_ssize_t block_length(Block *b) {
+    return b->len;
+}
+
+static PyBufferProcs block_buffer = {(getbufferproc)block_getbuffer, NULL};
+static PySequenceMethods block_sequence = {.sq_length = (lenfunc)block_length};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kinetoscope.trace._scan.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_dealloc = (destructor)block_dealloc,
+    .tp_as_buffer = &block_buffer,
+    .tp_as_sequence = &block_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A scanned column's bytes (buffer protocol, writable).",
+};
+
+/* The first `len` bytes of `*data` as a Block that owns them (the rest of the allocation is given back); `*data` is
+ * NULL afterwards, also on failure (then freed). */
+static PyObject *block_of(void **data, Py_ssize_t len) {
+    void *kept = *data;
+    *data = NULL;
+    if (len == 0) {
+        free(kept);
+        kept = NULL;
+    } else {
+        void *shrunk = realloc(kept, (size_t)len);  /* in place: the tail goes back to the heap */
+        if (shrunk != NULL) kept = shrunk;
+    }
+    Block *b = PyObject_New(Block, &BlockType);
+    if (b == NULL) {
+        free(kept);
+        return NULL;
+    }
+    b->data = kept;
+    b->len = len;
+    return (PyObject *)b;
+}
+
 /* A table's keys (str, int or bytes) in first-seen order, and their first rows (int64 bytes). */
 static PyObject *table_result(Table *t) {
     PyObject *keys = PyList_New((Py_ssize_t)t->count);
@@ -797,11 +856,9 @@ static PyObject *build_result(Scan *s) {
     PyObject *cols = PyTuple_New(N_OUT), *tables = PyTuple_New(N_TABLES), *special = NULL, *gpu = NULL;
     if (cols == NULL || tables == NULL) goto fail;
     for (int k = 0; k < N_OUT; k++) {
-        PyObject *col = bytearray_of(s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
+        PyObject *col = block_of(&s->col[k], (Py_ssize_t)(s->n * COLUMN_BYTES(k)));
         if (col == NULL) goto fail;
         PyTuple_SET_ITEM(cols, k, col);
-        free(s->col[k]);  /* at most one column is held twice */
-        s->col[k] = NULL;
     }
     for (int k = 0; k < N_TABLES; k++) {
         PyObject *table = table_result(&s->tables[k]);
@@ -865,7 +922,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(text, phase_table[, max_events[, open_end]]): a middle piece's text (`[` events `]`; with open_end, `[` "
-     "events and the text's end for the `]`) -> (n, 21 column buffers, 6 local "
+     "events and the text's end for the `]`) -> (n, 21 column buffers (writable), 6 local "
      "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
      "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
     {NULL, NULL, 0, NULL},
@@ -876,5 +933,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Trace JSON 
 PyMODINIT_FUNC PyInit__scan(void) {
     keyset_init(&arg_keys, ARG_KEYS, N_ARGS);
     keyset_init(&event_keys, EVENT_KEYS, N_EVENT_KEYS);
+    if (PyType_Ready(&BlockType) < 0) return NULL;
     return PyModule_Create(&module);
 }
