@@ -224,3 +224,34 @@ def test_us_to_ns_refuses_wrong_buffers():
         build._accel.us_to_ns(np.zeros(3), 0, np.zeros(2, bool), False)
     with pytest.raises((ValueError, TypeError, BufferError)):
         build._accel.us_to_ns(b"\0" * 24, 0, np.zeros(3, bool), False)
+
+
+def _depth_sequences():
+    """Depth columns as lanes make them (each row at most one level below the row before it), lanes run together,
+    and arbitrary ones (jumps down several levels, levels no earlier row opened)."""
+    rng = np.random.default_rng(29)
+    nested = [0]
+    for _ in range(5000):
+        nested.append(max(0, nested[-1] + int(rng.choice([-3, -2, -1, 0, 1, 1]))))
+    yield np.array(nested, np.int16)
+    yield np.concatenate([np.array(nested[:700], np.int16), np.array(nested[:1300], np.int16)])
+    yield rng.integers(0, 12, 4000).astype(np.int16)
+    yield rng.integers(0, 40, 4000).astype(np.int64)
+    yield np.array([], np.int16)
+    yield np.array([0, 32767, 32766, 5, 4, 0, 1, 2, 32767], np.int16)
+    yield np.arange(300, dtype=np.int32)
+
+
+@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+def test_compiled_parents_equal_the_array_passes():
+    from kinetoscope.analysis import nesting
+    for depth in _depth_sequences():
+        fast = build.compiled_parents(depth)
+        assert fast is not None and fast.dtype == np.int64
+        assert np.array_equal(fast, nesting._parents_by_depth_py(depth)), depth[:20]
+        assert np.array_equal(nesting.parents_by_depth(depth), fast)
+    # depths the compiled pass does not take: the array passes answer
+    assert build.compiled_parents(np.array([0, 40000, 1], np.int64)) is None
+    assert build.compiled_parents(np.array([0, -1, 1], np.int16)) is None
+    with pytest.raises(ValueError):
+        build._accel.parents(np.zeros(3, np.int16), np.zeros(2, np.int64))

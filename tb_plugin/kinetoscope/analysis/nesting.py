@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.build import nesting_depth
+from ..trace.build import compiled_parents, nesting_depth
 from ..trace.model import stable_order
 
 
@@ -53,7 +53,14 @@ class NestedIndex:
 
 
 def parents_by_depth(depth: np.ndarray) -> np.ndarray:
-    """Per interval, the last earlier interval one level up (its parent), or -1; one pass per level."""
+    """Per interval, the last earlier interval one level up (its parent), or -1: one compiled pass where the
+    extension is built, else one pass of array operations per level (`_parents_by_depth_py`)."""
+    parent = compiled_parents(depth)
+    return parent if parent is not None else _parents_by_depth_py(depth)
+
+
+def _parents_by_depth_py(depth: np.ndarray) -> np.ndarray:
+    """`parents_by_depth` in array operations, one pass per level."""
     parent = np.full(depth.size, -1, np.int64)
     by_level = stable_order(depth)  # within a level, still in start order
     bounds = np.searchsorted(depth[by_level], np.arange(int(depth.max(initial=0)) + 2))

@@ -160,10 +160,12 @@ def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray,
         sel = np.flatnonzero(k == j)
         cand[sel] = ptr[j] + np.searchsorted(start[ptr[j]:ptr[j + 1]], t[sel], side="right") - 1
     cand = np.where(cand >= lo, cand, -1)
-    while True:  # climb out of nodes that ended before the call started (one step per nesting level)
-        ended = (cand >= 0) & (end[np.maximum(cand, 0)] <= t)
-        if not ended.any():
-            break
-        cand = np.where(ended, parent[np.maximum(cand, 0)], cand)
+    climbing = np.flatnonzero(cand >= 0)
+    climbing = climbing[end[cand[climbing]] <= t[climbing]]
+    while climbing.size:  # climb out of nodes that ended before the call started (one step per nesting level)
+        up = parent[cand[climbing]]
+        cand[climbing] = up
+        climbing = climbing[up >= 0]
+        climbing = climbing[end[cand[climbing]] <= t[climbing]]
     owner[linked] = np.where((cand >= 0) & (cand < hi), cand, -1)
     return owner

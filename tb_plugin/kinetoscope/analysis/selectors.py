@@ -206,6 +206,25 @@ def _member(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
     return sorted_rows[pos] == rows
 
 
+def op_rows(model: TraceModel) -> np.ndarray:
+    """CPU ops (not annotations, not ProfilerStep) of every lane, ascending: `OpIndex(model).op_rows()` without the
+    index."""
+    ops = _ops_and_annotations(model)
+    return ops[~_annotation_mask(model, ops)]
+
+
+def _ops_and_annotations(model: TraceModel) -> np.ndarray:
+    """CPU ops and annotations, not ProfilerStep, of every lane, ascending."""
+    step_ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
+    ops = cpu_rows(model)
+    return ops[model.kind_in(CPU_OP_KINDS, ops) & ~model.name_in(step_ids, ops)]
+
+
+def _annotation_mask(model: TraceModel, ops: np.ndarray) -> np.ndarray:
+    """Which of `ops` are annotations (`user_annotation`, or a 2021 file's region written as an operator)."""
+    return (model.kind[ops] == Kind.USER_ANNOTATION) | legacy_annotation_mask(model, ops)
+
+
 FEW_QUERIES = 16  # up to this many outermost-op queries on a lane scan it instead of indexing its nesting
 
 
@@ -219,14 +238,13 @@ class OpIndex:
 
     def __init__(self, model: TraceModel) -> None:
         self._model = model
-        step_ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)
-        ops = cpu_rows(model)
-        ops = ops[model.kind_in(CPU_OP_KINDS, ops) & ~model.name_in(step_ids, ops)]
+        ops = _ops_and_annotations(model)
         lanes = model.lane[ops]  # rows are in the model's (lane, ts, -dur) order: each lane is one slice
         cuts = np.flatnonzero(np.diff(lanes)) + 1
+        self._ops = ops
         self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
         self._depth: dict[int, np.ndarray] = {}
-        self._annotation_rows = ops[(model.kind[ops] == Kind.USER_ANNOTATION) | legacy_annotation_mask(model, ops)]
+        self._annotation_rows = ops[_annotation_mask(model, ops)]
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property
@@ -236,10 +254,7 @@ class OpIndex:
 
     def op_rows(self) -> np.ndarray:
         """CPU ops (not annotations, not ProfilerStep) of every lane, ascending (no per-lane index built)."""
-        if not self._rows:
-            return np.zeros(0, np.int64)
-        rows = np.concatenate(list(self._rows.values()))
-        return np.sort(rows[~_member(rows, self._annotation_rows)])
+        return self._ops[~_member(self._ops, self._annotation_rows)]
 
     @property
     def lanes(self) -> list[int]:

@@ -70,7 +70,7 @@ from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, stable_order, union, unique_inverse
 from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
-from .selectors import OpIndex, first_of_launch
+from .selectors import first_of_launch, op_rows
 
 Window = Optional[tuple[int, int]]
 MODULE_PREFIX = "nn.Module: "
@@ -233,9 +233,6 @@ def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
     return _SubGroups(group_ix, name_ids.astype(np.int32), sub_ids, _Groups.of(group_ix, keys.size))
 
 
-def op_rows(model: TraceModel) -> np.ndarray:
-    """Rows of CPU ops (not annotations, not ProfilerStep), ascending."""
-    return OpIndex(model).op_rows()
 
 
 def module_rows(model: TraceModel) -> np.ndarray:

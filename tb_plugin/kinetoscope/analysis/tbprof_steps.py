@@ -133,12 +133,15 @@ def _category_ns(model: TraceModel, start: np.ndarray, end: np.ndarray) -> np.nd
     if start.size == 0:
         return out
     # per category: its time not already taken by a category before it, counted inside each step's own window
-    # (`covered` clips to it); Other is the rest of each step
+    # (`covered` clips to it): what the union of the categories so far covers, less what it covered before this one
+    # (|(T u C) n W| - |T n W| = |(C - T) n W|, exactly: no subtraction of unions). Other is the rest of each step.
     taken_s, taken_e = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    before = np.zeros(start.size, np.int64)
     for c, (s, e) in enumerate(_category_unions(model)):
-        own = intervals.subtract(s, e, taken_s, taken_e) if taken_s.size else (s, e)
-        out[c] = intervals.covered(*own, start, end)
-        taken_s, taken_e = intervals.union(np.concatenate((taken_s, own[0])), np.concatenate((taken_e, own[1])))
+        if s.size:
+            taken_s, taken_e = intervals.union(np.concatenate((taken_s, s)), np.concatenate((taken_e, e)))
+            now = intervals.covered(taken_s, taken_e, start, end)
+            out[c], before = now - before, now
     out[-1] = (end - start) - out[:-1].sum(axis=0)
     return out
 

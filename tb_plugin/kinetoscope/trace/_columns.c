@@ -518,6 +518,43 @@ done:
     return result;
 }
 
+/* parents(depth, out): per row, the last earlier row one level up (its parent), or -1. The twin of
+ * analysis.nesting._parents_by_depth_py (one pass per level of array operations): one pass with the last row seen
+ * at each level. A row of depth 0, or of a depth no earlier row one level up has, gets -1. depth is int16 (0 to
+ * INT16_MAX; a negative depth has no parent and is no parent), out int64. The GIL is released while it runs. */
+static PyObject *parents(PyObject *self, PyObject *args) {
+    Py_buffer depth, out;
+    if (!PyArg_ParseTuple(args, "y*w*", &depth, &out)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = depth.len / (Py_ssize_t)sizeof(short);
+    if (depth.len % (Py_ssize_t)sizeof(short) != 0 || out.len != n * (Py_ssize_t)sizeof(long long)) {
+        PyErr_SetString(PyExc_ValueError, "expected an int16 depth and an int64 output of one value per row");
+        goto done;
+    }
+    long long *last = PyMem_RawMalloc((size_t)32768 * sizeof(long long));
+    if (last == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const short *d = depth.buf;
+    long long *parent = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int k = 0; k < 32768; k++) last[k] = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        short level = d[i];
+        parent[i] = level > 0 ? last[level - 1] : -1;
+        if (level >= 0) last[level] = (long long)i;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(last);
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&depth);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
@@ -527,6 +564,8 @@ static PyMethodDef methods[] = {
      "gpu_fields(events, rows, on_kernels, out): the copy bytes or kernel launch shape of events[rows], 7 per row."},
     {"nesting_depth", nesting_depth, METH_VARARGS,
      "nesting_depth(ts, dur, lane_ptr, out): per row, how many earlier rows of its lane are still open; False if unsorted."},
+    {"parents", parents, METH_VARARGS,
+     "parents(depth, out): per row, the last earlier row one level up (int16 depths, int64 rows), or -1."},
     {"us_to_ns", us_to_ns, METH_VARARGS,
      "us_to_ns(values, base, ok, clamp_negative): float64 µs -> int64 ns in place, usable flags in ok; negatives clamped."},
     {NULL, NULL, 0, NULL},
