@@ -310,3 +310,29 @@ def test_a_mapped_file_keeps_the_one_event_budget(where, workers, small_pieces, 
     mapped = decode(path, workers, monkeypatch)
     assert isinstance(expected, TraceError) and "budget of 262,144 bytes" in str(expected)
     assert differences(expected, mapped) == []
+
+
+def test_the_row_columns_grow_without_mremap_or_mappings(small_pieces, monkeypatch, tmp_path):
+    """The pieces' per-event columns grow by `mremap` (a resized anonymous mapping); where a mapping cannot be resized
+    the rows are copied into a larger one, and where nothing can be mapped, into bytearrays: the same model each way."""
+    from kinetoscope.trace import build
+    path = tmp_path / "plain.json"
+    mixed_trace(path, 3000)
+    expected = decode(path, 2, monkeypatch)
+    monkeypatch.setattr(build, "_MIN_ROWS", 64)  # grown many times over
+    grown = []
+    resized = build._resized
+
+    def counted(buf, size):
+        grown.append(size)
+        return resized(buf, size)
+    monkeypatch.setattr(build, "_resized", counted)
+    assert differences(expected, decode(path, 2, monkeypatch)) == [] and grown  # grown in place, really
+    monkeypatch.setattr(build, "_resized", lambda buf, size: False)  # no mremap: copied into larger mappings
+    assert differences(expected, decode(path, 2, monkeypatch)) == []
+    monkeypatch.setattr(build, "_resized", resized)
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")
+    monkeypatch.setattr(build.mmap, "mmap", refuse)
+    assert differences(expected, decode(path, 1, monkeypatch)) == []
