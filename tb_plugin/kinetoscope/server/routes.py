@@ -38,7 +38,7 @@ from ..trace.remote import redact
 from ..trace.source import args_or_reason
 from ..trace.storage import FileIdentity, StorageError, confined, identity, iter_gzipped
 from ..views.counter_lanes import counters_view
-from ..views.export import chrome_trace, event_view, window_rows
+from ..views.export import chrome_trace, event_view, export_records, window_rows
 from ..views.extra_tables import extra_view
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
@@ -349,9 +349,10 @@ def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = 
     t0, t1 = _window(model, start_us, end_us)
     rows = window_rows(model, loaded.prepared.index, t0, t1)
     limit = export_max_events()
-    if rows.size > limit:
-        raise BadRequest(f"the window holds {rows.size} events, more than {limit} ({EXPORT_EVENTS_ENV}); export a shorter "
-                         "one, or the whole trace (whole=1)")
+    records = export_records(model, rows)
+    if records > limit:
+        raise BadRequest(f"the window holds {rows.size} events and {records - rows.size} lane and process names, more than "
+                         f"{limit} ({EXPORT_EVENTS_ENV}); export a shorter one, or the whole trace (whole=1)")
     f = loaded.file
     name = f"kinetoscope-{_safe(f.run)}-{_safe(f.span_text or f.worker)}.json.gz"
     return chrome_trace(model, rows, source=f"{f.run}/{Path(f.path).name}"), name
@@ -362,9 +363,9 @@ def export_check_impl(service: TraceService, sid: str, *, start_us: Optional[flo
     """Whether a window can be exported, before the user asks: its event count against the limit."""
     loaded = _load_lanes(service, sid)
     t0, t1 = _window(loaded.model, start_us, end_us)
-    events = int(window_rows(loaded.model, loaded.prepared.index, t0, t1).size)
+    rows = window_rows(loaded.model, loaded.prepared.index, t0, t1)
     limit = export_max_events()
-    return {"events": events, "max_events": limit, "fits": events <= limit}
+    return {"events": int(rows.size), "max_events": limit, "fits": export_records(loaded.model, rows) <= limit}
 
 
 def export_whole_impl(service: TraceService, sid: str) -> tuple[Iterator[bytes], str]:

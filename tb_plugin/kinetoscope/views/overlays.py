@@ -38,19 +38,31 @@ def _us(ns: np.ndarray, base: int) -> list[float]:
 
 
 def gaps_overlay(idle: Any, t0_ns: int, t1_ns: int, ns_per_px: float, base: int) -> dict[str, Any]:
-    """Idle gaps of every device in the window, MAX_GAPS at most in all (`hidden`: those left out)."""
-    parts, overlapping = [], 0
-    for d in (idle.devices if idle is not None else ()):
-        sel = in_window(d.gap_start_ns, d.gap_end_ns, t0_ns, t1_ns)
-        overlapping += int(sel.size)
-        shown = _visible(d.gap_start_ns, d.gap_end_ns, sel, ns_per_px, MAX_GAPS)
-        parts.append((np.full(shown.size, d.device), d.gap_start_ns[shown], d.gap_end_ns[shown], d.gap_cause[shown]))
-    device, start, end, cause = (np.concatenate(cols) for cols in zip(*parts)) if parts else ([np.zeros(0, np.int64)] * 4)
-    if start.size > MAX_GAPS:
-        keep = np.sort(np.argsort(start - end, kind="stable")[:MAX_GAPS])
-        device, start, end, cause = device[keep], start[keep], end[keep], cause[keep]
-    return {"device": device.tolist(), "start_us": _us(start, base), "end_us": _us(end, base),
-            "cause": [CAUSE_NAMES[c] for c in cause.tolist()], "hidden": overlapping - int(start.size)}
+    """Idle gaps of every device in the window, MAX_GAPS at most in all (`hidden`: those left out): at most MAX_GAPS
+    per device first (the longest), then the longest MAX_GAPS of all, in device then time order.
+
+    The devices' gaps are read together, not device by device: a trace of 100,000 one-kernel devices made that loop
+    1.5 s a request. Each device's gaps are sorted and disjoint, so those overlapping the window are those ending
+    after t0 and starting before t1 (`in_window`'s range)."""
+    devices = [d for d in (idle.devices if idle is not None else ()) if d.gap_start_ns.size]
+    if not devices:
+        empty: list = []
+        return {"device": empty, "start_us": empty, "end_us": empty, "cause": empty, "hidden": 0}
+    start = np.concatenate([d.gap_start_ns for d in devices])
+    end = np.concatenate([d.gap_end_ns for d in devices])
+    owner = np.repeat(np.arange(len(devices)), [d.gap_start_ns.size for d in devices])  # index into `devices`
+    overlapping = (end > t0_ns) & (start < t1_ns)
+    sel = np.flatnonzero(overlapping & (end - start >= ns_per_px))
+    per_device = np.bincount(owner[sel], minlength=len(devices))
+    for k in np.flatnonzero(per_device > MAX_GAPS).tolist():  # that device's longest MAX_GAPS
+        mine = sel[owner[sel] == k]
+        sel = np.sort(np.concatenate((sel[owner[sel] != k], _visible(start, end, mine, 0, MAX_GAPS))))
+    if sel.size > MAX_GAPS:
+        sel = sel[np.sort(np.argsort(start[sel] - end[sel], kind="stable")[:MAX_GAPS])]
+    cause = np.concatenate([d.gap_cause for d in devices])[sel]
+    device = np.array([d.device for d in devices], np.int64)[owner[sel]]
+    return {"device": device.tolist(), "start_us": _us(start[sel], base), "end_us": _us(end[sel], base),
+            "cause": [CAUSE_NAMES[c] for c in cause.tolist()], "hidden": int(np.count_nonzero(overlapping)) - int(sel.size)}
 
 
 def steps_overlay(model: TraceModel, steps: Any, t0_ns: int, t1_ns: int, ns_per_px: float,
