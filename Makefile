@@ -13,11 +13,13 @@ LOGDIR ?= samples/logs
 install: $(STAMP) $(ACCEL)
 
 # torch (a CPU build, exact pin) is for the samples scripts and their test only; it is not a runtime dependency.
-$(STAMP): setup.py
+# HINTS: floors for the resolver only (the newest releases it settles on; see the file).
+HINTS := tests/resolve-hints.txt
+$(STAMP): setup.py $(HINTS)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -c $(HINTS) -e '.[test]'
 	touch $@
 
 # The C column extractor is compiled by the editable install; rebuild it when its source changes.
