@@ -593,8 +593,9 @@ class ColumnBuilder:
     def export(self) -> tuple:
         """What `absorb` needs of a builder that decoded some pieces elsewhere (plain, picklable values)."""
         interners = tuple(i.table for i in (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames))
-        return (self.n, self._ordinal, (self._chunks, self._rows.columns()), self._pieces, interners, self._flow_names.table, self._meta_events,
-                self._event_index.state(), self._collectives.state(), self._validator_args.state(), self._gpu_args.state())
+        return (self.n, self._ordinal, (self._chunks, self._rows.columns()), self._pieces, interners,
+                self._flow_names.table, self._meta_events, self._event_index.state(), self._collectives.state(),
+                self._validator_args.state(), self._gpu_args.state())
 
     def absorb(self, state: tuple) -> None:
         """Append the pieces another builder (started empty) decoded, as if `add` had been called with them here.
