@@ -348,18 +348,28 @@ def test_stable_order_equals_numpys_stable_argsort(values):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_rows_taken_piece_by_piece_are_the_column_s(seed):
-    from kinetoscope.trace.build import _take_column, _take_rows
+def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, monkeypatch):
+    """The decode's per-event columns, copied into one growing buffer per column piece by piece (`_RowStore`), are
+    the pieces joined; each column is taken once, and a piece's rows never land past the buffer's end."""
+    from kinetoscope.trace import build
+    monkeypatch.setattr(build, "_MIN_ROWS", 8)  # grown many times
     rng = np.random.default_rng(seed)
     sizes = rng.integers(0, 50, int(rng.integers(0, 8))).tolist()
-    dtype = rng.choice([np.int64, np.float64, np.int8])
-    chunks = [{"k": rng.integers(-9, 9, n).astype(dtype)} for n in sizes]
-    total = sum(sizes)
-    rows = np.flatnonzero(rng.random(total) < rng.choice([0.0, 0.3, 1.0]))
-    want = _take_column([dict(c) for c in chunks], "k")[rows] if chunks else np.zeros(0)
-    got = _take_rows(chunks, "k", rows)
-    assert np.array_equal(got, want) and (got.dtype == want.dtype or not chunks)
-    assert all("k" not in c for c in chunks)  # released as the column is
+    pieces = [{key: rng.integers(-9, 9, n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()} for n in sizes]
+    store = build._RowStore()
+    for piece, n in zip(pieces, sizes):
+        store.append(piece, n)
+    for key, dtype in build._ROW_DTYPES.items():
+        got = store.take(key)
+        want = np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype)
+        assert got.dtype == dtype and np.array_equal(got, want.astype(dtype)), key
+        assert store.take(key).size == 0  # taken once: the store no longer holds it
+    rows = np.flatnonzero(rng.random(sum(sizes)) < 0.3)
+    more = build._RowStore()
+    for piece, n in zip(pieces, sizes):
+        more.append(piece, n)
+    want = np.concatenate([p["dur"] for p in pieces])[rows] if pieces else np.zeros(0)
+    assert np.array_equal(build._take_rows(lambda key: more.take(key), "dur", rows), want)
 
 
 @requires_shared
