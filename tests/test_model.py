@@ -347,29 +347,35 @@ def test_stable_order_equals_numpys_stable_argsort(values):
     assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, monkeypatch):
-    """The decode's per-event columns, copied into one growing buffer per column piece by piece (`_RowStore`), are
-    the pieces joined; each column is taken once, and a piece's rows never land past the buffer's end."""
+@pytest.mark.parametrize("mapped", [False, True])
+@pytest.mark.parametrize("seed", range(20))
+def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped, monkeypatch):
+    """The decode's per-event columns, kept piece by piece or copied into one growing mapping per column
+    (`_RowStore`), are the pieces joined, whole or at some rows; each column is taken once."""
     from kinetoscope.trace import build
-    monkeypatch.setattr(build, "_MIN_ROWS", 8)  # grown many times
+    monkeypatch.setattr(build, "_MIN_ROWS", 8)  # mapped: grown many times
     rng = np.random.default_rng(seed)
     sizes = rng.integers(0, 50, int(rng.integers(0, 8))).tolist()
     pieces = [{key: rng.integers(-9, 9, n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()} for n in sizes]
-    store = build._RowStore()
-    for piece, n in zip(pieces, sizes):
-        store.append(piece, n)
+
+    def filled() -> build._RowStore:
+        store = build._RowStore(mapped=mapped)
+        for piece, n in zip(pieces, sizes):
+            store.append(piece, n)
+        assert store.n == sum(sizes)
+        return store
+    store = filled()
     for key, dtype in build._ROW_DTYPES.items():
         got = store.take(key)
         want = np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype)
-        assert got.dtype == dtype and np.array_equal(got, want.astype(dtype)), key
+        assert got.dtype == dtype and np.array_equal(got, want), key
         assert store.take(key).size == 0  # taken once: the store no longer holds it
-    rows = np.flatnonzero(rng.random(sum(sizes)) < 0.3)
-    more = build._RowStore()
-    for piece, n in zip(pieces, sizes):
-        more.append(piece, n)
-    want = np.concatenate([p["dur"] for p in pieces])[rows] if pieces else np.zeros(0)
-    assert np.array_equal(build._take_rows(lambda key: more.take(key), "dur", rows), want)
+    store = filled()
+    rows = np.flatnonzero(rng.random(sum(sizes)) < rng.choice([0.0, 0.3, 1.0]))
+    for key, dtype in build._ROW_DTYPES.items():
+        want = (np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype))[rows]
+        got = store.take_rows(key, rows)
+        assert got.dtype == dtype and np.array_equal(got, want), key
 
 
 @requires_shared

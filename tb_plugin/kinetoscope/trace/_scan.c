@@ -807,17 +807,16 @@ static PyTypeObject BlockType = {
     .tp_doc = "A scanned column's bytes (buffer protocol, writable).",
 };
 
-/* The first `len` bytes of `*data` as a Block that owns them (the rest of the allocation is given back); `*data` is
- * NULL afterwards, also on failure (then freed). */
+/* The first `len` bytes of `*data` as a Block that owns the allocation; `*data` is NULL afterwards, also on failure
+ * (then freed). The allocation is not shrunk to `len`: its untouched pages cost nothing, and freed whole it is the
+ * size the next piece's columns ask for (glibc then serves those from its heap, where a shrunk chunk would leave every
+ * piece's columns to fresh mappings: 0.2 s more of page faults at 0.9 GB of trace). */
 static PyObject *block_of(void **data, Py_ssize_t len) {
     void *kept = *data;
     *data = NULL;
     if (len == 0) {
         free(kept);
         kept = NULL;
-    } else {
-        void *shrunk = realloc(kept, (size_t)len);  /* in place: the tail goes back to the heap */
-        if (shrunk != NULL) kept = shrunk;
     }
     Block *b = PyObject_New(Block, &BlockType);
     if (b == NULL) {

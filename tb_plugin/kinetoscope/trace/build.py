@@ -424,24 +424,37 @@ def _resized(buf: Union[mmap.mmap, bytearray], size: int) -> bool:
     return True
 
 
-class _RowStore:
-    """The per-event raw columns of the pieces added so far, each in one buffer: `finish` takes whole columns, where it
-    used to concatenate every piece's part of each (the parts and the whole alive at once: at 4 GB of trace, 1.2 GB of
-    fresh pages more, and a serial 0.7 s).
+# Text from which the row columns are mapped (`_RowStore`): a column of a piece's events joined is one allocation,
+# and glibc serves allocations up to 32 MiB (its largest mmap threshold: 4M int64 rows, about 1.6 GB of Kineto text)
+# from its heap, where the analyses reuse them once freed. Past that every joined column is a fresh mapping anyway,
+# made while the pieces' parts are still alive; mapped columns grow in place instead.
+MAPPED_TEXT_BYTES = 2 << 30
 
-    A buffer is an anonymous memory mapping that grows by a quarter when a piece does not fit: `mremap` moves its
-    pages without copying them (a grown array would copy every row so far into fresh pages: 0.3 s at 0.9 GB of trace,
-    1.2 s at 4 GB), and the pages past the last row are never touched. Where a mapping cannot be resized in place
-    (no `mremap`), the rows are copied into a larger one; where memory cannot be mapped, into a larger bytearray.
+
+class _RowStore:
+    """The per-event raw columns of the pieces added so far; `finish` takes each whole column once.
+
+    Joined (text under MAPPED_TEXT_BYTES, or of unknown length): each piece's parts are kept, and a column is their
+    concatenation when taken. Mapped: each piece's rows are copied, as it is added, into one anonymous memory mapping
+    per column, grown by a quarter when a piece does not fit: `mremap` moves its pages without copying them, and the
+    pages past the last row are never touched. At 4 GB of trace that spares the parts and the whole alive at once
+    (1.2 GB of fresh pages) and a serial 0.7 s of concatenation. Where a mapping cannot be resized in place (no
+    `mremap`), the rows are copied into a larger one; where memory cannot be mapped, into a larger bytearray.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, mapped: bool = False) -> None:
+        self.mapped = mapped
         self.n = self.cap = 0
         self._maps: dict[str, Union[mmap.mmap, bytearray]] = {}
+        self._parts: list[dict[str, np.ndarray]] = []
 
     def append(self, cols: dict[str, np.ndarray], n: int) -> None:
-        """Copy one piece's `n` rows of every row column (`cols`, keyed by `_ROW_KEYS`) after the rows so far."""
+        """Add one piece's `n` rows of every row column (`cols`, keyed by `_ROW_KEYS`) after the rows so far."""
         if not n:
+            return
+        if not self.mapped:  # a view of the scan's buffer (sized for the piece's longest events) is kept as a copy
+            self._parts.append({key: cols[key] if cols[key].base is None else cols[key].copy() for key in _ROW_KEYS})
+            self.n += n
             return
         if self.n + n > self.cap:
             self._grow(max(self.n + n, self.cap + self.cap // 4, _MIN_ROWS))
@@ -469,8 +482,25 @@ class _RowStore:
 
     def take(self, key: str) -> np.ndarray:
         """A whole column (its own buffer from now on: the caller may write into it); each key is taken once."""
+        if not self.mapped:
+            parts = [part.pop(key) for part in self._parts if key in part]
+            return np.concatenate(parts) if parts else np.zeros(0, _ROW_DTYPES[key])
         buf = self._maps.pop(key, None)
         return np.zeros(0, _ROW_DTYPES[key]) if buf is None else np.frombuffer(buf, _ROW_DTYPES[key], self.n)
+
+    def take_rows(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """`take(key)[rows]` for ascending rows; joined, gathered piece by piece: no full-length copy of a column only
+        some rows of which are read (each a fresh 80 MB at 10^7 events)."""
+        if self.mapped:
+            return self.take(key)[rows]
+        parts = [part.pop(key) for part in self._parts if key in part]
+        bounds = np.cumsum([0] + [p.size for p in parts])
+        cut = np.searchsorted(rows, bounds).tolist()
+        out = np.empty(rows.size, _ROW_DTYPES[key])
+        for k, part in enumerate(parts):
+            if cut[k + 1] > cut[k]:
+                out[cut[k]:cut[k + 1]] = part[rows[cut[k]:cut[k + 1]] - bounds[k]]
+        return out
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every column, rows only (for another process's builder to `absorb`)."""
@@ -480,10 +510,12 @@ class _RowStore:
 class ColumnBuilder:
     """Accumulates chunks of decoded events; `finish` builds the model."""
 
-    def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None) -> None:
-        """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more."""
+    def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None,
+                 text_bytes: Optional[int] = None) -> None:
+        """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more; `text_bytes`:
+        the length of the text, when known (from MAPPED_TEXT_BYTES on, the row columns are mapped: `_RowStore`)."""
         self._max_events, self._refusal = max_events, refusal
-        self._rows = _RowStore()
+        self._rows = _RowStore(mapped=text_bytes is not None and text_bytes >= MAPPED_TEXT_BYTES)
         self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes, self._frames = (
             _Interner() for _ in range(7))
         self._chunks: list[dict[str, np.ndarray]] = []  # per piece: the columns not in `_rows`
@@ -682,7 +714,7 @@ class ColumnBuilder:
         chunks, self._chunks = self._chunks, []
         store, self._rows = self._rows, _RowStore()
         take = partial(_take_column, chunks, store)  # each key is taken by one thread only
-        take_rows = partial(_take_rows, take)
+        take_rows = store.take_rows
         dense = _meanwhile(pool, lambda: tuple(table.dense(take(key)) for table, key in (
             (self._names, "name"), (self._cats, "cat"), (self._pids, "pid"))))  # the thread ids here, below
         base_ns = doc.baseTimeNanoseconds or 0
@@ -846,11 +878,6 @@ def _take_column(chunks: list[dict[str, np.ndarray]], store: _RowStore, key: str
         return store.take(key)
     parts = [c.pop(key) for c in chunks]
     return np.concatenate(parts) if parts else np.zeros(0)
-
-
-def _take_rows(take: Callable[[str], np.ndarray], key: str, rows: np.ndarray) -> np.ndarray:
-    """`take(key)[rows]`: the rest of the column is released at once."""
-    return take(key)[rows]
 
 
 _COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "external_id", "device", "stream",

@@ -328,7 +328,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     small files: zero-filling a window sized for 16 MB chunks would cost a small file 20 ms.
     `stored_bytes` (the file's size as stored, gzip or not) sets how many events it may hold.
     """
-    builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
+    builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes),
+                            text_bytes=text_bytes or size_hint)
     chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
     offloader = helpers = None
     mapped = memoryview(blocks.buf) if isinstance(blocks, MappedText) else None
