@@ -207,8 +207,7 @@ def _member(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
 
 
 def op_rows(model: TraceModel) -> np.ndarray:
-    """CPU ops (not annotations, not ProfilerStep) of every lane, ascending: `OpIndex(model).op_rows()` without the
-    index."""
+    """CPU ops (not annotations, not ProfilerStep) of every lane, ascending: the ops of `OpIndex`, without its index."""
     ops = _ops_and_annotations(model)
     return ops[~_annotation_mask(model, ops)]
 
@@ -241,7 +240,6 @@ class OpIndex:
         ops = _ops_and_annotations(model)
         lanes = model.lane[ops]  # rows are in the model's (lane, ts, -dur) order: each lane is one slice
         cuts = np.flatnonzero(np.diff(lanes)) + 1
-        self._ops = ops
         self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
         self._depth: dict[int, np.ndarray] = {}
         self._annotation_rows = ops[_annotation_mask(model, ops)]
@@ -251,10 +249,6 @@ class OpIndex:
     def op_count(self) -> int:
         """CPU ops (not annotations, not ProfilerStep) on every lane."""
         return sum(int(rows.size) for rows in self._rows.values()) - int(self._annotation_rows.size)
-
-    def op_rows(self) -> np.ndarray:
-        """CPU ops (not annotations, not ProfilerStep) of every lane, ascending (no per-lane index built)."""
-        return self._ops[~_member(self._ops, self._annotation_rows)]
 
     @property
     def lanes(self) -> list[int]:

@@ -233,8 +233,6 @@ def _sub_groups(ops: Forest, sub: np.ndarray, n_sub: int) -> _SubGroups:
     return _SubGroups(group_ix, name_ids.astype(np.int32), sub_ids, _Groups.of(group_ix, keys.size))
 
 
-
-
 def module_rows(model: TraceModel) -> np.ndarray:
     """Rows of `nn.Module: ...` python_function events on CPU lanes, ascending."""
     ids = model.name_ids_where(lambda n: n.startswith(MODULE_PREFIX))

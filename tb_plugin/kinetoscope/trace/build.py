@@ -1016,10 +1016,7 @@ def compiled_parents(depth: np.ndarray) -> Optional[np.ndarray]:
     depth = np.asarray(depth)
     if _accel is None or depth.ndim != 1 or depth.dtype.kind not in "iu":
         return None
-    if depth.dtype != np.int16 and depth.size:
-        if int(depth.min()) < 0 or int(depth.max()) > np.iinfo(np.int16).max:
-            return None
-    elif depth.size and int(depth.min()) < 0:
+    if depth.size and (int(depth.min()) < 0 or int(depth.max()) > np.iinfo(np.int16).max):
         return None
     out = np.empty(depth.size, np.int64)
     _accel.parents(np.ascontiguousarray(depth, np.int16), out)
