@@ -255,3 +255,42 @@ def test_compiled_parents_equal_the_array_passes():
     assert build.compiled_parents(np.array([0, -1, 1], np.int16)) is None
     with pytest.raises(ValueError):
         build._accel.parents(np.zeros(3, np.int16), np.zeros(2, np.int64))
+
+
+@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+def test_compiled_subtree_ends_equal_the_pointer_doubling():
+    from kinetoscope.analysis import nesting
+    from kinetoscope.analysis.op_forest import _subtree_sizes
+    for depth in _depth_sequences():
+        parent = nesting.parents_by_depth(depth)
+        fast = build.compiled_subtree_ends(parent)
+        assert fast is not None and fast.dtype == np.int64
+        assert np.array_equal(fast, np.arange(parent.size) + _subtree_sizes(depth, parent)), depth[:20]
+    # a parent after its child is no preorder: the caller's array passes answer
+    assert build.compiled_subtree_ends(np.array([-1, 2, 0], np.int64)) is None
+    assert build.compiled_subtree_ends(np.array([0], np.int64)) is None  # its own parent
+    with pytest.raises(ValueError):
+        build._accel.subtree_ends(np.zeros(3, np.int64), np.zeros(2, np.int64))
+
+
+@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+def test_compiled_dense_ids_equal_searchsorted():
+    """The interned columns' first-seen rows -> dense ids: the table by row answers the table's own rows, the binary
+    search anything else (none, -1; values between, before or past the rows), exactly as numpy's searchsorted."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        first_rows = np.unique(rng.integers(0, 5000, int(rng.integers(0, 60)))).astype(np.int64)
+        values = np.concatenate((first_rows, rng.integers(-3, 5200, 20), [-1, -(2**62), 2**62])).astype(np.int64)
+        first = rng.choice(values, int(rng.integers(0, 400))).astype(np.int64)
+        ids = build.dense_ids(first_rows, first)
+        assert ids.dtype == np.int32
+        assert np.array_equal(ids, np.searchsorted(first_rows, first)), (first_rows, first)
+    # rows not strictly ascending (never a table's): nothing written, the caller searches
+    out = np.full(3, 7, np.int32)
+    assert not build._accel.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64), out)
+    assert not build._accel.dense_ids(np.array([3, 3], np.int64), np.array([3, 5, 4], np.int64), out)
+    assert out.tolist() == [7, 7, 7]
+    assert np.array_equal(build.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)),
+                          np.searchsorted(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)))
+    with pytest.raises(ValueError):
+        build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int32))

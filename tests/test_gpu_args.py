@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
 from kinetoscope.trace import build
-from kinetoscope.trace.gpu_args import GpuArgs, _numbers, _products
+from kinetoscope.trace.gpu_args import FIELDS, GpuArgs, _numbers, _products
 from kinetoscope.trace.loader import load_trace
 
 
@@ -98,3 +98,26 @@ def test_compiled_reader_equals_the_reference(tmp_path):
     grids = dict(zip(_SPELLINGS, [compiled.gpu_arg_grid[compiled.gpu_arg_row == r] for r in
                                   np.flatnonzero(np.char.startswith(np.array(compiled.names)[compiled.name_id], "k"))]))
     assert grids["[4, 2, 1]"].tolist() == [8.0] and grids["[1.0, 2, 3]"].tolist() == [6.0] and grids["[2e1, 1, 1]"].tolist() == [20.0]
+
+
+def test_columns_found_among_candidates_equal_the_inverted_rows():
+    """`columns` with the event rows that may hold the activities (the kernels and copies, a superset) equals the
+    inversion of every event row: activities dropped from the model (unusable times) stay out either way."""
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        n_raw = int(rng.integers(1, 3000))
+        kept = rng.permutation(n_raw)[:int(rng.integers(0, n_raw + 1))].astype(np.int64)  # event row -> raw row
+        activities = np.unique(rng.integers(0, n_raw, int(rng.integers(0, 400)))).astype(np.int64)
+        args = GpuArgs()
+        for chunk in np.array_split(rng.permutation(activities), int(rng.integers(1, 5))):  # kernels, copies interleave
+            args._rows.append(chunk)
+            values = rng.random((chunk.size, len(FIELDS)))
+            values[rng.random(values.shape) < 0.3] = np.nan
+            args._values.append(values)
+        candidates = np.flatnonzero(np.isin(kept, activities) | (rng.random(kept.size) < 0.2))
+        whole, found = args.columns(kept), args.columns(kept, candidates)
+        assert whole.keys() == found.keys()
+        for name in whole:
+            np.testing.assert_array_equal(whole[name], found[name], err_msg=name)
+            assert whole[name].dtype == found[name].dtype
+    assert GpuArgs().columns(np.arange(5), np.arange(5))["gpu_arg_row"].size == 0

@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.build import nesting_depth
+from ..trace.build import compiled_subtree_ends, nesting_depth
 from ..trace.model import TraceModel, freeze_arrays, unique, unique_inverse
 from .nesting import parents_by_depth
 
@@ -79,7 +79,9 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     ptr = np.append(lane_lo, rows.size).astype(np.int64)
     depth = nesting_depth(start, end - start, ptr).astype(np.int64)
     parent = parents_by_depth(depth)  # a node's depth is at most its predecessor's + 1: parents share its lane
-    subtree_end = np.arange(rows.size, dtype=np.int64) + _subtree_sizes(depth, parent)
+    subtree_end = compiled_subtree_ends(parent)
+    if subtree_end is None:
+        subtree_end = np.arange(rows.size, dtype=np.int64) + _subtree_sizes(depth, parent)
     name_ids, name_ix = unique_inverse(model.name_id[rows])
     launch = model.launch_idx[act_rows]
     owner = np.full(act_rows.size, -1, np.int64)

@@ -259,6 +259,7 @@ def main(argv: list[str]) -> int:
     argv: ["--wait", progress fd or ""]: the job comes as one JSON line on stdin (`Child.assign`; none: exit);
     or [path, cache_dir or "", progress fd (optional), mode (optional: DECODE or SIDECAR)].
     """
+    heap.hold_freed()  # a process that decodes one trace and ends: what it frees is its next allocation (trace/heap.py)
     if argv and argv[0] == "--wait":
         line = sys.stdin.buffer.readline()
         if not line.strip():

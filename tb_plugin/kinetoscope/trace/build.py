@@ -196,6 +196,7 @@ def _struct_events(text, n: int, special: np.ndarray) -> Optional[list[Event]]:
 
 _IS_GPU_KIND = np.isin(np.arange(len(Kind)), sorted(GPU_KINDS))  # by `Kind` value
 _IS_COPY_KIND = np.isin(np.arange(len(Kind)), (Kind.MEMCPY, Kind.MEMSET))
+_HAS_GPU_ARGS = _IS_COPY_KIND | (np.arange(len(Kind)) == Kind.KERNEL)  # the activities `GpuArgs` reads
 
 
 def _kinds_of(categories) -> np.ndarray:
@@ -213,7 +214,17 @@ class _Interner:
     def dense(self, first: np.ndarray) -> tuple[list, np.ndarray]:
         """The table in first-seen order and each value's index into it."""
         first_rows = np.fromiter(self.table.values(), np.int64, len(self.table))  # ascending: insertion order
-        return list(self.table), np.searchsorted(first_rows, first).astype(np.int32)
+        return list(self.table), dense_ids(first_rows, first)
+
+
+def dense_ids(first_rows: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """`np.searchsorted(first_rows, first)` as int32: each first-seen row's index among the table's (ascending) first
+    rows. Compiled (`_columns.dense_ids`: a table by row, 10x the binary searches' speed at 10^7 rows) where loaded."""
+    if _accel is not None and first.dtype == np.int64:
+        out = np.empty(first.size, np.int32)
+        if _accel.dense_ids(first_rows, np.ascontiguousarray(first), out):
+            return out
+    return np.searchsorted(first_rows, first).astype(np.int32)
 
 
 class EventIndex:
@@ -757,14 +768,19 @@ class ColumnBuilder:
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
         del x_rows
-        args = _meanwhile(pool, self._arg_columns, rows, take, names)  # `names` grows by the frames: read it after
+        kind = kind[order]
+        args = _meanwhile(pool, self._arg_columns, rows, kind, take, names)  # `names` grows by the frames: read it after
         progress(0.7)
         heap.give_back()  # the raw columns taken so far and the lanes' temporaries: free, before the largest step
         linked = _meanwhile(pool, lambda at: tuple(_int64(take(key))[at] for key in ("correlation", "external_id", "source_row")),
                             rows)
-        ev = _event_columns(ts_ns[rows], dur_ns[order], kind[order], name_id[rows], cat_id[rows],
-                            lanes.x_lane[order].astype(np.int32), len(lanes.kind), *linked.result())
-        del order, rows, dur_ns, kind
+        ts, dur = ts_ns[rows], dur_ns[order]
+        name, cat, lane = name_id[rows], cat_id[rows], lanes.x_lane[order].astype(np.int32)
+        del order, rows, dur_ns
+        correlation, external_id, source_row = linked.result()
+        launches = _meanwhile(pool, link_launches, kind, correlation)  # beside the depths and the memory columns
+        ev = _event_columns(ts, dur, kind, name, cat, lane, len(lanes.kind), correlation, external_id, source_row)
+        del ts, dur, kind, name, cat, lane, correlation, external_id, source_row
         pieces = np.array(self._pieces, np.int64).reshape(-1, 4)
         mem = _memory_columns({k: take(k) for k in _COLUMN_KEYS if k.startswith("mem_") and k != "mem_row"},
                               mem_row, mem_keep, ts_ns, lanes.memory_lane)
@@ -772,19 +788,22 @@ class ColumnBuilder:
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
         coll, checked = args.result()
-        return TraceModel(**ev, lane_kind=lanes.kind, lane_pid=lanes.pid, lane_tid=lanes.tid, lane_label=tuple(lanes.label),
+        return TraceModel(**ev, launch_idx=launches.result(), lane_kind=lanes.kind, lane_pid=lanes.pid,
+                          lane_tid=lanes.tid, lane_label=tuple(lanes.label),
                           **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
                           meta={**_meta(doc, base_ns), **self._event_index.meta(), **checked,
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
 
-    def _arg_columns(self, rows: np.ndarray, take: Callable[[str], np.ndarray], names: list) -> tuple[dict, dict]:
+    def _arg_columns(self, rows: np.ndarray, kind: np.ndarray, take: Callable[[str], np.ndarray],
+                     names: list) -> tuple[dict, dict]:
         """The model's columns read from event args (collectives, GPU launch shapes, Input Dims, call frames: new
-        frame names are appended to `names`) and the validator's metadata, for the complete events `rows`."""
+        frame names are appended to `names`) and the validator's metadata, for the complete events `rows` (of
+        `kind`)."""
         coll = self._collectives.columns(rows)
         checked = self._validator_args.meta(rows)
-        coll.update(self._gpu_args.columns(rows))
+        coll.update(self._gpu_args.columns(rows, np.flatnonzero(_HAS_GPU_ARGS[kind])))
         coll.update(self._shape_columns(take("shape").astype(np.int64, copy=False)[rows]))
         coll["call_frame_id"] = self._frame_ids(take("frame").astype(np.int64, copy=False)[rows], names)
         return coll, checked
@@ -940,12 +959,12 @@ def _count(skipped: dict[str, int], reason: str, count: int) -> None:
 
 def _event_columns(ts_ns, dur_ns, kind, name_id, cat_id, lane, n_lanes, correlation, external_id,
                    source_row) -> dict[str, np.ndarray]:
-    """Columns of the complete events (given sorted by (lane, ts, -dur)), with depth and launch links."""
+    """Columns of the complete events (given sorted by (lane, ts, -dur)), with their depth (`link_launches` gives the
+    launch links)."""
     cols = {"ts_ns": ts_ns, "dur_ns": dur_ns, "kind": kind, "name_id": name_id, "cat_id": cat_id, "lane": lane,
             "correlation": correlation, "external_id": external_id, "source_row": source_row}
     cols["lane_ptr"] = np.searchsorted(lane, np.arange(n_lanes + 1)).astype(np.int64, copy=False)
     cols["depth"] = nesting_depth(ts_ns, dur_ns, cols["lane_ptr"])
-    cols["launch_idx"] = link_launches(kind, correlation)
     return cols
 
 
@@ -1021,6 +1040,16 @@ def compiled_parents(depth: np.ndarray) -> Optional[np.ndarray]:
     out = np.empty(depth.size, np.int64)
     _accel.parents(np.ascontiguousarray(depth, np.int16), out)
     return out
+
+
+def compiled_subtree_ends(parent: np.ndarray) -> Optional[np.ndarray]:
+    """Per node of a forest in preorder (`parent`: each node's parent position, before it, or -1), one past the
+    position of its last descendant, in one compiled backward pass (`_columns.subtree_ends`). None where the
+    extension is not loaded or a parent does not come before its child (`op_forest.subtree_max` then answers)."""
+    if _accel is None:
+        return None
+    out = np.empty(np.size(parent), np.int64)
+    return out if _accel.subtree_ends(np.ascontiguousarray(parent, np.int64), out) else None
 
 
 def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:
