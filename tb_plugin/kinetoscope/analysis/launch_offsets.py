@@ -20,7 +20,7 @@ import numpy as np
 
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel, unique_inverse
-from .selectors import enclosing_of_kind, first_of_launch, parent_rows
+from .selectors import enclosing_of_kind, first_of_launch, parent_rows, per_model
 
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0))
 
@@ -75,7 +75,7 @@ def issuing_ops(model: TraceModel, launch: np.ndarray) -> np.ndarray:
     enclosing cpu_op on their thread.
     """
     result = np.full(launch.size, -1, np.int64)
-    ops = np.flatnonzero((model.kind == Kind.CPU_OP) & (model.external_id >= 0))
+    ops = _ops_by_external_id(model)
     if ops.size and launch.size:
         _by_external_id(model, launch, ops, result)
     missing = np.flatnonzero(result < 0)
@@ -86,8 +86,16 @@ def issuing_ops(model: TraceModel, launch: np.ndarray) -> np.ndarray:
     return result
 
 
+@per_model
+def _ops_by_external_id(model: TraceModel) -> np.ndarray:
+    """The cpu_op rows that carry an External id, by it (stable): the launch offsets and the tables both look
+    their launches' issuers up in it."""
+    ops = np.flatnonzero((model.kind == Kind.CPU_OP) & (model.external_id >= 0))
+    return ops[np.argsort(model.external_id[ops], kind="stable")]
+
+
 def _by_external_id(model: TraceModel, launch: np.ndarray, ops: np.ndarray, result: np.ndarray) -> None:
-    ops = ops[np.argsort(model.external_id[ops], kind="stable")]
+    """`result[i]` = the op of `ops` (sorted by External id) that issued launch i, where one does."""
     keys = model.external_id[ops]
     want = model.external_id[launch]
     pos = np.minimum(np.searchsorted(keys, want), keys.size - 1)

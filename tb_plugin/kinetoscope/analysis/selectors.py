@@ -1,8 +1,13 @@
 """Row selections several analyses share: GPU activities per device, steps, DataLoader waits, CPU ops.
 
-Everything here is a pure function of the model returning index or interval arrays.
+Everything here is a pure function of the model returning index or interval arrays. Those of the model alone that
+several analyses ask for (`per_model`) are computed once per model and shared read-only: at 10^7 events each is a
+pass or two over every row, and a report asked for them 2-4 times each (0.3 s of CPU in all at 4 GB).
 """
 from __future__ import annotations
+
+from functools import wraps
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -31,6 +36,18 @@ from .nesting import NestedIndex, parents_by_depth
 
 NO_OP = "(no op)"
 
+_Selection = TypeVar("_Selection")
+
+
+def per_model(select: Callable[[TraceModel], _Selection]) -> Callable[[TraceModel], _Selection]:
+    """`select(model)` made once per model and shared (`TraceModel.shared`): read-only arrays, or tuples of them."""
+    key = ("selection", select.__module__, select.__qualname__)
+
+    @wraps(select)
+    def shared(model: TraceModel) -> _Selection:
+        return model.shared(key, lambda: select(model))
+    return shared
+
 
 def activity_rows_by_device(model: TraceModel) -> dict[int, np.ndarray]:
     """Rows of GPU activities (kernel, memcpy, memset) per device, each sorted by (ts, row)."""
@@ -48,6 +65,7 @@ def cpu_rows(model: TraceModel) -> np.ndarray:
     return model.rows_on(LaneKind.CPU)
 
 
+@per_model
 def step_rows(model: TraceModel) -> np.ndarray:
     """`ProfilerStep#N` rows on CPU lanes, sorted by start.
 
@@ -60,6 +78,7 @@ def step_rows(model: TraceModel) -> np.ndarray:
     return rows[np.argsort(model.ts_ns[rows], kind="stable")]
 
 
+@per_model
 def iteration_rows(model: TraceModel) -> np.ndarray:
     """The steps the verdict judges: `ProfilerStep#N` rows, or, in a trace without any, the outermost
     iteration annotations of a serving framework (`execute_...`, `step[...]`: see ITERATION_ANNOTATION_RE),
@@ -79,6 +98,7 @@ def iteration_rows(model: TraceModel) -> np.ndarray:
     return rows[outer]
 
 
+@per_model
 def capture_spans(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lane, start, end) of every CUDA/HIP stream capture: a `...StreamBeginCapture` call to the next
     `...StreamEndCapture` call on the same thread (an unfinished capture runs to the end of the trace)."""
@@ -119,12 +139,14 @@ def covering_frame(model: TraceModel, lane: int, start_ns: int, end_ns: int) -> 
     return int(rows[np.argmax(model.depth[rows])]) if rows.size else -1
 
 
+@per_model
 def launch_call_rows(model: TraceModel) -> np.ndarray:
     """Every call that sends work to a device (LAUNCH_CALLS on runtime or driver rows)."""
     ids = model.name_ids_where(lambda n: n in LAUNCH_CALLS)
     return np.flatnonzero(model.name_in(ids) & model.kind_in(LAUNCH_KINDS))
 
 
+@per_model
 def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """Union of the DataLoader wait intervals (`enumerate(DataLoader)#...__next__` on CPU lanes)."""
     ids = model.name_ids_where(is_dataloader_name)
@@ -133,6 +155,7 @@ def dataloader_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
 
 
+@per_model
 def collective_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """Union of the CPU-side collectives (`record_param_comms`, `nccl:*`, `gloo:*`, `c10d::*`) on CPU lanes."""
     ids = model.name_ids_where(is_collective_name)
@@ -141,6 +164,7 @@ def collective_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(model.ts_ns[rows], model.end_ns[rows])
 
 
+@per_model
 def cpu_compute_union(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """Union of the CPU's own work: operators on CPU lanes that are no collective, step, DataLoader wait or
     region annotation (2021 files write annotations as operators; their names tell them apart).
@@ -171,6 +195,7 @@ def comm_mask(model: TraceModel, rows: np.ndarray) -> np.ndarray:
     return (model.kind[rows] == Kind.KERNEL) & model.name_in(ids, rows)
 
 
+@per_model
 def sync_rows(model: TraceModel) -> np.ndarray:
     """Host-blocking synchronization calls (cudaDeviceSynchronize, synchronous cudaMemcpy, ...); never polls."""
     ids = model.name_ids_where(lambda n: n in SYNC_CALLS)
@@ -183,6 +208,7 @@ def graph_launch_mask(model: TraceModel, launch: np.ndarray) -> np.ndarray:
     return (launch >= 0) & model.name_in(ids, np.maximum(launch, 0))
 
 
+@per_model
 def first_of_launch(model: TraceModel) -> np.ndarray:
     """Per row, True for the first GPU activity of its launch call (every activity without a launch too).
 
@@ -212,6 +238,7 @@ def op_rows(model: TraceModel) -> np.ndarray:
     return ops[~_annotation_mask(model, ops)]
 
 
+@per_model
 def _ops_and_annotations(model: TraceModel) -> np.ndarray:
     """CPU ops and annotations, not ProfilerStep, of every lane, ascending."""
     step_ids = model.name_ids_where(lambda n: STEP_RE.match(n) is not None)

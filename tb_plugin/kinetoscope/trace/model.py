@@ -166,7 +166,7 @@ class TraceModel:
         wanted = frozenset(int(k) for k in kinds)
         if rows is not None:
             return self._kind_table(wanted)[self.kind[rows]]
-        return self._shared(wanted, lambda: self._kind_table(wanted)[self.kind])
+        return self.shared(wanted, lambda: self._kind_table(wanted)[self.kind])
 
     @staticmethod
     def _kind_table(wanted: frozenset) -> np.ndarray:
@@ -176,31 +176,32 @@ class TraceModel:
 
     def on_lanes(self, lane_kind: LaneKind) -> np.ndarray:
         """Whether each event sits on a lane of `lane_kind` (CPU threads, GPU streams): computed once, read-only."""
-        return self._shared(("mask", int(lane_kind)), lambda: self.lane_kind[self.lane] == lane_kind)
+        return self.shared(("mask", int(lane_kind)), lambda: self.lane_kind[self.lane] == lane_kind)
 
     def rows_on(self, lane_kind: LaneKind) -> np.ndarray:
         """Rows of the events on lanes of `lane_kind`, ascending: computed once, read-only."""
-        return self._shared(("rows", int(lane_kind)), lambda: np.flatnonzero(self.on_lanes(lane_kind)))
+        return self.shared(("rows", int(lane_kind)), lambda: np.flatnonzero(self.on_lanes(lane_kind)))
 
-    def _shared(self, key, make: Callable[[], np.ndarray]) -> np.ndarray:
-        """The array cached under `key` (made by `make` on the first call), read-only: the analyses share it, from
-        two threads at once too (both may make it; both get the one stored first)."""
+    def shared(self, key, make: Callable[[], Any]) -> Any:
+        """The array (or tuple of arrays) cached under `key` (made by `make` on the first call), read-only: the
+        analyses share it, from two threads at once too (both may make it; both get the one stored first)."""
         cached = self._shared_arrays.get(key)
         if cached is None:
             cached = make()
-            cached.flags.writeable = False
+            for array in cached if isinstance(cached, tuple) else (cached,):
+                array.flags.writeable = False
             cached = self._shared_arrays.setdefault(key, cached)
         return cached
 
     @cached_property
-    def _shared_arrays(self) -> dict:  # frozenset of kinds, or ("mask" | "rows", lane kind) -> read-only array
+    def _shared_arrays(self) -> dict:  # frozenset of kinds, ("mask" | "rows", lane kind), a selector's key -> arrays
         return {}
 
     def name_in(self, name_ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
         """Whether each event's (or each of `rows`') name id is among `name_ids` (a lookup table)."""
         name_ids = np.asarray(name_ids, np.int64)
-        if not name_ids.size and rows is None:  # no such name in the trace: nothing to gather
-            return np.zeros(self.name_id.size, bool)
+        if not name_ids.size:  # no such name in the trace: nothing to gather
+            return np.zeros(self.name_id.size if rows is None else _selected(rows), bool)
         table = np.zeros(len(self.names), bool)
         table[name_ids] = True
         return table[self.name_id if rows is None else self.name_id[rows]]
@@ -221,6 +222,12 @@ class TraceModel:
         """Number of complete events per normalized kind (zeros omitted)."""
         counts = np.bincount(self.kind.astype(np.int64), minlength=len(Kind))
         return {Kind(k).name.lower(): int(c) for k, c in enumerate(counts) if c}
+
+
+def _selected(rows: Any) -> int:
+    """How many rows an index (or a boolean mask) selects."""
+    rows = np.asarray(rows)
+    return int(np.count_nonzero(rows)) if rows.dtype == bool else int(rows.size)
 
 
 def whole(value: Any) -> Optional[int]:
