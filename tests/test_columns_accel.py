@@ -294,3 +294,49 @@ def test_compiled_dense_ids_equal_searchsorted():
                           np.searchsorted(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)))
     with pytest.raises(ValueError):
         build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int32))
+
+
+def _forest(rng, lanes: int, nodes: int):
+    """A preorder forest over several lanes (each lane's nodes by start, children inside their parents, some of
+    zero length or ending with their parent), as op_forest builds it: (start, end, parent, lane bounds)."""
+    from kinetoscope.analysis import nesting
+    start, end, ptr = [], [], [0]
+    for _ in range(lanes):
+        t, open_ends = 0, []
+        for _ in range(int(rng.integers(0, nodes))):
+            t += int(rng.integers(0, 4))
+            while open_ends and open_ends[-1] <= t:
+                open_ends.pop()
+            limit = open_ends[-1] if open_ends else t + 50
+            stop = int(rng.integers(t, limit + 1))
+            start.append(t)
+            end.append(stop)
+            open_ends.append(stop)
+        ptr.append(len(start))
+    start, end, ptr = np.array(start, np.int64), np.array(end, np.int64), np.array(ptr, np.int64)
+    depth = build.nesting_depth(start, end - start, ptr).astype(np.int64)
+    return start, end, nesting.parents_by_depth(depth), ptr
+
+
+@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+def test_compiled_innermost_equals_the_climbing_passes():
+    from kinetoscope.analysis import op_forest
+    rng = np.random.default_rng(5)
+    for _ in range(150):
+        lanes = int(rng.integers(1, 5))
+        start, end, parent, ptr = _forest(rng, lanes, 80)
+        lane_ids = np.sort(rng.choice(1000, lanes, replace=False)).astype(np.int64)
+        queries = int(rng.integers(0, 300))
+        lane = np.where(rng.random(queries) < 0.1, 5000, lane_ids[rng.integers(0, lanes, queries)])  # some off-forest
+        t = rng.integers(-5, int(end.max(initial=0)) + 10, queries).astype(np.int64)
+        on_lane = np.isin(lane, lane_ids)
+        k = np.searchsorted(lane_ids, lane)
+        fast = build.compiled_innermost(np.where(on_lane, k, -1), t, start, end, parent, ptr)
+        assert fast is not None
+        slow = op_forest._owners_py(t, start, end, parent, ptr, k, on_lane, np.full(t.size, -1, np.int64))
+        assert np.array_equal(fast, slow)
+        assert np.array_equal(op_forest._owners(lane, t, start, end, parent, lane_ids, ptr), slow)
+    # a parent after its node, or bounds out of order: the array passes answer
+    one = np.zeros(1, np.int64)
+    assert build.compiled_innermost(one, one, one, one + 1, np.array([1]), np.array([0, 1])) is None
+    assert build.compiled_innermost(one, one, one, one + 1, np.array([-1]), np.array([1, 0])) is None

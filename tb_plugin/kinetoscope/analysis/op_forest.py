@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.build import compiled_subtree_ends, nesting_depth
+from ..trace.build import compiled_innermost, compiled_subtree_ends, nesting_depth
 from ..trace.model import TraceModel, freeze_arrays, unique, unique_inverse
 from .nesting import parents_by_depth
 
@@ -152,9 +152,18 @@ def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray,
     owner = np.full(t.size, -1, np.int64)
     if t.size == 0 or start.size == 0:
         return owner
-    linked = np.arange(t.size)
     k = np.searchsorted(lane_ids, lane)
     on_lane = (k < lane_ids.size) & (lane_ids[np.minimum(k, lane_ids.size - 1)] == lane)
+    compiled = compiled_innermost(np.where(on_lane, k, -1), t, start, end, parent, ptr)
+    if compiled is not None:
+        return compiled
+    return _owners_py(t, start, end, parent, ptr, k, on_lane, owner)
+
+
+def _owners_py(t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray, ptr: np.ndarray, k: np.ndarray,
+               on_lane: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """`_owners` in array passes (`k`: each query's forest lane, where `on_lane`), into `owner` (all -1)."""
+    linked = np.arange(t.size)
     linked, t, k = linked[on_lane], t[on_lane], k[on_lane]
     lo, hi = ptr[k], ptr[k + 1]
     cand = np.empty(linked.size, np.int64)

@@ -642,6 +642,65 @@ done:
     return result;
 }
 
+/* innermost(lane, t, start, end, parent, ptr, out): per query i, the innermost node of a forest in preorder running
+ * at t[i] on the forest's lane lane[i] (start <= t < end; -1: none, or lane[i] < 0): the last node of that lane
+ * starting at or before t, climbed out of the nodes that ended by t. `ptr[k]..ptr[k+1]` are lane k's nodes, by start;
+ * a node's parent is on its lane. The array passes climb one level per pass over every query still climbing. False
+ * (nothing written) when the bounds are out of order or a parent does not come before its node. */
+static PyObject *innermost(PyObject *self, PyObject *args) {
+    Py_buffer lane, t, start, end, parent, ptr, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*w*", &lane, &t, &start, &end, &parent, &ptr, &out)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t q = t.len / (Py_ssize_t)sizeof(long long), n = start.len / (Py_ssize_t)sizeof(long long);
+    Py_ssize_t lanes = ptr.len / (Py_ssize_t)sizeof(long long) - 1;
+    if (lane.len != t.len || out.len != t.len || end.len != start.len || parent.len != start.len || lanes < 0 ||
+        t.len % (Py_ssize_t)sizeof(long long) != 0 || start.len % (Py_ssize_t)sizeof(long long) != 0 ||
+        ptr.len % (Py_ssize_t)sizeof(long long) != 0) {
+        PyErr_SetString(PyExc_ValueError, "expected int64 queries (lane, t, out), nodes (start, end, parent) and lane bounds");
+        goto done;
+    }
+    const long long *k = lane.buf, *at = t.buf, *s = start.buf, *e = end.buf, *up = parent.buf, *bound = ptr.buf;
+    long long *owner = out.buf;
+    int ok = 1;
+    for (Py_ssize_t j = 0; j <= lanes && ok; j++)
+        ok = bound[j] >= 0 && bound[j] <= n && (j == 0 || bound[j] >= bound[j - 1]);
+    for (Py_ssize_t i = 0; i < n && ok; i++)
+        ok = up[i] >= -1 && up[i] < i;
+    if (!ok) {  /* lane bounds out of order or a parent not before its node: the array passes answer */
+        result = Py_False;
+        Py_INCREF(result);
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < q; i++) {
+        long long j = k[i], x = at[i], c = -1;
+        if (j >= 0 && j < lanes) {
+            Py_ssize_t lo = (Py_ssize_t)bound[j], hi = (Py_ssize_t)bound[j + 1], a = lo, b = hi;
+            while (a < b) {  /* the first node starting after x */
+                Py_ssize_t mid = a + (b - a) / 2;
+                if (s[mid] <= x) a = mid + 1;
+                else b = mid;
+            }
+            c = a - 1 >= lo ? (long long)(a - 1) : -1;
+            while (c >= 0 && e[c] <= x) c = up[c];
+            if (c >= (long long)hi) c = -1;
+        }
+        owner[i] = c;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&lane);
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&start);
+    PyBuffer_Release(&end);
+    PyBuffer_Release(&parent);
+    PyBuffer_Release(&ptr);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
@@ -649,6 +708,8 @@ static PyMethodDef methods[] = {
      "extract(events, phase_table, names, cats, pids, tids, shapes, frames, offset, out): fill 21 columns in one pass."},
     {"gpu_fields", gpu_fields, METH_VARARGS,
      "gpu_fields(events, rows, on_kernels, out): the copy bytes or kernel launch shape of events[rows], 7 per row."},
+    {"innermost", innermost, METH_VARARGS,
+     "innermost(lane, t, start, end, parent, ptr, out): per query, the innermost forest node on its lane running at t, or -1; False if malformed."},
     {"nesting_depth", nesting_depth, METH_VARARGS,
      "nesting_depth(ts, dur, lane_ptr, out): per row, how many earlier rows of its lane are still open; False if unsorted."},
     {"dense_ids", dense_ids, METH_VARARGS,

@@ -1052,6 +1052,18 @@ def compiled_subtree_ends(parent: np.ndarray) -> Optional[np.ndarray]:
     return out if _accel.subtree_ends(np.ascontiguousarray(parent, np.int64), out) else None
 
 
+def compiled_innermost(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                       ptr: np.ndarray) -> Optional[np.ndarray]:
+    """`op_forest._owners` in one compiled pass (`_columns.innermost`): per query, the innermost node of a preorder
+    forest running at `t` on forest lane `lane` (its index; -1 for none), or -1. None where the extension is not
+    loaded or the forest is malformed (the array passes then answer)."""
+    if _accel is None:
+        return None
+    out = np.empty(np.size(t), np.int64)
+    arrays = (np.ascontiguousarray(a, np.int64) for a in (lane, t, start, end, parent, ptr))
+    return out if _accel.innermost(*arrays, out) else None
+
+
 def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:
     """Row of the launch call (runtime or driver event) of every GPU activity, by `correlation`.
 
