@@ -285,15 +285,19 @@ def test_compiled_dense_ids_equal_searchsorted():
         ids = build.dense_ids(first_rows, first)
         assert ids.dtype == np.int32
         assert np.array_equal(ids, np.searchsorted(first_rows, first)), (first_rows, first)
+        narrow = first[np.abs(first) < 2**31].astype(np.int32)  # a narrow store's column (`_RowStore(narrow=True)`)
+        assert np.array_equal(build.dense_ids(first_rows, narrow), np.searchsorted(first_rows, narrow))
     # rows not strictly ascending (never a table's): nothing written, the caller searches
     out = np.full(3, 7, np.int32)
-    assert not build._accel.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64), out)
-    assert not build._accel.dense_ids(np.array([3, 3], np.int64), np.array([3, 5, 4], np.int64), out)
+    assert not build._accel.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64), out, True)
+    assert not build._accel.dense_ids(np.array([3, 3], np.int64), np.array([3, 5, 4], np.int32), out, False)
     assert out.tolist() == [7, 7, 7]
     assert np.array_equal(build.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)),
                           np.searchsorted(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)))
     with pytest.raises(ValueError):
-        build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int32))
+        build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int32), True)
+    with pytest.raises(ValueError):  # int32 values read as int64: the sizes disagree
+        build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(3, np.int32), np.zeros(3, np.int32), True)
 
 
 def _forest(rng, lanes: int, nodes: int):

@@ -348,18 +348,25 @@ def test_stable_order_equals_numpys_stable_argsort(values):
 
 
 @pytest.mark.parametrize("mapped", [False, True])
+@pytest.mark.parametrize("narrow", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped, monkeypatch):
+def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped, narrow, monkeypatch):
     """The decode's per-event columns, kept piece by piece or copied into one growing mapping per column
-    (`_RowStore`), are the pieces joined, whole or at some rows; each column is taken once."""
+    (`_RowStore`), are the pieces joined, whole or at some rows; each column is taken once. Narrow, the first-row
+    columns are kept as int32 (their values are rows, within the event budget), the others as they come."""
     from kinetoscope.trace import build
     monkeypatch.setattr(build, "_MIN_ROWS", 8)  # mapped: grown many times
     rng = np.random.default_rng(seed)
     sizes = rng.integers(0, 50, int(rng.integers(0, 8))).tolist()
     pieces = [{key: rng.integers(-9, 9, n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()} for n in sizes]
+    for piece in pieces:  # first rows as the scan hands them over: views of its buffers, or arrays of their own
+        piece["name"] = np.concatenate((piece["name"], [5]))[:-1]
+
+    def kept(key: str):
+        return np.int32 if narrow and key in build._FIRST_ROW_KEYS else build._ROW_DTYPES[key]
 
     def filled() -> build._RowStore:
-        store = build._RowStore(mapped=mapped)
+        store = build._RowStore(mapped=mapped, narrow=narrow)
         for piece, n in zip(pieces, sizes):
             store.append(piece, n)
         assert store.n == sum(sizes)
@@ -368,14 +375,21 @@ def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped,
     for key, dtype in build._ROW_DTYPES.items():
         got = store.take(key)
         want = np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype)
-        assert got.dtype == dtype and np.array_equal(got, want), key
+        assert got.dtype == kept(key) and np.array_equal(got, want), key
         assert store.take(key).size == 0  # taken once: the store no longer holds it
     store = filled()
     rows = np.flatnonzero(rng.random(sum(sizes)) < rng.choice([0.0, 0.3, 1.0]))
     for key, dtype in build._ROW_DTYPES.items():
         want = (np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype))[rows]
         got = store.take_rows(key, rows)
-        assert got.dtype == dtype and np.array_equal(got, want), key
+        assert got.dtype == kept(key) and np.array_equal(got, want), key
+
+
+def test_the_builder_narrows_its_first_rows_only_within_int32():
+    from kinetoscope.trace import build
+    assert build.ColumnBuilder(max_events=400_000_000)._rows.dtypes["name"] == np.int32
+    assert build.ColumnBuilder(max_events=1 << 31)._rows.dtypes["name"] == np.int64  # a user's larger budget
+    assert build.ColumnBuilder()._rows.dtypes["name"] == np.int64
 
 
 @requires_shared

@@ -555,8 +555,8 @@ done:
     return result;
 }
 
-/* dense_ids(first_rows, first, out): out[i] = the index of first[i] in the strictly ascending int64 `first_rows`, as
- * numpy's searchsorted (side left) answers it, written as int32. The values are the rows where an interned string was
+/* dense_ids(first_rows, first, out, wide): out[i] = the index of first[i] (int64 values if `wide`, else int32) in the
+ * strictly ascending int64 `first_rows`, as numpy's searchsorted (side left) answers it, written as int32. The values are the rows where an interned string was
  * first seen, so nearly all are exactly one of `first_rows`: a table by row answers those in one load each (a binary
  * search of 10^7 values in a table of thousands costs 0.5 s), the table allocated zeroed, so only the pages holding a
  * key are touched; any other value is searched. False (nothing written) when `first_rows` is not strictly ascending or
@@ -573,15 +573,18 @@ static Py_ssize_t lower_bound(const long long *keys, Py_ssize_t k, long long v) 
 
 static PyObject *dense_ids(PyObject *self, PyObject *args) {
     Py_buffer rows, first, out;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &rows, &first, &out)) return NULL;
+    int wide;
+    if (!PyArg_ParseTuple(args, "y*y*w*p", &rows, &first, &out, &wide)) return NULL;
     PyObject *result = NULL;
-    Py_ssize_t k = rows.len / (Py_ssize_t)sizeof(long long), n = first.len / (Py_ssize_t)sizeof(long long);
-    if (rows.len % (Py_ssize_t)sizeof(long long) != 0 || first.len % (Py_ssize_t)sizeof(long long) != 0 ||
+    Py_ssize_t width = wide ? (Py_ssize_t)sizeof(long long) : (Py_ssize_t)sizeof(int);
+    Py_ssize_t k = rows.len / (Py_ssize_t)sizeof(long long), n = first.len / width;
+    if (rows.len % (Py_ssize_t)sizeof(long long) != 0 || first.len % width != 0 ||
         out.len != n * (Py_ssize_t)sizeof(int) || k >= INT_MAX) {
-        PyErr_SetString(PyExc_ValueError, "expected int64 first rows and values and an int32 output of one per value");
+        PyErr_SetString(PyExc_ValueError, "expected int64 first rows, int64 or int32 values and an int32 output of one per value");
         goto done;
     }
-    const long long *keys = rows.buf, *v = first.buf;
+    const long long *keys = rows.buf, *v64 = first.buf;
+    const int *v32 = first.buf;
     int *ids = out.buf;
     int ok = 1;
     for (Py_ssize_t j = 0; j < k && ok; j++)
@@ -593,7 +596,7 @@ static PyObject *dense_ids(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t j = 0; j < k; j++) table[keys[j]] = (int)j + 1;
         for (Py_ssize_t i = 0; i < n; i++) {
-            long long x = v[i];
+            long long x = wide ? v64[i] : (long long)v32[i];
             int hit = x >= 0 && x < span ? table[x] : 0;
             ids[i] = hit ? hit - 1 : (int)lower_bound(keys, k, x);
         }
@@ -713,7 +716,7 @@ static PyMethodDef methods[] = {
     {"nesting_depth", nesting_depth, METH_VARARGS,
      "nesting_depth(ts, dur, lane_ptr, out): per row, how many earlier rows of its lane are still open; False if unsorted."},
     {"dense_ids", dense_ids, METH_VARARGS,
-     "dense_ids(first_rows, first, out): int32 searchsorted(first_rows, first) for strictly ascending first rows; False if not."},
+     "dense_ids(first_rows, first, out, wide): int32 searchsorted(first_rows, first) (int64 or int32) for strictly ascending first rows; False if not."},
     {"parents", parents, METH_VARARGS,
      "parents(depth, out): per row, the last earlier row one level up (int16 depths, int64 rows), or -1."},
     {"subtree_ends", subtree_ends, METH_VARARGS,
