@@ -773,6 +773,8 @@ class ColumnBuilder:
         del on_gpu, gpu_rows
         del pid_rid, tid_rid
         progress(0.5)
+        mem = _meanwhile(pool, _memory_columns, {k: take(k) for k in _COLUMN_KEYS if k.startswith("mem_") and k != "mem_row"},
+                         mem_row, mem_keep, ts_ns, lanes.memory_lane)
         order = _lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
         del x_rows
@@ -790,15 +792,13 @@ class ColumnBuilder:
         ev = _event_columns(ts, dur, kind, name, cat, lane, len(lanes.kind), correlation, external_id, source_row)
         del ts, dur, kind, name, cat, lane, correlation, external_id, source_row
         pieces = np.array(self._pieces, np.int64).reshape(-1, 4)
-        mem = _memory_columns({k: take(k) for k in _COLUMN_KEYS if k.startswith("mem_") and k != "mem_row"},
-                              mem_row, mem_keep, ts_ns, lanes.memory_lane)
         flows = {"flow_id": take("flow_id").astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
         coll, checked = args.result()
         return TraceModel(**ev, launch_idx=launches.result(), lane_kind=lanes.kind, lane_pid=lanes.pid,
                           lane_tid=lanes.tid, lane_label=tuple(lanes.label),
-                          **mem, **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
+                          **mem.result(), **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
                           meta={**_meta(doc, base_ns), **self._event_index.meta(), **checked,
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
