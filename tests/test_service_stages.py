@@ -161,15 +161,26 @@ def test_a_file_replaced_during_stage_two_is_loaded_again(tmp_path, make):
 
 def test_a_file_replaced_before_its_lanes_are_published_drops_them(tmp_path):
     path = write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", step_doc(kernels=3))
-    entered, release = threading.Event(), threading.Event()
+    entered, release, again = threading.Event(), threading.Event(), threading.Event()
+    calls: list[int] = []
 
     def held_first(model):
-        entered.set()
-        assert release.wait(30)
+        calls.append(model.n_events)
+        if len(calls) == 1:  # the first version's load
+            entered.set()
+            assert release.wait(30)
+        else:  # the new version's, held until the old lanes are known not to be served (else it may win the race)
+            assert again.wait(30)
         return pipeline.prepare_lanes(model)
 
+    rested = threading.Event()
+
+    def rest(model, early):
+        rested.set()  # the old version's lanes were offered (stage two follows their publication in its thread)
+        return pipeline.prepare_rest(model, early)
+
     service = TraceService(str(tmp_path / "logs"), cache_dir=None, decode_in_child=False, rescan_s=3600,
-                           stages=(held_first, pipeline.prepare_rest))
+                           stages=(held_first, rest))
     try:
         service.scan_now()
         (sid, _, _), = service.snapshot()
@@ -179,11 +190,15 @@ def test_a_file_replaced_before_its_lanes_are_published_drops_them(tmp_path):
         os.utime(path, (time.time() + 5, time.time() + 5))
         service.scan_now()
         release.set()
+        assert rested.wait(30)
         with pytest.raises(NotReady):  # the new version is not loaded yet: the old lanes were not published
             service.get_lanes(sid)
+        again.set()
         assert service.get_lanes(sid, wait_s=30).model.n_events == 13
+        assert len(calls) == 2 and calls[0] != 13  # the old version's stage ran, and the new one's
     finally:
         release.set()
+        again.set()
         service.close()
 
 
