@@ -361,6 +361,22 @@ def test_the_memory_budget_counts_strings_too(tmp_path):
     assert model_nbytes(huge) - model_nbytes(small) >= 4_999_999  # the one name, 5,000,000 characters against 1
 
 
+def test_the_memory_budget_counts_what_the_analyses_keep_with_the_model():
+    """Selections the analyses share (`TraceModel.shared`: kind masks, per-model selections) live as long as the
+    model: the budget counts them."""
+    from kinetoscope.analysis.report import analyze
+    from kinetoscope.server.service import model_nbytes
+    from kinetoscope.trace.loader import decode_bytes
+    events = [op(f"op{i}", 10 * i, 5) for i in range(2000)]
+    model = decode_bytes(json.dumps(trace_doc(events)).encode())
+    before = model_nbytes(model)
+    assert model.shared_nbytes() == 0
+    analyze(model)
+    kept = model.shared_nbytes()
+    assert kept >= model.n_events  # at least one mask of a byte per event
+    assert model_nbytes(model) >= before + kept
+
+
 def test_timestamps_centuries_apart_are_a_named_error(tmp_path, service_factory):
     from kinetoscope import pipeline
     write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json",

@@ -77,9 +77,10 @@ def span_id(path: str) -> str:
 
 
 def model_nbytes(model: TraceModel) -> int:
-    """Bytes a loaded model holds, what the memory budget counts: its arrays and its strings (a trace may
-    carry a 1.5 GiB name; every str also costs its object header)."""
-    arrays = sum(v.nbytes for v in vars(model).values() if isinstance(v, np.ndarray))
+    """Bytes a loaded model holds, what the memory budget counts: its arrays, those the analyses derived and keep
+    with it (`TraceModel.shared`), and its strings (a trace may carry a 1.5 GiB name; every str also costs its
+    object header)."""
+    arrays = sum(v.nbytes for v in vars(model).values() if isinstance(v, np.ndarray)) + model.shared_nbytes()
     strings = sum(sys.getsizeof(s) for table in (model.names, model.cats, model.lane_label) for s in table)
     return arrays + strings
 

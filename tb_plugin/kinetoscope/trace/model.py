@@ -193,6 +193,11 @@ class TraceModel:
             cached = self._shared_arrays.setdefault(key, cached)
         return cached
 
+    def shared_nbytes(self) -> int:
+        """Bytes of the arrays `shared` holds so far (what the analyses derived and keep with the model)."""
+        cached = self.__dict__.get("_shared_arrays", {})
+        return sum(a.nbytes for value in list(cached.values()) for a in (value if isinstance(value, tuple) else (value,)))
+
     @cached_property
     def _shared_arrays(self) -> dict:  # frozenset of kinds, ("mask" | "rows", lane kind), a selector's key -> arrays
         return {}
