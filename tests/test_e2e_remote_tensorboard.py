@@ -94,7 +94,10 @@ def test_tensorboard_on_an_s3_logdir_lists_runs_and_draws_lanes(s3_logdir, tmp_p
 def test_event_args_reads_one_range_of_the_remote_object(s3_logdir, tmp_path):
     server, env = s3_logdir
     with remote_tensorboard(f"s3://{BUCKET}/logs", env, tmp_path) as url:
-        spans = _spans(fetch(f"{url}{PLUGIN}/runs")[2])
+        # the bucket's first listing may still be going on when TensorBoard answers (a busy machine): wait for the run
+        spans = wait_until(lambda: (found := _spans(fetch(f"{url}{PLUGIN}/runs")[2]))
+                           and any(run == "resnet50_plain" for _, run in found.values()) and found, 60, 0.5)
+        assert spans, "resnet50_plain was not listed in 60 s"
         name = next(f for f in spans if spans[f][1] == "resnet50_plain")
         sid = spans[name][0]
         _ready(url, sid)
