@@ -337,7 +337,7 @@ def test_compiled_innermost_equals_the_climbing_passes():
         k = np.searchsorted(lane_ids, lane)
         fast = build.compiled_innermost(np.where(on_lane, k, -1), t, start, end, parent, ptr)
         assert fast is not None
-        slow = op_forest._owners_py(t, start, end, parent, ptr, k, on_lane, np.full(t.size, -1, np.int64))
+        slow = op_forest._owners_py(t, start, end, parent, ptr, k, on_lane)
         assert np.array_equal(fast, slow)
         assert np.array_equal(op_forest._owners(lane, t, start, end, parent, lane_ids, ptr), slow)
     # a parent after its node, or bounds out of order: the array passes answer

@@ -100,9 +100,24 @@ def test_compiled_reader_equals_the_reference(tmp_path):
     assert grids["[4, 2, 1]"].tolist() == [8.0] and grids["[1.0, 2, 3]"].tolist() == [6.0] and grids["[2e1, 1, 1]"].tolist() == [20.0]
 
 
+def _inverted(args: GpuArgs, kept: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns by inverting every event row (event row of each raw row, -1 for dropped ones), in event order."""
+    raw = np.concatenate(args._rows) if args._rows else np.zeros(0, np.int64)
+    values = np.concatenate(args._values) if args._values else np.zeros((0, len(FIELDS)))
+    where = np.full(int(max(raw.max(initial=-1), kept.max(initial=-1))) + 1, -1, np.int64)
+    where[kept] = np.arange(kept.size)
+    event_row = where[raw]
+    present = event_row >= 0
+    order = np.argsort(event_row[present], kind="stable")
+    values = values[present][order]
+    return {"gpu_arg_row": event_row[present][order],
+            **{f"gpu_arg_{name}": np.where(np.isnan(values[:, k]), -1.0, values[:, k]) for k, (name, *_) in enumerate(FIELDS)}}
+
+
 def test_columns_found_among_candidates_equal_the_inverted_rows():
-    """`columns` with the event rows that may hold the activities (the kernels and copies, a superset) equals the
-    inversion of every event row: activities dropped from the model (unusable times) stay out either way."""
+    """`columns`, with the event rows that may hold the activities (the kernels and copies, a superset) or with
+    every event row, equals the inversion of every event row: activities dropped from the model (unusable times)
+    stay out either way."""
     rng = np.random.default_rng(11)
     for _ in range(100):
         n_raw = int(rng.integers(1, 3000))
@@ -115,9 +130,10 @@ def test_columns_found_among_candidates_equal_the_inverted_rows():
             values[rng.random(values.shape) < 0.3] = np.nan
             args._values.append(values)
         candidates = np.flatnonzero(np.isin(kept, activities) | (rng.random(kept.size) < 0.2))
-        whole, found = args.columns(kept), args.columns(kept, candidates)
-        assert whole.keys() == found.keys()
-        for name in whole:
-            np.testing.assert_array_equal(whole[name], found[name], err_msg=name)
-            assert whole[name].dtype == found[name].dtype
+        want = _inverted(args, kept)
+        for got in (args.columns(kept), args.columns(kept, candidates)):
+            assert got.keys() == want.keys()
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+                assert got[name].dtype == want[name].dtype, name
     assert GpuArgs().columns(np.arange(5), np.arange(5))["gpu_arg_row"].size == 0

@@ -149,20 +149,18 @@ def _subtree_sizes(depth: np.ndarray, parent: np.ndarray) -> np.ndarray:
 def _owners(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
             lane_ids: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     """Innermost node running on `lane[i]` at `t[i]` (start <= t < end), or -1."""
-    owner = np.full(t.size, -1, np.int64)
     if t.size == 0 or start.size == 0:
-        return owner
+        return np.full(t.size, -1, np.int64)
     k = np.searchsorted(lane_ids, lane)
     on_lane = (k < lane_ids.size) & (lane_ids[np.minimum(k, lane_ids.size - 1)] == lane)
     compiled = compiled_innermost(np.where(on_lane, k, -1), t, start, end, parent, ptr)
-    if compiled is not None:
-        return compiled
-    return _owners_py(t, start, end, parent, ptr, k, on_lane, owner)
+    return compiled if compiled is not None else _owners_py(t, start, end, parent, ptr, k, on_lane)
 
 
 def _owners_py(t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray, ptr: np.ndarray, k: np.ndarray,
-               on_lane: np.ndarray, owner: np.ndarray) -> np.ndarray:
-    """`_owners` in array passes (`k`: each query's forest lane, where `on_lane`), into `owner` (all -1)."""
+               on_lane: np.ndarray) -> np.ndarray:
+    """`_owners` in array passes (`k`: each query's forest lane, where `on_lane`)."""
+    owner = np.full(t.size, -1, np.int64)
     linked = np.arange(t.size)
     linked, t, k = linked[on_lane], t[on_lane], k[on_lane]
     lo, hi = ptr[k], ptr[k + 1]

@@ -158,25 +158,21 @@ class GpuArgs:
 
     def columns(self, final_raw_rows: np.ndarray, candidates: Optional[np.ndarray] = None) -> dict[str, np.ndarray]:
         """The model's `gpu_arg_*` columns; `final_raw_rows[k]` is the raw row that became event row k (distinct).
-        `candidates`: the event rows that may be activities read here (the kernels and copies, ascending), when the
-        caller knows them: they are searched by raw row instead of inverting every event row (at 10^7 events an
+        `candidates`: the event rows that may be activities read here (the kernels and copies, ascending; default:
+        every event row). Their raw rows are sorted and searched, not every event row inverted (at 10^7 events an
         80 MB table and as many scattered writes: 0.7 s)."""
         raw = np.concatenate(self._rows) if self._rows else np.zeros(0, np.int64)
         values = np.concatenate(self._values) if self._values else np.zeros((0, len(FIELDS)))
-        if raw.size and candidates is not None:
-            known = final_raw_rows[candidates]
-            by_raw = np.argsort(known, kind="stable")
-            known = known[by_raw]
-            at = np.minimum(np.searchsorted(known, raw), max(known.size - 1, 0))
-            found = known[at] == raw if known.size else np.zeros(raw.size, bool)
-            event_row = np.where(found, candidates[by_raw[at]] if known.size else -1, -1).astype(np.int64)
-        elif raw.size:
-            where = np.full(int(raw.max()) + 1, -1, np.int64)
-            hit = final_raw_rows <= raw.max()
-            where[final_raw_rows[hit]] = np.flatnonzero(hit)
-            event_row = where[raw]
-        else:
-            event_row = raw.astype(np.int64)
+        if candidates is None:
+            candidates = np.arange(final_raw_rows.size)
+        known = final_raw_rows[candidates]
+        by_raw = np.argsort(known, kind="stable")
+        known = known[by_raw]
+        event_row = np.full(raw.size, -1, np.int64)
+        if known.size and raw.size:
+            at = np.minimum(np.searchsorted(known, raw), known.size - 1)
+            found = np.flatnonzero(known[at] == raw)
+            event_row[found] = candidates[by_raw[at[found]]]
         kept = np.flatnonzero(event_row >= 0)
         kept = kept[np.argsort(event_row[kept], kind="stable")]  # kernels and copies of a chunk interleave
         values = values.take(kept, axis=0)  # whole rows: a third of a mask and a gather's time on (n, 7)

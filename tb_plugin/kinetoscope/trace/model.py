@@ -188,7 +188,7 @@ class TraceModel:
         cached = self._shared_arrays.get(key)
         if cached is None:
             cached = make()
-            for array in cached if isinstance(cached, tuple) else (cached,):
+            for array in _arrays_of(cached):
                 array.flags.writeable = False
             cached = self._shared_arrays.setdefault(key, cached)
         return cached
@@ -196,7 +196,7 @@ class TraceModel:
     def shared_nbytes(self) -> int:
         """Bytes of the arrays `shared` holds so far (what the analyses derived and keep with the model)."""
         cached = self.__dict__.get("_shared_arrays", {})
-        return sum(a.nbytes for value in list(cached.values()) for a in (value if isinstance(value, tuple) else (value,)))
+        return sum(array.nbytes for value in list(cached.values()) for array in _arrays_of(value))
 
     @cached_property
     def _shared_arrays(self) -> dict:  # frozenset of kinds, ("mask" | "rows", lane kind), a selector's key -> arrays
@@ -227,6 +227,11 @@ class TraceModel:
         """Number of complete events per normalized kind (zeros omitted)."""
         counts = np.bincount(self.kind.astype(np.int64), minlength=len(Kind))
         return {Kind(k).name.lower(): int(c) for k, c in enumerate(counts) if c}
+
+
+def _arrays_of(value: Any) -> tuple:
+    """The arrays of one `TraceModel.shared` value: it, or the members of its tuple."""
+    return value if isinstance(value, tuple) else (value,)
 
 
 def _selected(rows: Any) -> int:
