@@ -347,18 +347,21 @@ def test_stable_order_equals_numpys_stable_argsort(values):
     assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))
 
 
-@pytest.mark.parametrize("mapped", [False, True])
+@pytest.mark.parametrize("reserved", [False, True])
 @pytest.mark.parametrize("narrow", [False, True])
 @pytest.mark.parametrize("seed", range(20))
-def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped, narrow, monkeypatch):
-    """The decode's per-event columns, kept piece by piece or copied into one growing mapping per column
+def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, reserved, narrow, monkeypatch):
+    """The decode's per-event columns, kept piece by piece or copied into one reserved array per column
     (`_RowStore`), are the pieces joined, whole or at some rows; each column is taken once. Narrow, the first-row
-    columns are kept as int32 (their values are rows, within the event budget), the others as they come."""
+    columns are kept as int32 (their values are rows, within the event budget), the others as they come. Reserved
+    for a projection of the rows that is too small or too large, the columns grow or hold more than they need."""
     from kinetoscope.trace import build
-    monkeypatch.setattr(build, "_MIN_ROWS", 8)  # mapped: grown many times
+    monkeypatch.setattr(build, "_MIN_ROWS", 8)  # reserved: grown many times
+    monkeypatch.setattr(build, "RESERVED_TEXT_BYTES", 0)
     rng = np.random.default_rng(seed)
     sizes = rng.integers(0, 50, int(rng.integers(0, 8))).tolist()
     pieces = [{key: rng.integers(-9, 9, n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()} for n in sizes]
+    text = rng.integers(0, 400, len(sizes)).tolist()  # each piece's bytes of text: rows per byte vary (0 bytes too)
     for piece in pieces:  # first rows as the scan hands them over: views of its buffers, or arrays of their own
         piece["name"] = np.concatenate((piece["name"], [5]))[:-1]
 
@@ -366,9 +369,10 @@ def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped,
         return np.int32 if narrow and key in build._FIRST_ROW_KEYS else build._ROW_DTYPES[key]
 
     def filled() -> build._RowStore:
-        store = build._RowStore(mapped=mapped, narrow=narrow)
-        for piece, n in zip(pieces, sizes):
-            store.append(piece, n)
+        store = build._RowStore(int(rng.integers(1, 1000)) if reserved else None, narrow=narrow)
+        assert store.reserved == reserved
+        for piece, n, length in zip(pieces, sizes, text):
+            store.append(piece, n, length)
         assert store.n == sum(sizes)
         return store
     store = filled()
@@ -383,6 +387,45 @@ def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, mapped,
         want = (np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype))[rows]
         got = store.take_rows(key, rows)
         assert got.dtype == kept(key) and np.array_equal(got, want), key
+
+
+def test_reserved_row_columns_project_grow_and_fall_back_to_what_can_be_reserved(monkeypatch):
+    """A reserved store sizes its columns for the rows its text is projected to hold (rows per byte so far), within
+    the event budget; where the projection cannot be reserved it grows by a quarter (or to what the piece needs), and
+    where not even that can, the MemoryError is the caller's."""
+    from kinetoscope.trace import build
+    monkeypatch.setattr(build, "_MIN_ROWS", 8)
+    reserve, sizes = build._reserve, []
+
+    def counted(rows, dtype):
+        sizes.append(rows)
+        return reserve(rows, dtype)
+    monkeypatch.setattr(build, "_reserve", counted)
+
+    def piece(n, start):
+        return {key: np.arange(start, start + n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()}
+    store = build._RowStore(1 << 31, narrow=True)  # 2 GiB of text: reserved by default
+    store.append(piece(10, 0), 10, 1 << 20)  # 10 rows per MiB: 20,480 rows projected, and 1/32 more
+    assert store.reserved and store.cap == 20_480 + 640 and set(sizes) == {21_120}
+    store = build._RowStore(1 << 31, limit=1000)  # the budget bounds the projection
+    store.append(piece(10, 0), 10, 1 << 20)
+    assert store.cap == 1000
+
+    def refused(rows, dtype):  # nothing past 40 rows can be reserved
+        if rows > 40:
+            raise MemoryError
+        return counted(rows, dtype)
+    monkeypatch.setattr(build, "_reserve", refused)
+    sizes.clear()
+    store, start = build._RowStore(1 << 31), 0
+    for n in (10, 3, 9, 7):  # projected far past 40 rows each time: 10, then 12 (a quarter more), 22, 29
+        store.append(piece(n, start), n, 1 << 20)
+        start += n
+    assert sizes and max(sizes) <= 40 and store.cap == 29
+    for key in build._ROW_KEYS:
+        assert np.array_equal(store.take(key), np.arange(29)), key
+    with pytest.raises(MemoryError):
+        store.append(piece(20, 29), 20, 1 << 20)  # 49 rows: more than can be reserved at all
 
 
 def test_the_builder_narrows_its_first_rows_only_within_int32():

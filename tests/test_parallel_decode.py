@@ -312,28 +312,21 @@ def test_a_mapped_file_keeps_the_one_event_budget(where, workers, small_pieces, 
     assert differences(expected, mapped) == []
 
 
-def test_the_row_columns_grow_without_mremap_or_mappings(small_pieces, monkeypatch, tmp_path):
-    """The pieces' per-event columns grow by `mremap` (a resized anonymous mapping); where a mapping cannot be resized
-    the rows are copied into a larger one, and where nothing can be mapped, into bytearrays: the same model each way."""
+def test_reserved_row_columns_give_the_model_of_joined_ones(small_pieces, monkeypatch, tmp_path):
+    """Reserved row columns (`_RowStore` from RESERVED_TEXT_BYTES on), sized for the rows the text is projected to hold
+    and grown when a piece does not fit, give the same model as joined columns, in processes or threads."""
     from kinetoscope.trace import build
     path = tmp_path / "plain.json"
     mixed_trace(path, 3000)
     expected = decode(path, 2, monkeypatch)
-    monkeypatch.setattr(build, "MAPPED_TEXT_BYTES", 0)  # mapped at any size
-    monkeypatch.setattr(build, "_MIN_ROWS", 64)  # grown many times over
-    grown = []
-    resized = build._resized
+    monkeypatch.setattr(build, "RESERVED_TEXT_BYTES", 0)  # reserved at any size
+    monkeypatch.setattr(build, "_MIN_ROWS", 64)  # the first pieces' projection decides
+    reserve, sizes = build._reserve, []
 
-    def counted(buf, size):
-        grown.append(size)
-        return resized(buf, size)
-    monkeypatch.setattr(build, "_resized", counted)
-    assert differences(expected, decode(path, 2, monkeypatch)) == [] and grown  # mapped and grown in place, really
-    monkeypatch.setattr(build, "_resized", lambda buf, size: False)  # no mremap: copied into larger mappings
-    assert differences(expected, decode(path, 2, monkeypatch)) == []
-    monkeypatch.setattr(build, "_resized", resized)
-
-    def refuse(*args, **kwargs):
-        raise OSError(19, "No such device")
-    monkeypatch.setattr(build.mmap, "mmap", refuse)
-    assert differences(expected, decode(path, 1, monkeypatch)) == []
+    def counted(rows, dtype):
+        sizes.append(rows)
+        return reserve(rows, dtype)
+    monkeypatch.setattr(build, "_reserve", counted)
+    for workers in (1, 2):
+        sizes.clear()
+        assert differences(expected, decode(path, workers, monkeypatch)) == [] and sizes  # reserved, really

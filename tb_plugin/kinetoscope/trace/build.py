@@ -13,13 +13,12 @@ from __future__ import annotations
 import gc
 import itertools
 import json
-import mmap
 import os
 from concurrent.futures import Executor, Future
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 import msgspec
 import numpy as np
@@ -409,107 +408,92 @@ _FIRST_ROW_KEYS = ("name", "cat", "pid", "tid", "shape", "frame")
 _NARROW_ROWS = 1 << 31
 
 
-def _anonymous(size: int) -> Union[mmap.mmap, bytearray]:
-    """`size` bytes of anonymous memory, mapped privately (shared anonymous memory, mmap's default on POSIX, would not
-    grow with a resized mapping: a row past its first size would fault, SIGBUS); a bytearray where nothing can be
-    mapped."""
-    try:
-        if hasattr(mmap, "MAP_PRIVATE"):
-            mapped = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # CPython adds MAP_ANONYMOUS for fd -1
-        else:
-            mapped = mmap.mmap(-1, size)
-    except (OSError, ValueError):
-        return bytearray(size)
-    if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
-        mapped.madvise(mmap.MADV_HUGEPAGE)  # as numpy's own large arrays
-    return mapped
+_MIN_ROWS = 1 << 16  # the least rows the reserved columns are sized for, and the least they grow by
+_PROJECTION_MARGIN = 32  # reserved: the rows projected for the whole text, and 1/32 more
 
 
-_MIN_ROWS = 1 << 16  # the first size of the row columns, and the least they grow by
+def _reserve(rows: int, dtype) -> np.ndarray:
+    """An uninitialised column of `rows` (its pages are faulted in as rows are written)."""
+    return np.empty(rows, dtype)
 
 
-def _resized(buf: Union[mmap.mmap, bytearray], size: int) -> bool:
-    """Whether `buf` (a mapping) could be resized in place to `size` bytes, its pages kept (Linux: `mremap`)."""
-    if not hasattr(buf, "resize"):
-        return False
-    try:
-        buf.resize(size)
-    except (OSError, SystemError, BufferError, ValueError, TypeError):  # no mremap here
-        return False
-    return True
-
-
-# Text from which the row columns are mapped (`_RowStore`): a column of a piece's events joined is one allocation,
-# and glibc serves allocations up to 32 MiB (its largest mmap threshold: 4M int64 rows, about 1.6 GB of Kineto text)
-# from its heap, where the analyses reuse them once freed. Past that every joined column is a fresh mapping anyway,
-# made while the pieces' parts are still alive; mapped columns grow in place instead.
-MAPPED_TEXT_BYTES = 2 << 30
+# Text from which the row columns are reserved (`_RowStore`) instead of joined: a joined column is the pieces' parts,
+# copied, then their concatenation, both alive at once when it is taken (1.2 GB of fresh pages and a serial 0.7 s
+# at 4 GB of text); a reserved one is one copy of each piece's rows.
+RESERVED_TEXT_BYTES = 2 << 30
 
 
 class _RowStore:
     """The per-event raw columns of the pieces added so far; `finish` takes each whole column once.
 
-    Joined (text under MAPPED_TEXT_BYTES, or of unknown length): each piece's parts are kept, and a column is their
-    concatenation when taken. Mapped: each piece's rows are copied, as it is added, into one anonymous memory mapping
-    per column, grown by a quarter when a piece does not fit: `mremap` moves its pages without copying them, and the
-    pages past the last row are never touched. At 4 GB of trace that spares the parts and the whole alive at once
-    (1.2 GB of fresh pages) and a serial 0.7 s of concatenation. Where a mapping cannot be resized in place (no
-    `mremap`), the rows are copied into a larger one; where memory cannot be mapped, into a larger bytearray.
+    Joined (text under RESERVED_TEXT_BYTES, or of unknown length): each piece's parts are kept, and a column is their
+    concatenation when taken. Reserved: each piece's rows are copied, as it is added, into one array per column, sized
+    for the rows the whole text is projected to hold (the rows so far per byte of text so far, and a margin); a piece
+    that does not fit grows the columns (a copy) to a new projection, by a quarter at least. The pages past the last
+    row are never touched. The arrays are numpy's, so malloc's: where the process holds freed memory
+    (`heap.hold_freed`, the CLI and the decoder child), the analyses reuse their pages once the model is built instead
+    of faulting in fresh ones (at 4 GB of text, 0.8 GB fewer: anonymous mappings, which these were, go back to the
+    system when freed).
     """
 
-    def __init__(self, mapped: bool = False, narrow: bool = False) -> None:
-        self.mapped = mapped
+    def __init__(self, text_bytes: Optional[int] = None, narrow: bool = False, limit: Optional[int] = None) -> None:
+        """`text_bytes`: the length of the whole text, when known; `limit`: the most rows it may hold (the event
+        budget: no projection reserves more)."""
+        self.reserved = text_bytes is not None and text_bytes >= RESERVED_TEXT_BYTES
+        self.text_bytes, self.limit = text_bytes or 0, limit
         self.dtypes = {key: np.int32 if narrow and key in _FIRST_ROW_KEYS else dtype for key, dtype in _ROW_DTYPES.items()}
-        self.sizes = {key: np.dtype(dtype).itemsize for key, dtype in self.dtypes.items()}
         self.n = self.cap = 0
-        self._maps: dict[str, Union[mmap.mmap, bytearray]] = {}
+        self._read = 0  # bytes of text the rows so far came from
+        self._columns: dict[str, np.ndarray] = {}
         self._parts: list[dict[str, np.ndarray]] = []
 
-    def append(self, cols: dict[str, np.ndarray], n: int) -> None:
-        """Add one piece's `n` rows of every row column (`cols`, keyed by `_ROW_KEYS`) after the rows so far."""
+    def append(self, cols: dict[str, np.ndarray], n: int, text_bytes: int = 0) -> None:
+        """Add one piece's `n` rows of every row column (`cols`, keyed by `_ROW_KEYS`) after the rows so far;
+        `text_bytes`: the length of the piece's text (what the projection of a reserved store reads)."""
+        self._read += max(text_bytes, 0)
         if not n:
             return
-        if not self.mapped:  # a view of the scan's buffer (sized for the piece's longest events) is kept as a copy
+        if not self.reserved:  # a view of the scan's buffer (sized for the piece's longest events) is kept as a copy
             self._parts.append({key: cols[key] if cols[key].base is None and cols[key].dtype == self.dtypes[key]
                                 else cols[key].astype(self.dtypes[key]) for key in _ROW_KEYS})
             self.n += n
             return
         if self.n + n > self.cap:
-            self._grow(max(self.n + n, self.cap + self.cap // 4, _MIN_ROWS))
+            self._grow(self.n + n)
         for key in _ROW_KEYS:
-            rows = np.frombuffer(self._maps[key], self.dtypes[key], n, self.n * self.sizes[key])
-            rows[:] = cols[key]
-            del rows  # no view may outlive the copy: a mapping with views cannot be resized
+            self._columns[key][self.n:self.n + n] = cols[key]
         self.n += n
 
-    def _grow(self, cap: int) -> None:
-        for key in _ROW_KEYS:
-            size = cap * self.sizes[key]
-            old = self._maps.get(key)
-            if old is not None and _resized(old, size):
+    def _grow(self, need: int) -> None:
+        projected = need * self.text_bytes // self._read if self._read else need
+        projected += projected // _PROJECTION_MARGIN
+        if self.limit is not None:
+            projected = min(projected, self.limit)
+        least = max(need, self.cap + self.cap // 4, _MIN_ROWS)
+        for cap in dict.fromkeys((max(least, projected), least)):
+            try:
+                grown = {key: _reserve(cap, dtype) for key, dtype in self.dtypes.items()}
+            except MemoryError:  # a projection past what can be reserved: grown as little as it may be
                 continue
-            grown = _anonymous(size)
-            if old is not None:
-                used = self.n * self.sizes[key]
-                with memoryview(grown) as into, memoryview(old) as rows:
-                    into[:used] = rows[:used]
-                if hasattr(old, "close"):
-                    old.close()
-            self._maps[key] = grown
-        self.cap = cap
+            break
+        else:
+            raise MemoryError(f"no memory for {least:,} rows")
+        for key, column in self._columns.items():
+            grown[key][:self.n] = column[:self.n]
+        self._columns, self.cap = grown, cap
 
     def take(self, key: str) -> np.ndarray:
         """A whole column (its own buffer from now on: the caller may write into it); each key is taken once."""
-        if not self.mapped:
+        if not self.reserved:
             parts = [part.pop(key) for part in self._parts if key in part]
             return np.concatenate(parts) if parts else np.zeros(0, self.dtypes[key])
-        buf = self._maps.pop(key, None)
-        return np.zeros(0, self.dtypes[key]) if buf is None else np.frombuffer(buf, self.dtypes[key], self.n)
+        column = self._columns.pop(key, None)
+        return np.zeros(0, self.dtypes[key]) if column is None else column[:self.n]
 
     def take_rows(self, key: str, rows: np.ndarray) -> np.ndarray:
         """`take(key)[rows]` for ascending rows; joined, gathered piece by piece: no full-length copy of a column only
         some rows of which are read (each a fresh 80 MB at 10^7 events)."""
-        if self.mapped:
+        if self.reserved:
             return self.take(key)[rows]
         parts = [part.pop(key) for part in self._parts if key in part]
         bounds = np.cumsum([0] + [p.size for p in parts])
@@ -531,10 +515,9 @@ class ColumnBuilder:
     def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None,
                  text_bytes: Optional[int] = None) -> None:
         """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more; `text_bytes`:
-        the length of the text, when known (from MAPPED_TEXT_BYTES on, the row columns are mapped: `_RowStore`)."""
+        the length of the text, when known (from RESERVED_TEXT_BYTES on, the row columns are reserved: `_RowStore`)."""
         self._max_events, self._refusal = max_events, refusal
-        self._rows = _RowStore(mapped=text_bytes is not None and text_bytes >= MAPPED_TEXT_BYTES,
-                               narrow=max_events is not None and max_events < _NARROW_ROWS)
+        self._rows = _RowStore(text_bytes, narrow=max_events is not None and max_events < _NARROW_ROWS, limit=max_events)
         self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes, self._frames = (
             _Interner() for _ in range(7))
         self._chunks: list[dict[str, np.ndarray]] = []  # per piece: the columns not in `_rows`
@@ -637,7 +620,7 @@ class ColumnBuilder:
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
-        self._rows.append(cols, n)
+        self._rows.append(cols, n, piece.end - piece.start)
         self._chunks.append({key: value for key, value in cols.items() if key not in _ROW_DTYPES})
         self.n += n
 
@@ -666,7 +649,7 @@ class ColumnBuilder:
         for key, remap in zip(("name", "cat", "pid", "tid", "shape", "frame"), remaps):
             rows[key] = _apply_remap(rows[key], remap)
         rows["source_row"] = rows["source_row"] + first
-        self._rows.append(rows, n)
+        self._rows.append(rows, n, sum(end - start for _, start, end, _ in pieces))
         for cols in chunks:
             for key in ("mem_row", "flow_row"):
                 cols[key] = cols[key] + off
