@@ -160,7 +160,10 @@ def _category_unions(model: TraceModel) -> list[tuple[np.ndarray, np.ndarray]]:
     masks = (kernel & ~comm_kernel, model.kind == Kind.MEMCPY, model.kind == Kind.MEMSET,
              comm_kernel | (op & is_comm_op & ~is_loader & ~is_step), model.kind == Kind.RUNTIME, op & is_loader,
              op & ~is_loader & ~is_step & ~is_comm_op)
-    return [intervals.union(model.ts_ns[m], model.end_ns[m]) for m in masks]
+    code = np.full(model.n_events, -1, np.int8)  # the masks are disjoint: each row's category, if any
+    for c, mask in enumerate(masks):
+        code[mask] = c
+    return intervals.coded_unions(model.ts_ns, model.end_ns, code, model.lane_ptr, len(masks))
 
 
 MAX_STEP_ROWS = 1000  # steps listed in the report (as `report.MAX_STEP_ROWS`); the average covers them all

@@ -704,6 +704,128 @@ done:
     return result;
 }
 
+/* coded_unions(ts, end, code, ptr, offsets, starts, ends, counts): the union of the intervals [ts, end) of each code
+ * (int8 per row; < 0: none), as intervals.union makes it from that code's rows in row order, with no copies: lane k's
+ * rows `ptr[k]..ptr[k+1]` start in order, so one merge of the lanes by (start, lane) visits every code's rows in the
+ * order of a stable sort by start, and each code's union grows as its rows come (a new interval where a row starts
+ * past the reach so far, else the reach extended). Code c's intervals are written from offsets[c] (room for one per
+ * row of the code) and counted in counts[c]. False (counts partly written) when a lane's starts are out of order, a
+ * code is past the offsets or the bounds are malformed: the array passes answer then. */
+static PyObject *coded_unions(PyObject *self, PyObject *args) {
+    Py_buffer ts, end, code, ptr, offsets, starts, ends, counts;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*", &ts, &end, &code, &ptr, &offsets, &starts, &ends, &counts)) return NULL;
+    PyObject *result = NULL;
+    const Py_ssize_t w = (Py_ssize_t)sizeof(long long);
+    Py_ssize_t n = ts.len / w, lanes = ptr.len / w - 1, codes = offsets.len / w, room = starts.len / w;
+    long long *heap = NULL;
+    if (ts.len % w != 0 || end.len != ts.len || code.len != n || ptr.len % w != 0 || lanes < 0 ||
+        offsets.len % w != 0 || counts.len != offsets.len || starts.len % w != 0 || ends.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "expected int64 ts and end, int8 codes, int64 lane bounds, offsets, outputs and counts");
+        goto done;
+    }
+    const long long *s = ts.buf, *e = end.buf, *bound = ptr.buf, *off = offsets.buf;
+    const signed char *c = code.buf;
+    long long *out_s = starts.buf, *out_e = ends.buf, *count = counts.buf;
+    int ok = bound[0] >= 0 && (lanes == 0 || bound[lanes] <= n);
+    for (Py_ssize_t j = 1; j <= lanes && ok; j++) ok = bound[j] >= bound[j - 1];
+    for (Py_ssize_t k = 0; k < codes && ok; k++) ok = off[k] >= 0 && off[k] <= room;
+    if (!ok) {
+        result = Py_False;
+        Py_INCREF(result);
+        goto done;
+    }
+    heap = malloc((size_t)(lanes + 1) * sizeof(long long));
+    long long *cursor = malloc((size_t)(lanes + 1) * sizeof(long long));
+    long long *reach = malloc((size_t)(codes + 1) * sizeof(long long));
+    if (heap == NULL || cursor == NULL || reach == NULL) {
+        free(cursor);
+        free(reach);
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t size = 0;
+    for (Py_ssize_t k = 0; k < codes; k++) count[k] = 0;
+    for (Py_ssize_t j = 0; j < lanes; j++) {  /* each lane's first coded row; the heap holds lanes by (start, lane) */
+        long long r = bound[j];
+        while (r < bound[j + 1] && c[r] < 0) r++;
+        cursor[j] = r;
+        if (r >= bound[j + 1]) continue;
+        Py_ssize_t i = size++;
+        while (i > 0) {
+            long long up = heap[(i - 1) / 2];
+            if (s[cursor[up]] < s[r] || (s[cursor[up]] == s[r] && up < j)) break;
+            heap[i] = up;
+            i = (i - 1) / 2;
+        }
+        heap[i] = j;
+    }
+    while (size > 0 && ok) {
+        long long j = heap[0], r = cursor[j];
+        int k = c[r];
+        if (k >= codes) {
+            ok = 0;
+            break;
+        }
+        long long *n_k = &count[k];
+        if (*n_k > 0 && s[r] <= reach[k]) {
+            if (e[r] > reach[k]) reach[k] = e[r];
+        } else {
+            if (*n_k > 0) out_e[off[k] + *n_k - 1] = reach[k];
+            if (off[k] + *n_k >= (k + 1 < codes ? off[k + 1] : room)) {  /* more intervals than the code's room */
+                ok = 0;
+                break;
+            }
+            out_s[off[k] + *n_k] = s[r];
+            if (*n_k == 0 || e[r] > reach[k]) reach[k] = e[r];  /* the running reach never falls (an end before its start) */
+            ++*n_k;
+        }
+        long long next = r + 1;  /* the lane's next coded row, in start order */
+        while (next < bound[j + 1] && c[next] < 0) next++;
+        if (next < bound[j + 1] && s[next] < s[r]) {
+            ok = 0;
+            break;
+        }
+        cursor[j] = next;
+        long long key = j;
+        if (next >= bound[j + 1]) key = heap[--size];  /* the lane is done: the last lane sifts down from the top */
+        Py_ssize_t i = 0;
+        for (;;) {
+            Py_ssize_t a = 2 * i + 1, b = a + 1, m = i;
+            long long best = key;
+            if (a < size) {
+                long long h = heap[a];
+                if (s[cursor[h]] < s[cursor[best]] || (s[cursor[h]] == s[cursor[best]] && h < best)) { best = h; m = a; }
+            }
+            if (b < size) {
+                long long h = heap[b];
+                if (s[cursor[h]] < s[cursor[best]] || (s[cursor[h]] == s[cursor[best]] && h < best)) { best = h; m = b; }
+            }
+            if (m == i) break;
+            heap[i] = best;
+            i = m;
+        }
+        if (size > 0) heap[i] = key;
+    }
+    for (Py_ssize_t k = 0; k < codes && ok; k++)
+        if (count[k] > 0) out_e[off[k] + count[k] - 1] = reach[k];
+    Py_END_ALLOW_THREADS
+    free(cursor);
+    free(reach);
+    result = PyBool_FromLong(ok);
+done:
+    free(heap);
+    PyBuffer_Release(&ts);
+    PyBuffer_Release(&end);
+    PyBuffer_Release(&code);
+    PyBuffer_Release(&ptr);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&counts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
@@ -715,6 +837,8 @@ static PyMethodDef methods[] = {
      "innermost(lane, t, start, end, parent, ptr, out): per query, the innermost forest node on its lane running at t, or -1; False if malformed."},
     {"nesting_depth", nesting_depth, METH_VARARGS,
      "nesting_depth(ts, dur, lane_ptr, out): per row, how many earlier rows of its lane are still open; False if unsorted."},
+    {"coded_unions", coded_unions, METH_VARARGS,
+     "coded_unions(ts, end, code, ptr, offsets, starts, ends, counts): per code, the union of its rows' intervals; False if malformed."},
     {"dense_ids", dense_ids, METH_VARARGS,
      "dense_ids(first_rows, first, out, wide): int32 searchsorted(first_rows, first) (int64 or int32) for strictly ascending first rows; False if not."},
     {"parents", parents, METH_VARARGS,
