@@ -224,14 +224,6 @@ def first_of_launch(model: TraceModel) -> np.ndarray:
     return first
 
 
-def _member(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
-    """Whether each of `rows` is in `sorted_rows` (ascending), by binary search."""
-    if sorted_rows.size == 0:
-        return np.zeros(rows.size, bool)
-    pos = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
-    return sorted_rows[pos] == rows
-
-
 def op_rows(model: TraceModel) -> np.ndarray:
     """CPU ops (not annotations, not ProfilerStep) of every lane, ascending: the ops of `OpIndex`, without its index."""
     ops = _ops_and_annotations(model)
@@ -269,13 +261,15 @@ class OpIndex:
         cuts = np.flatnonzero(np.diff(lanes)) + 1
         self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
         self._depth: dict[int, np.ndarray] = {}
-        self._annotation_rows = ops[_annotation_mask(model, ops)]
+        annotation = _annotation_mask(model, ops)
+        self._annotations = int(np.count_nonzero(annotation))
+        self._is_annotation = dict(zip(self._rows, np.split(annotation, cuts))) if ops.size else {}  # per lane, by row
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property
     def op_count(self) -> int:
         """CPU ops (not annotations, not ProfilerStep) on every lane."""
-        return sum(int(rows.size) for rows in self._rows.values()) - int(self._annotation_rows.size)
+        return sum(int(rows.size) for rows in self._rows.values()) - self._annotations
 
     @property
     def lanes(self) -> list[int]:
@@ -336,7 +330,7 @@ class OpIndex:
         key = (lane, annotation)
         if key not in self._nested:
             rows = self._rows.get(lane, np.zeros(0, np.int64))
-            rows = rows[_member(rows, self._annotation_rows) == annotation]
+            rows = rows[self._is_annotation.get(lane, np.zeros(0, bool)) == annotation]
             self._nested[key] = (rows, NestedIndex(self._model.ts_ns[rows], self._model.end_ns[rows]))
         return self._nested[key]
 
