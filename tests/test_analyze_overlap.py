@@ -79,3 +79,60 @@ def test_a_failing_analysis_waits_for_the_other_half(monkeypatch):
     with pytest.raises(ValueError, match="boom"):
         pipeline.analyze_and_report(model)
     assert finished.is_set()  # the side thread was not left reading the model behind the caller's back
+
+
+@requires_shared
+@pytest.mark.parametrize("slow", ["analyze", "tables_part"])
+def test_health_and_counters_are_computed_by_whichever_thread_is_free_first(slow, monkeypatch):
+    """The report's model-only parts (health, counters) go to the thread that is free first: the tables' thread when
+    `analyze` takes longer, this one when the tables do; the report is the serial one either way."""
+    path = next(p for p in traces() if "resnet50_num_workers_0" in str(p))
+    model = load_trace(str(path), cache_dir=None)
+    serial = report_entry(model, analyze(model))
+    real, other_done, ran = getattr(pipeline, slow), threading.Event(), {}
+
+    def slowed(*args):
+        assert other_done.wait(30)  # the other half has done its own work: it is free first
+        return real(*args)
+    monkeypatch.setattr(pipeline, slow, slowed)
+    fast = "tables_part" if slow == "analyze" else "savings_ahead"
+    real_fast = getattr(pipeline, fast)
+
+    def fast_(*args):
+        out = real_fast(*args)
+        other_done.set()
+        return out
+    monkeypatch.setattr(pipeline, fast, fast_)
+    def recorded(name: str):
+        real_part = getattr(pipeline, name)
+
+        def run(m):
+            ran[name] = threading.current_thread().name
+            return real_part(m)
+        return run
+    for name in ("trace_health", "counters_summary"):
+        monkeypatch.setattr(pipeline, name, recorded(name))
+    done = pipeline.analyze_and_report(model)
+    side = slow == "analyze"
+    assert all(name.startswith("kinetoscope-tables") == side for name in ran.values()) and len(ran) == 2, ran
+    assert json.dumps(done.report, allow_nan=False) == json.dumps(serial, allow_nan=False)
+
+
+def test_a_task_run_once_by_the_first_claim_and_its_error_raised_where_the_result_is_asked():
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    def task():
+        calls.append(threading.current_thread().name)
+        started.set()
+        assert release.wait(30)
+        raise ValueError("broken part")
+    once = pipeline._Once(task)
+    runner = threading.Thread(target=once.claim, name="first")
+    runner.start()
+    assert started.wait(30)
+    once.claim()  # taken by the other thread: returns at once, runs nothing
+    release.set()
+    with pytest.raises(ValueError, match="broken part"):
+        once.result()  # waits for the first claim, then raises its error here
+    runner.join(30)
+    assert calls == ["first"]

@@ -11,13 +11,16 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .analysis.counters import counters_summary
+from .analysis.health import health_entries, trace_health
 from .analysis.launch_offsets import launch_table
 from .analysis.ranks import RankDigest, rank_digest
-from .analysis.report import Analysis, TablesPart, analyze, report_ahead, report_entry, tables_part
+from .analysis.report import Analysis, ReportAhead, TablesPart, analyze, report_entry, tables_part
+from .analysis.savings import savings_ahead
 from .analysis.search import SearchIndex
 from .analysis.tables import TableIndex
 from .trace import heap
@@ -103,19 +106,23 @@ class Analysed:
 def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     """`analyze(model)` and its `report_entry`, with what reads only the model (the TableIndex, the report's
     `tables_part` and, with `search`, the name search's index) computed in a second thread meanwhile, and the
-    report's parts that need no tables (`report_ahead`: health, counters, the savings' replays) after `analyze` in
-    this one. Both halves are mostly numpy sorts, searches and gathers on the event columns, which release the GIL,
-    so on two cores they overlap (about 0.7 s each on the x30 ResNet trace). The model is read-only; what it caches
-    (`end_ns`, kind and lane masks) is the same whoever computes it first."""
+    report's parts that need no tables (`ReportAhead`: health, counters, the savings' replays) after
+    `analyze` in this one. Health and counters read only the model: whichever thread is free first computes them
+    (`_Once`), so the two threads end together whichever half is longer on a trace. Both halves are mostly numpy
+    sorts, searches and gathers on the event columns, which release the GIL, so on two cores they overlap (about
+    0.7 s each on the x30 ResNet trace). The model is read-only; what it caches (`end_ns`, kind and lane masks,
+    shared selections) is the same whoever computes it first."""
     global _side
+    either = (_Once(lambda: health_entries(trace_health(model))), _Once(lambda: counters_summary(model)))
     with _side_lock:
         if _side is None:
             _side = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-tables")
-        future = _side.submit(_model_half, model, search)
+        future = _side.submit(_model_half, model, search, either[::-1])
     try:
         analysis = analyze(model)
         heap.give_back()  # what `analyze` freed, before the replays' context is built beside the tables
-        ahead = report_ahead(model, analysis)  # the report's parts that need no tables, while they are built
+        savings = savings_ahead(model, analysis)  # the report's parts that need no tables, while they are built
+        ahead = ReportAhead(either[0].result(), either[1].result(), savings)
     except BaseException:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done
@@ -124,8 +131,38 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     return Analysed(analysis, part.tables, report_entry(model, analysis, part=part, ahead=ahead), index)
 
 
-def _model_half(model: TraceModel, search: bool) -> tuple[TablesPart, Optional[SearchIndex]]:
-    return tables_part(model), SearchIndex.build(model) if search else None
+class _Once:
+    """A task run once, by the first thread to `claim` it (a claim never waits: a task another thread runs is left
+    to it); `result` claims it too, then waits for whoever runs it. An exception is the result's."""
+
+    def __init__(self, task: Callable[[], Any]) -> None:
+        self._task, self._claimed, self._done = task, threading.Lock(), threading.Event()
+        self._value: Any = None
+        self._error: Optional[BaseException] = None
+
+    def claim(self) -> None:
+        if not self._claimed.acquire(blocking=False):
+            return
+        try:
+            self._value = self._task()
+        except BaseException as exc:  # noqa: BLE001 - raised again by `result`, in the thread that needs it
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> Any:
+        self.claim()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _model_half(model: TraceModel, search: bool, either: tuple[_Once, ...] = ()) -> tuple[TablesPart, Optional[SearchIndex]]:
+    part, index = tables_part(model), SearchIndex.build(model) if search else None
+    for task in either:  # the other thread's model-only parts, where it has not begun them yet
+        task.claim()
+    return part, index
 
 
 _side: Optional[ThreadPoolExecutor] = None  # one thread for every trace: the index of one at a time
