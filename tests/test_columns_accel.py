@@ -344,3 +344,18 @@ def test_compiled_innermost_equals_the_climbing_passes():
     one = np.zeros(1, np.int64)
     assert build.compiled_innermost(one, one, one, one + 1, np.array([1]), np.array([0, 1])) is None
     assert build.compiled_innermost(one, one, one, one + 1, np.array([-1]), np.array([1, 0])) is None
+
+
+def test_lane_runs_are_the_unique_lanes_and_their_first_rows():
+    """`op_forest._lane_runs`: the lanes of rows in model order by their runs, as `np.unique(return_index=True)` gives
+    them (the end appended); rows out of lane order go to `np.unique` itself."""
+    from kinetoscope.analysis import op_forest
+    rng = np.random.default_rng(23)
+    for trial in range(400):
+        lanes = rng.integers(0, 6, int(rng.integers(0, 40))).astype(rng.choice([np.int32, np.int64]))
+        if trial % 3:
+            lanes = np.sort(lanes)
+        ids, ptr = op_forest._lane_runs(lanes)
+        want, first = np.unique(lanes, return_index=True)
+        assert ids.dtype == lanes.dtype and ids.tolist() == want.tolist(), lanes
+        assert ptr.dtype == np.int64 and ptr.tolist() == [*first.tolist(), lanes.size], lanes

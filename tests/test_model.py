@@ -11,7 +11,7 @@ import pytest
 from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, shared_trace_files, trace_doc, write_trace
 from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
 from kinetoscope.trace.loader import load_trace
-from kinetoscope.trace.model import PIECE_FIELDS, array_fields, stable_order, union, unique, unique_inverse
+from kinetoscope.trace.model import PIECE_FIELDS, array_fields, stable_order, union, unique, unique_first, unique_inverse
 from kinetoscope.trace.source import event_args
 
 
@@ -291,6 +291,11 @@ def test_unique_inverse_equals_numpys(values):
     want, want_inverse = np.unique(values, return_inverse=True)
     assert distinct.dtype == want.dtype and np.array_equal(distinct, want)
     assert inverse.dtype == np.int64 and np.array_equal(inverse, want_inverse.reshape(-1))
+    distinct, first, inverse = unique_first(values)
+    want, want_first, want_inverse = np.unique(values, return_index=True, return_inverse=True)
+    assert distinct.dtype == want.dtype and np.array_equal(distinct, want)
+    assert first.dtype == np.int64 and np.array_equal(first, want_first)  # each value's first position
+    assert np.array_equal(inverse, want_inverse.reshape(-1))
 
 
 def _depth_by_definition(ts, dur, ptr):

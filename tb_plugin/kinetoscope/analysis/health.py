@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import TraceModel, unique
+from ..trace.model import TraceModel, unique, unique_first
 from . import thresholds as T
 from .gpu_idle import first_launch_correlation, launched_before_trace
 from .selectors import activity_rows_by_device
@@ -171,7 +171,7 @@ def first_call_stalls(model: TraceModel) -> Optional[HealthItem]:
         return None
     acts = acts[np.argsort(model.ts_ns[acts], kind="stable")]
     device_gap = model.ts_ns[acts] - np.concatenate([[model.ts_ns[acts[0]]], np.maximum.accumulate(model.end_ns[acts])[:-1]])
-    _, first = np.unique(model.name_id[acts], return_index=True)
+    _, first, _ = unique_first(model.name_id[acts])
     first = np.sort(first)[1:] if first.size else first  # the very first kernel has nothing before it
     launch = model.launch_idx[acts[first]]
     calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS))

@@ -74,9 +74,7 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
     """
     rows = np.asarray(rows, np.int64)
     start, end = model.ts_ns[rows], model.end_ns[rows]
-    lanes = model.lane[rows]
-    lane_ids, lane_lo = np.unique(lanes, return_index=True)
-    ptr = np.append(lane_lo, rows.size).astype(np.int64)
+    lane_ids, ptr = _lane_runs(model.lane[rows])
     depth = nesting_depth(start, end - start, ptr).astype(np.int64)
     parent = parents_by_depth(depth)  # a node's depth is at most its predecessor's + 1: parents share its lane
     subtree_end = compiled_subtree_ends(parent)
@@ -100,13 +98,21 @@ def build_forest(model: TraceModel, rows: np.ndarray, act_rows: np.ndarray, call
                   np.flatnonzero(parent >= 0).astype(i32))
 
 
+def _lane_runs(lanes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct lanes of rows in model order (ascending, so each lane one run) and the bounds of their runs:
+    `np.unique(lanes, return_index=True)` (with the end appended) without its sort."""
+    if lanes.size > 1 and not (lanes[1:] >= lanes[:-1]).all():  # not in model order: sorted the long way
+        lane_ids, lane_lo = np.unique(lanes, return_index=True)
+        return lane_ids, np.append(lane_lo, lanes.size).astype(np.int64)
+    lo = np.flatnonzero(np.concatenate(([lanes.size > 0], lanes[1:] != lanes[:-1])))
+    return lanes[lo], np.append(lo, lanes.size).astype(np.int64)
+
+
 def innermost_at(model: TraceModel, forest: Forest, lane: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Position of the innermost node of `forest` running on `lane[i]` at `t[i]` (start <= t < end), or -1."""
     if forest.size == 0:
         return np.full(np.size(t), -1, np.int64)
-    lanes = model.lane[forest.rows]
-    lane_ids, lane_lo = np.unique(lanes, return_index=True)
-    ptr = np.append(lane_lo, forest.size).astype(np.int64)
+    lane_ids, ptr = _lane_runs(model.lane[forest.rows])
     return _owners(np.asarray(lane), np.asarray(t, np.int64), forest.start_ns, forest.end_ns,
                    forest.parent.astype(np.int64), lane_ids, ptr)
 

@@ -67,7 +67,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..trace.kinds import LAUNCH_KINDS, Kind, LaneKind
-from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, stable_order, union, unique_inverse
+from ..trace.model import MAX_SHOWN_CHARS, TraceModel, freeze_arrays, shown, stable_order, union, unique_first, unique_inverse
 from .launch_offsets import issuing_ops
 from .op_forest import Forest, build_forest, innermost_at
 from .selectors import first_of_launch, op_rows
@@ -135,7 +135,7 @@ class TableIndex:
     def build(model: TraceModel) -> TableIndex:
         """Index a model for `op_table`, `module_table`, `kernel_table` and `kernel_launchers`."""
         act = np.flatnonzero(model.activity_mask() & model.on_lanes(LaneKind.GPU))
-        ids, first_at, ix = np.unique(model.name_id[act], return_index=True, return_inverse=True)
+        ids, first_at, ix = unique_first(model.name_id[act])
         kind_of = model.kind[act[first_at]]
         calls = np.flatnonzero(model.kind_in(LAUNCH_KINDS) & model.on_lanes(LaneKind.CPU))
         launch = model.launch_idx[act]
