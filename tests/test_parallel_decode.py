@@ -20,6 +20,7 @@ from conftest import kernel, launch, op, sample_trace_files, shared_trace_files,
 from hostile_corpus import CASES, write_corpus
 from kinetoscope.trace import budgets, loader
 from kinetoscope.trace.budgets import DECODE_WORKERS_ENV, SettingError, decode_workers, parse_decode_workers
+from kinetoscope.trace.decode import PIECE_MIDDLE
 from kinetoscope.trace.loader import TraceError, load_trace
 from kinetoscope.trace.storage import StorageError
 
@@ -314,10 +315,12 @@ def test_a_mapped_file_keeps_the_one_event_budget(where, workers, small_pieces, 
 
 def test_reserved_row_columns_give_the_model_of_joined_ones(small_pieces, monkeypatch, tmp_path):
     """Reserved row columns (`_RowStore` from RESERVED_TEXT_BYTES on), sized for the rows the text is projected to hold
-    and grown when a piece does not fit, give the same model as joined columns, in processes or threads."""
+    and grown when a piece does not fit, give the same model as joined columns, in processes or threads; a text that
+    large is cut in pieces of LARGE_TEXT_CHUNKS chunks by the serial decode and the parallel one alike."""
     from kinetoscope.trace import build
     path = tmp_path / "plain.json"
     mixed_trace(path, 3000)
+    monkeypatch.setattr(loader, "RESERVED_TEXT_BYTES", 0)  # pieces of two chunks at any size
     expected = decode(path, 2, monkeypatch)
     monkeypatch.setattr(build, "RESERVED_TEXT_BYTES", 0)  # reserved at any size
     monkeypatch.setattr(build, "_MIN_ROWS", 64)  # the first pieces' projection decides
@@ -329,4 +332,7 @@ def test_reserved_row_columns_give_the_model_of_joined_ones(small_pieces, monkey
     monkeypatch.setattr(build, "_reserve", counted)
     for workers in (1, 2):
         sizes.clear()
-        assert differences(expected, decode(path, workers, monkeypatch)) == [] and sizes  # reserved, really
+        model = decode(path, workers, monkeypatch)
+        assert differences(expected, model) == [] and sizes  # reserved, really
+        middle = (model.piece_end - model.piece_start)[model.piece_kind == PIECE_MIDDLE]
+        assert middle.size > 1 and middle.max() > SMALL_PIECE
