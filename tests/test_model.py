@@ -410,8 +410,11 @@ def test_reserved_row_columns_project_grow_and_fall_back_to_what_can_be_reserved
     def piece(n, start):
         return {key: np.arange(start, start + n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()}
     store = build._RowStore(1 << 31, narrow=True)  # 2 GiB of text: reserved by default
-    store.append(piece(10, 0), 10, 1 << 20)  # 10 rows per MiB: 20,480 rows projected, and 1/32 more
-    assert store.reserved and store.cap == 20_480 + 640 and set(sizes) == {21_120}
+    store.append(piece(10, 0), 10, 1 << 20)  # 10 rows per MiB: 20,480 rows projected, and a quarter more
+    assert store.reserved and store.cap == 20_480 + 5_120 and set(sizes) == {25_600}
+    store = build._RowStore(1 << 31)
+    store.append(piece(10, 0), 10, (1 << 20) - 1)  # less than a MiB read: too little to project from
+    assert store.cap == 12  # the rows it needs, and a quarter more
     store = build._RowStore(1 << 31, limit=1000)  # the budget bounds the projection
     store.append(piece(10, 0), 10, 1 << 20)
     assert store.cap == 1000

@@ -409,7 +409,9 @@ _NARROW_ROWS = 1 << 31
 
 
 _MIN_ROWS = 1 << 16  # the least rows the reserved columns are sized for, and the least they grow by
-_PROJECTION_MARGIN = 32  # reserved: the rows projected for the whole text, and 1/32 more
+_PROJECTION_MARGIN = 4  # reserved: the rows projected for the whole text, and a quarter more (pages never written
+# cost nothing; a projection short of the rows costs a copy of every row so far)
+_PROJECTION_SAMPLE = 1 << 20  # the text read before rows per byte are projected (a trace's head is mostly metadata)
 
 
 def _reserve(rows: int, dtype) -> np.ndarray:
@@ -465,7 +467,7 @@ class _RowStore:
         self.n += n
 
     def _grow(self, need: int) -> None:
-        projected = need * self.text_bytes // self._read if self._read else need
+        projected = need * self.text_bytes // self._read if self._read >= _PROJECTION_SAMPLE else need
         projected += projected // _PROJECTION_MARGIN
         if self.limit is not None:
             projected = min(projected, self.limit)
