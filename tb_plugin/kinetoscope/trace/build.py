@@ -711,8 +711,9 @@ class ColumnBuilder:
         Peak memory is what bounds the events a machine can load, so each raw column is concatenated
         (freeing its chunk pieces) only when needed and dropped as soon as its last use is done.
         With a thread `pool` (the parallel decode's, idle by now), independent parts of the work run in its threads
-        meanwhile (the string ids; later the per-row argument columns, and the correlation, External id and source row
-        gathers beside the other event columns'): numpy releases the GIL in them.
+        meanwhile (the string ids; the memory columns beside the event order; then the GPU activities' argument columns,
+        the correlation, External id and source row gathers and the launch links, while this thread gathers the other
+        event columns and reads the other arguments): numpy releases the GIL in them.
         """
         skipped, warnings = dict(skipped), list(warnings)
         chunks, self._chunks = self._chunks, []
@@ -764,23 +765,25 @@ class ColumnBuilder:
         rows = x_rows[order]
         del x_rows
         kind = kind[order]
-        args = _meanwhile(pool, self._arg_columns, rows, kind, take, names)  # `names` grows by the frames: read it after
+        gpu = _meanwhile(pool, self._gpu_args.columns, rows, np.flatnonzero(_HAS_GPU_ARGS[kind]))  # the longest of them
         progress(0.7)
         heap.give_back()  # the raw columns taken so far and the lanes' temporaries: free, before the largest step
         linked = _meanwhile(pool, lambda at: tuple(_int64(take(key))[at] for key in ("correlation", "external_id", "source_row")),
                             rows)
         ts, dur = ts_ns[rows], dur_ns[order]
         name, cat, lane = name_id[rows], cat_id[rows], lanes.x_lane[order].astype(np.int32)
-        del order, rows, dur_ns
+        del order, dur_ns
         correlation, external_id, source_row = linked.result()
         launches = _meanwhile(pool, link_launches, kind, correlation)  # beside the depths and the memory columns
+        coll, checked = self._arg_columns(rows, take, names)  # here, while the pool reads the GPU args and the links
+        del rows
         ev = _event_columns(ts, dur, kind, name, cat, lane, len(lanes.kind), correlation, external_id, source_row)
         del ts, dur, kind, name, cat, lane, correlation, external_id, source_row
         pieces = np.array(self._pieces, np.int64).reshape(-1, 4)
         flows = {"flow_id": take("flow_id").astype(np.int64, copy=False)[flow_keep], "flow_cat_id": cat_id[lanes.flow_rows],
                  "flow_phase": (ph[lanes.flow_rows] == PH_F).astype(np.int8), "flow_ts_ns": ts_ns[lanes.flow_rows],
                  "flow_lane": lanes.flow_lane.astype(np.int32)}
-        coll, checked = args.result()
+        coll.update(gpu.result())
         return TraceModel(**ev, launch_idx=launches.result(), lane_kind=lanes.kind, lane_pid=lanes.pid,
                           lane_tid=lanes.tid, lane_label=tuple(lanes.label),
                           **mem.result(), **flows, piece_kind=pieces[:, 0].astype(np.int8), piece_start=pieces[:, 1],
@@ -789,14 +792,11 @@ class ColumnBuilder:
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
                           source_bytes=source_bytes, **coll)
 
-    def _arg_columns(self, rows: np.ndarray, kind: np.ndarray, take: Callable[[str], np.ndarray],
-                     names: list) -> tuple[dict, dict]:
-        """The model's columns read from event args (collectives, GPU launch shapes, Input Dims, call frames: new
-        frame names are appended to `names`) and the validator's metadata, for the complete events `rows` (of
-        `kind`)."""
+    def _arg_columns(self, rows: np.ndarray, take: Callable[[str], np.ndarray], names: list) -> tuple[dict, dict]:
+        """The model's columns read from event args but the GPU activities' (collectives, Input Dims, call frames: new
+        frame names are appended to `names`) and the validator's metadata, for the complete events `rows`."""
         coll = self._collectives.columns(rows)
         checked = self._validator_args.meta(rows)
-        coll.update(self._gpu_args.columns(rows, np.flatnonzero(_HAS_GPU_ARGS[kind])))
         coll.update(self._shape_columns(take("shape")[rows]))
         coll["call_frame_id"] = self._frame_ids(take("frame")[rows], names)
         return coll, checked
