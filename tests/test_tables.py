@@ -220,9 +220,33 @@ def test_ops_grouped_by_their_innermost_user_frame(tmp_path):
     assert rows[("aten::linear", "train.py(12): loss")]["calls"] == 1 and rows[("aten::linear", None)]["calls"] == 1
     plain = T.op_table(model, index)
     assert plain.frame_id is None and plain.calls.tolist() == [3]
-    bare = T.TableIndex.build(load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))),
-                                         cache_dir=None))
-    assert bare.stack is None and bare.shapes is None
+    bare_model = load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
+    bare = T.TableIndex.build(bare_model)
+    assert bare.sub_groups(bare_model, "stack") is None and bare.sub_groups(bare_model, "shape") is None
+
+
+def test_the_op_table_groupings_are_made_once_on_first_use(tmp_path, monkeypatch):
+    """A TableIndex makes no grouping of the op table until a table asks for it (a report reads none), then keeps it;
+    the server's (`with_sub_groups`) has every one from the start, counted in `Prepared.nbytes`."""
+    from kinetoscope import pipeline
+    pf = "python_function"
+    doc = trace_doc([op("nn.Module: Net_0", 0, 100, cat=pf), op("train.py(12): loss", 1, 90, cat=pf),
+                     op("aten::linear", 8, 30, args={"Input Dims": [[4, 4]]}), launch(9, 2, 1), kernel("gemm", 50, 10, 1)])
+    model = load_trace(str(write_trace(tmp_path / "g.pt.trace.json", doc)), cache_dir=None)
+    made = []
+    for name in ("_stack_groups", "_shape_groups", "_module_groups"):
+        real = getattr(T, name)
+        monkeypatch.setattr(T, name, lambda *a, real=real, name=name: made.append(name) or real(*a))
+    index = T.TableIndex.build(model)
+    T.op_table(model, index)
+    assert made == [] and index.sub == {}
+    first = T.op_table(model, index, group="shape")
+    assert made == ["_shape_groups"] and T.op_table(model, index, group="shape").shape_id.tolist() == first.shape_id.tolist()
+    assert made == ["_shape_groups"]  # kept
+    before = pipeline._nbytes(index)
+    index.with_sub_groups(model)
+    assert sorted(made) == ["_module_groups", "_shape_groups", "_stack_groups"] and set(index.sub) == set(T.SUB_GROUPS)
+    assert pipeline._nbytes(index) > before  # what the groupings hold is counted
 
 
 def test_ops_grouped_by_their_innermost_module(tmp_path):
@@ -246,7 +270,7 @@ def test_ops_grouped_by_their_innermost_module(tmp_path):
         T.op_table(model, index, group="nope")
     bare = load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
     bindex = T.TableIndex.build(bare)
-    assert bindex.in_module is None and T.op_table(bare, bindex, group="module").module_id.tolist() == [-1]
+    assert bindex.sub_groups(bare, "module") is None and T.op_table(bare, bindex, group="module").module_id.tolist() == [-1]
 
 
 def test_a_launch_belongs_to_the_op_its_external_id_names_in_both_tables(tmp_path):

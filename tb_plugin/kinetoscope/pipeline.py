@@ -54,10 +54,11 @@ def _nbytes(obj: Any) -> int:
         return 0
     total = 0
     for value in vars(obj).values():
-        if isinstance(value, np.ndarray):
-            total += value.nbytes
-        elif hasattr(value, "__dataclass_fields__"):
-            total += _nbytes(value)
+        for item in (list(value.values()) if isinstance(value, dict) else (value,)):  # a dict: what it caches
+            if isinstance(item, np.ndarray):
+                total += item.nbytes
+            elif hasattr(item, "__dataclass_fields__"):
+                total += _nbytes(item)
     return total
 
 
@@ -159,7 +160,12 @@ class _Once:
 
 
 def _model_half(model: TraceModel, search: bool, either: tuple[_Once, ...] = ()) -> tuple[TablesPart, Optional[SearchIndex]]:
-    part, index = tables_part(model), SearchIndex.build(model) if search else None
+    """The tables' part and, with `search` (the server), the name search's index and every grouping of the op table
+    the routes may ask for (a report reads none: `TableIndex.sub_groups` makes them on first use elsewhere)."""
+    part, index = tables_part(model), None
+    if search:
+        part.tables.with_sub_groups(model)
+        index = SearchIndex.build(model)
     for task in either:  # the other thread's model-only parts, where it has not begun them yet
         task.claim()
     return part, index

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -124,12 +124,29 @@ class TableIndex:
     op_groups: _Groups
     modules: Forest
     module_groups: _Groups
-    stack: Optional[_SubGroups] = None  # op calls grouped by (name, top user frame); None: no python frames
-    shapes: Optional[_SubGroups] = None  # op calls grouped by (name, Input Dims); None: no op has shapes
-    in_module: Optional[_SubGroups] = None  # op calls grouped by (name, innermost nn.Module); None: no modules
+    # op calls grouped by (name, a second key), made by `sub_groups` on first use (a report reads none of them):
+    # "stack" (top user frame), "shape" (Input Dims), "module" (innermost nn.Module) -> _SubGroups, or None
+    sub: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
+
+    def sub_groups(self, model: TraceModel, group: str) -> Optional[_SubGroups]:
+        """The op calls grouped by (name, `group`'s key: SUB_GROUPS), made once (None: the trace has no python
+        frames, no op with shapes, or no modules); the model is the one indexed."""
+        found = self.sub.get(group, _UNMADE)
+        if found is _UNMADE:
+            made = _stack_groups(model, self.ops) if group == "stack" else _shape_groups(model, self.ops) if group == "shape" \
+                else _module_groups(model, self.ops, self.modules)
+            found = self.sub.setdefault(group, made)  # two threads may make it: both get the one stored first
+        return found
+
+    def with_sub_groups(self, model: TraceModel) -> TableIndex:
+        """This index with every SUB_GROUPS made now (the server's: each table it may be asked for, counted in its
+        memory from the start)."""
+        for group in SUB_GROUPS:
+            self.sub_groups(model, group)
+        return self
 
     @staticmethod
     def build(model: TraceModel) -> TableIndex:
@@ -142,17 +159,15 @@ class TableIndex:
         callers = union(calls, launch[launch >= 0])  # the launch table's attribution: External id, then time
         ops = build_forest(model, op_rows(model), act, calls, (callers, issuing_ops(model, callers)))
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
-        stack = _stack_groups(model, ops)
-        shapes = _shape_groups(model, ops)
-        in_module = _module_groups(model, ops, modules)
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, _Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
                           *_activity_args(model, act), ops, _Groups.of(ops.name_ix, ops.name_ids.size),
-                          modules, _Groups.of(modules.name_ix, modules.name_ids.size), stack, shapes, in_module)
+                          modules, _Groups.of(modules.name_ix, modules.name_ids.size))
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")
+_UNMADE = object()
 
 
 def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -368,6 +383,7 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
 
 
 OP_GROUPS = ("name", "stack", "shape", "module")
+SUB_GROUPS = OP_GROUPS[1:]  # made on first use: `TableIndex.sub_groups`
 
 
 def op_table(model: TraceModel, index: TableIndex, window: Window = None, group: str = "name") -> OpTable:
@@ -392,12 +408,11 @@ def op_table(model: TraceModel, index: TableIndex, window: Window = None, group:
         raise ValueError(f"unknown op table group {group!r} (one of {', '.join(OP_GROUPS)})")
     if group == "name":
         return _forest_table(model, index, index.ops, index.op_groups, window)
-    field, sub = {"stack": ("frame_id", index.stack), "shape": ("shape_id", index.shapes),
-                  "module": ("module_id", index.in_module)}[group]
+    column, sub = {"stack": "frame_id", "shape": "shape_id", "module": "module_id"}[group], index.sub_groups(model, group)
     if sub is None:
         plain = _forest_table(model, index, index.ops, index.op_groups, window)
-        return replace(plain, **{field: np.full(plain.name_id.size, -1, np.int32)})
-    return _forest_table(model, index, index.ops, index.op_groups, window, sub, field)
+        return replace(plain, **{column: np.full(plain.name_id.size, -1, np.int32)})
+    return _forest_table(model, index, index.ops, index.op_groups, window, sub, column)
 
 
 def module_table(model: TraceModel, index: TableIndex, window: Window = None) -> OpTable:
