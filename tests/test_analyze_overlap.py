@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import requires_shared, sample_trace_files, shared_trace_files
 from kinetoscope import pipeline
+from kinetoscope.analysis import report as report_module
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.analysis.search import SearchIndex
 from kinetoscope.trace.loader import TraceError, load_trace
@@ -95,23 +96,24 @@ def test_health_and_counters_are_computed_by_whichever_thread_is_free_first(slow
         assert other_done.wait(30)  # the other half has done its own work: it is free first
         return real(*args)
     monkeypatch.setattr(pipeline, slow, slowed)
-    fast = "tables_part" if slow == "analyze" else "savings_ahead"
-    real_fast = getattr(pipeline, fast)
+    owner, fast = (pipeline, "tables_part") if slow == "analyze" else (report_module, "savings_ahead")
+    real_fast = getattr(owner, fast)
 
     def fast_(*args):
         out = real_fast(*args)
         other_done.set()
         return out
-    monkeypatch.setattr(pipeline, fast, fast_)
+    monkeypatch.setattr(owner, fast, fast_)
+
     def recorded(name: str):
-        real_part = getattr(pipeline, name)
+        real_part = getattr(report_module, name)
 
         def run(m):
             ran[name] = threading.current_thread().name
             return real_part(m)
         return run
-    for name in ("trace_health", "counters_summary"):
-        monkeypatch.setattr(pipeline, name, recorded(name))
+    for name in ("trace_health", "counters_summary"):  # `report.model_parts` calls them
+        monkeypatch.setattr(report_module, name, recorded(name))
     done = pipeline.analyze_and_report(model)
     side = slow == "analyze"
     assert all(name.startswith("kinetoscope-tables") == side for name in ran.values()) and len(ran) == 2, ran

@@ -15,12 +15,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .analysis.counters import counters_summary
-from .analysis.health import health_entries, trace_health
 from .analysis.launch_offsets import launch_table
 from .analysis.ranks import RankDigest, rank_digest
-from .analysis.report import Analysis, ReportAhead, TablesPart, analyze, report_entry, tables_part
-from .analysis.savings import savings_ahead
+from .analysis.report import Analysis, TablesPart, analyze, model_parts, report_ahead, report_entry, tables_part
 from .analysis.search import SearchIndex
 from .analysis.tables import TableIndex
 from .trace import heap
@@ -114,7 +111,7 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     0.7 s each on the x30 ResNet trace). The model is read-only; what it caches (`end_ns`, kind and lane masks,
     shared selections) is the same whoever computes it first."""
     global _side
-    either = (_Once(lambda: health_entries(trace_health(model))), _Once(lambda: counters_summary(model)))
+    either = tuple(_Once(part) for part in model_parts(model))
     with _side_lock:
         if _side is None:
             _side = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-tables")
@@ -122,8 +119,7 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     try:
         analysis = analyze(model)
         heap.give_back()  # what `analyze` freed, before the replays' context is built beside the tables
-        savings = savings_ahead(model, analysis)  # the report's parts that need no tables, while they are built
-        ahead = ReportAhead(either[0].result(), either[1].result(), savings)
+        ahead = report_ahead(model, analysis, tuple(task.result for task in either))  # while the tables are built
     except BaseException:
         if not future.cancel():
             wait([future])  # the thread reads the model until it is done

@@ -6,7 +6,7 @@ prints and the `summary` route serves (times in µs relative to the trace start)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -187,9 +187,18 @@ class ReportAhead:
     savings: tuple
 
 
-def report_ahead(model: TraceModel, analysis: Analysis) -> ReportAhead:
-    """`ReportAhead` of a model and its analysis."""
-    return ReportAhead(health_entries(trace_health(model)), counters_summary(model), savings_ahead(model, analysis))
+def model_parts(model: TraceModel) -> tuple[Callable[[], list], Callable[[], dict]]:
+    """The parts of `ReportAhead` that read only the model (health, counters), as calls another thread may make."""
+    return (lambda: health_entries(trace_health(model))), (lambda: counters_summary(model))
+
+
+def report_ahead(model: TraceModel, analysis: Analysis,
+                 parts: Optional[tuple[Callable[[], list], Callable[[], dict]]] = None) -> ReportAhead:
+    """`ReportAhead` of a model and its analysis; `parts`: its `model_parts` (made elsewhere, maybe in another thread),
+    called after the savings' replays."""
+    health, counters = parts if parts is not None else model_parts(model)
+    savings = savings_ahead(model, analysis)
+    return ReportAhead(health(), counters(), savings)
 
 
 def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIndex] = None,

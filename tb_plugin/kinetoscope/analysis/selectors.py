@@ -259,11 +259,14 @@ class OpIndex:
         ops = _ops_and_annotations(model)
         lanes = model.lane[ops]  # rows are in the model's (lane, ts, -dur) order: each lane is one slice
         cuts = np.flatnonzero(np.diff(lanes)) + 1
-        self._rows = {int(model.lane[k[0]]): k for k in np.split(ops, cuts) if k.size} if ops.size else {}
-        self._depth: dict[int, np.ndarray] = {}
         annotation = _annotation_mask(model, ops)
         self._annotations = int(np.count_nonzero(annotation))
-        self._is_annotation = dict(zip(self._rows, np.split(annotation, cuts))) if ops.size else {}  # per lane, by row
+        self._rows: dict[int, np.ndarray] = {}
+        self._is_annotation: dict[int, np.ndarray] = {}  # per lane, by row
+        for rows, is_annotation in zip(np.split(ops, cuts), np.split(annotation, cuts)) if ops.size else ():
+            lane = int(model.lane[rows[0]])
+            self._rows[lane], self._is_annotation[lane] = rows, is_annotation
+        self._depth: dict[int, np.ndarray] = {}
         self._nested: dict[tuple[int, bool], tuple[np.ndarray, NestedIndex]] = {}
 
     @property

@@ -136,9 +136,9 @@ class TableIndex:
         frames, no op with shapes, or no modules); the model is the one indexed."""
         found = self.sub.get(group, _UNMADE)
         if found is _UNMADE:
-            made = _stack_groups(model, self.ops) if group == "stack" else _shape_groups(model, self.ops) if group == "shape" \
-                else _module_groups(model, self.ops, self.modules)
-            found = self.sub.setdefault(group, made)  # two threads may make it: both get the one stored first
+            make = {"stack": lambda: _stack_groups(model, self.ops), "shape": lambda: _shape_groups(model, self.ops),
+                    "module": lambda: _module_groups(model, self.ops, self.modules)}[group]
+            found = self.sub.setdefault(group, make())  # two threads may make it: both get the one stored first
         return found
 
     def with_sub_groups(self, model: TraceModel) -> TableIndex:
