@@ -2,9 +2,12 @@
 by hand that it does not write itself, so a run of it never loses them."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parent / "bench"
 sys.path.insert(0, str(BENCH))
@@ -45,3 +48,32 @@ def test_every_hand_written_section_of_this_repo_would_survive():
     generated = "".join(body for heading, body in sections(text) if heading.startswith(("# Benchmarks", "# Stage:")))
     out = with_kept_sections(generated, text)
     assert [h for h, _ in sections(out)] and {h for h, _ in sections(text)} == {h for h, _ in sections(out)}
+
+
+def test_a_stage_measured_again_keeps_the_other_tools_runs(tmp_path):
+    """`run_bench.py --reuse`: the tools not measured now keep their runs from the earlier results file, and the
+    report says which were measured when."""
+    from peers import RunResult
+    from run_bench import _read_through, _reused, render_markdown, summarize_trace
+
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": []}')
+    _read_through(trace)  # untimed page-cache warm-up: reads the file through, changes nothing
+    earlier = tmp_path / "earlier.json"
+    runs = [RunResult(tool, str(trace), "ok", time_s=t, wall_s=t, peak_rss_bytes=1 << 30).to_dict()
+            for tool, t in (("kinetoscope", 30.0), ("hta", 500.0), ("kinetoscope", 5.0), ("hta", 520.0))]
+    earlier.write_text(json.dumps({"created": "then", "traces": [{"path": str(trace), "runs": runs}]}))
+    kept = _reused(earlier, trace, {"kinetoscope"})
+    assert [(r.tool, r.time_s) for r in kept] == [("hta", 500.0), ("hta", 520.0)]
+    now = [RunResult("kinetoscope", str(trace), "ok", time_s=4.0, wall_s=4.0, peak_rss_bytes=1 << 30)]
+    merged = summarize_trace({"path": str(trace), "name": trace.name, "size_bytes": 19, "json_bytes": 19}, now + kept)
+    assert merged["summary"]["kinetoscope"]["median_s"] == 4.0 and merged["summary"]["hta"]["median_s"] == 510.0
+    assert merged["ratios"]["hta"]["vs_kinetoscope"] == 510.0 / 4.0
+    with pytest.raises(SystemExit, match="no runs of"):
+        _reused(earlier, tmp_path / "other.json", {"kinetoscope"})
+    assert _reused(None, trace, {"kinetoscope"}) == []
+    results = {"created": "now", "command": "make bench", "reused": {"from": str(earlier), "created": "then"},
+               "machine": {"nproc": 2, "kernel": "k", "loadavg_at_start": [0.1, 0.2, 0.3]},
+               "versions": {}, "config": {"runs": 1, "timeout_s": 900, "tools": ["kinetoscope"]}, "traces": [merged]}
+    text = render_markdown(results)
+    assert f"Measured now: kinetoscope; the other tools' runs are those of `{earlier}` (measured then)" in text

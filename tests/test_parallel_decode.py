@@ -336,3 +336,28 @@ def test_reserved_row_columns_give_the_model_of_joined_ones(small_pieces, monkey
         assert differences(expected, model) == [] and sizes  # reserved, really
         middle = (model.piece_end - model.piece_start)[model.piece_kind == PIECE_MIDDLE]
         assert middle.size > 1 and middle.max() > SMALL_PIECE
+
+
+@pytest.mark.parametrize("long_text", [False, True])
+def test_a_gzip_text_keeps_fewer_copies_ahead_below_the_long_text_size_and_the_same_model(long_text, small_pieces,
+                                                                                          monkeypatch, tmp_path):
+    """Inflated blocks and copied pieces ahead of the merge: one of each per worker for a text below
+    SHORT_AHEAD_TEXT_BYTES, two from it up (`_Offloader.in_flight`, `_prefetched`'s depth); the model is the serial
+    one either way."""
+    path = tmp_path / "mixed.json"
+    mixed_trace(path)
+    gz = tmp_path / "mixed.json.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    monkeypatch.setattr(loader, "SHORT_AHEAD_TEXT_BYTES", 1 if long_text else 1 << 40)
+    depths, ahead = [], []
+    real_prefetched, real_merge = loader._prefetched, loader._Offloader._merge_next
+    monkeypatch.setattr(loader, "_prefetched", lambda blocks, depth=2: depths.append(depth) or real_prefetched(blocks, depth))
+    monkeypatch.setattr(loader._Offloader, "_merge_next",
+                        lambda self: ahead.append((len(self.pending), self.in_flight)) or real_merge(self))
+    serial = decode(gz, 1, monkeypatch)
+    parallel = decode(gz, 3, monkeypatch)
+    assert differences(serial, parallel) == [] and parallel_pieces(parallel) > 20
+    per_worker = 2 if long_text else 1
+    assert depths == [per_worker]
+    assert ahead and {limit for _, limit in ahead} == {3 * per_worker}
+    assert max(pending for pending, _ in ahead) == 3 * per_worker  # the queue filled to its bound, never past it

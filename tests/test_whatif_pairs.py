@@ -53,3 +53,35 @@ def test_the_straggler_pair():
     measured = float(np.median([s for r in view(fixed)["ranks"] for s in r["step_us"] if s is not None]))
     print(f"straggler: predicted {predicted:.1f} µs, measured {measured:.1f} µs: {100 * (predicted / measured - 1):+.2f}%")
     assert predicted == pytest.approx(measured, rel=0.02)
+
+
+def _reference_waits(matched, late, i, step):
+    """Rank i's lost time in one step, spelled out: the union of its waits where a straggler came last."""
+    from kinetoscope.analysis import intervals
+    k = np.flatnonzero(late & (matched["step"] == step) & (matched["dur"][:, i] >= 0) & (matched["last"] != i))
+    start = matched["start"][k, i]
+    return intervals.total(*intervals.union(start, start + matched["wait"][k, i])) if k.size else 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_straggler_prediction_equals_a_union_per_rank_and_step(seed):
+    """`straggler_at_median` groups each rank's waits by step once; every (rank, step) it predicts is the step
+    less the union of that rank's waits in the step (overlapping, touching, negative and absent waits alike)."""
+    from kinetoscope.analysis.straggler_whatif import straggler_at_median
+    rng = np.random.default_rng(seed)
+    n, m, steps = int(rng.integers(2, 9)), int(rng.integers(0, 80)), list(range(int(rng.integers(1, 6))))
+    matched = {"dur": rng.integers(-1, 50, (m, n)), "start": rng.integers(0, 1000, (m, n)),
+               "wait": rng.integers(-5, 200, (m, n)), "last": rng.integers(0, n, m), "step": rng.choice(steps + [99], m)}
+    step_ns = [{s: int(rng.integers(500, 5000)) for s in steps if rng.random() < 0.9} for _ in range(n)]
+    stragglers = sorted(set(rng.integers(0, n, 2).tolist()))[:n - 1]  # at least one rank that is not
+    got = straggler_at_median(matched, steps, step_ns, stragglers)
+    if got is None:  # no step recorded on any rank that is not a straggler: nothing to predict
+        assert not any(step_ns[j] for j in range(n) if j not in stragglers)
+        return
+    late = np.isin(matched["last"], stragglers)
+    for rank in got["ranks"]:
+        i = rank["index"]
+        for row in rank["steps"]:
+            if i not in stragglers:
+                expected = step_ns[i][row["step"]] - _reference_waits(matched, late, i, row["step"])
+                assert row["predicted_us"] == round(expected / 1e3, 3), (i, row)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 HEADER = """# Benchmarks
 
-Produced by `make bench` (three `tests/bench/run_bench.py` stages, then `tests/browser/bench_frames.py`),
+Produced by `make bench` (four `tests/bench/run_bench.py` stages: 1x and 10x, 30x, 30x gzipped, 90x; then the
+decode rate, the browser's frame time, ranks, first lanes, remote logdirs, the index, tables and compare benchmarks),
 on this project's machine kind: 2 cores, 24 GiB, no GPU. Every figure below was measured in the run that
 wrote it; each stage names its own command, machine and versions.
 

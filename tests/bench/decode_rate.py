@@ -1,7 +1,9 @@
 """Decode rate, peak memory and analysis time of Kinetoscope alone, in process (issues' per-stage targets).
 
 Each run is a fresh interpreter that times `load_trace(path, cache_dir=None)` (decode into the columnar
-model) and then `analyze(model)`, and reports its peak RSS (ru_maxrss). Prints a markdown section.
+model) and then `analyze(model)`, and reports its peak RSS (ru_maxrss), in a process set up as `kinetoscope report`
+sets its own (`kinetoscope.cli` imported first: one OpenBLAS thread, one malloc arena, freed memory held). Prints a
+markdown section.
 `--also-pure` adds a row per trace for the pure-Python extractor (KINETOSCOPE_PURE_PYTHON=1), the path
 taken where the C extractor could not be compiled.
 Usage: .venv/bin/python tests/bench/decode_rate.py TRACE... [--runs 3] [--also-pure]
@@ -20,6 +22,7 @@ from layout import main_python
 
 CHILD = """
 import json, resource, sys, time
+import kinetoscope.cli  # the process set up as `kinetoscope report` and the server's decoder child set theirs
 from kinetoscope.trace.loader import load_trace, shutdown_pools
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.build import ACCELERATED

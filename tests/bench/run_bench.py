@@ -198,12 +198,23 @@ def run_trace(
             if name in given_up:
                 results.append(RunResult(tool=name, trace=str(trace), status="skipped", error=given_up[name]))
                 continue
+            _read_through(trace)
             result = runner(trace, timeout_s, mem_cap_bytes)
             results.append(result)
             _progress(f"  [{round_no}/{runs}] {name:<17} {_describe(result)}")
             if not result.finished:
                 given_up[name] = f"not rerun after run {round_no}: {result.error}"
     return results
+
+
+def _read_through(trace: Path, block: int = 16 << 20) -> None:
+    """Read the trace once, untimed, before a run: every run then starts with the file in the page cache. A peer's
+    10+ GiB run evicts it on a 24 GiB machine, and whoever ran next paid the disk (a 2.7 GB trace read back at about
+    90 MB/s: 30 s where the same run took 5 s from memory), which measured the order of the tools, not the tools."""
+    with open(trace, "rb", buffering=0) as handle:
+        buf = bytearray(block)
+        while handle.readinto(buf):
+            pass
 
 
 # --------------------------------------------------------------------------- statistics
@@ -364,7 +375,8 @@ def _md_setup(results: dict[str, Any]) -> list[str]:
         f"- Python {v.get('main_python')} (Kinetoscope, floor), {v.get('peers_python')} (peers venv).",
         f"- Versions: {_md_versions(v)}.",
         f"- {_plural(c['runs'], 'run')} per tool, alternated tool by tool; timeout {c['timeout_s']:g} s per run{cap}.",
-    ]
+    ] + ([f"- Measured now: {', '.join(c['tools'])}; the other tools' runs are those of `{results['reused']['from']}` "
+          f"(measured {results['reused']['created']})."] if results.get("reused") else [])
 
 
 def _md_method(tools: list[str]) -> list[str]:
@@ -379,6 +391,7 @@ def _md_method(tools: list[str]) -> list[str]:
         "",
         "Median and spread (min-max) over the finished runs; peak RSS is the largest summed RSS of the "
         "process tree (sampled every 20 ms, and at least the main process's own high-water mark). "
+        "Each run starts with the trace in the page cache (read through once, untimed, before it). "
         "`x kinetoscope` = median / Kinetoscope cold median (above 1: slower than Kinetoscope); "
         "`x floor` = median / the fastest floor decoder's median.",
     ]
@@ -494,6 +507,18 @@ def _default_mem_cap_gib() -> float:
     return round(0.85 * total / 2**30, 1) if total else 20.0
 
 
+def _reused(earlier: Path | None, trace: Path, measured: set[str]) -> list[RunResult]:
+    """The runs of `trace` in an earlier results file, but those of the tools measured now."""
+    if earlier is None:
+        return []
+    for item in json.loads(earlier.read_text())["traces"]:
+        if Path(item["path"]) == trace:
+            fields = RunResult.__dataclass_fields__
+            return [RunResult(**{k: v for k, v in run.items() if k in fields}) for run in item["runs"]
+                    if run["tool"] not in measured]
+    raise SystemExit(f"{earlier}: no runs of {trace}")
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("traces", nargs="*", type=Path, help="trace files (.json or .json.gz)")
@@ -512,6 +537,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-setup", action="store_true", help="do not create the peers venv / floor decoders")
     parser.add_argument("--label", help="command to record instead of this script's argv (e.g. 'make bench')")
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only print the markdown of a results file")
+    parser.add_argument("--reuse", type=Path, metavar="RESULTS_JSON",
+                        help="an earlier results file of the same traces: the runs of its tools not in --tools are "
+                        "kept (listed first), so some tools of a stage can be measured again without the others")
     args = parser.parse_args(argv)
     if not args.render and not args.traces:
         parser.error("give trace files (or --render RESULTS_JSON)")
@@ -598,7 +626,9 @@ def main(argv: list[str] | None = None) -> int:
             mem_cap_bytes,
             {s: why for s, why in unavailable.items() if s in slots},
         )
-        results["traces"].append(summarize_trace(facts, runs))
+        results["traces"].append(summarize_trace(facts, runs + _reused(args.reuse, trace, set(slots))))
+    if args.reuse:
+        results["reused"] = {"from": str(args.reuse), "created": json.loads(args.reuse.read_text()).get("created")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(render_table(results))

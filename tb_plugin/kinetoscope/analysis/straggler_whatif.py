@@ -39,14 +39,10 @@ def straggler_at_median(matched: dict[str, Any], step_numbers: list[int], step_n
     for i in range(n):
         if i in stragglers:
             continue
+        lost = _lost_by_step(matched, late, i)
         for s in step_numbers:
-            if s not in step_ns[i]:
-                continue
-            k = np.flatnonzero(late & (matched["step"] == s) & (matched["dur"][:, i] >= 0) & (matched["last"] != i)) \
-                if late.size else np.zeros(0, np.int64)
-            start = matched["start"][k, i]
-            waits = intervals.union(start, start + matched["wait"][k, i]) if k.size else (intervals.EMPTY, intervals.EMPTY)
-            predicted[(i, s)] = float(step_ns[i][s] - intervals.total(*waits))
+            if s in step_ns[i]:
+                predicted[(i, s)] = float(step_ns[i][s] - lost.get(s, 0))
     for i in stragglers:
         for s in step_numbers:
             others = [predicted[(j, s)] for j in range(n) if (j, s) in predicted]
@@ -63,3 +59,25 @@ def straggler_at_median(matched: dict[str, Any], step_numbers: list[int], step_n
                                           "predicted_us": round(predicted[(i, s)] / 1e3, 3)}
                                          for s in step_numbers if (i, s) in predicted]} for i in range(n)],
     }
+
+
+def _lost_by_step(matched: dict[str, Any], late: np.ndarray, i: int) -> dict[int, int]:
+    """Rank i's waits for a straggler, step -> the length of their union (ns): its instances where a straggler
+    arrived last, rank i took part and was not last, grouped by step once (one mask per rank, not per step)."""
+    if not late.size:
+        return {}
+    k = np.flatnonzero(late & (matched["dur"][:, i] >= 0) & (matched["last"] != i))
+    if not k.size:
+        return {}
+    steps = matched["step"][k]
+    order = np.argsort(steps, kind="stable")  # instance order within a step, as the union has always seen it
+    k, steps = k[order], steps[order]
+    edges = [0, *(np.flatnonzero(np.diff(steps)) + 1).tolist(), k.size]
+    lost = {}
+    for lo, hi in zip(edges, edges[1:]):
+        rows = k[lo:hi]
+        start = matched["start"][rows, i]
+        end = start + matched["wait"][rows, i]
+        # one wait: its union is itself
+        lost[int(steps[lo])] = int(end[0] - start[0]) if rows.size == 1 else int(intervals.total(*intervals.union(start, end)))
+    return lost

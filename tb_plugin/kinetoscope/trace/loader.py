@@ -71,6 +71,12 @@ CHUNK_BYTES = 16 << 20  # event structs of one chunk are alive at a time
 # pieces are part of the model, so every decode of a text (serial, parallel, streamed) cuts it the same way.
 LARGE_TEXT_CHUNKS = 2
 MIN_CHUNK_BYTES = 1 << 16  # small files still get chunks this large (the decode window is 2-3 chunks)
+# A text that is not mapped (gzip) is copied into buffers ahead of the thread that merges it: inflated blocks waiting to
+# be cut, and each worker thread's piece. Below this many bytes of text one of each per worker: two of each (7 buffers
+# of 16 MiB with the window) would be as large as the model, and they set the report's peak (x10 ResNet gzip, 300 MB
+# of text: peak 395 -> 315 MiB, time 0.97x). From it up, two, so no worker waits for the merge: there the analyses set
+# the peak (x30 gzip, 904 MB: one of each took 14 MiB off it and cost 8% of the time).
+SHORT_AHEAD_TEXT_BYTES = 512 << 20
 
 
 Progress = Callable[[float], None]  # how far the load is, 0..1: the text decoded, then the model built
@@ -206,13 +212,15 @@ class _Offloader:
 
     def __init__(self, pool: Executor, workers: int, builder: ColumnBuilder,
                  plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None,
-                 mapped: Optional[memoryview] = None) -> None:
+                 mapped: Optional[memoryview] = None, long_text: bool = True) -> None:
         self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
         self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
         self.mapped = mapped if self.threads else None  # the whole text in place: threads scan views of it, no copies
         self.merged: Optional[Callable[[int], None]] = None  # told where the merged text ends (a mapped decode)
         self.max_events, self.refusal, self.reported = max_events, refusal, reported
         self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
+        if self.threads and mapped is None and not long_text:  # copies: one each (SHORT_AHEAD_TEXT_BYTES)
+            self.in_flight = workers
         self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
         self.pieces = None  # the file's decoder (its head's skipped counts and warnings are taken on the first piece)
         self.head_skipped: dict[str, int] = {}
@@ -348,7 +356,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
             offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
                                    budget.limit(stored_bytes),
-                                   budget.too_many(stored_bytes), report if progress is not None else None, mapped)
+                                   budget.too_many(stored_bytes), report if progress is not None else None, mapped,
+                                   _long_text(text_bytes or size_hint))
             helpers = offloader.pool if offloader.threads else None  # its threads are idle during `finish`
             offloader.merged = reached.added
             try:
@@ -424,6 +433,12 @@ def decode_bytes(raw, path: str = "<bytes>") -> TraceModel:
             return _build_whole(raw, path, len(view), budget)
         except BudgetExceeded as exc:
             raise TraceError(path, str(exc)) from None
+
+
+def _long_text(text_bytes: Optional[int]) -> bool:
+    """Whether a text not mapped gets two buffers of each kind ahead of its merge per worker (SHORT_AHEAD_TEXT_BYTES);
+    a text of unknown size does."""
+    return text_bytes is None or text_bytes >= SHORT_AHEAD_TEXT_BYTES
 
 
 def _prefetched(blocks, depth: int = 2):
@@ -510,7 +525,7 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
     def counted(ahead: bool = False):
         nonlocal size
         blocks = iter_blocks(path, CHUNK_BYTES)
-        for block in _prefetched(blocks) if ahead else blocks:
+        for block in _prefetched(blocks, 2 if _long_text(text) else 1) if ahead else blocks:
             size += len(block)
             yield block
 
