@@ -539,7 +539,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only print the markdown of a results file")
     parser.add_argument("--reuse", type=Path, metavar="RESULTS_JSON",
                         help="an earlier results file of the same traces: the runs of its tools not in --tools are "
-                        "kept (listed first), so some tools of a stage can be measured again without the others")
+                        "kept (listed after them), so some tools of a stage can be measured again without the others")
     args = parser.parse_args(argv)
     if not args.render and not args.traces:
         parser.error("give trace files (or --render RESULTS_JSON)")
