@@ -6,13 +6,13 @@ As a script, run by the harness in a fresh project interpreter::
     .venv/bin/python tests/bench/bench_kinetoscope.py warm TRACE --result-json OUT --scratch DIR
 
 * ``cold``: ``load_trace(path, cache_dir=None)`` then ``analyze(model)``.
+* ``warm``: ``load_trace(path, cache_dir=DIR)`` twice in the same process; the
+  first call builds the cache, the second (timed: ``warm_load_s``) is the
+  reopen served from it.
 
 Before either, ``kinetoscope.cli`` is imported: it sets the process up as the CLI and the server's decoder child
 run (one OpenBLAS thread, one malloc arena, freed memory held for the next allocations), so the figures are those
 a user's ``kinetoscope report`` or TensorBoard tab gets, not those of a bare interpreter.
-* ``warm``: ``load_trace(path, cache_dir=DIR)`` twice in the same process; the
-  first call builds the cache, the second (timed: ``warm_load_s``) is the
-  reopen served from it.
 
 The API used is exactly ``kinetoscope.trace.loader.load_trace`` and
 ``kinetoscope.analysis.report.analyze``; if either is missing the run fails
