@@ -63,14 +63,14 @@ def test_a_stage_measured_again_keeps_the_other_tools_runs(tmp_path):
     runs = [RunResult(tool, str(trace), "ok", time_s=t, wall_s=t, peak_rss_bytes=1 << 30).to_dict()
             for tool, t in (("kinetoscope", 30.0), ("hta", 500.0), ("kinetoscope", 5.0), ("hta", 520.0))]
     earlier.write_text(json.dumps({"created": "then", "traces": [{"path": str(trace), "runs": runs}]}))
-    kept = _reused(earlier, trace, {"kinetoscope"})
+    kept = _reused(json.loads(earlier.read_text()), trace, {"kinetoscope"})
     assert [(r.tool, r.time_s) for r in kept] == [("hta", 500.0), ("hta", 520.0)]
     now = [RunResult("kinetoscope", str(trace), "ok", time_s=4.0, wall_s=4.0, peak_rss_bytes=1 << 30)]
     merged = summarize_trace({"path": str(trace), "name": trace.name, "size_bytes": 19, "json_bytes": 19}, now + kept)
     assert merged["summary"]["kinetoscope"]["median_s"] == 4.0 and merged["summary"]["hta"]["median_s"] == 510.0
     assert merged["ratios"]["hta"]["vs_kinetoscope"] == 510.0 / 4.0
     with pytest.raises(SystemExit, match="no runs of"):
-        _reused(earlier, tmp_path / "other.json", {"kinetoscope"})
+        _reused(json.loads(earlier.read_text()), tmp_path / "other.json", {"kinetoscope"})
     assert _reused(None, trace, {"kinetoscope"}) == []
     results = {"created": "now", "command": "make bench", "reused": {"from": str(earlier), "created": "then"},
                "machine": {"nproc": 2, "kernel": "k", "loadavg_at_start": [0.1, 0.2, 0.3]},

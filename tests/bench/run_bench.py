@@ -507,16 +507,16 @@ def _default_mem_cap_gib() -> float:
     return round(0.85 * total / 2**30, 1) if total else 20.0
 
 
-def _reused(earlier: Path | None, trace: Path, measured: set[str]) -> list[RunResult]:
-    """The runs of `trace` in an earlier results file, but those of the tools measured now."""
+def _reused(earlier: dict[str, Any] | None, trace: Path, measured: set[str]) -> list[RunResult]:
+    """The runs of `trace` in an earlier results file's contents, but those of the tools measured now."""
     if earlier is None:
         return []
-    for item in json.loads(earlier.read_text())["traces"]:
+    for item in earlier["traces"]:
         if Path(item["path"]) == trace:
             fields = RunResult.__dataclass_fields__
             return [RunResult(**{k: v for k, v in run.items() if k in fields}) for run in item["runs"]
                     if run["tool"] not in measured]
-    raise SystemExit(f"{earlier}: no runs of {trace}")
+    raise SystemExit(f"the --reuse results have no runs of {trace}")
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -600,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     mem_cap_gib = args.mem_cap_gib if args.mem_cap_gib is not None else _default_mem_cap_gib()
     mem_cap_bytes = int(mem_cap_gib * 2**30)
     peers_stamp, floor_stamp, unavailable = _setup(tools, args.no_setup)
+    earlier = json.loads(args.reuse.read_text()) if args.reuse else None
     results: dict[str, Any] = {
         "schema": RESULTS_SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -626,9 +627,9 @@ def main(argv: list[str] | None = None) -> int:
             mem_cap_bytes,
             {s: why for s, why in unavailable.items() if s in slots},
         )
-        results["traces"].append(summarize_trace(facts, runs + _reused(args.reuse, trace, set(slots))))
-    if args.reuse:
-        results["reused"] = {"from": str(args.reuse), "created": json.loads(args.reuse.read_text()).get("created")}
+        results["traces"].append(summarize_trace(facts, runs + _reused(earlier, trace, set(slots))))
+    if earlier is not None:
+        results["reused"] = {"from": str(args.reuse), "created": earlier.get("created")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(render_table(results))

@@ -136,9 +136,8 @@ class TableIndex:
         frames, no op with shapes, or no modules); the model is the one indexed."""
         found = self.sub.get(group, _UNMADE)
         if found is _UNMADE:
-            make = {"stack": lambda: _stack_groups(model, self.ops), "shape": lambda: _shape_groups(model, self.ops),
-                    "module": lambda: _module_groups(model, self.ops, self.modules)}[group]
-            found = self.sub.setdefault(group, make())  # two threads may make it: both get the one stored first
+            make = _SUB_GROUPS[group][1]
+            found = self.sub.setdefault(group, make(model, self))  # two threads may make it: both get the one stored first
         return found
 
     def with_sub_groups(self, model: TraceModel) -> TableIndex:
@@ -382,8 +381,15 @@ def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
     return cs[forest.subtree_end] - cs[np.arange(forest.size)]
 
 
-OP_GROUPS = ("name", "stack", "shape", "module")
-SUB_GROUPS = OP_GROUPS[1:]  # made on first use: `TableIndex.sub_groups`
+# The op table's groupings beyond the name: each one's column of its second key in the table, and its maker (run on
+# first use: `TableIndex.sub_groups`).
+_SUB_GROUPS = {
+    "stack": ("frame_id", lambda model, index: _stack_groups(model, index.ops)),
+    "shape": ("shape_id", lambda model, index: _shape_groups(model, index.ops)),
+    "module": ("module_id", lambda model, index: _module_groups(model, index.ops, index.modules)),
+}
+SUB_GROUPS = tuple(_SUB_GROUPS)
+OP_GROUPS = ("name", *SUB_GROUPS)
 
 
 def op_table(model: TraceModel, index: TableIndex, window: Window = None, group: str = "name") -> OpTable:
@@ -408,7 +414,7 @@ def op_table(model: TraceModel, index: TableIndex, window: Window = None, group:
         raise ValueError(f"unknown op table group {group!r} (one of {', '.join(OP_GROUPS)})")
     if group == "name":
         return _forest_table(model, index, index.ops, index.op_groups, window)
-    column, sub = {"stack": "frame_id", "shape": "shape_id", "module": "module_id"}[group], index.sub_groups(model, group)
+    column, sub = _SUB_GROUPS[group][0], index.sub_groups(model, group)
     if sub is None:
         plain = _forest_table(model, index, index.ops, index.op_groups, window)
         return replace(plain, **{column: np.full(plain.name_id.size, -1, np.int32)})

@@ -522,10 +522,10 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
     size = stored = 0
     budget = event_budget()
 
-    def counted(ahead: bool = False):
+    def counted(ahead: int = 0):  # `ahead`: blocks inflated by a thread of their own ahead of the cutter (0: none)
         nonlocal size
         blocks = iter_blocks(path, CHUNK_BYTES)
-        for block in _prefetched(blocks, 2 if _long_text(text) else 1) if ahead else blocks:
+        for block in _prefetched(blocks, ahead) if ahead else blocks:
             size += len(block)
             yield block
 
@@ -551,7 +551,8 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
             text = _gzip_text_size(path)
             if workers > 1 and text is not None and text >= PARALLEL_MIN_BYTES:
                 try:
-                    return _build(counted(ahead=True), path, lambda: size, None, stored, budget, progress, text, workers)
+                    return _build(counted(ahead=2 if _long_text(text) else 1), path, lambda: size, None, stored, budget,
+                                  progress, text, workers)
                 except _Serial as exc:
                     _log.info("%s: decoding serially (%s)", path, exc)
                     size = 0
