@@ -75,7 +75,20 @@ def test_the_gap_overlay_reads_every_device_at_once_as_device_by_device():
         devices.append(_device(device, starts.astype(np.int64), lengths.astype(np.int64), rng))
     devices += [_device(100 + k, np.array([k * 7], np.int64), np.array([3], np.int64), rng) for k in range(2000)]
     idle = GpuIdle(**{**{f.name: None for f in dataclasses.fields(GpuIdle)}, "devices": tuple(devices)})
-    for t0, t1 in [(0, 10**12), (1000, 50_000), (2_000_000, 9_000_000), (10**11, 10**12), (5, 6)]:
-        for ns_per_px in (0, 1, 800, 4000):
-            assert overlays.gaps_overlay(idle, t0, t1, ns_per_px, 0) == _device_by_device(idle, t0, t1, ns_per_px, 0)
+    assert idle.all_gaps.start_key is not None  # one binary search per device
+    far = GpuIdle(devices=(*devices[:6], _device(7, np.array([-4 * 10**18, 4 * 10**18], np.int64),
+                                                  np.array([10, 10**9], np.int64), rng)))
+    assert far.all_gaps.start_key is None  # times too far apart for the packed keys: a pass over every gap
+    windows = [(0, 10**12), (1000, 50_000), (2_000_000, 9_000_000), (10**11, 10**12), (5, 6), (-10**19, 10**19),
+               (-10**19, -10**18), (10**19, 2 * 10**19), (1, 2), (0, 1), (4 * 10**18, 4 * 10**18 + 1)]
+    busy = devices[3]  # windows whose ends touch gaps exactly: a gap ending at t0 or starting at t1 is outside
+    windows += [(int(busy.gap_end_ns[10]), int(busy.gap_start_ns[20])), (int(busy.gap_end_ns[10]), int(busy.gap_start_ns[11])),
+                (int(busy.gap_start_ns[10]), int(busy.gap_end_ns[10])), (int(busy.gap_end_ns[-1]), 10**12)]
+    one = GpuIdle(devices=(devices[3],))  # one device: its own columns are the keys
+    assert one.all_gaps.start_key is devices[3].gap_start_ns
+    for gaps in (idle, far, one):
+        for t0, t1 in windows:
+            for ns_per_px in (0, 1, 800, 4000):
+                assert overlays.gaps_overlay(gaps, t0, t1, ns_per_px, 0) == _device_by_device(gaps, t0, t1, ns_per_px, 0)
     assert overlays.gaps_overlay(None, 0, 1, 1, 0)["hidden"] == 0
+    assert overlays.gaps_overlay(GpuIdle(devices=()), 0, 1, 1, 0)["hidden"] == 0

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -128,6 +129,65 @@ class DeviceIdle:
 
 
 @dataclass(frozen=True)
+class AllGaps:
+    """Every device's gaps end to end, device after device (each device's in time order, as its DeviceIdle holds
+    them), read together wherever a window spans all devices: a trace of 100,000 one-kernel devices made a loop
+    over the devices 1.5 s a request.
+
+    `start_key` and `end_key` order the whole column: `t + position * span`, where `span` exceeds the time from
+    the first gap's start to the last gap's end, so one binary search per device finds its gaps in a window
+    (`overlapping`). With one device they are its own columns (no copy). They are None when the keys would not fit
+    in int64 (times spread over centuries); a window is then a pass over every gap, with the same answer."""
+
+    device: np.ndarray  # int64 device index per position
+    ptr: np.ndarray  # int64 CSR offsets: position k's gaps are [ptr[k], ptr[k + 1])
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    cause: np.ndarray  # int8 Cause
+    base_ns: int  # the first gap's start
+    span: int
+    start_key: Optional[np.ndarray]
+    end_key: Optional[np.ndarray]
+
+    @classmethod
+    def of(cls, devices: tuple[DeviceIdle, ...]) -> AllGaps:
+        sizes = np.array([d.gap_start_ns.size for d in devices], np.int64)
+
+        def joined(arrays: list[np.ndarray], dtype) -> np.ndarray:  # one array as it is, several copied together
+            whole = arrays[0] if len(arrays) == 1 else np.concatenate(arrays or [np.zeros(0, dtype)])
+            return whole.astype(dtype, copy=False)
+
+        start = joined([d.gap_start_ns for d in devices], np.int64)
+        end = joined([d.gap_end_ns for d in devices], np.int64)
+        base = int(start.min()) if start.size else 0
+        span = (int(end.max()) - base + 2) if end.size else 2
+        start_key = end_key = None
+        if -(1 << 62) < base - 1 and base + span * max(len(devices), 1) < (1 << 62):
+            start_key, end_key = start, end
+            if len(devices) > 1:
+                shift = np.repeat(np.arange(len(devices), dtype=np.int64) * span, sizes)
+                start_key, end_key = start + shift, end + shift
+        return cls(np.array([d.device for d in devices], np.int64), np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
+                   start, end, joined([d.gap_cause for d in devices], np.int8), base, span, start_key, end_key)
+
+    def overlapping(self, t0_ns: int, t1_ns: int) -> np.ndarray:
+        """Positions (ascending: device then time order) of the gaps overlapping [t0, t1). Each device's gaps are
+        sorted and disjoint: those ending after t0 and starting before t1 are one range of its own."""
+        if self.start_key is None:
+            return np.flatnonzero((self.end_ns > t0_ns) & (self.start_ns < t1_ns))
+        at = np.arange(self.device.size, dtype=np.int64) * self.span
+        first, last = self.base_ns - 1, self.base_ns + self.span - 1  # every key of a device lies between (exclusive)
+        lo = np.searchsorted(self.end_key, at + min(max(t0_ns, first), last), side="right")
+        hi = np.searchsorted(self.start_key, at + min(max(t1_ns, first + 1), last + 1), side="left")
+        counts = np.maximum(hi - lo, 0)
+        return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+
+    def owner(self, positions: np.ndarray) -> np.ndarray:
+        """The device position (index into `device`) of each gap position."""
+        return np.searchsorted(self.ptr, positions, side="right") - 1
+
+
+@dataclass(frozen=True)
 class GpuIdle:
     """Idle analysis of every device with GPU activity."""
 
@@ -136,6 +196,11 @@ class GpuIdle:
     def busiest(self) -> Optional[DeviceIdle]:
         """The device with the most busy time (None without GPU activity)."""
         return max(self.devices, key=lambda d: d.busy_ns, default=None)
+
+    @cached_property
+    def all_gaps(self) -> AllGaps:
+        """The devices' gaps as one column (built on first use, then kept with the analysis)."""
+        return AllGaps.of(self.devices)
 
 
 def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, comm_share: float = T.GAP_COVER_SHARE,

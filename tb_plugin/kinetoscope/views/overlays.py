@@ -39,30 +39,23 @@ def _us(ns: np.ndarray, base: int) -> list[float]:
 
 def gaps_overlay(idle: Any, t0_ns: int, t1_ns: int, ns_per_px: float, base: int) -> dict[str, Any]:
     """Idle gaps of every device in the window, MAX_GAPS at most in all (`hidden`: those left out): at most MAX_GAPS
-    per device first (the longest), then the longest MAX_GAPS of all, in device then time order.
-
-    The devices' gaps are read together, not device by device: a trace of 100,000 one-kernel devices made that loop
-    1.5 s a request. Each device's gaps are sorted and disjoint, so those overlapping the window are those ending
-    after t0 and starting before t1 (`in_window`'s range)."""
-    devices = [d for d in (idle.devices if idle is not None else ()) if d.gap_start_ns.size]
-    if not devices:
+    per device first (the longest), then the longest MAX_GAPS of all, in device then time order. All devices'
+    gaps are searched together (`GpuIdle.all_gaps`), one binary search per device."""
+    gaps = idle.all_gaps if idle is not None else None
+    if gaps is None or gaps.start_ns.size == 0:
         empty: list = []
         return {"device": empty, "start_us": empty, "end_us": empty, "cause": empty, "hidden": 0}
-    start = np.concatenate([d.gap_start_ns for d in devices])
-    end = np.concatenate([d.gap_end_ns for d in devices])
-    owner = np.repeat(np.arange(len(devices)), [d.gap_start_ns.size for d in devices])  # index into `devices`
-    overlapping = (end > t0_ns) & (start < t1_ns)
-    sel = np.flatnonzero(overlapping & (end - start >= ns_per_px))
-    per_device = np.bincount(owner[sel], minlength=len(devices))
-    for k in np.flatnonzero(per_device > MAX_GAPS).tolist():  # that device's longest MAX_GAPS
-        mine = sel[owner[sel] == k]
-        sel = np.sort(np.concatenate((sel[owner[sel] != k], _visible(start, end, mine, 0, MAX_GAPS))))
+    start, end = gaps.start_ns, gaps.end_ns
+    overlapping = gaps.overlapping(t0_ns, t1_ns)
+    sel = overlapping[end[overlapping] - start[overlapping] >= ns_per_px]  # ascending
+    for k in np.flatnonzero(np.bincount(gaps.owner(sel), minlength=gaps.device.size) > MAX_GAPS).tolist():
+        mine = (sel >= gaps.ptr[k]) & (sel < gaps.ptr[k + 1])  # that device's longest MAX_GAPS
+        sel = np.sort(np.concatenate((sel[~mine], _visible(start, end, sel[mine], 0, MAX_GAPS))))
     if sel.size > MAX_GAPS:
         sel = sel[np.sort(np.argsort(start[sel] - end[sel], kind="stable")[:MAX_GAPS])]
-    cause = np.concatenate([d.gap_cause for d in devices])[sel]
-    device = np.array([d.device for d in devices], np.int64)[owner[sel]]
-    return {"device": device.tolist(), "start_us": _us(start[sel], base), "end_us": _us(end[sel], base),
-            "cause": [CAUSE_NAMES[c] for c in cause.tolist()], "hidden": int(np.count_nonzero(overlapping)) - int(sel.size)}
+    return {"device": gaps.device[gaps.owner(sel)].tolist(), "start_us": _us(start[sel], base),
+            "end_us": _us(end[sel], base), "cause": [CAUSE_NAMES[c] for c in gaps.cause[sel].tolist()],
+            "hidden": int(overlapping.size) - int(sel.size)}
 
 
 def steps_overlay(model: TraceModel, steps: Any, t0_ns: int, t1_ns: int, ns_per_px: float,
