@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import gzip
-import importlib.resources
 import json
 import logging
-import posixpath
-import re
 import threading
 import time
 from pathlib import Path
@@ -101,7 +98,7 @@ def test_plugin_metadata_and_literal_route_table(logdir):
         assert instance.service().wait_scanned(5)  # get_plugin_apps starts the background scan
     finally:
         instance.service().close()
-    assert routes == {"/index.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES),
+    assert routes == {"/index.js", "/static/bundle.js", "/static/*", "/runs", "/status", "/verdict", "/ranks", *(f"/{r}" for r in DATA_ROUTES),
                       "/compare", "/name"}  # name: a cut name whole by its key (tests/test_views_profiler_tables.py)
 
 
@@ -422,35 +419,6 @@ def test_index_js_and_static_files(apps):
     assert b"export" in index.get_data() and index.headers["X-Content-Type-Options"] == "nosniff"
     static = get(apps, "static/index.js")
     assert static.status_code == 200 and static.get_data() == index.get_data()
-
-
-def _reachable_modules(root: Path, start: str = "ui/app.js") -> set[str]:
-    """The frontend modules `start` imports, directly or not (static `import ... from './x.js'` statements)."""
-    statement = re.compile(r"^\s*(?:import|export)\b[^;'\"]*?\bfrom\s+'([^']+)'|^\s*import\s+'([^']+)'", re.M)
-    seen, todo = set(), [start]
-    while todo:
-        module = todo.pop()
-        if module not in seen:
-            seen.add(module)
-            for spec in (a or b for a, b in statement.findall((root / module).read_text())):
-                if spec.startswith("."):
-                    todo.append(posixpath.normpath(posixpath.join(posixpath.dirname(module), spec)))
-    return seen
-
-
-def test_index_js_preloads_every_module_the_app_imports_and_each_is_served(apps):
-    """frontend/index.js asks for the whole import graph at once (`modulepreload`): its list is exactly what
-    ui/app.js reaches (a module added without it would load a round trip later; a stale name, a 404)."""
-    text = get(apps, "index.js").get_data(as_text=True)
-    listing = text[text.index("const MODULES = {"):]
-    listing = listing[:listing.index("};")]
-    listed = {f"{folder}/{name}.js" if folder else f"{name}.js"
-              for folder, names in re.findall(r"'([^']*)':\s*\[([^\]]*)\]", listing)
-              for name in re.findall(r"'([^']+)'", names)}
-    expected = _reachable_modules(Path(str(importlib.resources.files("kinetoscope.frontend"))))
-    assert len(expected) > 50 and listed == expected, (sorted(expected - listed), sorted(listed - expected))
-    for module in sorted(listed):
-        assert get(apps, f"static/{module}").status_code == 200, module
 
 
 TRAVERSALS = [

@@ -29,6 +29,7 @@ from ..index.readers import SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
 from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS, TABLE_SPLITS
 from . import routes
+from .bundle import BundleError, bundle
 from .compare_route import compare_impl
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError, log_once
 from .service import TraceService
@@ -223,6 +224,40 @@ def read_static(parts: list[str]) -> bytes:
         raise NotFound(f"no static file {'/'.join(parts)[:64]!r}") from None
 
 
+class FrontendBundle:
+    """`static/bundle.js` (server/bundle.py), built on its first request and again when one of its modules
+    changed on disk (size or modification time: a frontend edited while TensorBoard runs)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.built: Optional[tuple[tuple, bytes]] = None  # (stamps of its modules, the bundle)
+
+    @staticmethod
+    def _stamps(modules: list[str]) -> tuple:
+        root = importlib.resources.files("kinetoscope.frontend")
+        if not isinstance(root, os.PathLike):  # inside an archive: it cannot change
+            return ()
+        stamps = []
+        for module in modules:
+            try:
+                info = os.stat(os.path.join(root, *module.split("/")))
+                stamps.append((module, info.st_size, info.st_mtime_ns))
+            except OSError:
+                stamps.append((module, -1, -1))
+        return tuple(stamps)
+
+    def get(self) -> bytes:
+        with self.lock:
+            if self.built is not None and self._stamps([m for m, *_ in self.built[0]]) == self.built[0]:
+                return self.built[1]
+            try:
+                text, modules = bundle(lambda module: read_static(module.split("/")).decode("utf-8"))
+            except (NotFound, UnicodeDecodeError) as exc:
+                raise BundleError(f"a frontend module cannot be read: {exc}") from None
+            self.built = (self._stamps(modules), text.encode("utf-8"))
+            return self.built[1]
+
+
 # ---- the plugin ---------------------------------------------------------------------------------
 
 class KinetoscopePlugin(base_plugin.TBPlugin):
@@ -234,6 +269,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         self._context = context
         self._service: Optional[TraceService] = None
         self._service_lock = threading.Lock()
+        self.bundle = FrontendBundle()
 
     def service(self) -> TraceService:
         """The loading manager, created on first use (raises NotFound without a logdir)."""
@@ -272,6 +308,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
             pass
         return {
             "/index.js": self.index_js_route,
+            "/static/bundle.js": self.bundle_route,
             "/static/*": self.static_route,
             "/runs": self.runs_route,
             "/status": self.status_route,
@@ -298,6 +335,15 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
     @_route
     def index_js_route(self, request):
         return http_util.Respond(request, read_static(["index.js"]), STATIC_TYPES[".js"])
+
+    @_route
+    def bundle_route(self, request):
+        try:
+            content = self.bundle.get()
+        except BundleError as exc:  # the tab loads the modules one by one
+            log_once("bundle", f"kinetoscope: static/bundle.js: {exc}")
+            raise InternalError() from None
+        return http_util.Respond(request, content, STATIC_TYPES[".js"])
 
     @_route
     def static_route(self, request):
