@@ -63,10 +63,27 @@ def test_give_back_reads_the_allowance(monkeypatch):
     del kept
 
 
+@glibc
+def test_settle_gives_every_free_page_back_unless_the_process_holds_them(monkeypatch):
+    """A load done in TensorBoard's process (it lives on): everything free goes back, the allowance aside; in one that
+    holds what it frees (the CLI, the decoder child: they end soon) nothing."""
+    heap.give_back(slack_bytes=0)
+    monkeypatch.delenv(heap.SLACK_ENV, raising=False)
+    monkeypatch.setattr(heap, "_held", True)
+    kept = _free_in_the_middle(128)
+    free = heap.free_resident()
+    assert not heap.settle() and heap.free_resident() > free - (16 << 20)
+    monkeypatch.setattr(heap, "_held", False)
+    assert free < heap.allowance()  # give_back alone would keep it all
+    assert heap.settle() and heap.free_resident() < free - (96 << 20)
+    del kept
+
+
 def test_without_glibc_nothing_happens(monkeypatch):
     monkeypatch.setattr(heap, "_GLIBC", None)
     assert heap.free_resident() is None
     assert not heap.give_back(slack_bytes=0)
+    assert not heap.settle()
 
 
 _HOLD = """

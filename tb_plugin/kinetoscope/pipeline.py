@@ -186,7 +186,7 @@ def prepare_rest(model: TraceModel, early: LanesStage) -> Prepared:
     done = analyze_and_report(model, search=True)
     analysis = done.analysis
     tables = {by: launch_table(model, analysis.launch, by=by, top=MAX_TOP) for by in ("kernel", "op")}
-    heap.give_back()  # the server lives on: what the analyses freed goes back (past the allowance)
+    heap.settle()  # the server lives on: what the load freed goes back
     return Prepared(analysis=analysis, index=early.index, report=done.report, launch_tables=tables,
                     digest=rank_digest(model, analysis, worker=""), tables=done.tables, search=done.search)
 
