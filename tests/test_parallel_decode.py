@@ -338,6 +338,29 @@ def test_reserved_row_columns_give_the_model_of_joined_ones(small_pieces, monkey
         assert middle.size > 1 and middle.max() > SMALL_PIECE
 
 
+def _gzip_trailer(path, stored: int, isize: int) -> str:
+    """A sparse file of `stored` bytes ending in the gzip trailer's ISIZE field."""
+    with open(path, "wb") as handle:
+        handle.truncate(stored - 4)
+        handle.seek(stored - 4)
+        handle.write(isize.to_bytes(4, "little"))
+    return str(path)
+
+
+def test_a_gzip_text_past_4_gib_is_not_taken_for_its_wrapped_size(tmp_path):
+    """ISIZE is the text's size mod 4 GiB: a 4.2 GB text in a 210 MB file says 0.2 GB (it would decode as a short
+    text, fewer buffers ahead); corrected by 4 GiBs where the file is large enough to hold one and the text would
+    otherwise be under MIN_TEXT_RATIO times the file."""
+    gib, mib = 1 << 30, 1 << 20
+    cases = [(100, 50, 50), (16 * mib, 300 * mib, 300 * mib),  # small files, real sizes as they are
+             (280 * mib, 2 * gib, 2 * gib),  # a plausible ratio: not wrapped
+             (280 * mib, gib, gib + (4 << 30)), (210 * mib, 200 * mib, 200 * mib + (4 << 30)),  # past 4 GiB
+             (1500 * mib, gib, gib + (8 << 30))]  # past 8 GiB: 9 GiB, at least five times the file
+    for stored, isize, expected in cases:
+        assert loader._gzip_text_size(_gzip_trailer(tmp_path / "t.json.gz", stored, isize)) == expected, (stored, isize)
+    assert loader._long_text(loader._gzip_text_size(_gzip_trailer(tmp_path / "t.json.gz", 210 * mib, 200 * mib)))
+
+
 @pytest.mark.parametrize("long_text", [False, True])
 def test_a_gzip_text_keeps_fewer_copies_ahead_below_the_long_text_size_and_the_same_model(long_text, small_pieces,
                                                                                           monkeypatch, tmp_path):

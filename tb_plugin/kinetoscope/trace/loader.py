@@ -85,15 +85,26 @@ DECODE_SHARE = 0.8  # of the progress: the text decoded (by bytes); the rest is 
 
 
 def _gzip_text_size(path: str) -> Optional[int]:
-    """A local gzip file's text size from its trailer (ISIZE, the size mod 4 GiB; a hint for progress only)."""
+    """A local gzip file's text size from its trailer, as a hint (progress, whether to decode in parallel, how many
+    buffers ahead): ISIZE is the size mod 4 GiB, so a text past 4 GiB reads short (a 5 GB text in a 280 MB file says
+    1 GB). From the size a wrap becomes possible (4 GiB / MAX_DEFLATE_RATIO of file) 4 GiBs are added until the text
+    is at least MIN_TEXT_RATIO times the file, which a trace's JSON is (13-30 times in ../shared/traces)."""
     if "://" in path or "::" in path:
         return None
     try:
         with open(os.path.expanduser(path), "rb") as handle:
+            stored = handle.seek(0, os.SEEK_END)
             handle.seek(-4, os.SEEK_END)
-            return int.from_bytes(handle.read(4), "little") or None
+            text = int.from_bytes(handle.read(4), "little")
     except OSError:
         return None
+    if stored >= (1 << 32) // MAX_DEFLATE_RATIO:
+        text += -(-max(MIN_TEXT_RATIO * stored - text, 0) // (1 << 32)) << 32
+    return text or None
+
+
+MAX_DEFLATE_RATIO = 1032  # deflate's best: a smaller file cannot hold 4 GiB of text
+MIN_TEXT_RATIO = 5  # the shared traces: 13-30
 
 
 def _reporting(add, source_bytes, total: Optional[int], progress: Optional[Progress]):
