@@ -93,10 +93,10 @@ def step_series(key: np.ndarray, t_ns: np.ndarray, delta: np.ndarray, n_keys: in
     order = np.lexsort((tie, t_ns, key))
     key, t_ns, delta = key[order], t_ns[order], delta[order]
     ptr = np.searchsorted(key, np.arange(n_keys + 1))
-    total = np.cumsum(delta)
-    before = np.concatenate(([0.0], total))[ptr[:-1]]
-    value = total - np.repeat(before, np.diff(ptr))
-    return Series(t_ns.astype(np.int64), value.astype(np.float64), ptr.astype(np.int64))
+    value = np.cumsum(delta, dtype=np.float64)
+    before = np.concatenate(([0.0], value))[ptr[:-1]]
+    value -= np.repeat(before, np.diff(ptr))  # in place: a series' sum from its own first change
+    return Series(t_ns.astype(np.int64, copy=False), value, ptr.astype(np.int64))
 
 
 def queue_length(model: TraceModel) -> QueueLength:

@@ -121,25 +121,25 @@ def counter_index(parts, base_ns: int, total: Optional[int] = None) -> CounterIn
     """The index of `parts`: (kind, label, device, stream, change times in ns, values) per counter, in order;
     `total`: the trace's counters, when `parts` is the first of them."""
     total = len(parts) if total is None else int(total)
-    t_all = [p[4].astype(np.int64) - base_ns for p in parts]
+    t_all = [p[4].astype(np.int64, copy=False) - base_ns for p in parts]
     stride = int(max((int(t.max()) for t in t_all if t.size), default=0)) + 2
     parts, t_all = parts[:min(MAX_COUNTER_LANES, max(_KEY_LIMIT // stride, 1))], t_all[:MAX_COUNTER_LANES]
     t_all = t_all[:len(parts)]
     sizes = np.array([t.size for t in t_all], np.int64)
     ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     t = np.concatenate(t_all) if parts else np.zeros(0, np.int64)
-    v = np.concatenate([p[5] for p in parts]).astype(np.float64) if parts else np.zeros(0)
+    v = np.concatenate([p[5] for p in parts]).astype(np.float64, copy=False) if parts else np.zeros(0)
     seg = np.zeros(t.size)
     if t.size > 1:
         seg[1:] = v[:-1] * np.diff(t)
         seg[ptr[:-1][sizes > 0]] = 0.0  # a series' first change starts its integral at 0
-    total_area = np.cumsum(seg)
-    first_area = total_area[np.minimum(ptr[:-1], t.size - 1)] if t.size else np.zeros(len(parts))
-    base = np.repeat(np.where(sizes > 0, first_area, 0.0), sizes)
-    key = t + np.repeat(np.arange(len(parts), dtype=np.int64) * stride, sizes)
+    area = np.cumsum(seg, out=seg)  # in place, as below: each of these is a column of every change
+    first_area = area[np.minimum(ptr[:-1], t.size - 1)] if t.size else np.zeros(len(parts))
+    area -= np.repeat(np.where(sizes > 0, first_area, 0.0), sizes)
+    t += np.repeat(np.arange(len(parts), dtype=np.int64) * stride, sizes)  # the keys
     return CounterIndex(tuple(p[0] for p in parts), tuple(p[1] for p in parts),
                         np.array([p[2] for p in parts], np.int64), np.array([p[3] for p in parts], np.int64),
-                        total, int(base_ns), stride, key, v, total_area - base, ptr, *sparse_table(v))
+                        total, int(base_ns), stride, t, v, area, ptr, *sparse_table(v))
 
 
 def sparse_table(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

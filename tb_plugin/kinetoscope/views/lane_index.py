@@ -102,24 +102,26 @@ class TraceTooLong(ValueError):
 def build_lane_index(model: TraceModel) -> LaneIndex:
     """Index a model for window queries (tens of ms per 450k events)."""
     n = model.n_events
-    lane, depth = model.lane.astype(np.int64), model.depth.astype(np.int64)
-    n_depths = int(depth.max()) + 1 if n else 1
-    code = lane * n_depths + depth
+    n_depths = int(model.depth.max()) + 1 if n else 1
+    lane_max_depth = np.full(model.lane_kind.size, -1, np.int64)
+    np.maximum.at(lane_max_depth, model.lane, model.depth.astype(np.int64))
+    code = model.lane.astype(np.int64)  # (lane, depth) as one integer, built in place: every temporary here is a
+    code *= n_depths  # column of every event, and on a host that backs memory lazily each is fresh pages to fault in
+    code += model.depth
     order = stable_order(code)  # rows are (lane, ts)-sorted: ts order survives
     code_sorted = code[order]
+    del code
     opens = np.ones(n, bool)
     opens[1:] = code_sorted[1:] != code_sorted[:-1]
-    group = np.cumsum(opens) - 1
+    group = np.cumsum(opens)
+    group -= 1
     base, span = model.start_ns, model.stop_ns - model.start_ns
     stride = span + 2
     if int(opens.sum()) * stride >= _KEY_LIMIT:
         raise TraceTooLong(f"its events span {span / 3.15576e16:.3g} years ({span:,} ns over {int(opens.sum()):,} rows "
                            "of lanes): timestamps from unrelated clocks, or corrupt; the timeline cannot index it")
-    start = model.ts_ns[order]
-    raw = _level(0.0, group, start, start + model.dur_ns[order], np.ones(n, np.int64), model.dur_ns[order], order,
-                 base, stride)
-    lane_max_depth = np.full(model.lane_kind.size, -1, np.int64)
-    np.maximum.at(lane_max_depth, lane, depth)
+    start, busy = model.ts_ns[order], model.dur_ns[order]
+    raw = _level(0.0, group, start, start + busy, np.ones(n, np.int64), busy, order, base, stride)
     owned = np.flatnonzero(np.isin(model.kind, np.array(ACTIVITY_KINDS, np.int8)) & (model.launch_idx >= 0))
     owned = owned[np.argsort(model.launch_idx[owned], kind="stable")]
     return LaneIndex(levels=_pyramid(raw, span, base, stride), group_lane=code_sorted[opens] // n_depths,
@@ -145,15 +147,22 @@ def shown_lanes(model: TraceModel) -> np.ndarray:
 
 
 def _level(threshold, group, start, end, count, busy, first_row, base, stride) -> Level:
-    offset = group * stride - base
-    end_key = np.maximum.accumulate(end + offset) if end.size else end.copy()
+    offset = group * stride  # in place from here on, as in build_lane_index
+    offset -= base
+    end_key = end + offset
+    np.maximum.accumulate(end_key, out=end_key)
     m = np.full(start.size, np.inf)
     if start.size > 1:
         extent = (end - start).astype(np.float64)
-        gap = np.maximum(start[1:] - (end_key[:-1] - offset[1:]), 0)
-        m[1:] = np.maximum(np.maximum(extent[1:], extent[:-1]), gap)
+        gap = end_key[:-1] - offset[1:]
+        np.subtract(start[1:], gap, out=gap)
+        np.maximum(gap, 0, out=gap)
+        np.maximum(extent[1:], extent[:-1], out=m[1:])
+        del extent
+        np.maximum(m[1:], gap, out=m[1:])
         m[1:][group[1:] != group[:-1]] = np.inf
-    return Level(threshold_ns=float(threshold), group=group, start_key=start + offset, end_key=end_key,
+    offset += start  # the start keys
+    return Level(threshold_ns=float(threshold), group=group, start_key=offset, end_key=end_key,
                  start_ns=start, end_ns=end, count=count, busy_ns=busy, first_row=first_row, m_ns=m)
 
 
