@@ -73,3 +73,22 @@ def test_coded_unions_out_of_order_or_malformed_fall_back_to_the_unions():
         assert build.compiled_coded_unions(starts[[1, 0, 3, 2]], ends, code, np.array([0, 3, 2], np.int64), 2) is None
     got = intervals.coded_unions(starts, ends, code, ptr, 2)
     assert [(s.tolist(), e.tolist()) for s, e in got] == [([3], [7]), ([1, 9], [3, 11])]
+
+
+def test_ranges_and_packed_window_are_the_loops_they_replace():
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        lo = rng.integers(0, 100, rng.integers(0, 20))
+        hi = lo + rng.integers(-3, 10, lo.size)  # some empty, some reversed
+        assert intervals.ranges(lo, hi).tolist() == [x for a, b in zip(lo.tolist(), hi.tolist()) for x in range(a, b)]
+        runs, stride = int(rng.integers(1, 6)), 1000
+        starts = [np.sort(rng.integers(0, 990, rng.integers(0, 30))) for _ in range(runs)]
+        ends = [s + rng.integers(0, 8, s.size) for s in starts]
+        ends = [np.maximum.accumulate(e) if e.size else e for e in ends]  # ends sorted within a run, as the callers keep
+        start_key = np.concatenate([s + r * stride for r, s in enumerate(starts)])
+        end_key = np.concatenate([e + r * stride for r, e in enumerate(ends)])
+        t0 = int(rng.integers(0, 990))
+        t1 = min(t0 + int(rng.integers(0, 200)), stride - 1)  # clamped, as the callers do: never a neighbour's keys
+        expected = [k for k, (s, e) in enumerate(zip(start_key.tolist(), end_key.tolist()))
+                    if e % stride > t0 and s % stride < t1]
+        assert intervals.packed_window(start_key, end_key, runs, stride, t0, t1).tolist() == expected

@@ -175,12 +175,9 @@ class AllGaps:
         sorted and disjoint: those ending after t0 and starting before t1 are one range of its own."""
         if self.start_key is None:
             return np.flatnonzero((self.end_ns > t0_ns) & (self.start_ns < t1_ns))
-        at = np.arange(self.device.size, dtype=np.int64) * self.span
         first, last = self.base_ns - 1, self.base_ns + self.span - 1  # every key of a device lies between (exclusive)
-        lo = np.searchsorted(self.end_key, at + min(max(t0_ns, first), last), side="right")
-        hi = np.searchsorted(self.start_key, at + min(max(t1_ns, first + 1), last + 1), side="left")
-        counts = np.maximum(hi - lo, 0)
-        return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+        return intervals.packed_window(self.start_key, self.end_key, self.device.size, self.span,
+                                       min(max(t0_ns, first), last), min(max(t1_ns, first + 1), last + 1))
 
     def owner(self, positions: np.ndarray) -> np.ndarray:
         """The device position (index into `device`) of each gap position."""

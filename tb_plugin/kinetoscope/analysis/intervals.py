@@ -1,4 +1,5 @@
-"""Vectorized interval arithmetic on int64 nanoseconds: unions, coverage queries, enclosing lookups.
+"""Vectorized interval arithmetic on int64 nanoseconds: unions, coverage queries, enclosing lookups, windows of
+sorted runs packed in one column.
 
 A "union" is a pair of sorted, disjoint (starts, ends) arrays: touching or overlapping inputs merge.
 """
@@ -41,6 +42,21 @@ def coded_unions(starts: np.ndarray, ends: np.ndarray, code: np.ndarray, lane_pt
     if found is not None:
         return found
     return [union(starts[code == k], ends[code == k]) for k in range(n_codes)]
+
+
+def ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Every integer of the ranges [lo[k], hi[k]), range after range (none where hi <= lo)."""
+    counts = np.maximum(hi - lo, 0)
+    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - (np.cumsum(counts) - counts), counts)
+
+
+def packed_window(start_key: np.ndarray, end_key: np.ndarray, runs: int, stride: int, t0: int, t1: int) -> np.ndarray:
+    """Positions of the items overlapping [t0, t1) in `runs` sorted runs packed in one column, run r's keys being
+    r * stride + t (its items' starts in `start_key`, ends in `end_key`, both ascending): those ending after t0 and
+    starting before t1, one binary search per run, in run then position order. The caller clamps t0 and t1 so that
+    r * stride + t never reaches a neighbouring run's keys."""
+    at = np.arange(runs, dtype=np.int64) * stride
+    return ranges(np.searchsorted(end_key, at + t0, side="right"), np.searchsorted(start_key, at + t1, side="left"))
 
 
 def total(u_starts: np.ndarray, u_ends: np.ndarray) -> int:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.intervals import packed_window, ranges
 from ..trace.kinds import ACTIVITY_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays, stable_order
 from .counter_lanes import CounterIndex, build_counter_index
@@ -189,19 +190,11 @@ def window_positions(index: LaneIndex, level: Level, t0_ns: int, t1_ns: int) -> 
     span = index.stride - 2
     rel0 = min(max(t0_ns - index.base_ns, 0), span)
     rel1 = min(max(t1_ns - index.base_ns, 0), span + 1)
-    group_base = np.arange(index.n_groups, dtype=np.int64) * index.stride
-    lo = np.searchsorted(level.end_key, group_base + rel0, side="right")
-    hi = np.searchsorted(level.start_key, group_base + rel1, side="left")
-    counts = np.maximum(hi - lo, 0)
-    first = np.cumsum(counts) - counts
-    return np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - first, counts)
+    return packed_window(level.start_key, level.end_key, index.n_groups, index.stride, rel0, rel1)
 
 
 def owned_activities(index: LaneIndex, launch_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """GPU activities launched by each of `launch_rows`: (launch row, activity row) pairs."""
     lo = np.searchsorted(index.owned_keys, launch_rows, side="left")
     hi = np.searchsorted(index.owned_keys, launch_rows, side="right")
-    counts = hi - lo
-    first = np.cumsum(counts) - counts
-    positions = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - first, counts)
-    return np.repeat(launch_rows, counts), index.owned_rows[positions]
+    return np.repeat(launch_rows, hi - lo), index.owned_rows[ranges(lo, hi)]
