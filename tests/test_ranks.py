@@ -200,3 +200,42 @@ def test_rank_rows_carry_the_oracle_communication_figures():
         for key in ("comm_us", "compute_us", "exposed_comm_us"):
             assert row[key] == pytest.approx(want[key], rel=0.005), key
         assert row["overlap_pct"] == pytest.approx(want["overlap_pct"], abs=0.5)
+
+
+def test_the_ranks_route_builds_its_view_once_per_set_of_loads_and_again_after_a_reload(tmp_path):
+    import os
+    import time
+
+    from kinetoscope import pipeline
+    from kinetoscope.server import routes
+    from kinetoscope.server.service import TraceService
+
+    def settled():
+        deadline = time.monotonic() + 60
+        while (answer := routes.ranks_impl(service, "job"))["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert answer["pending"] == 0 and answer["failed"] == 0
+        return answer
+
+    paths = [tmp_path / "job" / f"rank{r}.1700000000000.pt.trace.json" for r in range(4)]
+    for r, path in enumerate(paths):
+        write_trace(path, gloo_rank(r, slow_rank=1))
+    service = TraceService(str(tmp_path), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare)
+    try:
+        service.scan_now()
+        first = settled()
+        assert [s["rank"] for s in first["view"]["stragglers"]] == [1]
+        again = routes.ranks_impl(service, "job")
+        assert again["view"] is first["view"] and again["groups"] is first["groups"]  # not built again
+        for r, path in enumerate(paths):  # the same job, now rank 2 is slow: every digest is replaced
+            write_trace(path, gloo_rank(r, slow_rank=2))
+            os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        service.scan_now()
+        after = settled()
+        assert after["view"] is not first["view"]
+        assert [s["rank"] for s in after["view"]["stragglers"]] == [2]
+        fresh = routes._ranks_of([routes.replace(service.digest(sid), worker=f.worker) for sid, f, _ in service.snapshot()],
+                                 {f.worker: sid for sid, f, _ in service.snapshot()})
+        assert json.dumps(fresh, sort_keys=True) == json.dumps((after["view"], after["groups"]), sort_keys=True)
+    finally:
+        service.close()

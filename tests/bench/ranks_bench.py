@@ -3,7 +3,8 @@
 Measures, each in a fresh process started by a small launcher (so ru_maxrss is the measured process's own):
 - `kinetoscope report LOGDIR` (all 64 ranks: one model at a time, a digest each, then the ranks view) against
   `kinetoscope report` of the largest single rank: the peak memory of the whole job should stay within 2x;
-- the `ranks` route once every rank has loaded: median and max over 50 calls (target under 100 ms).
+- the `ranks` route once every rank has loaded: median and max over 50 calls (target under 100 ms), and the first
+  answer with every rank, which builds the view the later ones reuse.
 
 Usage: .venv/bin/python tests/bench/ranks_bench.py [--ranks 64] [--steps 8] [--out .bench/ranks.md]
 """
@@ -66,7 +67,12 @@ def main() -> int:
     try:
         service.scan_now()
         start = time.perf_counter()
-        while routes.ranks_impl(service, "job")["pending"]:
+        while True:
+            t = time.perf_counter()
+            pending = routes.ranks_impl(service, "job")["pending"]
+            built_ms = (time.perf_counter() - t) * 1000  # the answer with every rank builds the view
+            if not pending:
+                break
             time.sleep(0.02)
         loaded_s = time.perf_counter() - start
         times, answer = [], None
@@ -90,7 +96,9 @@ def main() -> int:
             f"| `kinetoscope report` of its largest rank: peak RSS, time | {one_peak / 2**20:.0f} MiB, {one_s:.1f} s | - |\n"
             f"| whole job / one rank, peak RSS | {job_peak / one_peak:.2f}x | at most 2x |\n"
             f"| `ranks` route once loaded ({args.ranks} ranks, 50 calls): median, max | "
-            f"{statistics.median(times):.1f} ms, {max(times):.1f} ms | under 100 ms |\n"
+            f"{statistics.median(times):.2f} ms, {max(times):.2f} ms | under 100 ms |\n"
+            f"| its first answer with every rank loaded (builds the view, kept until a rank reloads) | "
+            f"{built_ms:.1f} ms | under 100 ms |\n"
             f"| loading every rank in the service (in-process decode) | {loaded_s:.1f} s | - |\n")
     return write_section(args.out, text)
 

@@ -182,7 +182,7 @@ def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
     members = [(sid, f) for sid, f, _ in service.snapshot() if f.run == run]
     if not members:
         raise NotFound(f"unknown run {run!r}")
-    digests, spans, pending, failed = [], [], 0, 0
+    loaded, spans, pending, failed = [], [], 0, 0
     for sid, f in members:
         try:
             digest = service.digest(sid)
@@ -194,8 +194,16 @@ def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
             pending += 1
             spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "loading"})
             continue
-        digests.append(replace(digest, worker=f.worker))
+        loaded.append((sid, f.worker, digest))
         spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready"})
+    ids = {f.worker: sid for sid, f in members}
+    key = ("ranks", run, tuple((sid, worker) for sid, worker, _ in loaded), tuple(sorted(ids.items())))
+    view, groups = service.derived(key, [d for *_, d in loaded], lambda: _ranks_of([replace(d, worker=w) for _, w, d in loaded], ids))
+    return {"run": run, "spans": spans, "pending": pending, "failed": failed, "view": view, "groups": groups}
+
+
+def _ranks_of(digests: list[Any], ids: dict[str, str]) -> tuple[Optional[dict[str, Any]], list[dict[str, Any]]]:
+    """`ranks_impl`'s view and groups of the loaded digests (each named by its worker); `ids`: worker -> span id."""
     found = job_groups(digests)
     jobs = sorted(multi_rank_jobs(found), key=lambda g: -len(g.workers))
     view = None
@@ -203,11 +211,9 @@ def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
         independent = [w for g in found if not g.is_job for w in g.workers]
         view = {**ranks_view([d for d in digests if d.worker in jobs[0].workers]), "basis": jobs[0].basis,
                 "not_ranks": independent}
-        ids = {f.worker: sid for sid, f in members}
         for row in view["ranks"]:
             row["id"] = ids.get(row["worker"])
-    return {"run": run, "spans": spans, "pending": pending, "failed": failed, "view": view,
-            "groups": [g.entry() for g in found]}
+    return view, [g.entry() for g in found]
 
 
 def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[Sequence[int]] = None,
