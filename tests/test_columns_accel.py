@@ -359,3 +359,68 @@ def test_lane_runs_are_the_unique_lanes_and_their_first_rows():
         want, first = np.unique(lanes, return_index=True)
         assert ids.dtype == lanes.dtype and ids.tolist() == want.tolist(), lanes
         assert ptr.dtype == np.int64 and ptr.tolist() == [*first.tolist(), lanes.size], lanes
+
+
+def _exact_values() -> list:
+    """What the exact decoder can hand `_ns_of`: Decimals of every spelling msgspec passes its float hook, ints of
+    every size, the NaN default, and values no decoder yields (which the reference decides)."""
+    import random
+    from decimal import Decimal
+    rng = random.Random(7)
+    texts = ["1700000000000123.5", "1700000000000123.05", "1700000000000123.005", "1700000000000123.0005",
+             "-1712195495519703.772", "0.5", "-0.5", "-0.0", "0.000", "5e0", "5E+2", "1.5e3", "1e-7", "123.", "NaN",
+             "-Infinity", "sNaN", "9223372036854775.807", "9223372036854775.808", "-9223372036854775.808",
+             "99999999999999999999.5", "1" * 40 + ".5", "0.0001", "12.3400", "-12.340"]
+    for _ in range(3000):
+        whole = str(rng.randrange(10 ** rng.randrange(1, 20)))
+        sign = rng.choice(["", "", "-"])
+        texts.append(f"{sign}{whole}.{rng.randrange(10 ** (k := rng.randrange(1, 6))):0{k}d}"
+                     + rng.choice(["", "", "", f"e{rng.randrange(-5, 5)}"]))
+    values = []
+    for text in texts:
+        try:
+            values.append(Decimal(text))
+        except ArithmeticError:
+            pass
+    values += [0, -1, 1700000000000123, 9223372036854775, 9223372036854776, -9223372036854776, 10 ** 30, -(10 ** 30),
+               True, False, float("nan"), 1.5, float("inf"), "12.5", None, b"1", [1]]
+    values += [rng.randrange(-(10 ** 19), 10 ** 19) for _ in range(2000)]
+
+    class Sub(Decimal):
+        pass
+    values.append(Sub("1.5"))
+    rng.shuffle(values)
+    return values
+
+
+@pytest.mark.skipif(bool(os.environ.get("KINETOSCOPE_PURE_PYTHON")), reason="the pure-Python extractor was asked for")
+def test_the_exact_time_reader_agrees_with_the_reference_on_every_spelling():
+    from decimal import Decimal
+
+    from kinetoscope.trace import _columns, decode
+    values = _exact_values()
+    want = [decode._kineto_ns(v) for v in values]
+    got = _columns.kineto_ns(values, Decimal, decode._kineto_ns)
+    assert len(got) == len(want)
+    for value, g, w in zip(values, got, want):
+        assert type(g) is type(w) and g == w, (value, g, w)
+    assert decode._ns_of(values) == want
+
+
+@pytest.mark.parametrize("chunk", [64 * 1024, 1 << 26])
+def test_a_trace_with_exact_times_gives_the_same_model_with_either_time_reader(tmp_path, monkeypatch, chunk):
+    from kinetoscope.trace import decode
+    base = 1712195495519703
+    events = [op(f"aten::op{i}", 0, 1) for i in range(4000)]
+    spellings = [".772", ".5", ".05", ".005", ".0", ""]
+    for i, e in enumerate(events):
+        e["ts"], e["dur"] = f"@{base + 3 * i}{spellings[i % 6]}@", f"@{i % 7}{spellings[(i + 1) % 6]}@"
+    text = json.dumps(trace_doc(events)).replace('"@', "").replace('@"', "")
+    path = write_trace(tmp_path / "w.pt.trace.json", text)
+    monkeypatch.setattr(loader, "CHUNK_BYTES", chunk)
+    assert decode.needs_exact_times(text.encode(), 0, len(text))
+    fast = loader.load_trace(str(path), cache_dir=None)
+    monkeypatch.setattr(decode, "_ns_of", lambda values: list(map(decode._kineto_ns, values)))
+    _assert_same(fast, loader.load_trace(str(path), cache_dir=None))
+    starts = sorted(fast.ts_ns.tolist())[:3]  # `.5` and `.05` are 5 ns (the unpadded writer)
+    assert [s - starts[0] for s in starts] == [0, 3000 + 5 - 772, 6000 + 5 - 772]
