@@ -384,3 +384,33 @@ def test_a_gzip_text_keeps_fewer_copies_ahead_below_the_long_text_size_and_the_s
     assert depths == [per_worker]
     assert ahead and {limit for _, limit in ahead} == {3 * per_worker}
     assert max(pending for pending, _ in ahead) == 3 * per_worker  # the queue filled to its bound, never past it
+
+
+def test_a_small_gzip_text_decodes_in_a_window_of_its_own_size_and_a_short_trailer_costs_only_pieces(tmp_path, monkeypatch):
+    """The decode window of a gzip text is sized from its trailer's hint, as a plain file's from its size (a 4 MB text
+    in a 16 MiB-chunk window: 33 MiB zero-filled, most of a small trace's peak); a multi-member file whose last member
+    is short (ISIZE counts only that one) is never cut finer than the file's own size, and decodes to the same model."""
+    from kinetoscope.trace import decode as decode_module
+    events = [e for i in range(3000) for e in (op(f"aten::op{i % 50}", 10 * i, 5), launch(10 * i + 1, 2, corr=i + 1),
+                                              kernel(f"k{i % 7}", 10 * i + 3, 4, corr=i + 1))]
+    text = json.dumps(trace_doc(events)).encode()
+    plain = tmp_path / "p.pt.trace.json"
+    plain.write_bytes(text)
+    one = tmp_path / "one.pt.trace.json.gz"
+    one.write_bytes(gzip.compress(text))
+    cut = len(text) - 64  # two members: the last one's ISIZE says 64 bytes
+    two = tmp_path / "two.pt.trace.json.gz"
+    two.write_bytes(gzip.compress(text[:cut]) + gzip.compress(text[cut:]))
+    windows = []
+    real = decode_module._Window.__init__
+
+    def spy(self, capacity):
+        windows.append(capacity)
+        real(self, capacity)
+    monkeypatch.setattr(decode_module._Window, "__init__", spy)
+    expected = decode(plain, 1, monkeypatch)
+    for path, floor in ((one, len(text)), (two, two.stat().st_size)):
+        windows.clear()
+        found = differences(expected, decode(path, 1, monkeypatch))
+        assert [f for f in found if path is one or not f.startswith("piece_")] == [], path.name  # cut finer, else equal
+        assert windows and 2 * floor <= windows[0] <= 2 * len(text) + (1 << 20) < loader.CHUNK_BYTES, (path.name, windows)

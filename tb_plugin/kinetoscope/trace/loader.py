@@ -354,7 +354,10 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     """
     builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes),
                             text_bytes=text_bytes or size_hint)
-    chunk = CHUNK_BYTES if size_hint is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, size_hint))
+    # a gzip text's size is its trailer's hint (`text_bytes`), which a multi-member file or a forged trailer makes too
+    # small: never below the file's own size then (a short hint costs more pieces, never a wrong model)
+    known = size_hint if size_hint is not None else (max(text_bytes, stored_bytes) if text_bytes else None)
+    chunk = CHUNK_BYTES if known is None else max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, known))
     if (text_bytes or size_hint or 0) >= RESERVED_TEXT_BYTES:  # by the text's size only: the serial decode's pieces too
         chunk = LARGE_TEXT_CHUNKS * CHUNK_BYTES
     offloader = helpers = None
