@@ -414,3 +414,31 @@ def test_a_small_gzip_text_decodes_in_a_window_of_its_own_size_and_a_short_trail
         found = differences(expected, decode(path, 1, monkeypatch))
         assert [f for f in found if path is one or not f.startswith("piece_")] == [], path.name  # cut finer, else equal
         assert windows and 2 * floor <= windows[0] <= 2 * len(text) + (1 << 20) < loader.CHUNK_BYTES, (path.name, windows)
+
+
+def test_the_piece_size_follows_the_text_size():
+    """Short texts (below SHORT_AHEAD_TEXT_BYTES) in half pieces: their in-flight pieces set the parallel decode's peak;
+    longer ones whole, the longest (from RESERVED_TEXT_BYTES) double; a file of unknown size whole; a gzip hint below
+    the file's own size is not believed; never below MIN_CHUNK_BYTES nor above the text."""
+    chunk, mib = loader.CHUNK_BYTES, 1 << 20
+    assert loader._chunk_bytes(None, None, 10 * mib) == chunk
+    assert loader._chunk_bytes(300 * mib, None, 300 * mib) == chunk // loader.SHORT_TEXT_DIVISOR < chunk
+    assert loader._chunk_bytes(None, 300 * mib, 16 * mib) == chunk // loader.SHORT_TEXT_DIVISOR
+    assert loader._chunk_bytes(loader.SHORT_AHEAD_TEXT_BYTES, None, 0) == chunk
+    assert loader._chunk_bytes(None, loader.RESERVED_TEXT_BYTES, mib) == loader.LARGE_TEXT_CHUNKS * chunk
+    assert loader._chunk_bytes(4 * mib, None, 4 * mib) == 4 * mib and loader._chunk_bytes(100, None, 100) == loader.MIN_CHUNK_BYTES
+    assert loader._chunk_bytes(None, 64, 3 * mib) == 3 * mib  # a multi-member file's last ISIZE: the file's size
+
+
+def test_a_gzip_text_is_inflated_in_blocks_of_its_piece_size(tmp_path, monkeypatch):
+    events = [op(f"aten::op{i % 50}", 10 * i, 5) for i in range(20000)]
+    text = json.dumps(trace_doc(events)).encode()
+    path = tmp_path / "t.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(text))
+    sizes = []
+    real = loader.iter_blocks
+    monkeypatch.setattr(loader, "iter_blocks", lambda p, block_bytes: sizes.append(block_bytes) or real(p, block_bytes))
+    for workers in (1, 2):
+        sizes.clear()
+        decode(path, workers, monkeypatch)
+        assert sizes == [loader._chunk_bytes(None, len(text), path.stat().st_size)] == [len(text)], (workers, sizes)
