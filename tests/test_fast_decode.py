@@ -154,8 +154,14 @@ PIECES = {
     "int_times_up_to_18_digits": (_piece(op("a", 123456789012345678, 1), op("b", -5, 0)), TAKEN),
     "float_times_with_exponents": (_piece(b'{"ph":"X","name":"a","ts":1.5e3,"dur":2E-2}',
                                           b'{"ph":"X","name":"b","ts":1e+22,"dur":12345.678e-3}'), TAKEN),
-    "float_time_beyond_one_exact_step": (_piece(b'{"ph":"X","name":"a","ts":1e23,"dur":1}'), LEFT),
-    "float_time_of_many_digits": (_piece(b'{"ph":"X","name":"a","ts":1623142623460147.123456,"dur":1}'), LEFT),
+    # past one exact operation (a power of ten past 22, more than 2^53 in the mantissa): rounded by the C library
+    "float_time_beyond_one_exact_step": (_piece(b'{"ph":"X","name":"a","ts":1e23,"dur":1}'), TAKEN),
+    "float_time_of_many_digits": (_piece(b'{"ph":"X","name":"a","ts":1623142623460147.123456,"dur":1}'), TAKEN),
+    "float_reprs_of_17_digits": (_piece(b'{"ph":"X","name":"a","ts":100000000100.0,"dur":0.49166666666666664}',
+                                        b'{"ph":"X","name":"b","ts":9007199254740993.0,"dur":1.00000000000000011102230246251565404}'),
+                                 TAKEN),
+    "float_time_with_a_3_digit_exponent": (_piece(b'{"ph":"X","name":"a","ts":1e100,"dur":1}'), LEFT),
+    "float_time_of_more_than_64_characters": (_piece(b'{"ph":"X","name":"a","ts":1.' + b"1" * 70 + b',"dur":1}'), LEFT),
     "negative_zero_times": (_piece(b'{"ph":"X","name":"a","ts":-0,"dur":-0.0}'), TAKEN),
     "negative_durations_and_ids": (_piece(op("a", 5, -3, pid=-4, tid=-2, correlation=-1)), TAKEN),
     "missing_fields": (_piece({}, {"ph": "X"}, {"name": "x", "ts": 1}, {"ph": "X", "ts": 1, "dur": 1, "args": {}}), TAKEN),
@@ -264,8 +270,8 @@ def test_the_scan_refuses_foreign_arguments():
 def test_numbers_convert_as_the_typed_decode_converts_them():
     rng = np.random.default_rng(29)
     spellings = []
-    for _ in range(3000):
-        digits = "".join(map(str, rng.integers(0, 10, rng.integers(1, 20))))
+    for _ in range(6000):  # up to 19 digits: one exact operation where it can; up to 45: the C library's rounding
+        digits = "".join(map(str, rng.integers(0, 10, rng.integers(1, 20 if len(spellings) % 2 else 46))))
         point = int(rng.integers(0, len(digits) + 1))
         mantissa = (digits[:point] or "0").lstrip("0") or "0"
         text = mantissa + ("." + digits[point:] if point < len(digits) else "")
@@ -281,7 +287,16 @@ def test_numbers_convert_as_the_typed_decode_converts_them():
             taken += 1
             ts = np.frombuffer(scanned[1][5], np.float64)[0]
             assert ts == expected and np.signbit(ts) == np.signbit(expected), text
-    assert taken > 1500
+    assert taken > 4000
+    # halfway and near-halfway cases between two doubles: ties go to the even one, as in msgspec
+    for text in ("9007199254740993.0", "9007199254740995.0", "1.00000000000000011102230246251565404236316680908203125",
+                 "1.00000000000000011102230246251565404236316680908203126", "0.1000000000000000055511151231257827",
+                 "123456789012345678901234567890.5", "4.9406564584124654e-50", "1.7976931348623157e+99"):
+        for sign in ("", "-"):
+            piece = b'[{"ph":"X","name":"a","ts":%s,"dur":1}]' % (sign + text).encode()
+            scanned = build._scan.scan(piece, build._PHASE_TABLE)
+            assert scanned is not None, text
+            assert np.frombuffer(scanned[1][5], np.float64)[0] == _TYPED.decode(piece)[0].ts == float(sign + text), text
 
 
 @pytest.mark.parametrize("pool", ["threads", "processes"])

@@ -9,8 +9,8 @@
  * It reads only the common shapes Kineto and the 2021 profiler write, exactly as the typed decode would, and
  * gives up on the whole piece (returns None) at anything else: an escape in a string it keeps or in a key, a
  * surrogate escape, invalid UTF-8, a control character in a string, a type the schema rejects, a duplicate known
- * key, an integer of more than 18 digits, a float it cannot convert exactly in one operation, a number of more
- * than 64 characters or a 3-digit exponent, nesting deeper than MAX_DEPTH, a truncated or malformed piece. The
+ * key, an integer of more than 18 digits, a float it cannot convert exactly in one operation where the C library
+ * cannot round it either (`exact_double`), a number of more than 64 characters or a 3-digit exponent, nesting deeper than MAX_DEPTH, a truncated or malformed piece. The
  * caller then decodes the piece the usual way, so every such case keeps today's behaviour.
  *
  * The few events a consumer reads as structs (metadata events, flow events whose id is not an integer, events
@@ -22,7 +22,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__) || defined(__APPLE__)
+#include <locale.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+#define HAVE_STRTOD_L 1
+#endif
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -256,6 +264,31 @@ typedef struct {
     double d;
 } Number;
 
+#ifdef HAVE_STRTOD_L
+static locale_t c_numeric;  /* "C" numbers whatever the process's locale; set at import */
+#endif
+
+/* The double nearest the decimal text [p, p + len) (JSON's grammar, checked by the caller), rounded as msgspec
+ * rounds it (both round correctly: the nearest double, ties to even); 0, or -1 where the C library cannot say. For
+ * the floats the one-operation conversion cannot take: more than 2^53 in the mantissa (17-digit reprs of
+ * Python writers) or a power of ten past 22. */
+static int exact_double(const unsigned char *p, size_t len, double *out) {
+#ifdef HAVE_STRTOD_L
+    char text[MAX_NUMBER_CHARS + 1];
+    if (c_numeric == (locale_t)0 || len > MAX_NUMBER_CHARS) return -1;
+    memcpy(text, p, len);
+    text[len] = '\0';
+    char *stop = NULL;
+    double v = strtod_l(text, &stop, c_numeric);
+    if (stop != text + len) return -1;
+    *out = v;
+    return 0;
+#else
+    (void)p, (void)len, (void)out;
+    return -1;
+#endif
+}
+
 /* A number at s->p by JSON's grammar: 0, or -1 to give up (malformed, too long, or not exact in one step).
  * With `out` NULL, a value nobody keeps: any count of digits, within MAX_NUMBER_CHARS. */
 static int read_number(Scan *s, Number *out) {
@@ -264,15 +297,15 @@ static int read_number(Scan *s, Number *out) {
     if (p < end && *p == '-') negative = 1, p++;
     if (p >= end || *p < '0' || *p > '9') return -1;
     uint64_t mantissa = 0;
-    int digits = 0, frac = 0;
+    int digits = 0, frac = 0, long_mantissa = 0;  /* past 19 digits: the mantissa is not kept (see `exact_double`) */
     if (*p == '0') {
         p++;
         if (p < end && *p >= '0' && *p <= '9') return -1;  /* no leading zeros */
     } else {
         while (p < end && *p >= '0' && *p <= '9') {
-            if (digits >= 19 && out != NULL) return -1;
-            mantissa = mantissa * 10 + (uint64_t)(*p++ - '0');
-            digits++;
+            if (digits >= 19) long_mantissa = 1;
+            else mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+            p++, digits++;
         }
     }
     int is_int = 1;
@@ -281,13 +314,13 @@ static int read_number(Scan *s, Number *out) {
         p++;
         if (p >= end || *p < '0' || *p > '9') return -1;
         while (p < end && *p >= '0' && *p <= '9') {
-            if (mantissa == 0 && *p == '0') {
+            if (mantissa == 0 && !long_mantissa && *p == '0') {
                 frac++, p++;  /* leading zeros of the fraction do not count against the digits */
                 continue;
             }
-            if (digits >= 19 && out != NULL) return -1;
-            mantissa = mantissa * 10 + (uint64_t)(*p++ - '0');
-            digits++, frac++;
+            if (digits >= 19) long_mantissa = 1;
+            else mantissa = mantissa * 10 + (uint64_t)(*p - '0'), frac++;
+            p++, digits++;
         }
     }
     int exponent = 0;
@@ -316,11 +349,14 @@ static int read_number(Scan *s, Number *out) {
         out->d = (double)out->i;  /* int -> float as the typed decode converts it (a -0 is the int 0) */
     } else {
         int scale = exponent - frac;
-        if (mantissa > (1ULL << 53) || scale < -22 || scale > 22) return -1;  /* exact in one operation only */
-        double v = (double)mantissa;
-        v = scale >= 0 ? v * POW10[scale] : v / POW10[-scale];
-        out->d = negative ? -v : v;
         out->i = 0;
+        if (long_mantissa || mantissa > (1ULL << 53) || scale < -22 || scale > 22) {  /* not exact in one operation */
+            if (exact_double(begin, (size_t)(p - begin), &out->d) < 0) return -1;
+        } else {
+            double v = (double)mantissa;
+            v = scale >= 0 ? v * POW10[scale] : v / POW10[-scale];
+            out->d = negative ? -v : v;
+        }
     }
     s->p = p;
     return 0;
@@ -930,6 +966,9 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Trace JSON text -> raw columns, one pass.", -1, methods};
 
 PyMODINIT_FUNC PyInit__scan(void) {
+#ifdef HAVE_STRTOD_L
+    if (c_numeric == (locale_t)0) c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);  /* none: long floats give up */
+#endif
     keyset_init(&arg_keys, ARG_KEYS, N_ARGS);
     keyset_init(&event_keys, EVENT_KEYS, N_EVENT_KEYS);
     if (PyType_Ready(&BlockType) < 0) return NULL;
