@@ -4,8 +4,9 @@
  * in memory answers 409, and the browser logs every refused request as a console error; so the first
  * request for a span polls `status?span=ID&load=1` (queues the load, answers 200 with its state)
  * until the trace is ready, and only then asks the data route. Spans seen ready are remembered per
- * Api, so later requests (every pan and zoom) go straight to their route; listings that show a span
- * no longer ready (`forgetUnready`) and a 409 after all (evicted meanwhile) send it back to waiting.
+ * Api (or shown ready by a listing, `learnReady`), so later requests (every pan and zoom) go straight to their
+ * route; listings that show a span no longer ready (`forgetUnready`) and a 409 after all (evicted meanwhile) send
+ * it back to waiting.
  * The lanes can be asked earlier, once the server has published them (`lanes_ready` while it still
  * analyses): `getWhenLanesReady` / `waitLanes` wait for that, the same way (`status?...&until=lanes`).
  * No DOM.
@@ -58,6 +59,30 @@ export function forgetUnready(api, spans) {
     ready.delete(s.id);
     if (!LANES.reached(s)) lanes.delete(s.id);
   }
+}
+
+/**
+ * Remembers the spans a listing (`runs` spans, `status` traces) shows as ready, or with their lanes published,
+ * so their first request goes straight to its route instead of asking `status` first (one round trip less when
+ * a tab opens on a span TensorBoard has loaded already). A span evicted since answers 409 and waits after all.
+ * @param {import('./api.js').Api} api @param {Iterable<{id: string, state: string, lanes_ready?: boolean}>} spans
+ */
+export function learnReady(api, spans) {
+  const ready = readySpans(api);
+  const lanes = lanesSpans(api);
+  for (const s of spans) {
+    if (!s) continue;
+    if (READY.reached(s)) ready.add(s.id);
+    if (LANES.reached(s)) lanes.add(s.id);
+  }
+}
+
+/**
+ * Whether a listing entry (`runs` span, `status` trace) says the span's lanes can be asked now.
+ * @param {{state?: string, lanes_ready?: boolean} | null | undefined} trace
+ */
+export function lanesAvailable(trace) {
+  return Boolean(trace) && LANES.reached(trace);
 }
 
 /**

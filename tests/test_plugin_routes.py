@@ -131,6 +131,11 @@ def test_runs(apps, ids):
     assert gpu["name"] == "worker0" and [s["index"] for s in gpu["spans"]] == [1, 2]
     assert [s["span"] for s in gpu["spans"]] == ["1", "2"] and "/" not in gpu["spans"][0]["file"]
     assert all(len(s["id"]) == 12 and s["state"] in ("ready", "unloaded") for s in gpu["spans"])
+    # as in `status`: a tab opening on a span whose lanes are published places it without asking `status`
+    statuses = {t["id"]: t for t in body(get(apps, "status"))["traces"]}
+    for s in gpu["spans"]:
+        assert s["lanes_ready"] == (s["state"] == "ready") and s["duration_us"] == statuses[s["id"]]["duration_us"]
+    assert any(s["lanes_ready"] and s["duration_us"] > 0 for s in gpu["spans"])
 
 
 def test_status(apps, ids):

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { Api } from '../api.js';
-import { forgetUnready, getWhenLanesReady, getWhenReady, waitLanes } from '../loading.js';
+import { forgetUnready, getWhenLanesReady, getWhenReady, lanesAvailable, learnReady, waitLanes } from '../loading.js';
 
 /** A minimal Response stand-in. */
 const reply = (status, body) => ({
@@ -158,4 +158,21 @@ test('a server without lanes_ready: waitLanes waits for ready', async () => {
   const { api, urls } = stagedServer([{ id: 'a', state: 'loading' }, { id: 'a', state: 'ready' }]);
   assert.equal((await waitLanes(api, 'a')).state, 'ready');
   assert.equal(urls.length, 2);
+});
+
+test('a listing that shows a span ready (or its lanes published) sends its first requests straight to the route', async () => {
+  const { api, urls } = stagedServer([{ id: 'a', state: 'ready', lanes_ready: true }]);
+  learnReady(api, [{ id: 'a', state: 'ready', lanes_ready: true }, { id: 'b', state: 'loading', lanes_ready: true },
+    { id: 'c', state: 'unloaded', lanes_ready: false }, null]);
+  await getWhenReady(api, 'summary', { span: 'a' });
+  await getWhenLanesReady(api, 'lanes', { span: 'b' });
+  assert.deepEqual(urls, ['summary?span=a', 'lanes?span=b']);
+  await getWhenReady(api, 'summary', { span: 'b' }); // its analyses were not done: wait for them
+  await getWhenLanesReady(api, 'lanes', { span: 'c' });
+  assert.deepEqual(urls.slice(2), ['status?span=b&load=1&wait_ms=1500', 'summary?span=b', LANES_POLL.replace('span=a', 'span=c'), 'lanes?span=c']);
+  assert.equal(lanesAvailable({ state: 'ready' }), true);
+  assert.equal(lanesAvailable({ state: 'loading', lanes_ready: true }), true);
+  assert.equal(lanesAvailable({ state: 'loading', lanes_ready: false }), false);
+  assert.equal(lanesAvailable({ state: 'unloaded' }), false);
+  assert.equal(lanesAvailable(null), false);
 });

@@ -90,3 +90,25 @@ test('start and stop drive the checks with a timer', async () => {
   await new Promise((resolve) => setTimeout(resolve, 40));
   assert.equal(s.asked, asked, 'no requests after stop');
 });
+
+test('a listing taken before the refresher existed is shown as a refresh: the next is due REFRESH_MS later', async () => {
+  const s = setup();
+  s.nowMs = 1000;
+  s.refresher.took({ runs: ['early'] });
+  assert.deepEqual(s.seen, [{ runs: ['early'] }]);
+  s.refresher.check();
+  assert.equal(s.asked, 0, 'not due: the early listing counts');
+  s.nowMs = 1000 + REFRESH_MS;
+  s.refresher.check();
+  assert.equal(s.asked, 1);
+  const failing = new RunsRefresher({ get: () => Promise.resolve({}) }, () => { throw new Error('boom'); }, () => {});
+  const logged = [];
+  const original = console.error;
+  console.error = (...args) => logged.push(args);
+  try {
+    failing.took({}); // a listing the page cannot show is logged, not thrown at the caller
+  } finally {
+    console.error = original;
+  }
+  assert.equal(logged.length, 1);
+});

@@ -7,7 +7,7 @@
  * changes with it.
  */
 import { Api, ApiError, LatestChannel } from '../api.js';
-import { forgetUnready, getWhenReady, waitLanes } from '../loading.js';
+import { forgetUnready, getWhenReady, lanesAvailable, learnReady, waitLanes } from '../loading.js';
 import { samePlacement, spanPlacement } from '../model/placement.js';
 import { isMultiRank } from '../model/ranks.js';
 import { findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
@@ -35,8 +35,10 @@ import { followHash, readInitialState, startUrlSync } from './urlsync.js';
 
 /**
  * @param {HTMLElement} body
+ * @param {{runs?: Promise<any>}} [early] what index.js asked for while this code loaded: the `runs` listing (its
+ *   answer, or null when it failed)
  */
-export async function start(body) {
+export async function start(body, early = {}) {
   document.head.appendChild(el('link', { rel: 'stylesheet', href: new URL('../style.css', import.meta.url).href }));
   const api = new Api();
   const store = new Store();
@@ -163,6 +165,7 @@ export async function start(body) {
   function showRuns(body) {
     latest = runsOf(body);
     forgetUnready(api, spanList(latest).map((x) => x.span));
+    learnReady(api, spanList(latest).map((x) => x.span));
     compare.setRuns(latest);
     if (store.state.span) {
       syncHeader();
@@ -238,7 +241,11 @@ export async function start(body) {
    * @param {import('./store.js').SpanRef} ref @param {import('../model/urlstate.js').ViewState} link
    */
   async function placeWhenLanesReady(ref, link) {
-    const result = await lanesChannel.run((signal) => waitLanes(api, ref.id, signal)).catch(() => ({ stale: true }));
+    // a listing that shows the lanes published, with the trace's extent, places the span without asking `status`
+    const listed = findSpan(latest, ref.id)?.span;
+    const known = lanesAvailable(listed) && Number.isFinite(listed?.duration_us) ? listed : null;
+    const result = await lanesChannel.run((signal) => (known ? Promise.resolve(known) : waitLanes(api, ref.id, signal)))
+      .catch(() => ({ stale: true }));
     if (result.stale || store.state.span?.id !== ref.id || store.state.lanesReady) return;
     const trace = /** @type {any} */ (result).value;
     if (!Number.isFinite(trace?.duration_us)) return; // a server that does not say: the summary places it
@@ -277,6 +284,8 @@ export async function start(body) {
   // is unloaded or put in the back-forward cache stops asking.
   window.addEventListener('pagehide', () => refresher.stop());
   window.addEventListener('pageshow', (event) => event.persisted && refresher.start());
-  await refresher.refresh();
+  const listing = early.runs ? await early.runs.catch(() => null) : null;
+  if (listing) refresher.took(listing);
+  else await refresher.refresh(); // none asked for early, or it failed: ask (and say why it fails)
   refresher.start();
 }

@@ -72,6 +72,20 @@ export class RunsRefresher {
     if (shownAgain || this.now() - this.lastMs >= this.refreshMs) this.refresh();
   }
 
+  /**
+   * Shows a listing asked for before the refresher existed (index.js asks for it while the app's code loads) as
+   * a refresh's; the next one is due `refreshMs` later.
+   * @param {any} body a `runs` answer
+   */
+  took(body) {
+    this.lastMs = this.now();
+    try {
+      this.onRuns(body);
+    } catch (err) {
+      console.error('kinetoscope: showing the runs failed', err);
+    }
+  }
+
   /** Asks for the listing now (one request at a time). @returns {Promise<void>} */
   refresh() {
     if (this.inFlight) return this.inFlight;

@@ -79,7 +79,8 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
         spans.append({"id": sid, "index": len(spans) + 1, "span": f.span_text, "file": Path(f.path).name,
                       "size_bytes": f.size, "state": state["state"], "version": f.version,
-                      "source": state["source"], "index_reason": state["index_reason"]})
+                      "source": state["source"], "index_reason": state["index_reason"],
+                      "lanes_ready": state["lanes_ready"], "duration_us": state["duration_us"]})
     return {"logdir": redact(service.logdir), "scan_complete": complete, "scan_error": service.scan_error,
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
                      for run, workers in runs.items()]}
