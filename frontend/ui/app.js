@@ -164,8 +164,9 @@ export async function start(body, early = {}) {
   /** A `runs` answer: refreshes the selectors, or opens the first span once there is one. @param {any} body */
   function showRuns(body) {
     latest = runsOf(body);
-    forgetUnready(api, spanList(latest).map((x) => x.span));
-    learnReady(api, spanList(latest).map((x) => x.span));
+    const listed = spanList(latest).map((x) => x.span);
+    forgetUnready(api, listed);
+    learnReady(api, listed);
     compare.setRuns(latest);
     if (store.state.span) {
       syncHeader();

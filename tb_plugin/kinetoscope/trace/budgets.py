@@ -164,6 +164,15 @@ def decode_workers() -> tuple[int, str]:
         return 1, str(exc)
 
 
+PURE_PYTHON_ENV = "KINETOSCOPE_PURE_PYTHON"
+
+
+def pure_python() -> bool:
+    """Whether the compiled parts (`trace/_columns.c`, and `_scan.c` with it) are left aside: any non-empty value
+    (the pure-Python twins build the same model, slower; the tests run both)."""
+    return bool(os.environ.get(PURE_PYTHON_ENV))
+
+
 FAST_DECODE_ENV = "KINETOSCOPE_FAST_DECODE"
 
 

@@ -24,7 +24,7 @@ import msgspec
 import numpy as np
 
 from . import heap
-from .budgets import BudgetExceeded, fast_decode
+from .budgets import BudgetExceeded, fast_decode, pure_python
 from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
@@ -120,7 +120,7 @@ def _columns_accel(events: list[Event], tables: tuple[dict, ...], off: int, lega
 
 def _load_accelerator():
     """The compiled extractor bound to the struct layouts, or None (pure Python) when absent or disabled."""
-    if os.environ.get("KINETOSCOPE_PURE_PYTHON"):
+    if pure_python():
         return None
     try:
         from . import _columns

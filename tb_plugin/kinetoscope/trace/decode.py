@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from decimal import Decimal
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 import msgspec
+
+from .budgets import pure_python
 
 NAN = float("nan")
 RAW_ABSENT = msgspec.Raw()  # an absent Raw-typed arg: no text
@@ -647,7 +648,7 @@ def _exact_events(exact: list, rebase: int, ts_ns: Optional[list] = None) -> lis
 def _load_ns_reader() -> Callable[[list], list]:
     """`[_kineto_ns(v) for v in values]`: read in C (`_columns.kineto_ns`; 0.27 -> 0.03 s for a rank of 30,000
     events) unless absent or disabled, every value it does not read itself handed to `_kineto_ns`."""
-    if not os.environ.get("KINETOSCOPE_PURE_PYTHON"):
+    if not pure_python():
         try:
             from ._columns import kineto_ns
         except ImportError:
