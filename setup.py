@@ -3,11 +3,13 @@ from setuptools import Extension, setup
 
 # One C pass from decoded event structs to columns (kinetoscope/trace/_columns.c). Optional: without a
 # compiler the package installs and runs on the pure-Python extractor, about 2x slower to decode.
+KINETO_TIME = ["tb_plugin/kinetoscope/trace/_kineto_time.h"]  # Kineto's exact time text, read by both passes below
 COLUMNS = Extension("kinetoscope.trace._columns", ["tb_plugin/kinetoscope/trace/_columns.c"], optional=True,
-                    extra_compile_args=["-O2"])
+                    depends=KINETO_TIME, extra_compile_args=["-O2"])
 # The text-to-columns pass of clean middle pieces (kinetoscope/trace/_scan.c); optional: without it every piece takes the
 # typed decode and `_columns`.
-SCAN = Extension("kinetoscope.trace._scan", ["tb_plugin/kinetoscope/trace/_scan.c"], optional=True, extra_compile_args=["-O2"])
+SCAN = Extension("kinetoscope.trace._scan", ["tb_plugin/kinetoscope/trace/_scan.c"], optional=True, depends=KINETO_TIME,
+                 extra_compile_args=["-O2"])
 # The what-if replay's sequential pass (kinetoscope/analysis/_replay.c); optional too: without it the replay runs
 # in numpy, one call per sync.
 REPLAY = Extension("kinetoscope.analysis._replay", ["tb_plugin/kinetoscope/analysis/_replay.c"], optional=True,

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from conftest import kernel, launch, op, sample_trace_files, shared_trace_files
 from hostile_corpus import CASES, write_corpus
-from kinetoscope.trace import build, loader
+from kinetoscope.trace import build, decode, loader
 from kinetoscope.trace.budgets import DECODE_POOL_ENV, DECODE_WORKERS_ENV, FAST_DECODE_ENV
 from kinetoscope.trace.build import ColumnBuilder
-from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc
+from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc, decode_middle
 from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
 from test_parallel_decode import differences
 
@@ -43,8 +43,8 @@ def taken(monkeypatch):
     counts = {True: 0, False: 0}
     add_text = ColumnBuilder.add_text
 
-    def counted(self, text, piece):
-        took = add_text(self, text, piece)
+    def counted(self, text, piece, *rest):
+        took = add_text(self, text, piece, *rest)
         counts[took] += 1
         return took
     monkeypatch.setattr(ColumnBuilder, "add_text", counted)
@@ -306,7 +306,7 @@ def test_the_parallel_decode_builds_the_serial_model_in_threads_and_in_processes
     monkeypatch.setenv(DECODE_POOL_ENV, pool)
     scanned = []
     monkeypatch.setattr(loader, "scan_text",
-                        lambda text, limit, open_end=False: scanned.append(len(text)) or build.scan_text(text, limit, open_end))
+                        lambda text, limit, *rest: scanned.append(len(text)) or build.scan_text(text, limit, *rest))
     events = []
     for i in range(3000):  # every 400th event breaks the schema (a piece decoded leniently), every 300th escapes a name
         events += [op('say "hi"' if i % 300 == 7 else f"aten::op{i % 97}", i * 10.0, 8, **{"Input Dims": [[i % 5]]}),
@@ -380,3 +380,106 @@ def test_short_and_long_events_scan_past_the_first_sizing_of_the_columns(pad):
     fast = _model(text, scanned=True)
     assert fast is not None and fast.n_events == 30_000
     assert differences(_model(text, scanned=False), fast) == []
+
+
+REBASE = 1712195495000000000  # the whole second `decode._PieceDecoder` rebases an exact file of this era to
+_EXACT_OP = b'{"ph":"X","cat":"cpu_op","name":"%s","pid":1,"tid":1,"ts":%s,"dur":%s}'
+
+
+def _exact_model(text: bytes, scanned: bool):
+    """The model of one middle piece of a file with exact 16-digit times (rebased by REBASE): scanned, or decoded as
+    the loader decodes such a piece (`decode_middle`); None when the scanner leaves it."""
+    builder = ColumnBuilder()
+    if scanned:
+        if not builder.add_text(memoryview(bytearray(text)), PIECE, REBASE):
+            return None
+    else:
+        events, legacy, index, _, _ = decode_middle(bytearray(text), REBASE)
+        builder.add(events, legacy, PIECE, *(index or ()))
+    return builder.finish(TraceDoc(traceEvents=[]), {}, [], len(text))
+
+
+EXACT_PIECES = {
+    # Kineto's spellings: 3 padded digits, and the unpadded writer of 2024-03 (`.5` and `.05` are 5 ns), ints
+    "kineto_spellings": (_piece(*(_EXACT_OP % (b"op", ts, dur) for ts, dur in (
+        (b"1712195495519689.047", b"0.950"), (b"1712195495519689.5", b"4.928"), (b"1712195495519690.05", b"12"),
+        (b"1712195495519690.005", b"0.5"), (b"1712195495519691", b"0"), (b"1712195495000000.000", b"-1.5")))), TAKEN),
+    # past 3 digits the fraction is µs, rounded to the ns half to even (`.0005` -> 0, `.0015` -> 2)
+    "longer_fractions": (_piece(*(_EXACT_OP % (b"op", ts, dur) for ts, dur in (
+        (b"1712195495519689.0475", b"0.0005"), (b"1712195495519689.0015", b"0.00150"), (b"1712195495519689.123456789",
+                                                                                        b"2.0004999"),
+        (b"1712195495519689.00050000001", b"7.9995")))), TAKEN),
+    "gpu_args_with_fractions": (_piece(b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1712195495505582.988,"dur":4.928,'
+        b'"args":{"device":0,"stream":7,"correlation":7,"registers per thread":30,"blocks per SM":5.300000,'
+        b'"warps per SM":21.200001,"grid":[4,106,1],"block":[128,1,1],"est. achieved occupancy %":33.5}}'), TAKEN),
+    "time_far_from_the_rebase": (_piece(_EXACT_OP % (b"op", b"0.5", b"1")), LEFT),  # 2^53 ns and more before it
+    "time_with_an_exponent": (_piece(_EXACT_OP % (b"op", b"1.712195495519689e15", b"1")), LEFT),
+    "null_time": (_piece(_EXACT_OP % (b"op", b"null", b"1")), LEFT),
+    "time_as_a_string": (_piece(_EXACT_OP % (b"op", b'"1712195495519689.5"', b"1")), LEFT),
+    "more_digits_than_decimal_keeps": (_piece(_EXACT_OP % (b"op", b"1712195495519689.047000000000000000001", b"1")), LEFT),
+}
+
+
+@pytest.mark.parametrize("name", list(EXACT_PIECES))
+def test_a_piece_with_exact_times_is_scanned_as_the_exact_decode_reads_it(name):
+    text, expected = EXACT_PIECES[name]
+    fast = _exact_model(text, scanned=True)
+    assert (fast is not None) == expected
+    if fast is not None:
+        assert differences(_exact_model(text, scanned=False), fast) == []
+        assert not np.array_equal(fast.ts_ns, _model(text, scanned=True).ts_ns)  # a double of epoch µs loses the ns
+
+
+def test_exact_times_of_every_spelling_scan_to_the_reference_value():
+    """Random time texts in a file with exact times: whatever the scanner takes is the reference's (ns - rebase) / 1000,
+    bit for bit; a rebase beyond int64 leaves the piece."""
+    rng = np.random.default_rng(1712)
+    taken = 0
+    for _ in range(4000):
+        whole = str(REBASE // 1000 + int(rng.integers(-(10**9), 10**11)))
+        digits = int(rng.integers(0, 12))
+        text = whole + ("." + "".join(map(str, rng.integers(0, 10, digits))) if digits else "")
+        if rng.random() < 0.1:
+            text += "e0"
+        dur = ("-" if rng.random() < 0.2 else "") + str(int(rng.integers(0, 10**6))) + "." + str(int(rng.integers(0, 10**4)))
+        piece = b'[{"ph":"X","name":"a","ts":%s,"dur":%s}]' % (text.encode(), dur.encode())
+        scanned = build._scan.scan(piece, build._PHASE_TABLE, 1 << 62, False, REBASE)
+        if scanned is None:
+            assert "e" in text or digits > 12, text
+            continue
+        taken += 1
+        ts, got_dur = (np.frombuffer(scanned[1][build._EXTRACTED.index(k)], np.float64)[0] for k in ("ts", "dur"))
+        assert ts == (decode._raw_ns(msgspec.Raw(text.encode())) - REBASE) / 1000, text
+        assert got_dur == decode._raw_ns(msgspec.Raw(dur.encode())) / 1000, dur
+    assert taken > 3000
+    assert build._scan.scan(b'[{"ts":1.5}]', build._PHASE_TABLE, 1 << 62, False, 2**70) is None
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_a_file_with_exact_times_is_scanned_in_parallel_into_the_serial_model(pool, small_pieces, taken, monkeypatch,
+                                                                             tmp_path):
+    """Its pieces go to the scanner and the workers once a piece holding a time has set the file's rebase; the first
+    pieces here hold none (metadata only), so the rebase comes from a middle piece decoded here."""
+    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv(DECODE_POOL_ENV, pool)
+    scanned = []  # the pieces the threads scanned, by whether the scanner read them
+    monkeypatch.setattr(loader, "scan_text", lambda *args: scanned.append((result := build.scan_text(*args)) is not None) or result)
+    events = [b'{"ph":"M","name":"thread_name","pid":1,"tid":%d,"args":{"name":"worker %d"}}' % (i, i) for i in range(3000)]
+    spellings = [b".772", b".5", b".05", b".005", b"", b".0004", b".12345"]
+    for i in range(6000):
+        ts = b"%d%s" % (1712195495519703 + 3 * i, spellings[i % 7])
+        events.append(_EXACT_OP % (b"aten::op%d" % (i % 13), ts, b"%d%s" % (i % 5, spellings[(i + 3) % 7])))
+        events.append(b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%s,"dur":1.25,"args":{"correlation":%d,'
+                      b'"device":0,"stream":7,"blocks per SM":0.6625}}' % (ts, i))
+    path = tmp_path / "exact.pt.trace.json"
+    path.write_bytes(b'{"schemaVersion": 1, "traceEvents": [' + b",\n".join(events) + b"]}")
+    assert decode.needs_exact_times(path.read_bytes(), 0, 1 << 20)
+    models = []
+    for workers in ("1", "2"):
+        monkeypatch.setenv(DECODE_WORKERS_ENV, workers)
+        models += load_both(path, monkeypatch)
+    assert all(differences(models[0], m) == [] for m in models[1:])
+    assert taken[True] >= 15 and int(np.count_nonzero(models[2].piece_kind == PIECE_MIDDLE)) >= 15
+    assert (scanned.count(True) >= 10 and all(scanned)) if pool == "threads" else not scanned
+    kernels = models[0].gpu_arg_blocks_per_sm
+    assert kernels.size == 6000 and np.all(kernels == 0.6625)  # a fraction in args decodes as in any other file

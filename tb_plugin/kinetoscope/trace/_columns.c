@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_kineto_time.h"
+
 enum { F_PH, F_NAME, F_CAT, F_PID, F_TID, F_TS, F_DUR, F_ID, F_ARGS, N_EVENT_FIELDS };
 enum { A_CORRELATION, A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_DEVICE, A_STREAM,
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR, A_EV_IDX, A_EV_IDX_LEGACY,
@@ -827,66 +829,32 @@ done:
     return result;
 }
 
-/* `{us}.{ns}` text (str() of a Decimal) as integer ns, the way trace/decode._kineto_ns reads it: an optional
- * `-`, digits, and optionally `.` and 1-3 digits that count ns (`.5` is 5 ns). 0 for any other spelling
- * (exponents, longer fractions, NaN) or a value outside int64: the caller then asks the reference reader. */
-static int decimal_text_ns(const char *p, Py_ssize_t len, long long *out) {
-    const char *end = p + len;
-    int negative = 0, digits = 0, fraction = 0;
-    long long whole = 0, ns_part = 0;
-    if (p < end && *p == '-') negative = 1, p++;
-    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++) {
-        if (whole > (LLONG_MAX - 9) / 10) return 0;
-        whole = whole * 10 + (*p - '0');
-    }
-    if (digits == 0) return 0;
-    if (p < end && *p == '.') {
-        for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
-            if (++fraction > 3) return 0;
-            ns_part = ns_part * 10 + (*p - '0');
-        }
-        if (fraction == 0) return 0;
-    }
-    if (p != end || whole > (LLONG_MAX - 999) / 1000) return 0;
-    *out = negative ? -(whole * 1000 + ns_part) : whole * 1000 + ns_part;
-    return 1;
-}
-
-/* kineto_ns(values, decimal_type, reference): [reference(v) for v in values], computed here for what the
- * exact decoder yields by the million (ints, Decimals in plain `{us}.{ns}` form, the NaN default: None);
- * any other value is handed to `reference`. */
+/* kineto_ns(values, raw_type, reference): [reference(v) for v in values], computed here for what the exact
+ * decoder yields by the million: the raw JSON text of a time (`raw_type`, msgspec.Raw) in Kineto's plain spelling
+ * (`kineto_text_ns`), and an absent one (empty text: None). Any other value or spelling is handed to `reference`. */
 static PyObject *kineto_ns(PyObject *self, PyObject *args) {
-    PyObject *values, *decimal_type, *reference;
-    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &values, &decimal_type, &reference)) return NULL;
+    PyObject *values, *raw_type, *reference;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &values, &raw_type, &reference)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(values);
     PyObject *out = PyList_New(n);
     if (out == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = PyList_GET_ITEM(values, i), *result = NULL;
         long long ns = 0;
-        int done = 0;
-        if (PyFloat_CheckExact(value)) {
-            Py_INCREF(Py_None);
-            result = Py_None, done = 1;
-        } else if (PyLong_CheckExact(value)) {
-            int overflow = 0;
-            long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-            if (v == -1 && PyErr_Occurred()) goto fail;
-            if (!overflow && v <= LLONG_MAX / 1000 && v >= LLONG_MIN / 1000) ns = v * 1000, done = 2;
-        } else if ((PyObject *)Py_TYPE(value) == decimal_type) {
-            PyObject *text = PyObject_Str(value);
-            if (text == NULL) goto fail;
-            Py_ssize_t len;
-            const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
-            if (utf8 == NULL) {
-                Py_DECREF(text);
-                goto fail;
-            }
-            if (decimal_text_ns(utf8, len, &ns)) done = 2;
-            Py_DECREF(text);
+        int done = 0;  /* 1: None, 2: ns */
+        if ((PyObject *)Py_TYPE(value) == raw_type) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0) goto fail;
+            if (view.len == 0) done = 1;
+            else if (kineto_text_ns(view.buf, view.len, &ns)) done = 2;
+            PyBuffer_Release(&view);
         }
-        if (done == 2) result = PyLong_FromLongLong(ns);
-        else if (!done) {
+        if (done == 1) {
+            Py_INCREF(Py_None);
+            result = Py_None;
+        } else if (done == 2) {
+            result = PyLong_FromLongLong(ns);
+        } else {
             Py_INCREF(value);  /* `reference` is Python code: the list must not be the only owner meanwhile */
             result = PyObject_CallOneArg(reference, value);
             Py_DECREF(value);
@@ -902,7 +870,7 @@ fail:
 
 static PyMethodDef methods[] = {
     {"kineto_ns", kineto_ns, METH_VARARGS,
-     "kineto_ns(values, decimal_type, reference): [reference(v) for v in values]; ints and plain Decimals read here."},
+     "kineto_ns(values, raw_type, reference): [reference(v) for v in values]; raw time texts in Kineto's spelling read here."},
     {"layout", layout, METH_VARARGS,
      "layout(event_type, event_fields, args_type, args_fields): bind the slot offsets of the two struct types."},
     {"extract", extract, METH_VARARGS,

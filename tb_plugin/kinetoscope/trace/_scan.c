@@ -13,6 +13,9 @@
  * cannot round it either (`exact_double`), a number of more than 64 characters or a 3-digit exponent, nesting deeper than MAX_DEPTH, a truncated or malformed piece. The
  * caller then decodes the piece the usual way, so every such case keeps today's behaviour.
  *
+ * In a file with exact 16-digit times (`decode.needs_exact_times`) the caller passes the rebase its first piece set, and
+ * ts and dur are read from their text as `decode._exact_events` reads them (`read_exact_time`); other spellings give up.
+ *
  * The few events a consumer reads as structs (metadata events, flow events whose id is not an integer, events
  * carrying a collective arg, the validator's args on the events validator_args reads, a GPU arg this pass does not
  * convert exactly) are reported by their byte range, for the caller to decode with msgspec. The GPU activity fields
@@ -34,6 +37,8 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+
+#include "_kineto_time.h"
 
 #define MAX_DEPTH 64          /* nested arrays/objects inside an event: far beyond any writer's args */
 #define MAX_NUMBER_CHARS 64   /* a longer number is left to msgspec */
@@ -81,6 +86,8 @@ typedef struct {
     int64_t *gpu;      /* (row, N_GPU float64 fields) of the events with any GPU activity field */
     int64_t n_gpu, gpu_cap;
     int64_t limit;     /* the most events the caller takes */
+    int exact;         /* a file with exact 16-digit times: ts and dur read as decode._exact_events reads them */
+    long long rebase;  /* with `exact`: the ns its times are rebased by */
     int oom;
 } Scan;
 
@@ -640,6 +647,23 @@ static int64_t raw_id(Table *t, const char *text, int64_t len, int first_frame, 
     return id;
 }
 
+/* A time of a file with exact 16-digit times (`exact`) at s->p, as decode._exact_events computes it: Kineto's text as
+ * integer ns (`kineto_text_ns`), less the rebase for a start, in µs: (ns - rebase) / 1000, which Python divides as
+ * two doubles while both ints are below 2^53, and so does this. 0, or -1 to give up (another spelling, a value
+ * past 2^53 ns after the rebase: the typed decode's reference reads it). */
+static int read_exact_time(Scan *s, int is_start, double *out) {
+    const unsigned char *start = s->p;
+    long long ns;
+    if (read_number(s, NULL) < 0 || !kineto_text_ns((const char *)start, s->p - start, &ns)) return -1;
+    if (is_start) {
+        if ((s->rebase > 0 && ns < LLONG_MIN + s->rebase) || (s->rebase < 0 && ns > LLONG_MAX + s->rebase)) return -1;
+        ns -= s->rebase;
+    }
+    if (ns <= -(1LL << 53) || ns >= (1LL << 53)) return -1;
+    *out = (double)ns / 1000.0;
+    return 0;
+}
+
 /* One event object at s->p into row s->n; 0, or -1 to give up. */
 static int read_event(Scan *s, const unsigned char *phase_of) {
     if (s->n >= s->limit) return -1;  /* past the caller's budget: the typed decode refuses the file as it does today */
@@ -684,6 +708,10 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
                 break;
             case E_TS:
             case E_DUR:
+                if (s->exact) {
+                    if (read_exact_time(s, k == E_TS, k == E_TS ? &ts : &dur) < 0) return -1;
+                    break;
+                }
                 if (read_number(s, &number) < 0) return -1;
                 if (k == E_TS) ts = number.d;
                 else dur = number.d;
@@ -917,15 +945,27 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text, lut;
     long long limit = INT64_MAX;
     int open_end = 0;
-    if (!PyArg_ParseTuple(args, "y*y*|Lp", &text, &lut, &limit, &open_end)) return NULL;
+    PyObject *rebase = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*|LpO", &text, &lut, &limit, &open_end, &rebase)) return NULL;
+    Scan s;
+    memset(&s, 0, sizeof s);
+    if (rebase != Py_None) {
+        int overflow = 0;
+        s.exact = 1;
+        s.rebase = PyLong_Check(rebase) ? PyLong_AsLongLongAndOverflow(rebase, &overflow) : (overflow = 1, 0);
+        if (s.rebase == -1 && PyErr_Occurred()) overflow = 1, PyErr_Clear();
+        if (overflow) {  /* no time of this file is within int64 of it: the typed decode reads the piece */
+            PyBuffer_Release(&text);
+            PyBuffer_Release(&lut);
+            Py_RETURN_NONE;
+        }
+    }
     if (lut.len != 256) {
         PyBuffer_Release(&text);
         PyBuffer_Release(&lut);
         PyErr_SetString(PyExc_ValueError, "expected a 256-byte phase table");
         return NULL;
     }
-    Scan s;
-    memset(&s, 0, sizeof s);
     s.base = s.p = text.buf;
     s.end = s.p + text.len;
     s.limit = limit;
@@ -956,8 +996,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, phase_table[, max_events[, open_end]]): a middle piece's text (`[` events `]`; with open_end, `[` "
-     "events and the text's end for the `]`) -> (n, 21 column buffers (writable), 6 local "
+     "scan(text, phase_table[, max_events[, open_end[, exact_rebase]]]): a middle piece's text (`[` events `]`; with "
+     "open_end, `[` events and the text's end for the `]`; with an int exact_rebase, a piece of a file with exact "
+     "16-digit times, rebased by that many ns) -> (n, 21 column buffers (writable), 6 local "
      "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
      "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
     {NULL, NULL, 0, NULL},

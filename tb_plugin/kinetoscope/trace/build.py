@@ -158,14 +158,16 @@ def scans_text() -> bool:
     return _scan is not None and _extract is _columns_accel  # its columns are those of the compiled extractor
 
 
-def scan_text(text, max_events: Optional[int] = None, open_end: bool = False) -> Optional[tuple]:
+def scan_text(text, max_events: Optional[int] = None, open_end: bool = False,
+              exact_rebase: Optional[int] = None) -> Optional[tuple]:
     """The scanner's reading of a middle piece's text for `ColumnBuilder.add_scanned`; None when it cannot read it
     exactly as the typed decode would, holds more than `max_events` events, or the scanner is off. It holds no
     Python object while it reads, so threads may scan pieces at once. With `open_end` the text lacks its closing `]`
-    (a piece of a mapped file, whose next byte is the next piece's `[`)."""
+    (a piece of a mapped file, whose next byte is the next piece's `[`). `exact_rebase`: the piece belongs to a file
+    with exact 16-digit times (`decode._PieceDecoder.exact_rebase`), whose times are read as `_exact_events` reads them."""
     if not scans_text():
         return None
-    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0), open_end)
+    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0), open_end, exact_rebase)
 
 _SCANNED_GPU = np.dtype([("row", np.int64), ("values", np.float64, (len(GPU_FIELDS),))])  # `_scan.c`'s GPU fields
 _STAND_IN = Event()  # what a consumer reads for an event the scanner kept no struct of: no args, as that event has
@@ -549,13 +551,13 @@ class ColumnBuilder:
         cols = _extract(events, self._tables(), self.n, legacy_external_id)
         self._add_columns(cols, events, piece, source_index, piece_events)
 
-    def add_text(self, text, piece: Piece) -> bool:
+    def add_text(self, text, piece: Piece, exact_rebase: Optional[int] = None) -> bool:
         """Add a middle piece straight from its text (`[` events `]`), as `add` would add its decoded events, when the
         compiled scanner (`_scan.c`) reads every event of it exactly as the typed decode would; False (nothing added)
-        when it does not, or is absent: the caller decodes the piece the usual way.
+        when it does not, or is absent: the caller decodes the piece the usual way. `exact_rebase`: see `scan_text`.
         """
         room = None if self._max_events is None else self._max_events - self.n
-        scanned = scan_text(text, room)  # past the budget: None, and `add` refuses the piece as it does today
+        scanned = scan_text(text, room, exact_rebase=exact_rebase)  # past the budget: None, and `add` refuses it
         return scanned is not None and self.add_scanned(scanned, text, piece)
 
     def add_scanned(self, scanned: tuple, text, piece: Piece) -> bool:
@@ -839,10 +841,11 @@ def build_middle(spec: tuple) -> tuple:
     """Decode and extract one middle piece in a worker process: the unit of the parallel decode (trace.loader).
 
     `spec`: (the piece's text, or a plain file's path to read it from; the `decode.Piece`; the most events it may
-    hold, and the refusal's message). Returns ("ok", `ColumnBuilder.export()`, skipped, warnings), or ("serial", why)
-    when the piece cannot be decoded on its own (a look-alike cut, a piece the serial decode would read whole).
+    hold, and the refusal's message; the file's `exact_rebase`, see `scan_text`). Returns ("ok",
+    `ColumnBuilder.export()`, skipped, warnings), or ("serial", why) when the piece cannot be decoded on its own (a
+    look-alike cut, a piece the serial decode would read whole).
     """
-    text, piece, max_events, refusal = spec
+    text, piece, max_events, refusal, exact_rebase = spec
     if isinstance(text, tuple):  # (path, device, inode) of a local plain file: read the piece from it
         path, device, inode = text
         size = piece.end + 1 - piece.start
@@ -863,10 +866,10 @@ def build_middle(spec: tuple) -> tuple:
     gc.disable()  # millions of acyclic structs: see loader._collector_paused
     try:
         builder = ColumnBuilder(max_events=max_events, refusal=lambda: refusal)
-        if builder.add_text(text, piece):
+        if builder.add_text(text, piece, exact_rebase):
             return "ok", builder.export(), {}, []
         try:
-            events, legacy, index, skipped, warnings = decode_middle(text)
+            events, legacy, index, skipped, warnings = decode_middle(text, exact_rebase)
         except NotSplittable as exc:
             return "serial", str(exc)
         del text

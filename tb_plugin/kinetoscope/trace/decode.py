@@ -102,10 +102,10 @@ class TraceDoc(msgspec.Struct, gc=False):
 
 
 class _ExactEvent(Event, gc=False):
-    """An event whose times keep their decimal text (ints, or Decimal via the decoder's float_hook)."""
+    """An event whose times keep their JSON text (read by `_ns_of`); every other field decodes as in `Event`."""
 
-    ts: Any = NAN
-    dur: Any = NAN
+    ts: msgspec.Raw = RAW_ABSENT
+    dur: msgspec.Raw = RAW_ABSENT
 
 
 class _ExactDoc(TraceDoc, gc=False):
@@ -134,11 +134,13 @@ class Decoded:
 
 
 _FAST = msgspec.json.Decoder(TraceDoc)
-_EXACT = msgspec.json.Decoder(_ExactDoc, float_hook=Decimal)
-_EXACT_EVENTS = msgspec.json.Decoder(list[_ExactEvent], float_hook=Decimal)
+_EXACT = msgspec.json.Decoder(_ExactDoc)
+_EXACT_EVENTS = msgspec.json.Decoder(list[_ExactEvent])
+_EXACT_VALUE = msgspec.json.Decoder(float_hook=Decimal)  # one time's text, as `_raw_ns` reads it
 # Nightlies of 2024-03/04 wrote absolute epoch µs with a fraction, `{us}.{ns}` (zero-padded only from
 # 2024-04-03, so `.5` may mean 5 ns): a double holds 16-digit values only to 0.25 µs, which fakes
-# overlaps. Files whose first MiB shows such a time are decoded exactly (`_exact_doc`), whole.
+# overlaps. In files whose first MiB shows such a time, ts and dur keep their JSON text (`_ExactEvent`), read as
+# integer ns (`_raw_ns`; in C `_kineto_time.h`, also by the scanner); every other field decodes as in any file.
 _SIXTEEN_DIGIT_FRACTION = re.compile(rb'"(?:ts|dur)"\s*:\s*-?\d{16,}\.\d')
 EXACT_SNIFF_BYTES = 1 << 20
 _EVENTS = msgspec.json.Decoder(list[Event])
@@ -245,8 +247,8 @@ class _PieceDecoder:
 
     Typed and fast when the piece is clean. A piece that breaks the schema (an ill-typed field, NaN, bare
     N/A, invalid UTF-8) is decoded leniently on its own, so such a file never has to be decoded whole and its
-    memory stays one piece's worth. With 16-digit fractional times (`needs_exact_times`) every piece keeps
-    its decimal text and is rebased to one whole second, the first piece's.
+    memory stays one piece's worth. With 16-digit fractional times (`needs_exact_times`) every piece's times are
+    read from their text and rebased to one whole second, set by the first piece holding a time (`exact_rebase`).
     """
 
     def __init__(self, exact: bool) -> None:
@@ -282,6 +284,11 @@ class _PieceDecoder:
         ts_ns = _ns_of([e.ts for e in events])
         return _exact_events(events, self._rebase(ts_ns), ts_ns), None
 
+    def exact_rebase(self) -> Optional[int]:
+        """The rebase a piece of this file decoded elsewhere must be given (`decode_middle`, `scan_text`): None for a
+        file without exact times. Known once a piece holding a time was decoded; pieces go elsewhere only then."""
+        return self.rebase if self.exact else None
+
     def _rebase(self, ts_ns: list) -> int:
         """The whole second all pieces are rebased to: set by the first piece holding a time."""
         if self.rebase is None:
@@ -314,7 +321,8 @@ class _PieceDecoder:
 Offload = Callable[[Any, Piece, "_PieceDecoder"], None]  # (the piece's text `[`...`]`, where it lies, the file's decoder)
 
 
-TextSink = Callable[[Any, Piece], bool]  # (a middle piece's text `[`...`]`, where it lies) -> whether it took the piece
+TextSink = Callable[[Any, Piece, Optional[int]], bool]  # (a middle piece's text `[`...`]`, where it lies, the file's
+# `exact_rebase`) -> whether it took the piece
 
 
 def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event_bytes: int = 1 << 62,
@@ -334,9 +342,11 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
         max_event_bytes: the longest text one event (with the whitespace around it) may have.
         offload: when given, middle pieces are not decoded here: each is handed over (its text is valid only during
             the call) to be decoded elsewhere with `decode_middle`, and the sink never sees them. The head and tail
-            are decoded here. Files with exact 16-digit times (one rebase shared by all pieces) are never offloaded.
+            are decoded here. In a file with exact 16-digit times (one rebase shared by all pieces) the pieces before
+            the first time are decoded here too: the rebase they set goes with every piece handed over.
         text_sink: when given (and not `offload`), each middle piece's text is offered to it first (valid only during the
-            call); a piece it takes is not decoded here. Never offered the pieces of files with exact 16-digit times.
+            call, with the file's `exact_rebase`); a piece it takes is not decoded here (as for `offload`, in a file
+            with exact times only once the rebase is known).
 
     Returns:
         The top-level object (its `traceEvents` emptied: the events went to the sink), with the events
@@ -500,18 +510,20 @@ def _take_middle(win: _Window, sink: EventSink, pieces: _PieceDecoder, chunk_byt
     if cut is None:
         win.searched = max(win.start, win.end - 64)  # a boundary may straddle the end: rescan its tail only
         return False
-    if offload is not None and not pieces.exact:  # the decoder elsewhere reports a look-alike cut (`decode_middle`)
+    shared = not pieces.exact or pieces.rebase is not None  # an exact piece elsewhere needs the file's rebase
+    if offload is not None and shared:  # the decoder elsewhere reports a look-alike cut (`decode_middle`)
         comma = cut.start(1)
         buf[comma] = ord("]")
         with memoryview(buf) as view:
             offload(view[win.start:comma + 1], Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma), pieces)
         win.consume_to(comma)
         return True
-    if text_sink is not None and not pieces.exact:  # a look-alike cut leaves text it refuses (an open string or value)
+    if text_sink is not None and shared:  # a look-alike cut leaves text it refuses (an open string or value)
         comma = cut.start(1)
         buf[comma] = ord("]")
         with memoryview(buf) as view:
-            taken = text_sink(view[win.start:comma + 1], Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma))
+            taken = text_sink(view[win.start:comma + 1], Piece(PIECE_MIDDLE, win.base + win.start, win.base + comma),
+                              pieces.exact_rebase())
         if taken:
             win.consume_to(comma)
             return True
@@ -540,8 +552,10 @@ class FalseCut(NotSplittable):
     """An offloaded middle piece was cut inside a string or nested value: decode the file serially instead."""
 
 
-def decode_middle(text) -> tuple[list[Event], bool, Optional[tuple[list[int], int]], dict[str, int], list[str]]:
-    """Decode one middle piece (`[` events `]`, as `decode_chunks` hands it to `offload`) on its own.
+def decode_middle(text, exact_rebase: Optional[int] = None
+                  ) -> tuple[list[Event], bool, Optional[tuple[list[int], int]], dict[str, int], list[str]]:
+    """Decode one middle piece (`[` events `]`, as `decode_chunks` hands it to `offload`) on its own; a piece of a file
+    with exact 16-digit times (`exact_rebase`: its rebase, `_PieceDecoder.exact_rebase`) as the file's decoder would.
 
     Returns the events, whether the piece uses the 2021 "external id" spelling, the kept events' indices and the
     piece's event count when some were skipped (else None), and the skipped counts and warnings of this piece.
@@ -550,7 +564,8 @@ def decode_middle(text) -> tuple[list[Event], bool, Optional[tuple[list[int], in
         FalseCut: the cut before or after the piece was a look-alike (the serial decode would try another).
         NotSplittable: the piece cannot be decoded on its own (the serial decode decodes such a file whole).
     """
-    pieces = _PieceDecoder(False)
+    pieces = _PieceDecoder(exact_rebase is not None)
+    pieces.rebase = exact_rebase
     try:
         events, index = pieces.events(text)
     except _FalseCut as exc:
@@ -610,6 +625,18 @@ def _kineto_ns(value: Any) -> Optional[int]:
     return int((value * 1000).to_integral_value())
 
 
+def _raw_ns(raw: Any) -> Optional[int]:
+    """`_kineto_ns` of a time's JSON text (a `msgspec.Raw`; an empty one is an absent time: None)."""
+    if not isinstance(raw, msgspec.Raw):
+        return None
+    if not raw:
+        return None
+    try:
+        return _kineto_ns(_EXACT_VALUE.decode(raw))
+    except (msgspec.DecodeError, msgspec.ValidationError, ArithmeticError):  # e.g. 1e999999 (out of msgspec's range)
+        return None
+
+
 def _exact_doc(doc: _ExactDoc, rebase: Optional[int] = None, ts_ns: Optional[list] = None) -> TraceDoc:
     """Exact 16-digit times -> plain events, rebased to a whole second so doubles hold them to the ns.
 
@@ -646,16 +673,16 @@ def _exact_events(exact: list, rebase: int, ts_ns: Optional[list] = None) -> lis
 
 
 def _load_ns_reader() -> Callable[[list], list]:
-    """`[_kineto_ns(v) for v in values]`: read in C (`_columns.kineto_ns`; 0.27 -> 0.03 s for a rank of 30,000
-    events) unless absent or disabled, every value it does not read itself handed to `_kineto_ns`."""
+    """`[_raw_ns(v) for v in values]`: read in C (`_columns.kineto_ns`) unless absent or disabled, every text it does
+    not read itself handed to `_raw_ns`."""
     if not pure_python():
         try:
             from ._columns import kineto_ns
         except ImportError:
             pass
         else:
-            return lambda values: kineto_ns(values, Decimal, _kineto_ns)
-    return lambda values: list(map(_kineto_ns, values))
+            return lambda values: kineto_ns(values, msgspec.Raw, _raw_ns)
+    return lambda values: list(map(_raw_ns, values))
 
 
 _ns_of = _load_ns_reader()

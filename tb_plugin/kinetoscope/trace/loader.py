@@ -240,6 +240,7 @@ class _Offloader:
             self.in_flight = workers
         self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
         self.pieces = None  # the file's decoder (its head's skipped counts and warnings are taken on the first piece)
+        self.exact_rebase: Optional[int] = None  # the decoder's `exact_rebase`, taken on the first piece
         self.head_skipped: dict[str, int] = {}
         self.head_warnings: list[str] = []
         self.skipped: dict[str, int] = {}
@@ -250,19 +251,21 @@ class _Offloader:
             self.pieces = pieces
             self.head_skipped, self.head_warnings = dict(pieces.skipped), list(pieces.warnings)
             self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
+            self.exact_rebase = pieces.exact_rebase()  # set before the first piece comes here, and never changed
         while len(self.pending) >= self.in_flight:
             self._merge_next()
         if self.mapped is not None:  # the piece without its `]` (that byte becomes the next piece's `[`)
             text = self.mapped[piece.start:piece.end]
-            self.pending.append((self.pool.submit(scan_text, text, self.max_events, True), text, piece))
+            self.pending.append((self.pool.submit(scan_text, text, self.max_events, True, self.exact_rebase), text, piece))
             return
         if self.threads:
             text = bytes(view)
-            self.pending.append((self.pool.submit(scan_text, text, self.max_events), text, piece))
+            self.pending.append((self.pool.submit(scan_text, text, self.max_events, False, self.exact_rebase), text, piece))
             return
         text = self.plain_file if self.plain_file is not None else bytes(view)  # processes read a local file themselves
         try:
-            self.pending.append((self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal)), b"", piece))
+            self.pending.append((self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal,
+                                                                 self.exact_rebase)), b"", piece))
         except BrokenProcessPool:
             self._broken()
 
@@ -312,7 +315,7 @@ class _Offloader:
     def _decode_here(self, text: bytes, piece: Piece) -> None:
         """A piece the scanner left: decoded the usual way, as a worker process would."""
         try:
-            events, legacy, index, skipped, warnings = decode_middle(text)
+            events, legacy, index, skipped, warnings = decode_middle(text, self.exact_rebase)
         except NotSplittable as exc:
             raise _Serial(str(exc)) from None
         self.builder.add(events, legacy, piece, *(index or ()))
