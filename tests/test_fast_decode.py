@@ -483,3 +483,39 @@ def test_a_file_with_exact_times_is_scanned_in_parallel_into_the_serial_model(po
     assert (scanned.count(True) >= 10 and all(scanned)) if pool == "threads" else not scanned
     kernels = models[0].gpu_arg_blocks_per_sm
     assert kernels.size == 6000 and np.all(kernels == 0.6625)  # a fraction in args decodes as in any other file
+
+
+RESTS = {  # what may follow the events' `]` in a tail piece: (the text, whether the scanner may take the events)
+    "end_of_document": (b"}", True),
+    "keys_after_the_events": (b', "displayTimeUnit": "ms", "baseTimeNanoseconds": 1700000000000000000, '
+                              b'"deviceProperties": [{"id": 0, "name": "H100", "x": 1.5}]}', True),
+    "whitespace_around": (b" \n } \n\n", True),
+    "a_second_event_array": (b', "traceEvents": [{"ph":"X","name":"z","pid":1,"tid":1,"ts":1,"dur":1}]}', False),
+    "an_ill_typed_key": (b', "baseTimeNanoseconds": "soon"}', False),
+    "text_after_the_document": (b"} x", False),
+    "truncated_document": (b', "displayTimeUnit": "m', False),
+}
+
+
+@pytest.mark.parametrize("rest", list(RESTS))
+@pytest.mark.parametrize("name", [n for n in PIECES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")])
+def test_every_case_in_the_tail_gives_the_same_model(name, rest, monkeypatch):
+    """A file of one piece: its first event is the head, every other event the tail, which the scanner reads when it
+    can (`add_tail_text`) and the typed decode otherwise; the document after the events decides nothing else."""
+    body = PIECES[name][0].strip()[1:-1].strip()
+    text, may_take = RESTS[rest]
+    raw = b'{"schemaVersion": 1, "traceEvents": [' + b", ".join(_FILLER[:30] + [body]) + b"]" + text
+    took = []
+    add_tail_text = ColumnBuilder.add_tail_text
+    monkeypatch.setattr(ColumnBuilder, "add_tail_text", lambda self, *args, **kw: took.append(
+        add_tail_text(self, *args, **kw)) or took[-1])
+    models = []
+    for scan in (SCANNER, None):
+        monkeypatch.setattr(build, "_scan", scan)
+        try:
+            models.append(decode_bytes(raw))
+        except TraceError as exc:
+            models.append(exc)
+    assert differences(models[1], models[0]) == []
+    if not decode.needs_exact_times(raw, 0, len(raw)):  # (a 16-digit time far from the rebase is left, rightly)
+        assert took.count(True) == (1 if may_take and PIECES[name][1] else 0)  # only with the scanner on, of course

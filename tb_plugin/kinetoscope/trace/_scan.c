@@ -796,9 +796,9 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     return 0;
 }
 
-/* `[` events `]` and nothing after (with `open_end`: `[` events, the text's end standing for the `]`); 0, or -1 to
-   give up. */
-static int read_piece(Scan *s, const unsigned char *phase_of, int open_end) {
+/* `[` events `]` and nothing after (with `open_end`: `[` events, the text's end standing for the `]`; with `prefix`:
+   `[` events `]` and anything after, s->p left past the `]`); 0, or -1 to give up. */
+static int read_piece(Scan *s, const unsigned char *phase_of, int open_end, int prefix) {
     skip_ws(s);
     if (s->p >= s->end || *s->p++ != '[') return -1;
     skip_ws(s);
@@ -815,6 +815,7 @@ static int read_piece(Scan *s, const unsigned char *phase_of, int open_end) {
             skip_ws(s);
         }
     }
+    if (prefix) return 0;
     skip_ws(s);
     return s->p == s->end ? 0 : -1;
 }
@@ -944,9 +945,9 @@ fail:
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text, lut;
     long long limit = INT64_MAX;
-    int open_end = 0;
+    int open_end = 0, prefix = 0;
     PyObject *rebase = Py_None;
-    if (!PyArg_ParseTuple(args, "y*y*|LpO", &text, &lut, &limit, &open_end, &rebase)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*|LpOp", &text, &lut, &limit, &open_end, &rebase, &prefix)) return NULL;
     Scan s;
     memset(&s, 0, sizeof s);
     if (rebase != Py_None) {
@@ -976,7 +977,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int64_t guess = (int64_t)(text.len / ROWS_GUESS_BYTES);
     if (guess > s.limit) guess = s.limit;
     if (guess > 4096) (void)reserve_columns(&s, guess);  /* failed: s.cap stays 0, the usual growth from 4096 rows */
-    status = read_piece(&s, lut.buf, open_end);
+    status = read_piece(&s, lut.buf, open_end, prefix);
     Py_END_ALLOW_THREADS
     PyObject *result;
     for (int k = 0; k < N_TABLES; k++) s.oom |= s.tables[k].oom;
@@ -987,6 +988,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         result = Py_None;
     } else {
         result = build_result(&s);
+        if (result != NULL && prefix) {
+            PyObject *pair = Py_BuildValue("(Nn)", result, (Py_ssize_t)(s.p - s.base));
+            result = pair;
+        }
     }
     scan_free(&s);
     PyBuffer_Release(&text);
@@ -996,9 +1001,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, phase_table[, max_events[, open_end[, exact_rebase]]]): a middle piece's text (`[` events `]`; with "
-     "open_end, `[` events and the text's end for the `]`; with an int exact_rebase, a piece of a file with exact "
-     "16-digit times, rebased by that many ns) -> (n, 21 column buffers (writable), 6 local "
+     "scan(text, phase_table[, max_events[, open_end[, exact_rebase[, prefix]]]]): a middle piece's text (`[` events "
+     "`]`; with open_end, `[` events and the text's end for the `]`; with prefix, `[` events `]` and any text after, "
+     "and the answer is (the usual answer, the offset past the `]`); with an int exact_rebase, a piece of a file with "
+     "exact 16-digit times, rebased by that many ns) -> (n, 21 column buffers (writable), 6 local "
      "tables (keys, first rows), (start, end, row) of the events to decode as structs, (row, 7 GPU fields) of the "
      "events with any), or None where the piece needs the typed decode (or holds more than max_events)."},
     {NULL, NULL, 0, NULL},

@@ -159,15 +159,18 @@ def scans_text() -> bool:
 
 
 def scan_text(text, max_events: Optional[int] = None, open_end: bool = False,
-              exact_rebase: Optional[int] = None) -> Optional[tuple]:
+              exact_rebase: Optional[int] = None, prefix: bool = False) -> Optional[tuple]:
     """The scanner's reading of a middle piece's text for `ColumnBuilder.add_scanned`; None when it cannot read it
     exactly as the typed decode would, holds more than `max_events` events, or the scanner is off. It holds no
     Python object while it reads, so threads may scan pieces at once. With `open_end` the text lacks its closing `]`
     (a piece of a mapped file, whose next byte is the next piece's `[`). `exact_rebase`: the piece belongs to a file
-    with exact 16-digit times (`decode._PieceDecoder.exact_rebase`), whose times are read as `_exact_events` reads them."""
+    with exact 16-digit times (`decode._PieceDecoder.exact_rebase`), whose times are read as `_exact_events` reads them.
+    With `prefix` the text is a tail piece's (`[` events `]`, then the rest of the document) and the answer is the
+    reading of its events with the offset past their `]`."""
     if not scans_text():
         return None
-    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0), open_end, exact_rebase)
+    return _scan.scan(text, _PHASE_TABLE, 1 << 62 if max_events is None else max(max_events, 0), open_end, exact_rebase,
+                      prefix)
 
 _SCANNED_GPU = np.dtype([("row", np.int64), ("values", np.float64, (len(GPU_FIELDS),))])  # `_scan.c`'s GPU fields
 _STAND_IN = Event()  # what a consumer reads for an event the scanner kept no struct of: no args, as that event has
@@ -559,6 +562,19 @@ class ColumnBuilder:
         room = None if self._max_events is None else self._max_events - self.n
         scanned = scan_text(text, room, exact_rebase=exact_rebase)  # past the budget: None, and `add` refuses it
         return scanned is not None and self.add_scanned(scanned, text, piece)
+
+    def add_tail_text(self, text, piece: Piece, exact_rebase: Optional[int], rest_decodes: Callable[[int], bool],
+                      merge_first: Optional[Callable[[], None]] = None) -> bool:
+        """`add_text` for the tail piece (`[` events `]`, then the rest of the document: `decode.TailSink`): its events
+        are added when the scanner reads them and `rest_decodes(offset past their ']')` says the rest decodes as the
+        whole tail would; False (nothing added) otherwise. `merge_first` runs just before they are added (the pieces
+        still in flight elsewhere come first)."""
+        found = scan_text(text, exact_rebase=exact_rebase, prefix=True)  # the budget: checked in `add_scanned`
+        if found is None or not rest_decodes(found[1]):
+            return False
+        if merge_first is not None:
+            merge_first()
+        return self.add_scanned(found[0], text, piece)
 
     def add_scanned(self, scanned: tuple, text, piece: Piece) -> bool:
         """`add_text` for a piece `scan_text` has read already (elsewhere, e.g. in a thread); False as there."""

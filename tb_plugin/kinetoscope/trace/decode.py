@@ -323,10 +323,14 @@ Offload = Callable[[Any, Piece, "_PieceDecoder"], None]  # (the piece's text `[`
 
 TextSink = Callable[[Any, Piece, Optional[int]], bool]  # (a middle piece's text `[`...`]`, where it lies, the file's
 # `exact_rebase`) -> whether it took the piece
+# (the tail's text: `[` events `]` and the rest of the document; where it lies; the file's `exact_rebase`; whether the
+# rest, from an offset past the events' `]`, decodes as the whole tail's would) -> whether it took the tail's events
+TailSink = Callable[[bytes, Piece, Optional[int], Callable[[int], bool]], bool]
 
 
 def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event_bytes: int = 1 << 62,
-                  offload: Optional[Offload] = None, text_sink: Optional[TextSink] = None) -> Decoded:
+                  offload: Optional[Offload] = None, text_sink: Optional[TextSink] = None,
+                  tail_sink: Optional[TailSink] = None) -> Decoded:
     """Decode a trace from a stream of byte blocks, handing events to `sink` one chunk at a time.
 
     Only one chunk of event structs exists at once, so memory stays near one chunk plus the sink's
@@ -347,6 +351,8 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
         text_sink: when given (and not `offload`), each middle piece's text is offered to it first (valid only during the
             call, with the file's `exact_rebase`); a piece it takes is not decoded here (as for `offload`, in a file
             with exact times only once the rebase is known).
+        tail_sink: when given, the tail's events are offered to it first (in a file of one piece, nearly all of them),
+            with a check of the document after them; the rest is then decoded here (the sink never sees the tail).
 
     Returns:
         The top-level object (its `traceEvents` emptied: the events went to the sink), with the events
@@ -387,20 +393,38 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
     if top is None or pieces is None:
         raise NotSplittable("no event boundary found")
     rest = bytes(win.buf[win.start:win.end])
-    try:
-        tail, index = pieces.doc(b'{"traceEvents":' + rest)
-    except _FalseCut as exc:  # the tail ends where the file does: it is cut short, unless a lone `"\ud800"` ends it
-        if not rest[-64:].rstrip().endswith(b"}"):
-            raise DecodeError(f"truncated JSON ({win.base + win.end:,} bytes; was the file still being written?)",
-                              transient=True) from None
-        raise NotSplittable(str(exc)) from None
-    sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1, Piece(PIECE_TAIL, win.base + win.start, win.base + win.end), *(index or ()))
+    piece = Piece(PIECE_TAIL, win.base + win.start, win.base + win.end)
+    tail = _scanned_tail(rest, piece, pieces, tail_sink) if tail_sink is not None else None
+    if tail is None:
+        try:
+            tail, index = pieces.doc(b'{"traceEvents":' + rest)
+        except _FalseCut as exc:  # the tail ends where the file does: it is cut short, unless a lone `"\ud800"` ends it
+            if not rest[-64:].rstrip().endswith(b"}"):
+                raise DecodeError(f"truncated JSON ({win.base + win.end:,} bytes; was the file still being written?)",
+                                  transient=True) from None
+            raise NotSplittable(str(exc)) from None
+        sink(tail.traceEvents, rest.find(_LEGACY_KEY) != -1, piece, *(index or ()))
     for name in TraceDoc.__struct_fields__:
         if name != "traceEvents" and getattr(top, name) is None:
             setattr(top, name, getattr(tail, name))
     if pieces.exact:
         top.baseTimeNanoseconds = (top.baseTimeNanoseconds or 0) + (pieces.rebase or 0)
     return Decoded(top, skipped=pieces.skipped, warnings=pieces.warnings)
+
+
+def _scanned_tail(rest: bytes, piece: Piece, pieces: _PieceDecoder, tail_sink: TailSink) -> Optional[TraceDoc]:
+    """The tail's document without its events when `tail_sink` took them; None when it did not (decode the tail)."""
+    if pieces.exact and pieces.rebase is None or rest.find(b'"traceEvents"') != -1:  # no rebase yet; a second array
+        return None
+    after: list[TraceDoc] = []
+
+    def rest_decodes(end: int) -> bool:
+        try:  # the typed decode of the whole tail succeeds exactly when its events and this part both do
+            after.append(_typed(b'{"traceEvents":[]' + rest[end:], _FAST))
+        except NotSplittable:
+            return False
+        return True
+    return after[0] if tail_sink(rest, piece, pieces.exact_rebase(), rest_decodes) else None
 
 
 class MappedText(NamedTuple):

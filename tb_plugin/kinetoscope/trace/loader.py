@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import gc
 import logging
 import mmap
@@ -391,10 +392,13 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
                                    _long_text(text_bytes or size_hint))
             helpers = offloader.pool if offloader.threads else None  # its threads are idle during `finish`
             offloader.merged = reached.added
+            tail = functools.partial(builder.add_tail_text, merge_first=offloader.finish)
             try:
                 decoded = decode_chunks(blocks, _reporting(reached.tracking(offloader.sink), source_bytes,
                                                            text_bytes or size_hint, progress),
-                                        chunk, budget.event_bytes, offloader.middle)
+                                        chunk, budget.event_bytes, offloader.middle,
+                                        tail_sink=_reporting(reached.tracking(tail), source_bytes, text_bytes or size_hint,
+                                                             progress))
             except (NotSplittable, DecodeError):
                 offloader.finish()  # an error in an earlier piece (a budget) comes first, as in the serial decode
                 raise
@@ -403,6 +407,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             add = _reporting(reached.tracking(builder.add), source_bytes, text_bytes or size_hint, progress)
             decoded = decode_chunks(blocks, add, chunk, budget.event_bytes,
                                     text_sink=_reporting(reached.tracking(builder.add_text), source_bytes,
+                                                         text_bytes or size_hint, progress),
+                                    tail_sink=_reporting(reached.tracking(builder.add_tail_text), source_bytes,
                                                          text_bytes or size_hint, progress))
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
