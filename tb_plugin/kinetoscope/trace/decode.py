@@ -261,28 +261,28 @@ class _PieceDecoder:
         """A whole-document piece (the head, with `]}` added, or the tail, with `{"traceEvents":` added)."""
         try:
             doc = _typed(text, _EXACT if self.exact else _FAST)
+            times = _exact_times(doc.traceEvents) if self.exact else None
         except _FalseCut:
             raise
         except NotSplittable:
             return self._lenient(bytes(text))
-        if not self.exact:
+        if times is None:
             return doc, None
-        ts_ns = _ns_of([e.ts for e in doc.traceEvents])
-        return _exact_doc(doc, self._rebase(ts_ns), ts_ns), None
+        return _exact_doc(doc, self._rebase(times[0]), times), None
 
     def events(self, view) -> tuple[list, Optional[tuple[list[int], int]]]:
         """A middle piece: `[` events `]`."""
         try:
             events = _typed(view, _EXACT_EVENTS if self.exact else _EVENTS)
+            times = _exact_times(events) if self.exact else None
         except _FalseCut:
             raise
         except NotSplittable:
             doc, index = self._lenient(b'{"traceEvents":' + bytes(view) + b"}")
             return doc.traceEvents, index
-        if not self.exact:
+        if times is None:
             return events, None
-        ts_ns = _ns_of([e.ts for e in events])
-        return _exact_events(events, self._rebase(ts_ns), ts_ns), None
+        return _exact_events(events, self._rebase(times[0]), times), None
 
     def exact_rebase(self) -> Optional[int]:
         """The rebase a piece of this file decoded elsewhere must be given (`decode_middle`, `scan_text`): None for a
@@ -650,34 +650,42 @@ def _kineto_ns(value: Any) -> Optional[int]:
 
 
 def _raw_ns(raw: Any) -> Optional[int]:
-    """`_kineto_ns` of a time's JSON text (a `msgspec.Raw`; an empty one is an absent time: None)."""
-    if not isinstance(raw, msgspec.Raw):
+    """`_kineto_ns` of a time's JSON text (a `msgspec.Raw`; an empty one is an absent time: None).
+
+    Raises:
+        UnicodeDecodeError: the time is a string of invalid UTF-8 (a Raw keeps its text unchecked), which the typed
+            decode of the value itself refuses.
+    """
+    if not isinstance(raw, msgspec.Raw) or not raw:
         return None
-    if not raw:
-        return None
+    return _kineto_ns(_EXACT_VALUE.decode(raw))
+
+
+def _exact_times(events: list) -> tuple[list, list]:
+    """The ts and dur of exact events in ns (`_ns_of`); NotSplittable where a piece's typed decode would have failed."""
     try:
-        return _kineto_ns(_EXACT_VALUE.decode(raw))
-    except (msgspec.DecodeError, msgspec.ValidationError, ArithmeticError):  # e.g. 1e999999 (out of msgspec's range)
-        return None
+        return _ns_of([e.ts for e in events]), _ns_of([e.dur for e in events])
+    except UnicodeDecodeError as exc:
+        raise NotSplittable(str(exc)) from None
 
 
-def _exact_doc(doc: _ExactDoc, rebase: Optional[int] = None, ts_ns: Optional[list] = None) -> TraceDoc:
+def _exact_doc(doc: _ExactDoc, rebase: Optional[int] = None, times: Optional[tuple[list, list]] = None) -> TraceDoc:
     """Exact 16-digit times -> plain events, rebased to a whole second so doubles hold them to the ns.
 
     The rebase (by default the whole second before the earliest time) goes into `baseTimeNanoseconds`
     (which the model adds back), so absolute times are exact. A piece of a file passes the first piece's
-    (and its events' times in ns, `_ns_of`).
+    (and its events' ts and dur in ns, `_exact_times`).
     """
-    if ts_ns is None:
-        ts_ns = _ns_of([e.ts for e in doc.traceEvents])
+    if times is None:
+        times = _ns_of([e.ts for e in doc.traceEvents]), _ns_of([e.dur for e in doc.traceEvents])
     if rebase is None:
-        rebase = _whole_second(ts_ns) or 0
+        rebase = _whole_second(times[0]) or 0
         base = (doc.baseTimeNanoseconds or 0) + rebase
     else:
         base = doc.baseTimeNanoseconds  # the caller adds its rebase once
     top = {name: getattr(doc, name) for name in TraceDoc.__struct_fields__ if name != "traceEvents"}
     top["baseTimeNanoseconds"] = base
-    return TraceDoc(traceEvents=_exact_events(doc.traceEvents, rebase, ts_ns), **top)
+    return TraceDoc(traceEvents=_exact_events(doc.traceEvents, rebase, times), **top)
 
 
 def _whole_second(ts_ns: list) -> Optional[int]:
@@ -686,14 +694,12 @@ def _whole_second(ts_ns: list) -> Optional[int]:
     return min(known) // 10**9 * 10**9 if known else None
 
 
-def _exact_events(exact: list, rebase: int, ts_ns: Optional[list] = None) -> list[Event]:
-    """Events with exact times as plain events, their times in µs after `rebase` ns (`ts_ns`: their times in ns,
-    when the caller has them)."""
-    if ts_ns is None:
-        ts_ns = _ns_of([e.ts for e in exact])
+def _exact_events(exact: list, rebase: int, times: tuple[list, list]) -> list[Event]:
+    """Events with exact times as plain events, their times in µs after `rebase` ns (`times`: their ts and dur in
+    ns)."""
     return [Event(ph=e.ph, name=e.name, cat=e.cat, pid=e.pid, tid=e.tid, id=e.id, args=e.args,
                   ts=NAN if t is None else (t - rebase) / 1000, dur=NAN if d is None else d / 1000)
-            for e, t, d in zip(exact, ts_ns, _ns_of([e.dur for e in exact]))]
+            for e, t, d in zip(exact, *times)]
 
 
 def _load_ns_reader() -> Callable[[list], list]:
