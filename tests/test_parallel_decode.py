@@ -233,6 +233,20 @@ def test_the_event_budget_holds_in_the_workers(small_pieces, monkeypatch, tmp_pa
     assert differences(serial, parallel) == []
 
 
+def test_a_gzip_load_that_fails_midway_leaves_no_inflate_thread(small_pieces, monkeypatch, tmp_path):
+    """The refusal (here the event budget, met while the inflate thread is still ahead) closes the stream at once,
+    even while the error, whose traceback holds the load's frames, is kept (as a test or a log record keeps it)."""
+    monkeypatch.setenv(budgets.MAX_EVENTS_ENV, "1000")
+    monkeypatch.setattr(budgets, "EVENTS_FLOOR", 1000)
+    monkeypatch.setenv(DECODE_WORKERS_ENV, "2")
+    path = tmp_path / "many.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(trace_doc([op("aten::add", i * 2.0, 1) for i in range(50_000)])).encode()))
+    with pytest.raises(TraceError, match="budget of 1,000 events") as kept:
+        load_trace(str(path), cache_dir=None)
+    assert kept.value.__traceback__ is not None
+    assert not [t for t in threading.enumerate() if t.name == "kinetoscope-inflate"]
+
+
 @pytest.mark.parametrize("text, expected", [("1", 1), ("2", 2), (" 4 ", 4)])
 def test_the_setting_parses_whole_numbers(text, expected):
     assert parse_decode_workers(text) == expected

@@ -569,7 +569,8 @@ class ColumnBuilder:
         are added when the scanner reads them and `rest_decodes(offset past their ']')` says the rest decodes as the
         whole tail would; False (nothing added) otherwise. `merge_first` runs just before they are added (the pieces
         still in flight elsewhere come first)."""
-        found = scan_text(text, exact_rebase=exact_rebase, prefix=True)  # the budget: checked in `add_scanned`
+        room = None if self._max_events is None else self._max_events - self.n  # less once `merge_first` has run
+        found = scan_text(text, room, exact_rebase=exact_rebase, prefix=True)  # past it: the typed decode refuses
         if found is None or not rest_decodes(found[1]):
             return False
         if merge_first is not None:

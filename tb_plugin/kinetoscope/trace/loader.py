@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import queue
 import threading
+import types
 from collections import deque
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -419,6 +420,8 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             offloader.cancel()
         if mapped is not None:
             mapped.release()
+        if isinstance(blocks, types.GeneratorType):  # a stream left early (an error): its inflate thread stops now,
+            blocks.close()  # not whenever the error's traceback lets the generator go
     if mapped is not None:
         reached.at = stored_bytes
     if progress is None:
