@@ -101,13 +101,17 @@ def test_the_2021_and_modern_traces_are_really_scanned(small_pieces, taken, monk
     assert taken[True] > 1000 and taken[True] > 20 * taken[False]
 
 
-def _model(text: bytes, scanned: bool):
+def _model(text: bytes, scanned: bool, exact_rebase=None):
     """The model of one middle piece's events; None when that path refuses the piece (`add_text` False, or the
-    typed decode fails: today's loader then decodes the piece leniently)."""
+    typed decode fails: today's loader then decodes the piece leniently). With `exact_rebase`, a piece of a file with
+    exact 16-digit times, decoded as the loader decodes one (`decode_middle`) when not scanned."""
     builder = ColumnBuilder()
     if scanned:
-        if not builder.add_text(memoryview(bytearray(text)), PIECE):
+        if not builder.add_text(memoryview(bytearray(text)), PIECE, exact_rebase):
             return None
+    elif exact_rebase is not None:
+        events, legacy, index, _, _ = decode_middle(bytearray(text), exact_rebase)
+        builder.add(events, legacy, PIECE, *(index or ()))
     else:
         try:
             events = _TYPED.decode(text)
@@ -229,12 +233,11 @@ _FILLER = [json.dumps(e).encode() for t in range(400)  # many small middle piece
            for e in (op("aten::add", 10 * t, 5, **{"External id": t}), launch(10 * t + 1, 2, t), kernel("k", 10 * t + 4, 3, t))]
 
 
-@pytest.mark.parametrize("name", [n for n in PIECES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")])
-def test_every_case_inside_a_file_gives_the_same_model(name, monkeypatch):
-    body = PIECES[name][0].strip()[1:-1].strip()
-    half = len(_FILLER) // 2
-    raw = b'{"traceEvents": [' + b", ".join(_FILLER[:half] + [body] + _FILLER[half:]) + b'], "displayTimeUnit": "ms"}'
-    monkeypatch.setattr(loader, "CHUNK_BYTES", 4096)
+_IN_A_FILE = [n for n in PIECES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")]
+
+
+def _decoded_both(raw: bytes, monkeypatch) -> list:
+    """The model (or the TraceError) of a whole text with the scanner, then without it."""
     models = []
     for scan in (SCANNER, None):
         monkeypatch.setattr(build, "_scan", scan)
@@ -242,7 +245,17 @@ def test_every_case_inside_a_file_gives_the_same_model(name, monkeypatch):
             models.append(decode_bytes(raw))
         except TraceError as exc:
             models.append(exc)
-    assert differences(models[1], models[0]) == []
+    return models
+
+
+@pytest.mark.parametrize("name", _IN_A_FILE)
+def test_every_case_inside_a_file_gives_the_same_model(name, monkeypatch):
+    body = PIECES[name][0].strip()[1:-1].strip()
+    half = len(_FILLER) // 2
+    raw = b'{"traceEvents": [' + b", ".join(_FILLER[:half] + [body] + _FILLER[half:]) + b'], "displayTimeUnit": "ms"}'
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 4096)
+    fast, typed = _decoded_both(raw, monkeypatch)
+    assert differences(typed, fast) == []
 
 
 def test_the_setting_turns_the_scanner_off(monkeypatch):
@@ -386,19 +399,6 @@ REBASE = 1712195495000000000  # the whole second `decode._PieceDecoder` rebases 
 _EXACT_OP = b'{"ph":"X","cat":"cpu_op","name":"%s","pid":1,"tid":1,"ts":%s,"dur":%s}'
 
 
-def _exact_model(text: bytes, scanned: bool):
-    """The model of one middle piece of a file with exact 16-digit times (rebased by REBASE): scanned, or decoded as
-    the loader decodes such a piece (`decode_middle`); None when the scanner leaves it."""
-    builder = ColumnBuilder()
-    if scanned:
-        if not builder.add_text(memoryview(bytearray(text)), PIECE, REBASE):
-            return None
-    else:
-        events, legacy, index, _, _ = decode_middle(bytearray(text), REBASE)
-        builder.add(events, legacy, PIECE, *(index or ()))
-    return builder.finish(TraceDoc(traceEvents=[]), {}, [], len(text))
-
-
 EXACT_PIECES = {
     # Kineto's spellings: 3 padded digits, and the unpadded writer of 2024-03 (`.5` and `.05` are 5 ns), ints
     "kineto_spellings": (_piece(*(_EXACT_OP % (b"op", ts, dur) for ts, dur in (
@@ -423,10 +423,10 @@ EXACT_PIECES = {
 @pytest.mark.parametrize("name", list(EXACT_PIECES))
 def test_a_piece_with_exact_times_is_scanned_as_the_exact_decode_reads_it(name):
     text, expected = EXACT_PIECES[name]
-    fast = _exact_model(text, scanned=True)
+    fast = _model(text, True, REBASE)
     assert (fast is not None) == expected
     if fast is not None:
-        assert differences(_exact_model(text, scanned=False), fast) == []
+        assert differences(_model(text, False, REBASE), fast) == []
         assert not np.array_equal(fast.ts_ns, _model(text, scanned=True).ts_ns)  # a double of epoch µs loses the ns
 
 
@@ -498,7 +498,7 @@ RESTS = {  # what may follow the events' `]` in a tail piece: (the text, whether
 
 
 @pytest.mark.parametrize("rest", list(RESTS))
-@pytest.mark.parametrize("name", [n for n in PIECES if n not in ("truncated_piece", "cut_inside_a_string", "text_after_the_piece")])
+@pytest.mark.parametrize("name", _IN_A_FILE)
 def test_every_case_in_the_tail_gives_the_same_model(name, rest, monkeypatch):
     """A file of one piece: its first event is the head, every other event the tail, which the scanner reads when it
     can (`add_tail_text`) and the typed decode otherwise; the document after the events decides nothing else."""
@@ -509,13 +509,7 @@ def test_every_case_in_the_tail_gives_the_same_model(name, rest, monkeypatch):
     add_tail_text = ColumnBuilder.add_tail_text
     monkeypatch.setattr(ColumnBuilder, "add_tail_text", lambda self, *args, **kw: took.append(
         add_tail_text(self, *args, **kw)) or took[-1])
-    models = []
-    for scan in (SCANNER, None):
-        monkeypatch.setattr(build, "_scan", scan)
-        try:
-            models.append(decode_bytes(raw))
-        except TraceError as exc:
-            models.append(exc)
-    assert differences(models[1], models[0]) == []
+    fast, typed = _decoded_both(raw, monkeypatch)
+    assert differences(typed, fast) == []
     if not decode.needs_exact_times(raw, 0, len(raw)):  # (a 16-digit time far from the rebase is left, rightly)
         assert took.count(True) == (1 if may_take and PIECES[name][1] else 0)  # only with the scanner on, of course
