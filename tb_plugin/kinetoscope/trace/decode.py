@@ -638,7 +638,7 @@ def _kineto_ns(value: Any) -> Optional[int]:
     """A time written by Kineto as `{us}.{ns}` in integer ns: a fraction of up to 3 digits is the ns count
     (`.5` and `.005` are both 5 ns; the first is the unpadded writer of 2024-03). None if not a number."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value * 1000
+        return value * 1000 if -10**31 < value < 10**31 else None  # as a Decimal past 30 digits: no 10^400 / 1000
     if not isinstance(value, Decimal) or not value.is_finite() or value.adjusted() > 30:  # no 1e999999 ints
         return None
     sign, digits, exponent = value.as_tuple()
