@@ -59,13 +59,13 @@ def test_absurd_times_and_bases_are_counted_not_overflowed(tmp_path, exact_era):
     events = ",".join(f'{{"ph": "X", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {dur}}}' for n, ts, dur in [
         ("ok", first, 1), ("huge-dur", first, "1e20"), ("inf-dur", first, "1e999999"), ("huge-ts", "1e99999999", 1),
         ("ts-beyond-int64", "123456789012345678901234567890", 1), ("ts-of-400-digits", "1" + "0" * 399, 1),
-        ("dur-of-400-digits", first, "9" * 400)])
+        ("dur-of-400-digits", first, "9" * 400), ("ts-far-before", "-1" + "0" * 29, 1)])  # not the rebase's second
     model = _model(tmp_path, f'{{"traceEvents": [{events}]}}')
     assert [model.names[i] for i in model.name_id] == ["ok"] and model.ts_ns[0] // 1000 == 1712195495519689
     if exact_era:  # the exact reader makes a 400-digit time absent (no 10^400 / 1000 float overflow)
-        assert model.skipped == {"missing, non-finite or out-of-range ts": 3, "complete event without a finite dur": 3}
+        assert model.skipped == {"missing, non-finite or out-of-range ts": 4, "complete event without a finite dur": 3}
     else:  # the typed decode refuses a 400-digit float and the lenient one names the field
-        assert model.skipped == {"missing, non-finite or out-of-range ts": 2, "complete event without a finite dur": 2,
+        assert model.skipped == {"missing, non-finite or out-of-range ts": 3, "complete event without a finite dur": 2,
                                  "ill-typed field: Number out of range - at `$.ts`": 1,
                                  "ill-typed field: Number out of range - at `$.dur`": 1}
     model = _model(tmp_path, '{"baseTimeNanoseconds": 99999999999999999999, "traceEvents": [{"ph": "X", "ts": 5, "dur": 1}]}')

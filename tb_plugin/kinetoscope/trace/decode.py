@@ -143,6 +143,7 @@ _EXACT_VALUE = msgspec.json.Decoder(float_hook=Decimal)  # one time's text, as `
 # integer ns (`_raw_ns`; in C `_kineto_time.h`, also by the scanner); every other field decodes as in any file.
 _SIXTEEN_DIGIT_FRACTION = re.compile(rb'"(?:ts|dur)"\s*:\s*-?\d{16,}\.\d')
 EXACT_SNIFF_BYTES = 1 << 20
+_USABLE_NS = 2**62  # times beyond ±this many ns are out of the model's range (trace.build's _INT_LIMIT)
 _EVENTS = msgspec.json.Decoder(list[Event])
 _BARE_NA = re.compile(rb"(?<=[:\[,])\s*N/A\s*(?=[,\]}])")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -308,7 +309,7 @@ class _PieceDecoder:
             raise NotSplittable(str(exc)) from None
         if self.exact:  # rebased like the exact pieces (to the µs a double holds: this piece had other trouble)
             if self.rebase is None:
-                known = [e.ts for e in decoded.doc.traceEvents if math.isfinite(e.ts) and abs(e.ts) < 2**62 / 1000]
+                known = [e.ts for e in decoded.doc.traceEvents if math.isfinite(e.ts) and abs(e.ts) < _USABLE_NS / 1000]
                 self.rebase = int(min(known) * 1000) // 10**9 * 10**9 if known else None
             for e in decoded.doc.traceEvents:
                 e.ts -= (self.rebase or 0) / 1000
@@ -689,8 +690,9 @@ def _exact_doc(doc: _ExactDoc, rebase: Optional[int] = None, times: Optional[tup
 
 
 def _whole_second(ts_ns: list) -> Optional[int]:
-    """The whole second (ns) at or before the earliest known time; None when no time is known."""
-    known = [t for t in ts_ns if t is not None]
+    """The whole second (ns) at or before the earliest usable time (within ±2^62 ns, as the lenient decode's rebase
+    and the model take them: one absurd time must not carry every other one out of range); None when there is none."""
+    known = [t for t in ts_ns if t is not None and -_USABLE_NS < t < _USABLE_NS]
     return min(known) // 10**9 * 10**9 if known else None
 
 
@@ -791,7 +793,12 @@ def _convert_event(raw_event: Any, skipped: dict[str, int]) -> Optional[Event]:
         elif "args" in raw_event:
             raw_event = {k: v for k, v in raw_event.items() if k != "args"}
         try:
+            for key in ("ts", "dur"):  # an int no double holds: msgspec before 0.20 fails with a SystemError there
+                if isinstance(raw_event.get(key), int):
+                    float(raw_event[key])
             return msgspec.convert(raw_event, Event, strict=False)
+        except OverflowError:
+            reason = f"ill-typed field: Number out of range - at `$.{key}`"  # as later msgspec names it
         except msgspec.ValidationError as exc:
             reason = f"ill-typed field: {exc}"
     skipped[reason] = skipped.get(reason, 0) + 1
