@@ -491,6 +491,8 @@ RESTS = {  # what may follow the events' `]` in a tail piece: (the text, whether
                               b'"deviceProperties": [{"id": 0, "name": "H100", "x": 1.5}]}', True),
     "whitespace_around": (b" \n } \n\n", True),
     "a_second_event_array": (b', "traceEvents": [{"ph":"X","name":"z","pid":1,"tid":1,"ts":1,"dur":1}]}', False),
+    "a_second_empty_array_spelled_with_an_escape": (b', "traceEvent\\u0073": []}', False),  # the last key wins
+    "a_second_null_array": (b', "traceEvents": null}', False),
     "an_ill_typed_key": (b', "baseTimeNanoseconds": "soon"}', False),
     "text_after_the_document": (b"} x", False),
     "truncated_document": (b', "displayTimeUnit": "m', False),

@@ -413,18 +413,27 @@ def decode_chunks(blocks: Iterable, sink: EventSink, chunk_bytes: int, max_event
     return Decoded(top, skipped=pieces.skipped, warnings=pieces.warnings)
 
 
+class _TailRest(TraceDoc, gc=False):
+    """The document after the tail's events; a `traceEvents` key there (any spelling, any value) is a second one."""
+
+    traceEvents: Any = msgspec.UNSET
+
+
+_TAIL_REST = msgspec.json.Decoder(_TailRest)
+
+
 def _scanned_tail(rest: bytes, piece: Piece, pieces: _PieceDecoder, tail_sink: TailSink) -> Optional[TraceDoc]:
     """The tail's document without its events when `tail_sink` took them; None when it did not (decode the tail)."""
-    if pieces.exact and pieces.rebase is None or rest.find(b'"traceEvents"') != -1:  # no rebase yet; a second array
+    if pieces.exact and pieces.rebase is None:  # its times need the rebase a piece holding a time sets
         return None
     after: list[TraceDoc] = []
 
     def rest_decodes(end: int) -> bool:
         try:  # the typed decode of the whole tail succeeds exactly when its events and this part both do
-            after.append(_typed(b'{"traceEvents":[]' + rest[end:], _FAST))
+            after.append(_typed(b'{"_":0' + rest[end:], _TAIL_REST))  # a placeholder member keeps its commas' grammar
         except NotSplittable:
             return False
-        return True
+        return after[-1].traceEvents is msgspec.UNSET  # a second array would replace the first (the last key wins)
     return after[0] if tail_sink(rest, piece, pieces.exact_rebase(), rest_decodes) else None
 
 
