@@ -988,10 +988,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         result = Py_None;
     } else {
         result = build_result(&s);
-        if (result != NULL && prefix) {
-            PyObject *pair = Py_BuildValue("(Nn)", result, (Py_ssize_t)(s.p - s.base));
-            result = pair;
-        }
+        if (result != NULL && prefix) result = Py_BuildValue("(Nn)", result, (Py_ssize_t)(s.p - s.base));
     }
     scan_free(&s);
     PyBuffer_Release(&text);

@@ -559,8 +559,7 @@ class ColumnBuilder:
         compiled scanner (`_scan.c`) reads every event of it exactly as the typed decode would; False (nothing added)
         when it does not, or is absent: the caller decodes the piece the usual way. `exact_rebase`: see `scan_text`.
         """
-        room = None if self._max_events is None else self._max_events - self.n
-        scanned = scan_text(text, room, exact_rebase=exact_rebase)  # past the budget: None, and `add` refuses it
+        scanned = scan_text(text, self._room(), exact_rebase=exact_rebase)  # past the budget: None, and `add` refuses it
         return scanned is not None and self.add_scanned(scanned, text, piece)
 
     def add_tail_text(self, text, piece: Piece, exact_rebase: Optional[int], rest_decodes: Callable[[int], bool],
@@ -569,8 +568,7 @@ class ColumnBuilder:
         are added when the scanner reads them and `rest_decodes(offset past their ']')` says the rest decodes as the
         whole tail would; False (nothing added) otherwise. `merge_first` runs just before they are added (the pieces
         still in flight elsewhere come first)."""
-        room = None if self._max_events is None else self._max_events - self.n  # less once `merge_first` has run
-        found = scan_text(text, room, exact_rebase=exact_rebase, prefix=True)  # past it: the typed decode refuses
+        found = scan_text(text, self._room(), exact_rebase=exact_rebase, prefix=True)  # (less once `merge_first` ran)
         if found is None or not rest_decodes(found[1]):
             return False
         if merge_first is not None:
@@ -593,6 +591,10 @@ class ColumnBuilder:
             cols[key] = np.append(merged, -1)[cols[key]]  # local id -> first row in the file; -1 (none) stays -1
         self._add_columns(cols, events, piece, None, None, np.frombuffer(gpu, _SCANNED_GPU), cat_kind)
         return True
+
+    def _room(self) -> Optional[int]:
+        """How many more events the budget takes (None: no budget)."""
+        return None if self._max_events is None else self._max_events - self.n
 
     def _check_budget(self, n: int) -> None:
         if self._max_events is not None and self.n + n > self._max_events:

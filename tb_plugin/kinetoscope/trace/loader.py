@@ -384,6 +384,9 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     reached = _Reached(blocks.buf if mapped is not None else None)
     if mapped is not None:  # nothing is read: the progress is the end of the last piece added
         source_bytes = reached
+
+    def tracked(add):  # a sink that records how far the pieces it takes reach, and reports the progress after each
+        return _reporting(reached.tracking(add), source_bytes, text_bytes or size_hint, progress)
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
@@ -393,24 +396,17 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
                                    _long_text(text_bytes or size_hint))
             helpers = offloader.pool if offloader.threads else None  # its threads are idle during `finish`
             offloader.merged = reached.added
-            tail = functools.partial(builder.add_tail_text, merge_first=offloader.finish)
             try:
-                decoded = decode_chunks(blocks, _reporting(reached.tracking(offloader.sink), source_bytes,
-                                                           text_bytes or size_hint, progress),
-                                        chunk, budget.event_bytes, offloader.middle,
-                                        tail_sink=_reporting(reached.tracking(tail), source_bytes, text_bytes or size_hint,
-                                                             progress))
+                decoded = decode_chunks(blocks, tracked(offloader.sink), chunk, budget.event_bytes, offloader.middle,
+                                        tail_sink=tracked(functools.partial(builder.add_tail_text,
+                                                                            merge_first=offloader.finish)))
             except (NotSplittable, DecodeError):
                 offloader.finish()  # an error in an earlier piece (a budget) comes first, as in the serial decode
                 raise
             offloader.finish()
         else:
-            add = _reporting(reached.tracking(builder.add), source_bytes, text_bytes or size_hint, progress)
-            decoded = decode_chunks(blocks, add, chunk, budget.event_bytes,
-                                    text_sink=_reporting(reached.tracking(builder.add_text), source_bytes,
-                                                         text_bytes or size_hint, progress),
-                                    tail_sink=_reporting(reached.tracking(builder.add_tail_text), source_bytes,
-                                                         text_bytes or size_hint, progress))
+            decoded = decode_chunks(blocks, tracked(builder.add), chunk, budget.event_bytes,
+                                    text_sink=tracked(builder.add_text), tail_sink=tracked(builder.add_tail_text))
     except EventTooLarge as exc:
         raise TraceError(path, f"{budget.too_large_event()} ({exc})") from None
     except DecodeError as exc:
