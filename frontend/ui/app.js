@@ -98,7 +98,10 @@ export async function start(body, early = {}) {
     if (answer?.run !== store.state.span?.run) return;
     store.set({ runVerdict: answer });
     header.setRunVerdict(answer);
-  }, (err) => console.warn('kinetoscope: run verdict', errorText(err)));
+  }, (err) => {
+    header.markRunVerdict('failed');
+    console.warn('kinetoscope: run verdict', errorText(err));
+  });
 
   /**
    * Asks for the run verdict of the span on screen when its run lists more than one span (a
@@ -107,6 +110,7 @@ export async function start(body, early = {}) {
   function pollRunVerdict() {
     const run = store.state.span?.run;
     if (run !== undefined && runSpanCount(latest, run) > 1) {
+      header.markRunVerdict('asked');
       runVerdict.start(run);
       return;
     }

@@ -141,8 +141,18 @@ export class Header {
    */
   setRunVerdict(answer) {
     this.runAnswer = answer;
+    this.markRunVerdict(answer ? 'shown' : 'none');
     if (this.summary) this.verdict.replaceChildren(...verdictNodes(this.summary, answer));
     this.fillBrief();
+  }
+
+  /**
+   * For automation (the browser checks): the run verdict's state on `data-run-verdict`: `asked` until its first
+   * answer lands and grows the header (the lanes below move down), then `shown`; `none`, or `failed`.
+   * @param {'asked' | 'shown' | 'none' | 'failed'} state
+   */
+  markRunVerdict(state) {
+    this.root.dataset.runVerdict = state;
   }
 
   /** Shows a message in place of the verdict (no trace yet, the logdir cannot be listed), unfolded. @param {HTMLElement} node */

@@ -162,9 +162,17 @@ async function gapRow(browser, run) {
   return { errors, httpErrors, gap, window: win, active: await frame.$$eval('.ks-gaps tr.ks-active', (trs) => trs.length) };
 }
 
-/** Clicks the first kernel drawn in the GPU lane of a zoomed window, then reopens the link. */
-async function selectAndShare(browser, run, t0, t1) {
-  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }));
+/**
+ * Clicks the first kernel drawn in the GPU lane of a zoomed window, then reopens the link. The run verdict's
+ * answers come `slowMs` late (a busy server), so the page must not move under the pointer after waitReady:
+ * `moved` is how far the lanes moved down between reading where to click and the run verdict shown.
+ */
+async function selectAndShare(browser, run, t0, t1, slowMs = 0) {
+  const slowRunVerdict = (page) => page.route(/\/verdict\?run=/, async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, slowMs));
+    await route.continue();
+  });
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }), undefined, undefined, slowRunVerdict);
   await waitReady(frame);
   const g = await geometry(frame);
   const gpu = g.lanes.find((l) => l.kind === 'gpu');
@@ -176,6 +184,8 @@ async function selectAndShare(browser, run, t0, t1) {
   if (hitAt < 0) return { errors, httpErrors, clicked: false };
   await page.mouse.click(g.left + xs[hitAt][0] + 1, g.top + y);
   await frame.waitForSelector('.ks-details-name', { timeout: 15000 });
+  await frame.waitForSelector('.ks-run-verdict', { timeout: 15000 });
+  const moved = (await geometry(frame)).top - g.top;
   await frame.waitForSelector('.ks-offset', { timeout: 5000 }).catch(() => null);
   const name = await frame.textContent('.ks-details-name');
   const offset = await frame.$eval('.ks-offset', (e) => e.textContent).catch(() => null);
@@ -192,7 +202,7 @@ async function selectAndShare(browser, run, t0, t1) {
   await waitReady(frame2);
   await frame2.waitForSelector('.ks-details-name', { timeout: 15000 });
   await second.waitForTimeout(500);
-  return { errors, httpErrors, clicked: true, name, offset, args, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
+  return { errors, httpErrors, clicked: true, moved, name, offset, args, state, exported, restored: { name: await frame2.textContent('.ks-details-name'), state: urlState(second) } };
 }
 
 /** Clicks both export buttons and reads what they download. */

@@ -12,12 +12,13 @@ export async function launch() {
 }
 
 /**
- * Opens `${base}/#kinetoscope<suffix>` and returns the page, the plugin frame, the console errors, the
+ * Opens `${base}/#kinetoscope<suffix>` (after `setUp(page)`, e.g. routes that slow answers down) and returns the page, the plugin frame, the console errors, the
  * refused requests (`STATUS URL` of every answer >= 400, any frame) and the URLs of the plugin's
  * requests seen so far (the arrays keep filling).
  */
-export async function openPlugin(browser, base, hashSuffix = '', viewport = { width: 1500, height: 1000 }, deviceScaleFactor = 1) {
+export async function openPlugin(browser, base, hashSuffix = '', viewport = { width: 1500, height: 1000 }, deviceScaleFactor = 1, setUp = async (page) => {}) {
   const page = await browser.newPage({ viewport, deviceScaleFactor });
+  await setUp(page);
   const errors = [];
   const httpErrors = [];
   const requests = [];
@@ -51,9 +52,14 @@ export async function pluginFrame(page, timeoutMs = 30000) {
   throw new Error('the Kinetoscope iframe did not render');
 }
 
-/** Waits until the verdict and the lanes are drawn (the lanes status message is gone). */
+/**
+ * Waits until the verdict and the lanes are drawn (the lanes status message is gone) and the page above the
+ * lanes stops growing: a run of several spans shows its run verdict above the span's once it is answered, after
+ * the summary, and moves the lanes down (a point read before it clicks beside the event it aimed at).
+ */
 export async function waitReady(frame, timeoutMs = 60000) {
   await frame.waitForSelector('.ks-bound', { timeout: timeoutMs });
+  await frame.waitForFunction(() => document.querySelector('.ks-header')?.dataset.runVerdict !== 'asked', null, { timeout: timeoutMs });
   await frame.waitForFunction(() => {
     const status = document.querySelector('.ks-lanes-status');
     return status && status.childElementCount === 0;
