@@ -10,11 +10,14 @@ from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_d
 from kinetoscope.analysis.counters import memory_bandwidth
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes, load_trace
+from kinetoscope.views import counter_lanes
 from kinetoscope.views.counter_lanes import (
+    ACCELERATED,
     COUNTER_PX,
     MAX_BUCKETS,
     MAX_COUNTER_LANES,
     bucket_stats,
+    bucket_stats_np,
     build_counter_index,
     counter_index,
     counters_view,
@@ -37,11 +40,12 @@ def by_label(view):
     return {lane["label"]: lane for lane in view["lanes"]}
 
 
-def test_bucket_mean_and_max_of_step_functions_side_by_side():
+@pytest.mark.parametrize("stats", [bucket_stats, bucket_stats_np], ids=["compiled", "numpy"])
+def test_bucket_mean_and_max_of_step_functions_side_by_side(stats):
     # counter 0: 2 on [10, 20), 5 on [20, 30), 1 on [30, 40), 0 after; counter 1: 4 from 35 on
     index = counter_index([("queue_length", "a", 0, 7, np.array([10, 20, 30, 40]), np.array([2.0, 5.0, 1.0, 0.0])),
                     ("queue_length", "b", 0, 8, np.array([35]), np.array([4.0]))], base_ns=0)
-    mean, peak = bucket_stats(index, np.array([-20, 0, 10, 25, 40, 50, 10_000]))
+    mean, peak = stats(index, np.array([-20, 0, 10, 25, 40, 50, 10_000]))
     assert mean[0].tolist() == pytest.approx([0.0, 0.0, (20 + 25) / 15, (25 + 10) / 15, 0.0, 0.0])
     assert peak[0].tolist() == [0.0, 0.0, 5.0, 5.0, 0.0, 0.0]
     assert mean[1].tolist() == pytest.approx([0.0, 0.0, 0.0, 4 * 5 / 15, 4.0, 4.0]), "beyond its keys it holds"
@@ -133,3 +137,70 @@ def test_a_lanes_answer_without_counters_when_asked():
     model = hand_trace()
     payload = lanes_view(model, build_lane_index(model), model.start_ns, model.stop_ns, 800, counters=False)
     assert payload["counters"] is None
+
+
+def test_the_counter_statistics_are_compiled():
+    assert ACCELERATED, "kinetoscope.views._counters is missing: `make install` compiles it (needs gcc and Python headers)"
+
+
+def random_counters(rng, n_counters):
+    """Step functions with repeated times (changes at one instant), runs of equal values, empty counters, and
+    lengths around the range-maximum table's block sizes."""
+    parts = []
+    for k in range(n_counters):
+        n = int(rng.choice([0, 1, 2, 15, 16, 17, 33, 200, 3000]))
+        t = np.sort(rng.integers(0, 5000, n))
+        v = rng.choice([0.0, 1.0, 2.5, 7.0], n) if k % 2 else rng.random(n) * 10.0 ** rng.integers(-3, 4)
+        parts.append(("queue_length", str(k), 0, k, t, v))
+    return counter_index(parts, base_ns=int(rng.integers(-100, 1)))  # the model's start: at or before every change
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="kinetoscope.views._counters is not built")
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_statistics_equal_numpys_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    index = random_counters(rng, int(rng.integers(1, 8)))
+    for _ in range(25):
+        buckets = int(rng.choice([1, 2, 3, 16, 100, 500]))
+        t0 = int(rng.integers(-6000, 6000))
+        span = int(rng.choice([1, 7, 100, 5000, 20_000]))  # fewer ns than buckets: zero-width buckets
+        edges = t0 + (np.arange(buckets + 1, dtype=np.int64) * span) // buckets
+        if rng.random() < 0.3 and index.key.size:  # edges on change times exactly (key = counter x stride + time)
+            edges = np.sort(rng.choice(index.key % index.stride, buckets + 1)).astype(np.int64)
+        mean, peak = bucket_stats(index, edges)
+        ref_mean, ref_peak = bucket_stats_np(index, edges)
+        assert mean.tobytes() == ref_mean.tobytes() and peak.tobytes() == ref_peak.tobytes()
+
+
+@requires_shared
+@pytest.mark.skipif(not ACCELERATED, reason="kinetoscope.views._counters is not built")
+@pytest.mark.parametrize("path", ["resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+                                  "hta/trace_diff/test/test.json.gz"])
+def test_compiled_statistics_equal_numpys_on_real_counters(path):
+    model = load_trace(str(SHARED_TRACES / path))
+    index = build_counter_index(model)
+    rng = np.random.default_rng(7)
+    duration = model.stop_ns - model.start_ns
+    for _ in range(60):
+        width = max(1, int(duration * 10 ** rng.uniform(-5, 0)))
+        t0 = int(rng.integers(0, duration))
+        buckets = int(rng.integers(1, 501))
+        edges = t0 + (np.arange(buckets + 1, dtype=np.int64) * width) // buckets
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(bucket_stats(index, edges), bucket_stats_np(index, edges)))
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="kinetoscope.views._counters is not built")
+def test_the_compiled_pass_refuses_inconsistent_arrays():
+    index = counter_index([("queue_length", "a", 0, 7, np.arange(40) * 10, np.arange(40) % 7 * 1.5)], base_ns=0)
+    edges = np.array([0, 15, 400], np.int64)
+    out = np.empty((1, 2))
+    accel = counter_lanes._accel
+    args = [index.key, index.value, index.integral_ns, index.ptr, index.sparse, index.sparse_ptr, edges, index.stride,
+            out, np.empty((1, 2))]
+    for position, bad in [(3, np.array([0, 41], np.int64)), (1, index.value[:2].copy()), (6, np.array([40, 0, 15], np.int64)),
+                          (8, np.empty((1, 3))), (0, index.key.astype(np.int32)), (4, index.sparse[:-1].copy()),
+                          (5, np.array([0, 2, 3], np.int64)), (5, np.array([0], np.int64))]:
+        with pytest.raises(ValueError):
+            accel.bucket_stats(*args[:position], bad, *args[position + 1:])
+    accel.bucket_stats(*args)
+    assert out.tolist() == bucket_stats_np(index, edges)[0].tolist()
