@@ -12,35 +12,12 @@
  * to nearest-even where an offset meets the device, exactly as the reference does: the tests compare both on
  * every trace they replay.
  *
- * Arrays arrive through the buffer protocol (C-contiguous, the dtypes named below), outputs preallocated by
- * the caller, so this file needs no numpy headers.
+ * Arrays arrive through the buffer protocol (`_buffers.h`; the dtypes named below).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "../_buffers.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static int get(PyObject *obj, Buf *b, Py_ssize_t itemsize, int writable, Py_ssize_t min_len, const char *what) {
-    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    b->held = 1;
-    if (b->view.itemsize != itemsize || b->view.len / itemsize < min_len) {
-        PyErr_Format(PyExc_ValueError, "replay: %s has the wrong item size or length", what);
-        return -1;
-    }
-    return 0;
-}
-
-static void release(Buf *bufs, int n) {
-    for (int i = 0; i < n; i++)
-        if (bufs[i].held) PyBuffer_Release(&bufs[i].view);
-}
 
 enum { B_ORDER, B_SEG_BOUNDS, B_LANE, B_READY, B_GAP, B_DUR, B_JOINED, B_JOINED_BOUNDS, B_SYNC_START, B_SYNC_END,
        B_WAITED, B_OWN, B_TAIL, B_FACTOR, B_END, B_OFFSETS, B_CARRY, N_BUFS };
@@ -59,23 +36,26 @@ static PyObject *replay(PyObject *self, PyObject *args) {
                           &objs[15], &objs[16]))
         return NULL;
     Py_ssize_t n, syncs, lanes, n_joined;
-    if (get(objs[B_ORDER], &b[B_ORDER], 8, 0, 0, "order") < 0) goto fail;
+    if (get_buffer(objs[B_ORDER], &b[B_ORDER], 8, 0, 0, "replay", "order") < 0) goto fail;
     n = b[B_ORDER].view.len / 8;
-    if (get(objs[B_SYNC_START], &b[B_SYNC_START], 8, 0, 0, "sync_start") < 0) goto fail;
+    if (get_buffer(objs[B_SYNC_START], &b[B_SYNC_START], 8, 0, 0, "replay", "sync_start") < 0) goto fail;
     syncs = b[B_SYNC_START].view.len / 8;
-    if (get(objs[B_CARRY], &b[B_CARRY], 8, 1, 0, "carry") < 0) goto fail;
+    if (get_buffer(objs[B_CARRY], &b[B_CARRY], 8, 1, 0, "replay", "carry") < 0) goto fail;
     lanes = b[B_CARRY].view.len / 8;
-    if (get(objs[B_SEG_BOUNDS], &b[B_SEG_BOUNDS], 8, 0, syncs + 2, "seg_bounds") < 0 ||
-        get(objs[B_LANE], &b[B_LANE], 8, 0, n, "lane") < 0 || get(objs[B_READY], &b[B_READY], 8, 0, n, "ready") < 0 ||
-        get(objs[B_GAP], &b[B_GAP], 8, 0, n, "gap") < 0 || get(objs[B_DUR], &b[B_DUR], 8, 0, n, "dur") < 0 ||
-        get(objs[B_JOINED], &b[B_JOINED], 8, 0, 0, "joined") < 0 ||
-        get(objs[B_JOINED_BOUNDS], &b[B_JOINED_BOUNDS], 8, 0, syncs + 2, "joined_bounds") < 0 ||
-        get(objs[B_SYNC_END], &b[B_SYNC_END], 8, 0, syncs, "sync_end") < 0 ||
-        get(objs[B_WAITED], &b[B_WAITED], 1, 0, syncs, "waited") < 0 ||
-        get(objs[B_OWN], &b[B_OWN], 8, 0, syncs, "own") < 0 || get(objs[B_TAIL], &b[B_TAIL], 8, 0, syncs, "tail") < 0 ||
-        (objs[B_FACTOR] != Py_None && get(objs[B_FACTOR], &b[B_FACTOR], 8, 0, syncs, "factor") < 0) ||
-        get(objs[B_END], &b[B_END], 8, 1, n, "end") < 0 ||
-        get(objs[B_OFFSETS], &b[B_OFFSETS], 8, 1, syncs + 1, "offsets") < 0)
+    if (get_buffer(objs[B_SEG_BOUNDS], &b[B_SEG_BOUNDS], 8, 0, syncs + 2, "replay", "seg_bounds") < 0 ||
+        get_buffer(objs[B_LANE], &b[B_LANE], 8, 0, n, "replay", "lane") < 0 ||
+        get_buffer(objs[B_READY], &b[B_READY], 8, 0, n, "replay", "ready") < 0 ||
+        get_buffer(objs[B_GAP], &b[B_GAP], 8, 0, n, "replay", "gap") < 0 ||
+        get_buffer(objs[B_DUR], &b[B_DUR], 8, 0, n, "replay", "dur") < 0 ||
+        get_buffer(objs[B_JOINED], &b[B_JOINED], 8, 0, 0, "replay", "joined") < 0 ||
+        get_buffer(objs[B_JOINED_BOUNDS], &b[B_JOINED_BOUNDS], 8, 0, syncs + 2, "replay", "joined_bounds") < 0 ||
+        get_buffer(objs[B_SYNC_END], &b[B_SYNC_END], 8, 0, syncs, "replay", "sync_end") < 0 ||
+        get_buffer(objs[B_WAITED], &b[B_WAITED], 1, 0, syncs, "replay", "waited") < 0 ||
+        get_buffer(objs[B_OWN], &b[B_OWN], 8, 0, syncs, "replay", "own") < 0 ||
+        get_buffer(objs[B_TAIL], &b[B_TAIL], 8, 0, syncs, "replay", "tail") < 0 ||
+        (objs[B_FACTOR] != Py_None && get_buffer(objs[B_FACTOR], &b[B_FACTOR], 8, 0, syncs, "replay", "factor") < 0) ||
+        get_buffer(objs[B_END], &b[B_END], 8, 1, n, "replay", "end") < 0 ||
+        get_buffer(objs[B_OFFSETS], &b[B_OFFSETS], 8, 1, syncs + 1, "replay", "offsets") < 0)
         goto fail;
 
     const int64_t *order = b[B_ORDER].view.buf, *seg_bounds = b[B_SEG_BOUNDS].view.buf, *lane = b[B_LANE].view.buf;
@@ -139,10 +119,10 @@ static PyObject *replay(PyObject *self, PyObject *args) {
         offset = finish - sync_end[j];
     }
     Py_END_ALLOW_THREADS
-    release(b, N_BUFS);
+    release_buffers(b, N_BUFS);
     Py_RETURN_NONE;
 fail:
-    release(b, N_BUFS);
+    release_buffers(b, N_BUFS);
     return NULL;
 }
 

@@ -8,37 +8,14 @@
  * is computed as the numpy pass computes it (same operands, same order, no fused multiply-add: setup.py builds it
  * with -ffp-contract=off; a max is exact), so the two agree bit for bit: the tests compare them.
  *
- * Arrays arrive through the buffer protocol (C-contiguous, the dtypes named below), outputs preallocated by the
- * caller, so this file needs no numpy headers.
+ * Arrays arrive through the buffer protocol (`_buffers.h`; the dtypes named below).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "../_buffers.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #define MAX_BLOCK 16 /* counter_lanes.MAX_BLOCK */
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static int get(PyObject *obj, Buf *b, Py_ssize_t itemsize, int writable, const char *what) {
-    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
-        return -1;
-    b->held = 1;
-    if (b->view.itemsize != itemsize) {
-        PyErr_Format(PyExc_ValueError, "counter stats: %s has the wrong item size", what);
-        return -1;
-    }
-    return 0;
-}
-
-static void release(Buf *bufs, int n) {
-    for (int i = 0; i < n; i++)
-        if (bufs[i].held) PyBuffer_Release(&bufs[i].view);
-}
 
 /* First index in [lo, hi) whose key is > x (right) or >= x (left), else hi. */
 static int64_t search(const int64_t *key, int64_t lo, int64_t hi, int64_t x, int right) {
@@ -89,7 +66,7 @@ static PyObject *bucket_stats(PyObject *self, PyObject *args) {
     static const char *names[N_BUFS] = {"key", "value", "integral_ns", "ptr", "sparse", "sparse_ptr", "edges_ns",
                                         "mean_out", "peak_out"};
     for (int i = 0; i < N_BUFS; i++)
-        if (get(objs[i], &b[i], 8, i == B_MEAN || i == B_PEAK, names[i]) < 0) goto fail;
+        if (get_buffer(objs[i], &b[i], 8, i == B_MEAN || i == B_PEAK, 0, "counter stats", names[i]) < 0) goto fail;
     const int64_t *key = b[B_KEY].view.buf, *ptr = b[B_PTR].view.buf, *sparse_ptr = b[B_SPARSE_PTR].view.buf,
                   *edges = b[B_EDGES].view.buf;
     const double *value = b[B_VALUE].view.buf, *integral = b[B_INTEGRAL].view.buf, *sparse = b[B_SPARSE].view.buf;
@@ -152,10 +129,10 @@ static PyObject *bucket_stats(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    release(b, N_BUFS);
+    release_buffers(b, N_BUFS);
     Py_RETURN_NONE;
 fail:
-    release(b, N_BUFS);
+    release_buffers(b, N_BUFS);
     return NULL;
 }
 
