@@ -79,6 +79,18 @@ def test_counters_of_a_hand_built_trace_per_bucket():
                                                           "memory_bandwidth"}
 
 
+@pytest.mark.parametrize("span_ns", [10**16, 34_674_330_965_620_000, 10**18])
+def test_a_window_of_years_has_ascending_buckets_that_hold_the_whole_trace(span_ns):
+    # span x buckets is past int64 (the fuzzed `lanes?end_us=34674330965620.0` answered 500): the buckets must not wrap
+    model = hand_trace()
+    view = counters_view(build_counter_index(model), model.start_ns, model.start_ns + span_ns, 2400)
+    width_ns = span_ns / view["buckets"]
+    assert view["bucket_us"] == pytest.approx(width_ns / 1e3)
+    util = by_label(view)["GPU 0 utilization"]
+    assert util["max"][0] == 1.0 and not any(util["max"][1:])  # all the work (the first 500 ns) in the first bucket
+    assert not any(util["mean"])  # 250 ns busy of a bucket of months: below the 5 decimals kept
+
+
 def test_a_window_finer_than_the_changes_reads_the_value_in_force():
     model = hand_trace()
     base = model.start_ns

@@ -230,7 +230,10 @@ def counters_view(counters: CounterIndex, t0_ns: int, t1_ns: int, width_px: int)
     (absolute ns; times in the answer are µs from the trace start, as everywhere in `lanes`)."""
     buckets = int(min(max(width_px // COUNTER_PX, 1), MAX_BUCKETS))
     span = max(t1_ns - t0_ns, 1)
-    edges = (t0_ns - counters.base_ns) + (np.arange(buckets + 1, dtype=np.int64) * span) // buckets
+    # floor(k x span / buckets) as k x q + floor(k x r / buckets): k x span overflows int64 for windows of months
+    q, r = divmod(span, buckets)
+    k = np.arange(buckets + 1, dtype=np.int64)
+    edges = (t0_ns - counters.base_ns) + k * q + (k * r) // buckets
     mean, peak = bucket_stats(counters, edges)
     decimals = lane_decimals(peak)
     mean, peak = rounded(mean, decimals).tolist(), rounded(peak, decimals).tolist()
