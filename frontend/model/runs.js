@@ -140,3 +140,21 @@ export function spanChanged(before, now) {
   if (before.version !== undefined && now.version !== undefined && before.version !== now.version) return true;
   return before.state === 'error' && now.state !== 'error';
 }
+
+/**
+ * The notice for links in the logdir that the server did not follow (they lead outside it), from a `runs` answer's
+ * `skipped_links`; null when there are none. Names at most 3 of them, as paths inside the logdir.
+ * @param {{count?: number, links?: string[], option?: string} | null | undefined} skipped
+ * @returns {string | null}
+ */
+export function skippedLinksNotice(skipped) {
+  const count = Number(skipped?.count) || 0;
+  if (count <= 0) return null;
+  const links = (skipped?.links ?? []).slice(0, 3);
+  const more = count > links.length ? `, and ${count - links.length} more` : '';
+  const named = links.length ? ` (${links.join(', ')}${more})` : '';
+  const one = count === 1;
+  return `${count} link${one ? ' points' : 's point'} outside the logdir and ${one ? 'was' : 'were'} not followed${named}. `
+    + `A shared logdir may not lead the server to other files on this machine; to read ${one ? 'it' : 'them'}, start `
+    + `TensorBoard with ${skipped?.option || '--kinetoscope_allow_links_to'} DIR.`;
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { GONE, findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanLabel, spanList } from '../model/runs.js';
+import { GONE, findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, skippedLinksNotice, spanChanged, spanLabel, spanList } from '../model/runs.js';
 
 const span = (id, index, state = 'unloaded') => ({ id, index, span: String(index), file: `w.${index}.pt.trace.json`, state });
 /** Two runs: a/w0 with spans 1 and 2, b/w0 and b/w1 with one span each. */
@@ -97,4 +97,15 @@ test('linkMismatch names what a link asked for and what opened instead', () => {
   const run = linkMismatch({ run: 'nope' }, linkedSpan(LISTING, { run: 'nope' }));
   assert.match(run, /run \u201cnope\u201d, which this logdir does not list: opened run \u201ca\u201d/);
   assert.doesNotMatch(run, /window/);
+});
+
+test('skippedLinksNotice counts the links not followed, names a few, and says how to follow them', () => {
+  assert.equal(skippedLinksNotice(undefined), null);
+  assert.equal(skippedLinksNotice({ count: 0, links: [] }), null);
+  assert.equal(skippedLinksNotice({ count: 2, links: ['resnet', 'bert'], option: '--kinetoscope_allow_links_to' }),
+    '2 links point outside the logdir and were not followed (resnet, bert). A shared logdir may not lead the server '
+    + 'to other files on this machine; to read them, start TensorBoard with --kinetoscope_allow_links_to DIR.');
+  const one = skippedLinksNotice({ count: 1, links: ['a'] });
+  assert.match(one, /^1 link points outside the logdir and was not followed \(a\)\./);
+  assert.match(skippedLinksNotice({ count: 7, links: ['a', 'b', 'c', 'd', 'e'] }), /\(a, b, c, and 4 more\)/);
 });

@@ -10,7 +10,7 @@ import { Api, ApiError, LatestChannel } from '../api.js';
 import { forgetUnready, getWhenReady, lanesAvailable, learnReady, waitLanes } from '../loading.js';
 import { samePlacement, spanPlacement } from '../model/placement.js';
 import { isMultiRank } from '../model/ranks.js';
-import { findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, spanChanged, spanList } from '../model/runs.js';
+import { findSpan, linkMismatch, linkedSpan, mergeRuns, resolvePick, runSpanCount, runsOf, skippedLinksNotice, spanChanged, spanList } from '../model/runs.js';
 import { clampWindow } from '../model/scale.js';
 import { ComparePanel } from './compare_panel.js';
 import { DetailsPanel, selectionFromEvent } from './details.js';
@@ -81,9 +81,12 @@ export async function start(body, early = {}) {
   }
   header.actions.append(...createShareButtons(store));
   const notice = el('div', { class: 'ks-link-notice', hidden: true });
+  // Links out of the logdir that the server did not follow: a notice until the listing has none, or it is dismissed.
+  const linksNotice = el('div', { class: 'ks-link-notice ks-skipped-links', hidden: true });
+  let linksDismissed = '';
   body.classList.add('ks-body');
   followTheme(body);
-  body.replaceChildren(header.root, notice, el('main', { class: 'ks-main' }, sections), selectionDrawer(store, details.root, header.root));
+  body.replaceChildren(header.root, notice, linksNotice, el('main', { class: 'ks-main' }, sections), selectionDrawer(store, details.root, header.root));
   // The page above the lanes grew (the verdict came, the header unfolded) or the window shrank: the GPU may need pinning.
   new ResizeObserver(() => lanes.view.autoPin()).observe(header.root);
   window.addEventListener('resize', () => lanes.view.autoPin());
@@ -165,8 +168,23 @@ export async function start(body, early = {}) {
     header.setListed(findSpan(shown, span.id)?.span ?? null);
   }
 
+  /** Shows (or hides) the notice of links not followed that a `runs` answer carries. @param {any} body */
+  function showSkippedLinks(body) {
+    const text = skippedLinksNotice(body?.skipped_links);
+    if (!text || text === linksDismissed) {
+      linksNotice.hidden = true;
+      return;
+    }
+    if (linksNotice.dataset.text === text && !linksNotice.hidden) return;
+    linksNotice.dataset.text = text;
+    linksNotice.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
+      onclick: () => { linksDismissed = text; linksNotice.hidden = true; } }, 'Dismiss')));
+    linksNotice.hidden = false;
+  }
+
   /** A `runs` answer: refreshes the selectors, or opens the first span once there is one. @param {any} body */
   function showRuns(body) {
+    showSkippedLinks(body);
     latest = runsOf(body);
     const listed = spanList(latest).map((x) => x.span);
     forgetUnready(api, listed);

@@ -14,6 +14,8 @@ checks (issue 25, item 3):
   after the host sat inside its op for milliseconds with the device idle (module load, library set-up).
 - python_stack: `python_function` events (with_stack=True): each Python call is recorded, which
   lengthens host time.
+- no_device_activity: calls that launch device work (cudaLaunchKernel, cudaMemcpyAsync, hipLaunchKernel...) and
+  no device activity at all: ProfilerActivity.CUDA was not among the profiler's activities.
 - device_id_mismatch: GPU pids that no `deviceProperties` id names (ROCm writes pid 9 for device 0);
   empty_device_name: `deviceProperties` entries with an empty name.
 - partial_job: one rank of a job of several (distributedInfo): collective time includes waits for ranks
@@ -36,6 +38,7 @@ from ..trace.model import TraceModel, unique, unique_first
 from . import thresholds as T
 from .gpu_idle import first_launch_correlation, launched_before_trace
 from .selectors import activity_rows_by_device
+from .sufficiency import launched_calls, unrecorded_launches
 
 # The figures a health item can affect: the key, and where the tab and the report show it.
 FIGURES = {
@@ -349,8 +352,21 @@ def backward_seq(model: TraceModel) -> Optional[HealthItem]:
                       "ops", ("op_table",), "backward ops cannot be matched to their forward op by sequence number", shared)
 
 
+def device_not_recorded(model: TraceModel) -> Optional[HealthItem]:
+    """Calls that launch device work, and no device activity at all: the profiler ran without ProfilerActivity.CUDA."""
+    launches = unrecorded_launches(model)
+    if launches is None:
+        return None
+    return HealthItem("no_device_activity", WARN, f"GPU work was launched ({launched_calls(model, launches)}) but no "
+                      "GPU activity was recorded, as if ProfilerActivity.CUDA was not among the activities",
+                      ("busy_idle", "verdict", "launch", "kernel_table"),
+                      "no device time, idle gap or kernel can be measured, and the trace is not a CPU-only run: "
+                      "record it again with ProfilerActivity.CUDA in the activities",
+                      count=int(launches.size))
+
+
 CHECKS: tuple[Callable[[TraceModel], Optional[HealthItem]], ...] = (
-    cropped, pre_window, same_stream_overlap, lazy_loading, first_call_stalls, python_stack, device_id_mismatch,
+    device_not_recorded, cropped, pre_window, same_stream_overlap, lazy_loading, first_call_stalls, python_stack, device_id_mismatch,
     empty_device_name, partial_job, kernel_causality, stream_wait_link, sync_overlap, nccl_metadata, backward_seq)
 
 

@@ -84,8 +84,8 @@ def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
         judged = device_verdict(parts, launch_regime(launch), lambda bound, shares, runner: _explained(facts, bound, shares, runner))
     if busiest is not None and activities < T.MIN_DEVICE_ACTIVITIES and judged.bound in GROUPS:
         judged = few_activities(judged, activities)
-    if "empty" in lacking.codes:
-        return not_enough(lacking.reasons, lacking.codes, None)  # nothing to lean to
+    if "empty" in lacking.codes or "no-device-activity" in lacking.codes:  # nothing to lean to (not a CPU-only run)
+        return not_enough(lacking.reasons, lacking.codes, None)
     return not_enough(lacking.reasons, lacking.codes, judged, device_lean(parts)) if lacking else judged
 
 

@@ -15,7 +15,9 @@ A confident wrong answer costs more trust than "not enough data". A trace cannot
 - it is too small: a micro-test with a handful of device activities that keep the device busy for less
   than a few milliseconds. One long step is enough: an inference profile has one step or none;
 - device records are missing: most launch calls (outside graph capture) have no device activity (CUPTI
-  buffers dropped, or the device activity type was not recorded).
+  buffers dropped, or the device activity type was not recorded);
+- no device activity was recorded at all, yet GPU work was launched (runtime launch and copy calls): the profiler
+  ran without ProfilerActivity.CUDA. Such a trace is not a CPU-only run, and is not judged as one.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..trace.kinds import LAUNCH_KINDS, POLL_CALLS, SYNC_CALLS
+from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, POLL_CALLS, SYNC_CALLS
 from ..trace.model import TraceModel
 from . import intervals
 from . import thresholds as T
@@ -61,6 +63,11 @@ def sufficiency(model: TraceModel, *, steps: int, judged_ms: Optional[float], de
     del steps  # one long step is judged like many: what decides is the device work in it
     if model.n_events == 0:
         return Insufficient(("empty",), ("the trace holds no timed events (an empty traceEvents list): an empty trace",))
+    unrecorded = unrecorded_launches(model) if judged_ms is None else None
+    if unrecorded is not None:  # what else is wrong follows from it: too few ops of a CPU-only run, no activity
+        return Insufficient(("no-device-activity",), (f"GPU work was launched ({launched_calls(model, unrecorded)}) but "
+                                                      "no GPU activity was recorded: was ProfilerActivity.CUDA in the "
+                                                      "activities?",))
     found = [r for r in (_sampled(model), _startup(model, busy), _capture_only(model, judged_ms), _missing_device(model)) if r]
     if judged_ms is None:
         if cpu_ops < T.MIN_CPU_OPS:
@@ -147,6 +154,25 @@ def _capture_only(model: TraceModel, judged_ms: Optional[float]) -> Optional[tup
     return ("capture-only", f"{lane.size} CUDA/HIP graph capture{'s' * (lane.size != 1)} take{'s' * (lane.size == 1)} {capture_ns / 1e6:.1f} ms "
                             f"({captured:,} launches recorded, not run): the trace records graph capture, one-time "
                             "work, not the workload")
+
+
+def unrecorded_launches(model: TraceModel) -> Optional[np.ndarray]:
+    """The calls that launch device work (outside graph capture) when no device activity at all was recorded:
+    ProfilerActivity.CUDA was left out of the activities. None otherwise."""
+    if np.any(model.kind_in(ACTIVITY_KINDS)):
+        return None
+    launches = launch_call_rows(model)
+    launches = launches[~captured_launch_mask(model, launches)]
+    return launches if launches.size else None
+
+
+def launched_calls(model: TraceModel, launches: np.ndarray) -> str:
+    """`1,204 runtime calls: cudaLaunchKernel 1,100, cudaMemcpyAsync 104`: the launch calls by name, most first."""
+    names, counts = np.unique(model.name_id[launches], return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:3]
+    named = ", ".join(f"{model.names[int(names[i])]} {int(counts[i]):,}" for i in order)
+    more = ", ..." if names.size > 3 else ""
+    return f"{launches.size:,} runtime call{'s' if launches.size != 1 else ''}: {named}{more}"
 
 
 def _missing_device(model: TraceModel) -> Optional[tuple[str, str]]:

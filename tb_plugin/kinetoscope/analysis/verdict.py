@@ -230,6 +230,7 @@ def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optio
         "too-small": "profile more steps of the real training loop",
         "device-records-missing": "keep ProfilerActivity.CUDA in activities and shorten the active window if "
                                   "the device buffers overflow",
+        "no-device-activity": "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] (ROCm too)",
     }
     steps = "; ".join(dict.fromkeys(advice[c] for c in codes if c in advice))
     suggestion = (f"{steps}; then record with torch.profiler.schedule(wait=1, warmup=2, active=5)")

@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, TimeoutError) as exc:
         print(f"kinetoscope index: cannot reach the Dask scheduler {args.scheduler}: {exc}", file=sys.stderr)
         return 2
+    if not summary.outcomes and getattr(args, "skipped_links", None):
+        print(f"kinetoscope index: no trace files under {args.logdir} (links not followed above)", file=sys.stderr)
+        return 1
     for o in summary.failed:
         print(f"kinetoscope index: failed: {o.path}: {o.reason}", file=sys.stderr)
     for line in runner.summary_lines(summary):

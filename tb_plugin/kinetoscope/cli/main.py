@@ -13,8 +13,9 @@ from typing import Optional
 
 from .. import __version__
 from ..trace.budgets import CLI_OPTIONS
+from ..trace.discovery import SkippedLink, noting_skipped_links
 from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
-from ..trace.storage import confined, roots_for
+from ..trace.storage import LINKED_ROOTS_ENV, confined, roots_for
 from . import diff, index, report, table, whatif
 
 
@@ -27,7 +28,39 @@ def _parser() -> argparse.ArgumentParser:
     report.add_budgets(diff.add_parser(sub))
     table.add_parser(sub)
     whatif.add_parser(sub)
+    for command in sub.choices.values():
+        command.add_argument("--allow-links-to", action="append", default=[], metavar="DIR",
+                             help=f"follow links in the logdir that lead into DIR (repeatable; also "
+                                  f"${LINKED_ROOTS_ENV}). Links out of a logdir are not followed by default, so "
+                                  f"a shared logdir cannot point the tool at files elsewhere on this machine")
     return parser
+
+
+@contextmanager
+def _links_allowed(folders: list[str]):
+    """--allow-links-to, as the environment the scan and the decoder processes read it from, for this run only."""
+    saved = os.environ.get(LINKED_ROOTS_ENV)
+    if folders:
+        os.environ[LINKED_ROOTS_ENV] = os.pathsep.join([*folders, *([saved] if saved else [])])
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(LINKED_ROOTS_ENV, None)
+        else:
+            os.environ[LINKED_ROOTS_ENV] = saved
+
+
+def _say_skipped(command: str):
+    """A sink for `noting_skipped_links`: one stderr line per link not followed (each once)."""
+    said: set[str] = set()
+
+    def say(link: SkippedLink) -> None:
+        if link.link not in said:
+            said.add(link.link)
+            print(f"kinetoscope {command}: {link.remedy()}", file=sys.stderr)
+    say.said = said  # type: ignore[attr-defined]
+    return say
 
 
 def _storage_options(text: str) -> str:
@@ -73,7 +106,9 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         if refused is not None:
             print(f"kinetoscope {args.command}: {refused}", file=sys.stderr)
             return 2
-    with confined(roots_for(paths)):
+    say = _say_skipped(args.command)
+    args.skipped_links = say.said  # type: ignore[attr-defined]  # links not followed, for an exit status
+    with _links_allowed(args.allow_links_to), confined(roots_for(paths)), noting_skipped_links(say):
         if args.command == "index":
             return index.run(args)
         if args.command == "table":

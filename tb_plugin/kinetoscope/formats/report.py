@@ -209,12 +209,27 @@ def _health(entry: dict, markdown: bool) -> list[str]:
     return lines
 
 
+def _judged_line(entry: dict, device: dict) -> list[str]:
+    """Where the verdict judged another window than the device's active span (the steps, clipped to the device's
+    window, with the idle before and after its work): that window's idle share too, so the two figures are not
+    read as one."""
+    breakdown = entry.get("breakdown") or {}
+    judged = breakdown.get("judged_us") or 0.0
+    if judged <= 0 or breakdown.get("device", device["device"]) != device["device"]:
+        return []
+    if abs(judged - device["window_us"]) <= 1e-6 * max(judged, 1.0):
+        return []
+    return [f"Of the judged time ({human_us(judged)}, the steps the verdict weighs): idle {judged_idle_pct(entry):.1f}%."]
+
+
 def _devices(entry: dict, markdown: bool) -> list[str]:
     lines = []
     for d in entry["devices"]:
         by = d["gaps"]["by_cause_us"]
         lines += _heading(f"Device {d['device']}", markdown)
-        lines += [f"Idle {d['idle_pct']:.2f}% of {human_us(d['window_us'])} ({d['gaps']['count']} gaps). Idle time by cause:"]
+        lines += [f"Idle {d['idle_pct']:.2f}% of the device's active span ({human_us(d['window_us'])}, its first activity "
+                  f"to its last; {d['gaps']['count']} gaps). Idle time by cause:"]
+        lines += _judged_line(entry, d)
         lines += unreliable_lines(entry, "busy_idle", markdown)
         lines += [""] if markdown else []
         lines += table_lines(["cause", "idle", "share"], [[c, human_us(by[c]), percent(by[c] / max(d['idle_us'], 1e-9))]

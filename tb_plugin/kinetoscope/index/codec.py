@@ -16,6 +16,7 @@ from typing import Any, Optional
 import msgspec
 import numpy as np
 
+from ..trace.deps import MSGSPEC_REFUSALS
 from . import npz
 
 _TREE = "__tree__"
@@ -53,7 +54,7 @@ def decode(blob: bytes) -> Any:
         raise CodecError("not a stored tree (no tree)")
     try:
         tree = msgspec.json.decode(raw.tobytes())
-    except msgspec.DecodeError as exc:
+    except MSGSPEC_REFUSALS as exc:
         raise CodecError(f"stored tree is not JSON ({exc})") from None
     except RecursionError:
         raise CodecError("stored tree nested too deeply") from None

@@ -47,6 +47,8 @@ from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import Loaded, TraceService
 
+MAX_LINKS_SHOWN = 20  # links not followed that a runs answer names (it counts them all)
+MAX_NAME_CHARS = 512  # of each
 LOAD_WAIT_S = 0.25  # how long a data route (409 after it) or status?load=1 waits for a load in flight
 MAX_EXPORT_EVENTS = 250_000  # about 40 MB of JSON before it is gzipped
 EXPORT_EVENTS_ENV = "KINETOSCOPE_EXPORT_MAX_EVENTS"  # a lower cap for small servers (and the browser tests)
@@ -82,8 +84,17 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
                       "source": state["source"], "index_reason": state["index_reason"],
                       "lanes_ready": state["lanes_ready"], "duration_us": state["duration_us"]})
     return {"logdir": redact(service.logdir), "scan_complete": complete, "scan_error": service.scan_error,
+            "skipped_links": _skipped_links(service),
             "runs": [{"name": run, "workers": [{"name": w, "spans": spans} for w, spans in workers.items()]}
                      for run, workers in runs.items()]}
+
+
+def _skipped_links(service: TraceService) -> dict[str, Any]:
+    """The links out of the logdir the scan did not follow: how many, and the first few as paths inside the logdir
+    (never their targets: where they lead is outside the logdir, and is in TensorBoard's log for its operator)."""
+    links = service.skipped_links
+    return {"count": len(links), "links": [link.in_logdir[:MAX_NAME_CHARS] for link in links[:MAX_LINKS_SHOWN]],
+            "option": "--kinetoscope_allow_links_to"}
 
 
 def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool = False,

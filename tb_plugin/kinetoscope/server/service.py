@@ -43,7 +43,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..trace.cache import default_cache_dir, load_cached
-from ..trace.discovery import TraceFile, scan_logdir_checked
+from ..trace.discovery import SkippedLink, TraceFile, noting_skipped_links, scan_logdir_checked
 from ..trace.loader import TraceError, load_trace
 from ..trace.model import TraceModel
 from ..trace.remote import credentials_in_url, redact
@@ -164,6 +164,7 @@ class TraceService:
         self._children: set[subprocess.Popen] = set()
         self._spare: Optional[decoder.Child] = None  # a decoder child waiting for its job (`_take_child`)
         self.scan_error: Optional[str] = None  # why the last scan could not list the logdir (None: it could)
+        self.skipped_links: list[SkippedLink] = []  # links out of the logdir the last scan did not follow
         _services.add(self)
 
     # ---- scanning -------------------------------------------------------------------------------
@@ -212,10 +213,15 @@ class TraceService:
             self._scan_finished()
             return
         self._scanning = True
+        skipped: list[SkippedLink] = []
         try:
-            with confined(self.roots):
+            with confined(self.roots), noting_skipped_links(skipped.append):
                 files = scan_logdir_checked(self.logdir, self._sniff_cache)
             self.scan_error = None
+            for link in skipped:
+                if link not in self.skipped_links:  # in TensorBoard's log once; the tab says how many, not where to
+                    log.warning("kinetoscope: %s", link.remedy("start TensorBoard with --kinetoscope_allow_links_to"))
+            self.skipped_links = skipped
         except StorageError as exc:  # unreachable, denied, missing: say why
             self.scan_error = redact(f"{self.logdir}: {exc}")
             log_once(("scan-error", self.logdir, str(exc)), "kinetoscope: %s", self.scan_error)

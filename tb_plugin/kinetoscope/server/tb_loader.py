@@ -13,6 +13,7 @@ from tensorboard.plugins import base_plugin
 
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.remote import OPTIONS_ENV, OptionsError, credentials_in_url, parse_options
+from ..trace.storage import LINKED_ROOTS_ENV
 
 # (flag without its `--kinetoscope_` prefix, environment variable, what it bounds); the budgets first.
 FLAGS = tuple((option.lstrip("-").replace("-", "_"), env, bounds) for option, env, _, bounds in CLI_OPTIONS) + (
@@ -34,6 +35,10 @@ class KinetoscopeLoader(base_plugin.TBLoader):
                            help=f"Kinetoscope: fsspec storage options for a remote logdir (s3://, gs://, abfs://, "
                                 f"hdfs://), a JSON object or @FILE holding one (default: ${OPTIONS_ENV}; credentials "
                                 f"are better left to the environment or the backend's config files)")
+        group.add_argument("--kinetoscope_allow_links_to", type=str, action="append", default=None, metavar="DIR",
+                           help=f"Kinetoscope: follow links in the logdir that lead into DIR (repeatable; default: "
+                                f"${LINKED_ROOTS_ENV}). Links out of the logdir are not followed otherwise, so that a "
+                                f"shared logdir cannot point the server at files elsewhere on this machine")
 
     def fix_flags(self, flags) -> None:
         for name in ("logdir", "logdir_spec"):  # TensorBoard shows them at /data/environment and in its log
@@ -61,6 +66,10 @@ class KinetoscopeLoader(base_plugin.TBLoader):
             value = getattr(flags, f"kinetoscope_{name}", None) if flags is not None else None
             if value is not None:
                 os.environ[env] = repr(value)
+        allowed = getattr(flags, "kinetoscope_allow_links_to", None) if flags is not None else None
+        if allowed:  # for this process and its decoder processes, which read the roots from the environment
+            before = os.environ.get(LINKED_ROOTS_ENV)
+            os.environ[LINKED_ROOTS_ENV] = os.pathsep.join([*allowed, *([before] if before else [])])
         from .plugin import PRELOAD_ENV, KinetoscopePlugin
         plugin = KinetoscopePlugin(context)
         if os.environ.get(PRELOAD_ENV, "1") != "0":

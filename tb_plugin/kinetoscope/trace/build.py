@@ -26,6 +26,7 @@ import numpy as np
 from . import heap
 from .budgets import BudgetExceeded, fast_decode, pure_python
 from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, decode_middle
+from .deps import MSGSPEC_REFUSALS
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
@@ -187,7 +188,7 @@ def _struct_events(text, n: int, special: np.ndarray) -> Optional[list[Event]]:
     try:
         parts = b",".join([view[start:end] for start, end in special[:, :2].tolist()])
         decoded = _STRUCTS.decode(b"[" + parts + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except MSGSPEC_REFUSALS:
         return None
     finally:
         view.release()

@@ -20,6 +20,7 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 import msgspec
 
 from .budgets import pure_python
+from .deps import MSGSPEC_REFUSALS
 
 NAN = float("nan")
 RAW_ABSENT = msgspec.Raw()  # an absent Raw-typed arg: no text
@@ -300,7 +301,7 @@ class _PieceDecoder:
         try:
             try:
                 obj, warnings = msgspec.json.decode(text), []
-            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+            except MSGSPEC_REFUSALS as exc:
                 obj, warnings = forgiving_json(text, exc)
             decoded = _decode_lenient(obj, warnings, False)
         except DecodeError as exc:
@@ -478,7 +479,7 @@ def _typed(piece, decoder):
         if "truncated" in str(exc):
             raise _FalseCut(str(exc)) from None
         raise NotSplittable(str(exc)) from None
-    except (msgspec.ValidationError, UnicodeDecodeError) as exc:
+    except MSGSPEC_REFUSALS as exc:  # bad UTF-8 (either class), a bad value
         raise NotSplittable(str(exc)) from None
 
 
@@ -630,10 +631,10 @@ def decode_trace(raw) -> Decoded:
     except msgspec.ValidationError as exc:
         try:
             obj = msgspec.json.decode(raw)
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):  # e.g. 1e999999: out of range for msgspec, inf for json
+        except MSGSPEC_REFUSALS:  # e.g. 1e999999: out of range for msgspec, inf for json
             return _decode_lenient(*forgiving_json(bytes(raw), exc), legacy)
         return _decode_lenient(obj, [], legacy)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+    except MSGSPEC_REFUSALS as exc:
         if "truncated" in str(exc) and not bytes(raw[-64:]).rstrip().endswith(b"}"):  # not a `"\ud800"` at the end
             raise DecodeError(f"truncated JSON ({len(raw)} bytes; was the file still being written?)", transient=True) from None
         return _decode_lenient(*forgiving_json(bytes(raw), exc), legacy)
@@ -663,8 +664,8 @@ def _raw_ns(raw: Any) -> Optional[int]:
     """`_kineto_ns` of a time's JSON text (a `msgspec.Raw`; an empty one is an absent time: None).
 
     Raises:
-        UnicodeDecodeError: the time is a string of invalid UTF-8 (a Raw keeps its text unchecked), which the typed
-            decode of the value itself refuses.
+        One of `deps.MSGSPEC_REFUSALS`: the time is a string of invalid UTF-8 (a Raw keeps its text unchecked), which
+            the typed decode of the value itself refuses (UnicodeDecodeError before msgspec 0.23, DecodeError since).
     """
     if not isinstance(raw, msgspec.Raw) or not raw:
         return None
@@ -675,7 +676,7 @@ def _exact_times(events: list) -> tuple[list, list]:
     """The ts and dur of exact events in ns (`_ns_of`); NotSplittable where a piece's typed decode would have failed."""
     try:
         return _ns_of([e.ts for e in events]), _ns_of([e.dur for e in events])
-    except UnicodeDecodeError as exc:
+    except MSGSPEC_REFUSALS as exc:
         raise NotSplittable(str(exc)) from None
 
 

@@ -16,13 +16,16 @@ import logging
 import os
 import posixpath
 import re
-import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from stat import S_ISREG
-from typing import Optional
+from typing import Callable, Optional
 
+from .deps import INFLATE_ERRORS
 from .storage import (
+    LINKED_ROOTS_ENV,
     NOT_STORAGE_ERRORS,
     StorageError,
     confinement_roots,
@@ -42,6 +45,42 @@ TRACE_RE = re.compile(r"^(?P<worker>.*?)(?:\.(?P<span>\d+))?\.pt\.trace\.json(?:
 OTHER_JSON_RE = re.compile(r"^(?P<stem>.+?)\.json(?:\.gz)?$")
 SNIFF_BYTES = 64 * 1024
 INDEX_FOLDER = ".kinetoscope"  # `kinetoscope index` sidecars: never traces, never a run
+
+
+@dataclass(frozen=True)
+class SkippedLink:
+    """A link in a local logdir that the scan did not follow: its real path lies outside the logdir (and outside
+    the folders KINETOSCOPE_ALLOW_LINKS_TO or --allow-links-to name). A shared logdir must not be able to point
+    the server at `/proc/self/environ` or a home folder, so such links are refused unless the user trusts them."""
+
+    link: str  # the link's path
+    target: str  # the real path it leads to
+    in_logdir: str  # the link's path below the logdir (`runs/resnet`): what may be shown to whoever reads the logdir
+
+    def remedy(self, how: str = "pass --allow-links-to") -> str:
+        """One line for a person: what was skipped and how to read it (`how`: the option of the door in use)."""
+        return (f"{self.link}: a link to {self.target}, outside the logdir, not followed; to read it, {how} "
+                f"{self.target} (or set {LINKED_ROOTS_ENV})")
+
+
+_LINK_SINK: ContextVar[Optional[Callable[[SkippedLink], None]]] = ContextVar("kinetoscope_link_sink", default=None)
+
+
+@contextmanager
+def noting_skipped_links(sink: Callable[[SkippedLink], None]) -> Iterator[None]:
+    """Scans in this block (this thread) tell `sink` of each link they do not follow (`SkippedLink`)."""
+    token = _LINK_SINK.set(sink)
+    try:
+        yield
+    finally:
+        _LINK_SINK.reset(token)
+
+
+def _skipped(link: str, target: str, root: str) -> None:
+    log.info("not following %s: it leads outside the logdir", link)
+    sink = _LINK_SINK.get()
+    if sink is not None:
+        sink(SkippedLink(link, target, posixpath.relpath(link, root)))
 
 
 @dataclass(frozen=True)
@@ -195,22 +234,27 @@ def _local_walk(root: str, roots: tuple[str, ...]) -> list[tuple[str, list, dict
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         stat = os.stat(dirpath)
-        if (stat.st_dev, stat.st_ino) in seen or not contained(os.path.realpath(dirpath), roots):
-            log.info("not following %s: seen already, or it leads outside the logdir", dirpath)
+        if (stat.st_dev, stat.st_ino) in seen:
+            log.info("not following %s: seen already", dirpath)
+            dirnames[:] = []
+            continue
+        real = os.path.realpath(dirpath)
+        if not contained(real, roots):
+            _skipped(dirpath, real, root)
             dirnames[:] = []
             continue
         seen.add((stat.st_dev, stat.st_ino))
         dirnames[:] = sorted(d for d in dirnames if d != INDEX_FOLDER)
         files = {}
         for name in filenames:
-            info = _local_info(posixpath.join(dirpath, name), roots)
+            info = _local_info(posixpath.join(dirpath, name), roots, root)
             if info is not None:
                 files[name] = info
         out.append((dirpath, dirnames, files))
     return out
 
 
-def _local_info(path: str, roots: tuple[str, ...]) -> Optional[dict]:
+def _local_info(path: str, roots: tuple[str, ...], root: str) -> Optional[dict]:
     """fs.info's fields for a local file (its target when it is a link, if that lies inside `roots`); None for
     broken links, links out and non-files."""
     try:
@@ -219,8 +263,10 @@ def _local_info(path: str, roots: tuple[str, ...]) -> Optional[dict]:
         return None
     if not S_ISREG(stat.st_mode):
         return None
-    if not contained(os.path.realpath(path), roots):
-        log.info("not listing %s: it leads outside the logdir", path)
+    real = os.path.realpath(path)
+    if not contained(real, roots):
+        if classify(posixpath.basename(path)) is not None:  # a link out named like a trace: say so
+            _skipped(path, real, root)
         return None
     return {"name": path, "size": stat.st_size, "type": "file", "mtime": stat.st_mtime, "ino": stat.st_ino,
             "created": stat.st_ctime}
@@ -272,7 +318,7 @@ def _sniff(path: str, key: tuple, cache: Optional[dict]) -> bool:
         return cache[key]
     try:
         verdict = looks_like_trace(read_bytes(path, limit=SNIFF_BYTES))
-    except (StorageError, zlib.error, EOFError) as exc:
+    except (StorageError, *INFLATE_ERRORS, EOFError) as exc:
         log.info("not sniffing %s: %s", path, exc)
         verdict = False
     if cache is not None:

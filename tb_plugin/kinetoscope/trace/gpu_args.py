@@ -21,6 +21,8 @@ from typing import Any, Optional
 import msgspec
 import numpy as np
 
+from .deps import MSGSPEC_REFUSALS
+
 _LIMIT = float(1 << 62)
 _NAN = math.nan
 
@@ -40,14 +42,14 @@ def _raw_products(values: list) -> np.ndarray:
     texts = [bytes(v) or b"null" for v in values]
     try:
         return _products(msgspec.json.decode(b"[" + b",".join(texts) + b"]"))
-    except msgspec.DecodeError:  # Raw skips a value unchecked: a number beyond a double (1e999) fails only here
+    except MSGSPEC_REFUSALS:  # Raw skips a value unchecked: a number beyond a double (1e999) fails only here
         return _products([_json_or_none(text) for text in texts])
 
 
 def _json_or_none(text: bytes) -> Any:
     try:
         return msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except MSGSPEC_REFUSALS:
         return None
 
 

@@ -601,6 +601,19 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
             raise TraceError(path, str(exc)) from None
 
 
+def _usable(model: TraceModel, path: str) -> TraceModel:
+    """The model, unless the file held events and the decode refused every one: that is a content error naming
+    why (the most common reasons first), not an empty trace, which is one whose traceEvents list is empty."""
+    refused = sum(model.skipped.values())
+    if model.n_events or model.mem_ts_ns.size or not refused:
+        return model
+    reasons = sorted(model.skipped.items(), key=lambda item: (-item[1], item[0]))
+    named = "; ".join(f"{count} x {reason[:160]}" for reason, count in reasons[:3])
+    more = f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    which = f"all {refused} events" if refused > 1 else "the one event"
+    raise TraceError(path, f"no usable event: the decode refused {which} of the file ({named}{more})")
+
+
 def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
                progress: Optional[Progress] = None,
                before_store: Optional[Callable[[TraceModel], None]] = None) -> TraceModel:
@@ -626,8 +639,8 @@ def load_trace(path: str, cache_dir: Union[str, Path, None, object] = _DEFAULT,
         ident = identity(path) if cache_dir is not None else None
         cached = load_cached(Path(cache_dir), ident) if ident is not None else None
         if cached is not None:
-            return cached
-        model = _load_uncached(path, progress)
+            return _usable(cached, path)
+        model = _usable(_load_uncached(path, progress), path)
     except StorageError as exc:
         raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:

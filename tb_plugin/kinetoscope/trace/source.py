@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 
 from .decode import PIECE_HEAD, PIECE_MIDDLE, PIECE_TAIL, PIECE_WHOLE, DecodeError, forgiving_json
+from .deps import MSGSPEC_REFUSALS
 from .model import TraceModel
 from .storage import FileIdentity, StorageError, identity, read_range
 
@@ -67,7 +68,7 @@ def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) ->
             event = _value(events[index])
     except StorageError as exc:
         raise SourceError(str(exc)) from None
-    except (msgspec.DecodeError, IndexError):
+    except (*MSGSPEC_REFUSALS, IndexError):
         raise SourceError(_CHANGED) from None
     if not isinstance(event, dict):
         raise SourceError(f"event {ordinal} of the file is not an object")
@@ -81,7 +82,7 @@ def _value(event: Any) -> Any:
         return event
     try:
         return msgspec.json.decode(event)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+    except MSGSPEC_REFUSALS as exc:
         try:
             return forgiving_json(bytes(event), exc)[0]
         except DecodeError:
@@ -109,7 +110,7 @@ def _raw_events(text: bytes, kind: int) -> list:
         raise SourceError(f"unknown piece kind {kind}")
     try:
         return _RAW_DOC.decode(doc).traceEvents
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except MSGSPEC_REFUSALS:
         pass
     try:
         obj, _ = forgiving_json(doc, ValueError("not strict JSON"))
@@ -125,7 +126,7 @@ def _nth_of_whole(text: bytes, index: int) -> Any:
     """Event `index` of a file that was decoded whole: typed when it is clean, else the forgiving way."""
     try:
         return msgspec.json.decode(_RAW_DOC.decode(text).traceEvents[index])
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except MSGSPEC_REFUSALS:
         pass
     try:
         doc, _ = forgiving_json(text, ValueError("not strict JSON"))

@@ -12,14 +12,9 @@ from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
 
 from .budgets import inflate_budget
+from .deps import INFLATE_ERRORS
+from .deps import inflate_lib as _inflate_lib
 from .remote import describe, open_remote, options_for, redact
-
-try:  # ISA-L inflates about 3x faster than zlib; same API
-    from isal import isal_zlib as _inflate_lib
-    _INFLATE_ERRORS: tuple = (zlib.error, _inflate_lib.error)
-except ImportError:  # pragma: no cover - isal is a declared dependency; zlib keeps things working without it
-    _inflate_lib = zlib
-    _INFLATE_ERRORS = (zlib.error,)
 
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_READ_BYTES = 4 << 20  # compressed bytes read per step of inflating (one request on a remote file)
@@ -433,7 +428,7 @@ def _gunzip_blocks(handle, data: bytes, block_bytes: int) -> Iterator[bytes]:
                 if inflater.eof:
                     data = inflater.unused_data
                     inflater = _inflate_lib.decompressobj(wbits=31) if data else inflater
-        except _INFLATE_ERRORS as exc:
+        except INFLATE_ERRORS as exc:
             raise StorageError(f"corrupt gzip: {exc}") from None
         data = _read(handle, GZIP_READ_BYTES)
         total_in += len(data)
