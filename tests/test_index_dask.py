@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -90,8 +91,9 @@ def test_a_killed_dask_worker_loses_no_trace(tmp_path):
                          "--no-dashboard") for i in range(2)]
         with distributed.Client(address, timeout="60s") as client:
             client.wait_for_workers(2, timeout=60)
+        errors = open(logs / "index.err", "w+")
         run = subprocess.Popen([sys.executable, "-m", "kinetoscope.cli", "index", str(root), "--scheduler", address],
-                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=ENV, stdout=subprocess.PIPE, stderr=errors, text=True)
         seen = []
         for line in run.stdout:
             seen.append(line)
@@ -99,8 +101,17 @@ def test_a_killed_dask_worker_loses_no_trace(tmp_path):
                 os.kill(workers[0].pid, signal.SIGKILL)
                 killed_at = len(seen)
                 break
-        out, err = run.communicate(timeout=300)
-        out = "".join(seen) + out
+        # The rest through the same reader: communicate() would read the pipe's descriptor and lose the lines this
+        # reader had buffered already (a progress line then went missing when it came in one read with the 6th).
+        guard = threading.Timer(300, run.kill)  # bounded, as communicate(timeout=300) was
+        guard.start()
+        try:
+            out = "".join(seen) + run.stdout.read()
+            run.wait(timeout=10)
+        finally:
+            guard.cancel()
+        errors.seek(0)
+        err = errors.read()
         assert run.returncode == 0, err[-3000:]
         assert workers[0].wait(timeout=10) == -signal.SIGKILL and killed_at < RANKS
         progress = [line for line in out.splitlines() if line.startswith("[")]
