@@ -3,7 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-v4
-ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c tb_plugin/kinetoscope/trace/_scan.c
+ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c tb_plugin/kinetoscope/trace/_scan.c \
+	tb_plugin/kinetoscope/analysis/whatif/_replay.c tb_plugin/kinetoscope/views/_counters.c
 ACCEL := $(VENV)/.columns-built
 PORT ?= 6006
 LOGDIR ?= samples/logs

@@ -10,17 +10,20 @@ COLUMNS = Extension("kinetoscope.trace._columns", ["tb_plugin/kinetoscope/trace/
 # typed decode and `_columns`.
 SCAN = Extension("kinetoscope.trace._scan", ["tb_plugin/kinetoscope/trace/_scan.c"], optional=True, depends=KINETO_TIME,
                  extra_compile_args=["-O2"])
-# The what-if replay's sequential pass (kinetoscope/analysis/_replay.c); optional too: without it the replay runs
+# The what-if replay's sequential pass (kinetoscope/analysis/whatif/_replay.c); optional too: without it the replay runs
 # in numpy, one call per sync.
 # Both it and the next one compute doubles as their numpy references do, which a fused multiply-add would round
 # differently (the default on aarch64): -ffp-contract=off.
 BUFFERS = ["tb_plugin/kinetoscope/_buffers.h"]  # the arrays' buffers, for both
-REPLAY = Extension("kinetoscope.analysis._replay", ["tb_plugin/kinetoscope/analysis/_replay.c"], optional=True,
+REPLAY = Extension("kinetoscope.analysis.whatif._replay", ["tb_plugin/kinetoscope/analysis/whatif/_replay.c"], optional=True,
                    depends=BUFFERS, extra_compile_args=["-O2", "-ffp-contract=off"])
 # The counter lanes' mean and max per bucket of a `lanes` answer (kinetoscope/views/_counters.c); optional: without
 # it they are computed in numpy, 0.1-0.2 ms more per answer.
 COUNTERS = Extension("kinetoscope.views._counters", ["tb_plugin/kinetoscope/views/_counters.c"], optional=True,
                      depends=BUFFERS, extra_compile_args=["-O2", "-ffp-contract=off"])
+
+# `analysis/`'s packages, one per question (analysis/README.md)
+ANALYSES = ("core", "distributed", "memory", "idle", "tables", "judgement", "device", "whatif", "compare")
 
 setup(
     name="kinetoscope",
@@ -32,6 +35,7 @@ setup(
         "kinetoscope",
         "kinetoscope.trace",
         "kinetoscope.analysis",
+        *(f"kinetoscope.analysis.{name}" for name in ANALYSES),
         "kinetoscope.views",
         "kinetoscope.index",
         "kinetoscope.server",

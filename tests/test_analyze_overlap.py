@@ -12,7 +12,7 @@ from conftest import requires_shared, sample_trace_files, shared_trace_files
 from kinetoscope import pipeline
 from kinetoscope.analysis import report as report_module
 from kinetoscope.analysis.report import analyze, report_entry
-from kinetoscope.analysis.search import SearchIndex
+from kinetoscope.analysis.tables.search import SearchIndex
 from kinetoscope.trace.loader import TraceError, load_trace
 
 

@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 from conftest import kernel, launch, memory, op, sample_trace_files, shared_trace_files, trace_doc, write_trace
-from kinetoscope.trace import build, loader
+from kinetoscope.trace import build, intervals, loader
 from kinetoscope.trace.decode import Args, Event
 from kinetoscope.trace.deps import MSGSPEC_REFUSALS
 from kinetoscope.trace.model import array_fields
@@ -248,33 +248,33 @@ def _depth_sequences():
 
 @pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
 def test_compiled_parents_equal_the_array_passes():
-    from kinetoscope.analysis import nesting
+    from kinetoscope.analysis.core import nesting
     for depth in _depth_sequences():
-        fast = build.compiled_parents(depth)
+        fast = intervals.compiled_parents(depth)
         assert fast is not None and fast.dtype == np.int64
         assert np.array_equal(fast, nesting._parents_by_depth_py(depth)), depth[:20]
         assert np.array_equal(nesting.parents_by_depth(depth), fast)
     # depths the compiled pass does not take: the array passes answer
-    assert build.compiled_parents(np.array([0, 40000, 1], np.int64)) is None
-    assert build.compiled_parents(np.array([0, -1, 1], np.int16)) is None
+    assert intervals.compiled_parents(np.array([0, 40000, 1], np.int64)) is None
+    assert intervals.compiled_parents(np.array([0, -1, 1], np.int16)) is None
     with pytest.raises(ValueError):
-        build._accel.parents(np.zeros(3, np.int16), np.zeros(2, np.int64))
+        intervals._accel.parents(np.zeros(3, np.int16), np.zeros(2, np.int64))
 
 
 @pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
 def test_compiled_subtree_ends_equal_the_pointer_doubling():
-    from kinetoscope.analysis import nesting
-    from kinetoscope.analysis.op_forest import _subtree_sizes
+    from kinetoscope.analysis.core import nesting
+    from kinetoscope.analysis.core.op_forest import _subtree_sizes
     for depth in _depth_sequences():
         parent = nesting.parents_by_depth(depth)
-        fast = build.compiled_subtree_ends(parent)
+        fast = intervals.compiled_subtree_ends(parent)
         assert fast is not None and fast.dtype == np.int64
         assert np.array_equal(fast, np.arange(parent.size) + _subtree_sizes(depth, parent)), depth[:20]
     # a parent after its child is no preorder: the caller's array passes answer
-    assert build.compiled_subtree_ends(np.array([-1, 2, 0], np.int64)) is None
-    assert build.compiled_subtree_ends(np.array([0], np.int64)) is None  # its own parent
+    assert intervals.compiled_subtree_ends(np.array([-1, 2, 0], np.int64)) is None
+    assert intervals.compiled_subtree_ends(np.array([0], np.int64)) is None  # its own parent
     with pytest.raises(ValueError):
-        build._accel.subtree_ends(np.zeros(3, np.int64), np.zeros(2, np.int64))
+        intervals._accel.subtree_ends(np.zeros(3, np.int64), np.zeros(2, np.int64))
 
 
 @pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
@@ -307,7 +307,7 @@ def test_compiled_dense_ids_equal_searchsorted():
 def _forest(rng, lanes: int, nodes: int):
     """A preorder forest over several lanes (each lane's nodes by start, children inside their parents, some of
     zero length or ending with their parent), as op_forest builds it: (start, end, parent, lane bounds)."""
-    from kinetoscope.analysis import nesting
+    from kinetoscope.analysis.core import nesting
     start, end, ptr = [], [], [0]
     for _ in range(lanes):
         t, open_ends = 0, []
@@ -322,13 +322,13 @@ def _forest(rng, lanes: int, nodes: int):
             open_ends.append(stop)
         ptr.append(len(start))
     start, end, ptr = np.array(start, np.int64), np.array(end, np.int64), np.array(ptr, np.int64)
-    depth = build.nesting_depth(start, end - start, ptr).astype(np.int64)
+    depth = intervals.nesting_depth(start, end - start, ptr).astype(np.int64)
     return start, end, nesting.parents_by_depth(depth), ptr
 
 
 @pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
 def test_compiled_innermost_equals_the_climbing_passes():
-    from kinetoscope.analysis import op_forest
+    from kinetoscope.analysis.core import op_forest
     rng = np.random.default_rng(5)
     for _ in range(150):
         lanes = int(rng.integers(1, 5))
@@ -339,21 +339,21 @@ def test_compiled_innermost_equals_the_climbing_passes():
         t = rng.integers(-5, int(end.max(initial=0)) + 10, queries).astype(np.int64)
         on_lane = np.isin(lane, lane_ids)
         k = np.searchsorted(lane_ids, lane)
-        fast = build.compiled_innermost(np.where(on_lane, k, -1), t, start, end, parent, ptr)
+        fast = intervals.compiled_innermost(np.where(on_lane, k, -1), t, start, end, parent, ptr)
         assert fast is not None
         slow = op_forest._owners_py(t, start, end, parent, ptr, k, on_lane)
         assert np.array_equal(fast, slow)
         assert np.array_equal(op_forest._owners(lane, t, start, end, parent, lane_ids, ptr), slow)
     # a parent after its node, or bounds out of order: the array passes answer
     one = np.zeros(1, np.int64)
-    assert build.compiled_innermost(one, one, one, one + 1, np.array([1]), np.array([0, 1])) is None
-    assert build.compiled_innermost(one, one, one, one + 1, np.array([-1]), np.array([1, 0])) is None
+    assert intervals.compiled_innermost(one, one, one, one + 1, np.array([1]), np.array([0, 1])) is None
+    assert intervals.compiled_innermost(one, one, one, one + 1, np.array([-1]), np.array([1, 0])) is None
 
 
 def test_lane_runs_are_the_unique_lanes_and_their_first_rows():
     """`op_forest._lane_runs`: the lanes of rows in model order by their runs, as `np.unique(return_index=True)` gives
     them (the end appended); rows out of lane order go to `np.unique` itself."""
-    from kinetoscope.analysis import op_forest
+    from kinetoscope.analysis.core import op_forest
     rng = np.random.default_rng(23)
     for trial in range(400):
         lanes = rng.integers(0, 6, int(rng.integers(0, 40))).astype(rng.choice([np.int32, np.int64]))

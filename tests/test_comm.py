@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 from conftest import SHARED, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis import intervals
-from kinetoscope.analysis.comm import communication
+from kinetoscope.analysis.distributed.comm import communication
+from kinetoscope.trace import intervals
 from kinetoscope.trace.loader import load_trace
 
 COMM = SHARED / "oracle" / "comm.jsonl"

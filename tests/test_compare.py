@@ -1,4 +1,4 @@
-"""analysis/compare.py, analysis/gate.py and `kinetoscope diff`: two runs compared, what changed and why,
+"""analysis/compare/sides.py, analysis/compare/gate.py and `kinetoscope diff`: two runs compared, what changed and why,
 noise, the CI gate (exit codes), multi-rank runs."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 from conftest import REPO, SAMPLES, SHARED_TRACES, requires_shared
-from kinetoscope.analysis.compare import RESOLUTION, compare_sides, ranked_changes, spread, status
-from kinetoscope.analysis.compare_figures import PARTS
-from kinetoscope.analysis.gate import RuleError, check, parse_rule
-from kinetoscope.analysis.tables import name_key
+from kinetoscope.analysis.compare.figures import PARTS
+from kinetoscope.analysis.compare.gate import RuleError, check, parse_rule
+from kinetoscope.analysis.compare.sides import RESOLUTION, compare_sides, ranked_changes, spread, status
+from kinetoscope.analysis.tables.index import name_key
 from kinetoscope.cli.diff import load_side
 from kinetoscope.cli.main import main
 from kinetoscope.trace.discovery import resolve
@@ -346,7 +346,7 @@ def test_a_side_without_steps_is_compared_as_one_step_and_says_so(tmp_path, caps
 
 
 def test_kernels_and_ops_beyond_the_cap_add_up_in_one_row(monkeypatch):
-    from kinetoscope.analysis import compare_figures
+    from kinetoscope.analysis.compare import figures as compare_figures
     monkeypatch.setattr(compare_figures, "MAX_NAMES", 2)
     rows = {"a": (5.0, 1, 1.0), "b": (3.0, 2, 0.0), "c": (2.0, 3, 4.0), "d": (1.0, 4, 0.5)}
     assert compare_figures._top(rows, "(other ops)") == {"a": (5.0, 1, 1.0), "b": (3.0, 2, 0.0), "(other ops)": (3.0, 7, 4.5)}

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc
-from kinetoscope.analysis.counters import memory_bandwidth
+from kinetoscope.analysis.device.counters import memory_bandwidth
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes, load_trace
 from kinetoscope.views import counter_lanes

@@ -1,4 +1,4 @@
-"""analysis/counters.py: HTA's queue length and memcpy bandwidth, on hand-built traces and against HTA's algorithm
+"""analysis/device/counters.py: HTA's queue length and memcpy bandwidth, on hand-built traces and against HTA's algorithm
 re-done in plain Python on the raw JSON of the shared traces (and HTA's own expectations where its test trace is
 present)."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc
-from kinetoscope.analysis.counters import (
+from kinetoscope.analysis.device.counters import (
     QUEUE_LAUNCH_NAMES,
     counters_summary,
     describe,

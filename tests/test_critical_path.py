@@ -1,4 +1,4 @@
-"""The critical path of each step (analysis/critical_path.py): it adds up to the step, and the planted causes
+"""The critical path of each step (analysis/whatif/critical_path.py): it adds up to the step, and the planted causes
 of the synthetic samples show on it with their size."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from conftest import SAMPLES
-from kinetoscope.analysis.critical_path import critical_paths
+from kinetoscope.analysis.whatif.critical_path import critical_paths
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import load_trace
 

@@ -5,9 +5,9 @@ import json
 
 import pytest
 from conftest import kernel, op, trace_doc, write_trace
-from kinetoscope.analysis.dataloader_stalls import step_breakdown
-from kinetoscope.analysis.gpu_idle import gpu_idle
-from kinetoscope.analysis.selectors import dataloader_union
+from kinetoscope.analysis.core.selectors import dataloader_union
+from kinetoscope.analysis.idle.dataloader_stalls import step_breakdown
+from kinetoscope.analysis.idle.gpu_idle import gpu_idle
 from kinetoscope.trace.loader import decode_bytes, load_trace
 
 DL = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from conftest import REPO, kernel, launch, op, trace_doc, write_trace
-from kinetoscope.analysis.gpu_idle import CAUSE_NAMES, CAUSE_ORDER
+from kinetoscope.analysis.idle.gpu_idle import CAUSE_NAMES, CAUSE_ORDER
 from kinetoscope.cli.main import main
 from kinetoscope.formats.report import judged_idle_pct, render_entry, render_overview, span_label
 from kinetoscope.formats.units import count, human_bytes, human_us, md, percent

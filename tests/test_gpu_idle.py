@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.analysis.gpu_idle import CAUSE_NAMES, gpu_idle
+from kinetoscope.analysis.idle.gpu_idle import CAUSE_NAMES, gpu_idle
 from kinetoscope.trace.loader import load_trace
 
 DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"

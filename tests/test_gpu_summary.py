@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, plugin_apps, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis.gpu_summary import gpu_summaries, uses_tensor_cores_tbprof
+from kinetoscope.analysis.device.gpu_summary import gpu_summaries, uses_tensor_cores_tbprof
+from kinetoscope.analysis.device.tbprof_steps import CATEGORIES, tbprof_steps
+from kinetoscope.analysis.device.tensor_cores import tc_eligibility
 from kinetoscope.analysis.report import analyze, report_entry
-from kinetoscope.analysis.tables import TableIndex
-from kinetoscope.analysis.tbprof_steps import CATEGORIES, tbprof_steps
-from kinetoscope.analysis.tensor_cores import tc_eligibility
+from kinetoscope.analysis.tables.index import TableIndex
 from kinetoscope.formats.report import render_entry
 from kinetoscope.trace.loader import load_trace
 from werkzeug.test import Client

@@ -1,4 +1,4 @@
-"""Trace health (analysis/health.py): each check finds what is planted in a tiny trace, and nothing on a clean
+"""Trace health (analysis/judgement/health.py): each check finds what is planted in a tiny trace, and nothing on a clean
 one; on the real modern traces, what the expert's "Trace health" notes say is there (verdicts-modern.md)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import MS, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc
-from kinetoscope.analysis.health import FIGURES, trace_health
+from kinetoscope.analysis.judgement.health import FIGURES, trace_health
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.formats.report import render_entry
 from kinetoscope.trace.loader import decode_bytes, load_trace

@@ -159,7 +159,7 @@ def test_a_change_to_the_doors_keeps_every_sidecar_valid(tmp_path):
         with open(copy / door, "a") as out:
             out.write("\n# a change that computes nothing a sidecar stores\n")
     assert sidecar.code_fingerprint(copy) == sidecar.analysis_fingerprint()
-    for core in ("pipeline.py", "analysis/verdict.py"):
+    for core in ("pipeline.py", "analysis/judgement/verdict.py"):
         edited = tmp_path / "edited"
         shutil.rmtree(edited, ignore_errors=True)
         shutil.copytree(copy, edited)
@@ -222,7 +222,7 @@ def test_a_forged_class_in_a_sidecar_is_refused(job):
     with pytest.raises(codec.CodecError, match="not a kinetoscope class"):
         codec.decode(stored({"$c": "subprocess:Popen", "f": {"args": "true"}}))
     with pytest.raises(codec.CodecError, match="has other fields"):
-        codec.decode(stored({"$c": "kinetoscope.analysis.ranks:RankDigest", "f": {"worker": "x"}}))
+        codec.decode(stored({"$c": "kinetoscope.analysis.distributed.ranks:RankDigest", "f": {"worker": "x"}}))
     with pytest.raises(codec.CodecError, match="not a stored tree"):
         codec.decode(codec.encode([1, 2])[:-30])
     with pytest.raises(codec.CodecError, match="nested too deeply"):

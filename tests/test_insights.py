@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis import thresholds as T
-from kinetoscope.analysis.insights import fusion_candidates, insights
+from kinetoscope.analysis.core import thresholds as T
+from kinetoscope.analysis.core.selectors import OpIndex
+from kinetoscope.analysis.judgement.insights import fusion_candidates, insights
 from kinetoscope.analysis.report import analyze, report_entry
-from kinetoscope.analysis.selectors import OpIndex
 from kinetoscope.trace.loader import load_trace
 
 EW = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, float*)"

@@ -3,7 +3,7 @@ taken without a sort) and shuffled alike."""
 from __future__ import annotations
 
 import numpy as np
-from kinetoscope.analysis import intervals
+from kinetoscope.trace import intervals
 
 
 def _merged(starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
@@ -51,7 +51,7 @@ def test_coded_unions_are_the_union_of_each_codes_rows():
         n_codes = int(rng.integers(1, 6))
         starts, ends, code, ptr = _lanes(rng, int(rng.integers(0, 7)), n_codes, negative=trial % 3 == 0)
         want = [intervals.union(starts[code == k], ends[code == k]) for k in range(n_codes)]
-        compiled = build.compiled_coded_unions(starts, ends, code, ptr, n_codes)
+        compiled = intervals.compiled_coded_unions(starts, ends, code, ptr, n_codes)
         assert compiled is not None or build._accel is None
         for got in ([compiled] if compiled is not None else []) + [intervals.coded_unions(starts, ends, code, ptr, n_codes)]:
             assert len(got) == n_codes
@@ -68,9 +68,9 @@ def test_coded_unions_out_of_order_or_malformed_fall_back_to_the_unions():
     code = np.array([0, 0, 1, 1], np.int8)
     ptr = np.array([0, 2, 4], np.int64)
     if build._accel is not None:
-        assert build.compiled_coded_unions(starts, ends, code, ptr, 2) is None
-        assert build.compiled_coded_unions(np.sort(starts), np.sort(starts) + 2, np.array([0, 0, 2, 1], np.int8), ptr, 2) is None
-        assert build.compiled_coded_unions(starts[[1, 0, 3, 2]], ends, code, np.array([0, 3, 2], np.int64), 2) is None
+        assert intervals.compiled_coded_unions(starts, ends, code, ptr, 2) is None
+        assert intervals.compiled_coded_unions(np.sort(starts), np.sort(starts) + 2, np.array([0, 0, 2, 1], np.int8), ptr, 2) is None
+        assert intervals.compiled_coded_unions(starts[[1, 0, 3, 2]], ends, code, np.array([0, 3, 2], np.int64), 2) is None
     got = intervals.coded_unions(starts, ends, code, ptr, 2)
     assert [(s.tolist(), e.tolist()) for s, e in got] == [([3], [7]), ([1, 9], [3, 11])]
 

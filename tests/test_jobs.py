@@ -1,4 +1,4 @@
-"""Which traces of a run are ranks of one job (analysis/jobs.py): only those that say so. A folder of
+"""Which traces of a run are ranks of one job (analysis/distributed/jobs.py): only those that say so. A folder of
 unrelated profiles is never shown as ranks, and no verdict is pooled across them."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import SHARED_TRACES, gloo_rank, kernel, launch, one_step_doc, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis.jobs import COLLECTIVES, DISTRIBUTED, INDEPENDENT, NAMING, job_groups
-from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.distributed.jobs import COLLECTIVES, DISTRIBUTED, INDEPENDENT, NAMING, job_groups
+from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze, verdict_entry, with_run_verdicts
 from kinetoscope.cli.main import main
 from kinetoscope.trace.loader import decode_bytes

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.analysis.launch_offsets import grouped_percentile, launch_offsets, launch_table, percentiles_us
+from kinetoscope.analysis.idle.launch_offsets import grouped_percentile, launch_offsets, launch_table, percentiles_us
 from kinetoscope.trace.loader import load_trace
 
 # µs   0  2   5 6      10        20   24 25 26 27  30

@@ -9,7 +9,9 @@ function, resolved to the kinetoscope module it names):
 - imports between packages stand at module top, where a reader sees them (an import inside a function hides
   a dependency, and let `index/` reach up into the HTTP code before);
 - no private name (`_x`) crosses a file: what another module needs is public. A private *module* (the C
-  extractor `trace/_columns`) is private to its package and imported there only.
+  extractor `trace/_columns`) is private to its package and imported there only;
+- `analysis/` is one package per question (`analysis/README.md`) and `report.py`, the facade; its packages import
+  only down `ANALYSIS_ORDER`, so `core/`, the primitives, imports nothing of `analysis/`.
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ ALLOWED = {
     "cli": {"trace", "analysis", "views", "pipeline", "index", "formats"},
 }
 TOP_LEVEL = {"__init__.py", "pipeline.py"}
+# `analysis/`'s packages (and its facade), lowest first: each imports only those before it.
+ANALYSIS_ORDER = ("core", "distributed", "memory", "idle", "tables", "judgement", "device", "whatif", "report", "compare")
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,57 @@ def test_imports_only_go_down_the_layers():
             if target not in ALLOWED[source]:
                 wrong.append(f"{imp.source}:{imp.line} imports {imp.target or 'kinetoscope'} ({source} -> {target})")
     assert wrong == []
+
+
+def _analysis_package(module: str) -> str:
+    """`idle` for `analysis.idle.gpu_idle`, `report` for the facade; "" outside `analysis/` or for its __init__."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "analysis" and len(parts) > 1 else ""
+
+
+def _upward_in_analysis(imports: list[Import]) -> list[str]:
+    wrong = []
+    for imp in imports:
+        source = _analysis_package(imp.source)
+        if not source:
+            continue
+        modules = [f"{imp.target}.{n}".lstrip(".") for n in imp.names if _is_module(f"{imp.target}.{n}".lstrip("."))]
+        for target in map(_analysis_package, modules or [imp.target]):
+            if target and target != source and ANALYSIS_ORDER.index(target) > ANALYSIS_ORDER.index(source):
+                wrong.append(f"{imp.source}:{imp.line} imports {imp.target} (analysis: {source} -> {target})")
+    return wrong
+
+
+def test_analysis_is_one_package_per_question_and_the_facade():
+    analysis = PACKAGE / "analysis"
+    loose = sorted(p.name for p in analysis.glob("*.py") if p.name not in ("__init__.py", "report.py"))
+    assert loose == [], f"modules loose in analysis/: {loose} (put each in the package of its question)"
+    packages = sorted(p.name for p in analysis.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(ANALYSIS_ORDER) == sorted([*packages, "report"])
+    readme = (analysis / "README.md").read_text()
+    for name in packages:
+        doc = ast.get_docstring(ast.parse((analysis / name / "__init__.py").read_text()))
+        assert doc and len(doc) < 300, f"analysis/{name}/__init__.py says in a sentence which question it answers"
+        assert f"| `{name}/` |" in readme, f"analysis/README.md has a line for {name}/"
+
+
+def test_analysis_imports_only_go_down_its_packages():
+    assert _upward_in_analysis(IMPORTS) == []
+
+
+@pytest.mark.parametrize("source, text", [
+    ("analysis.core.selectors", "from ..idle.gpu_idle import gpu_idle"),
+    ("analysis.core.thresholds", "from .. import report"),
+    ("analysis.idle.gpu_idle", "from ..judgement import verdict"),
+    ("analysis.tables.index", "from ..whatif.replay import whatif"),
+    ("analysis.report", "from .compare.gate import check"),
+    ("analysis.whatif.savings", "from kinetoscope.analysis.compare import sides"),
+])
+def test_a_planted_upward_import_in_analysis_is_caught(source, text):
+    node = ast.parse(text).body[0]
+    level = getattr(node, "level", 0)
+    imp = Import(source, _resolve(source, False, level, node.module), tuple(a.name for a in node.names), False, 1)
+    assert _upward_in_analysis([imp]), text
 
 
 def test_server_and_cli_never_import_each_other():

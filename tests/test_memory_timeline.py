@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import memory, op, trace_doc, write_trace
-from kinetoscope.analysis.memory_timeline import device_label, downsample_minmax, memory_timeline
+from kinetoscope.analysis.memory.timeline import device_label, downsample_minmax, memory_timeline
 from kinetoscope.trace.loader import load_trace
 
 

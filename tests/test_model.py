@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, memory, op, requires_shared, shared_trace_files, trace_doc, write_trace
+from kinetoscope.trace import intervals
 from kinetoscope.trace.kinds import Kind, LaneKind, kind_of_category
 from kinetoscope.trace.loader import load_trace
 from kinetoscope.trace.model import PIECE_FIELDS, array_fields, stable_order, union, unique, unique_first, unique_inverse
@@ -55,7 +56,7 @@ def test_sixteen_digit_fractional_times_are_ns_exact(tmp_path, monkeypatch, padd
 
 @requires_shared
 def test_sixteen_digit_real_trace_has_no_fake_overlaps():
-    from kinetoscope.analysis.selectors import parent_rows
+    from kinetoscope.analysis.core.selectors import parent_rows
     model = load_trace(str(SHARED_TRACES / "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"), cache_dir=None)
     parent = parent_rows(model)
     child = np.flatnonzero(parent >= 0)
@@ -152,7 +153,7 @@ def test_real_traces_decode_with_invariants(path):
     for k in range(len(model.lane_label)):
         lo, hi = model.lane_ptr[k], model.lane_ptr[k + 1]
         assert np.all(model.lane[lo:hi] == k) and np.all(np.diff(model.ts_ns[lo:hi]) >= 0)
-    from kinetoscope.trace.build import _nesting_depth_py  # the compiled depths (where built) equal the array version's
+    from kinetoscope.trace.intervals import _nesting_depth_py  # the compiled depths (where built) equal the array version's
     assert np.array_equal(model.depth, _nesting_depth_py(model.ts_ns, model.dur_ns, model.lane_ptr))
     # every GPU activity whose correlation has a launch call is linked to it
     launch_corr = set(model.correlation[np.isin(model.kind, [Kind.RUNTIME, Kind.DRIVER])].tolist())
@@ -316,30 +317,29 @@ def _random_lanes(rng, n, spread, long_share):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_nesting_depth_compiled_and_array_versions_equal_the_definition(seed):
-    from kinetoscope.trace import build
     rng = np.random.default_rng(seed)
     ts, dur, ptr = _random_lanes(rng, 400, [5, 50, 4000][seed % 3], [0.0, 0.3, 0.9][seed // 2 % 3])
     want = _depth_by_definition(ts, dur, ptr)
-    assert np.array_equal(build._nesting_depth_py(ts, dur, ptr), want)
-    assert np.array_equal(build.nesting_depth(ts, dur, ptr), want)
+    assert np.array_equal(intervals._nesting_depth_py(ts, dur, ptr), want)
+    assert np.array_equal(intervals.nesting_depth(ts, dur, ptr), want)
 
 
 def test_nesting_depth_caps_and_falls_back_on_unsorted_or_negative_input():
     from kinetoscope.trace import build
     n = 40000
     ts, dur, ptr = np.arange(n, dtype=np.int64), np.full(n, n, np.int64), np.array([0, n])
-    depth = build.nesting_depth(ts, dur, ptr)
-    assert depth[-1] == 32767 and depth[100] == 100 and np.array_equal(depth, build._nesting_depth_py(ts, dur, ptr))
+    depth = intervals.nesting_depth(ts, dur, ptr)
+    assert depth[-1] == 32767 and depth[100] == 100 and np.array_equal(depth, intervals._nesting_depth_py(ts, dur, ptr))
     unsorted = np.array([5, 1, 3], np.int64)
-    assert np.array_equal(build.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3])),
-                          build._nesting_depth_py(unsorted, np.ones(3, np.int64), np.array([0, 3])))
+    assert np.array_equal(intervals.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3])),
+                          intervals._nesting_depth_py(unsorted, np.ones(3, np.int64), np.array([0, 3])))
     if build.ACCELERATED:
         out = np.empty(3, np.int16)
-        assert build._accel.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3], np.int64), out) is False
-        assert build._accel.nesting_depth(np.arange(3, dtype=np.int64), np.array([1, -1, 1], np.int64),
+        assert intervals._accel.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3], np.int64), out) is False
+        assert intervals._accel.nesting_depth(np.arange(3, dtype=np.int64), np.array([1, -1, 1], np.int64),
                                           np.array([0, 3], np.int64), out) is False
         with pytest.raises(ValueError):
-            build._accel.nesting_depth(np.arange(3, dtype=np.int64), np.ones(3, np.int64), np.array([0, 4], np.int64), out)
+            intervals._accel.nesting_depth(np.arange(3, dtype=np.int64), np.ones(3, np.int64), np.array([0, 4], np.int64), out)
 
 
 
@@ -445,7 +445,7 @@ def test_the_builder_narrows_its_first_rows_only_within_int32():
 
 @requires_shared
 def test_parent_rows_are_the_last_earlier_row_one_level_up_on_the_lane():
-    from kinetoscope.analysis.selectors import parent_rows
+    from kinetoscope.analysis.core.selectors import parent_rows
     checked = 0
     for path in shared_trace_files()[:12]:
         model = load_trace(str(path), cache_dir=None)

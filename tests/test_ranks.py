@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import MS, SHARED_TRACES, gloo_rank, kernel, launch, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis.collectives import collective_calls, collective_type
-from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.distributed.collectives import collective_calls, collective_type
+from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze
 from kinetoscope.cli.main import main
 from kinetoscope.trace.loader import decode_bytes, load_trace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import SAMPLES
-from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import load_trace

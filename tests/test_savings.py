@@ -1,4 +1,4 @@
-"""Every suggestion with its expected saving (analysis/savings.py): the verdict's fix, the runner-up's and each
+"""Every suggestion with its expected saving (analysis/whatif/savings.py): the verdict's fix, the runner-up's and each
 top culprit's, each re-timed by the what-if replay with its edit, largest first, in the report and the JSON."""
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_the_warm_up_insight_carries_its_saving(tmp_path):
 def test_the_savings_replayed_ahead_are_the_savings(folder):
     """`savings_ahead` replays before the tables say whether the mixed-precision insight applies (it replays that
     one too): with the insight or without, what `savings(..., ahead=)` keeps is what `savings` replays afterwards."""
-    from kinetoscope.analysis.savings import AMP_SOURCE, savings, savings_ahead
+    from kinetoscope.analysis.whatif.savings import AMP_SOURCE, savings, savings_ahead
     paths = sorted(p for p in (SHARED_TRACES / folder).rglob("*.json*") if p.is_file())[:4]
     assert paths
     for path in paths:

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 from conftest import kernel, launch, op, trace_doc
+from kinetoscope.analysis.core.selectors import iteration_rows
+from kinetoscope.analysis.judgement.sufficiency import index_spaces, waits_on_device
 from kinetoscope.analysis.report import analyze
-from kinetoscope.analysis.selectors import iteration_rows
-from kinetoscope.analysis.sufficiency import index_spaces, waits_on_device
 from kinetoscope.trace.loader import decode_bytes
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from conftest import SAMPLES
-from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes, load_trace
 

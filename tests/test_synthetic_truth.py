@@ -7,12 +7,12 @@ import sys
 import numpy as np
 import pytest
 from conftest import SAMPLES, write_trace
-from kinetoscope.analysis import intervals
-from kinetoscope.analysis.gpu_idle import CAUSE_NAMES
+from kinetoscope.analysis.core.selectors import OpIndex
+from kinetoscope.analysis.idle.gpu_idle import CAUSE_NAMES
+from kinetoscope.analysis.judgement.sufficiency import sufficiency
+from kinetoscope.analysis.judgement.verdict import NOT_ENOUGH_DATA
 from kinetoscope.analysis.report import analyze, busiest_activities, launch_regime
-from kinetoscope.analysis.selectors import OpIndex
-from kinetoscope.analysis.sufficiency import sufficiency
-from kinetoscope.analysis.verdict import NOT_ENOUGH_DATA
+from kinetoscope.trace import intervals
 from kinetoscope.trace.loader import load_trace
 
 sys.path.insert(0, str(SAMPLES))

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 from conftest import SHARED, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis import tables as T
-from kinetoscope.analysis.launch_offsets import launch_offsets, launch_table
+from kinetoscope.analysis.idle.launch_offsets import launch_offsets, launch_table
+from kinetoscope.analysis.tables import index as T
 from kinetoscope.trace.kinds import Kind
 from kinetoscope.trace.loader import load_trace
 

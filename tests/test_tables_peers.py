@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis import tables as T
-from kinetoscope.analysis.annotations import annotation_table
-from kinetoscope.analysis.extra_tables import extra_rows
-from kinetoscope.analysis.kernel_sequences import find_sequences, kernel_sequences, op_patterns
-from kinetoscope.analysis.module_tree import module_label, module_tree
-from kinetoscope.analysis.op_memory import op_memory_table
+from kinetoscope.analysis.tables import index as T
+from kinetoscope.analysis.tables.annotations import annotation_table
+from kinetoscope.analysis.tables.extra import extra_rows
+from kinetoscope.analysis.tables.kernel_sequences import find_sequences, kernel_sequences, op_patterns
+from kinetoscope.analysis.tables.module_tree import module_label, module_tree
+from kinetoscope.analysis.tables.op_memory import op_memory_table
 from kinetoscope.trace.loader import load_trace
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, requires_shared
-from kinetoscope.analysis import tables as T
+from kinetoscope.analysis.tables import index as T
 from kinetoscope.trace.loader import load_trace
 
 REFERENCE = json.loads((Path(__file__).parent / "reference" / "tbprof_resnet50_nw0.json").read_text())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
+from kinetoscope.analysis.judgement.verdict import NOT_ENOUGH_DATA, Verdict, harmonized, harmonized_by_worker, run_verdict, winner_rule
 from kinetoscope.analysis.report import analyze
-from kinetoscope.analysis.verdict import NOT_ENOUGH_DATA, Verdict, harmonized, harmonized_by_worker, run_verdict, winner_rule
 from kinetoscope.trace.loader import load_trace
 
 DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from conftest import kernel, launch, op, trace_doc
-from kinetoscope.analysis.gpu_idle import Cause
+from kinetoscope.analysis.idle.gpu_idle import Cause
 from kinetoscope.analysis.report import analyze
 from kinetoscope.trace.loader import decode_bytes
 from kinetoscope.views.gaps_stalls import STALL_ADVICE, gaps_view, stalls_view

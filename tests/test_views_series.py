@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from kinetoscope.analysis.memory_timeline import MemorySeries as Series
+from kinetoscope.analysis.memory.timeline import MemorySeries as Series
 from kinetoscope.views.series import log_histogram, memory_view
 
 

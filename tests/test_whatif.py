@@ -1,4 +1,4 @@
-"""What-if replay (analysis/whatif.py, `kinetoscope whatif`): the unedited replay gives back every recorded
+"""What-if replay (analysis/whatif/replay.py, `kinetoscope whatif`): the unedited replay gives back every recorded
 time; each edit's prediction on constructed traces whose answer follows from first principles; and real
 before/after pairs (the "before" trace edited, against the "after" trace's measured median step)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import MS, REPO, SAMPLES, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis.whatif import EditError, parse_edit, replayed_ends, whatif, whatif_entry
+from kinetoscope.analysis.whatif.replay import EditError, parse_edit, replayed_ends, whatif, whatif_entry
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import decode_bytes, load_trace
 
@@ -218,7 +218,7 @@ def test_cli_errors(tmp_path):
 @requires_shared
 @pytest.mark.parametrize("path", REAL[:4] + REAL[-3:], ids=lambda p: p.name[:40])
 def test_the_compiled_pass_equals_the_numpy_pass(path):
-    from kinetoscope.analysis import whatif as W
+    from kinetoscope.analysis.whatif import replay as W
     if not W.ACCELERATED:
         pytest.skip("the C replay is not built")
     model = load_trace(str(path), cache_dir=None)

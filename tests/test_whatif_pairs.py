@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 from conftest import SAMPLES
-from kinetoscope.analysis.ranks import rank_digest, ranks_view
+from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze
-from kinetoscope.analysis.whatif import parse_edit, whatif
+from kinetoscope.analysis.whatif.replay import parse_edit, whatif
 from kinetoscope.trace.loader import decode_bytes
 
 sys.path.insert(0, str(SAMPLES))
@@ -57,7 +57,7 @@ def test_the_straggler_pair():
 
 def _reference_waits(matched, late, i, step):
     """Rank i's lost time in one step, spelled out: the union of its waits where a straggler came last."""
-    from kinetoscope.analysis import intervals
+    from kinetoscope.trace import intervals
     k = np.flatnonzero(late & (matched["step"] == step) & (matched["dur"][:, i] >= 0) & (matched["last"] != i))
     start = matched["start"][k, i]
     return intervals.total(*intervals.union(start, start + matched["wait"][k, i])) if k.size else 0
@@ -67,7 +67,7 @@ def _reference_waits(matched, late, i, step):
 def test_the_straggler_prediction_equals_a_union_per_rank_and_step(seed):
     """`straggler_at_median` groups each rank's waits by step once; every (rank, step) it predicts is the step
     less the union of that rank's waits in the step (overlapping, touching, negative and absent waits alike)."""
-    from kinetoscope.analysis.straggler_whatif import straggler_at_median
+    from kinetoscope.analysis.distributed.straggler import straggler_at_median
     rng = np.random.default_rng(seed)
     n, m, steps = int(rng.integers(2, 9)), int(rng.integers(0, 80)), list(range(int(rng.integers(1, 6))))
     matched = {"dur": rng.integers(-1, 50, (m, n)), "start": rng.integers(0, 1000, (m, n)),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import op, trace_doc, write_trace
 from kinetoscope import pipeline
-from kinetoscope.analysis.gpu_idle import CAUSE_NAMES, DeviceIdle, GpuIdle
+from kinetoscope.analysis.idle.gpu_idle import CAUSE_NAMES, DeviceIdle, GpuIdle
 from kinetoscope.server import routes
 from kinetoscope.server.errors import BadRequest
 from kinetoscope.server.service import TraceService

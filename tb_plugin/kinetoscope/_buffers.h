@@ -1,4 +1,4 @@
-/* Arrays handed to Kinetoscope's small C passes (analysis/_replay.c, views/_counters.c) through the buffer protocol:
+/* Arrays handed to Kinetoscope's small C passes (analysis/whatif/_replay.c, views/_counters.c) through the buffer protocol:
  * C-contiguous, outputs preallocated by the caller, so those files need no numpy headers. One held view per argument,
  * all released at once on every exit. */
 #ifndef KINETOSCOPE_BUFFERS_H

@@ -15,11 +15,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .analysis.launch_offsets import launch_table
-from .analysis.ranks import RankDigest, rank_digest
+from .analysis.distributed.ranks import RankDigest, rank_digest
+from .analysis.idle.launch_offsets import launch_table
 from .analysis.report import Analysis, TablesPart, analyze, model_parts, report_ahead, report_entry, tables_part
-from .analysis.search import SearchIndex
-from .analysis.tables import TableIndex
+from .analysis.tables.index import TableIndex
+from .analysis.tables.search import SearchIndex
 from .trace import heap
 from .trace.loader import TraceError
 from .trace.model import TraceModel
@@ -37,8 +37,8 @@ class Prepared:
     report: dict[str, Any]
     launch_tables: dict[str, list[dict[str, Any]]]  # "kernel"/"op" -> rows (MAX_TOP), sliced per request
     digest: RankDigest  # what the ranks view needs; the service keeps it after the model is evicted
-    tables: Optional[TableIndex] = None  # the profiler tables' index (analysis/tables.py)
-    search: Optional[SearchIndex] = None  # the name search's index (analysis/search.py)
+    tables: Optional[TableIndex] = None  # the profiler tables' index (analysis/tables/index.py)
+    search: Optional[SearchIndex] = None  # the name search's index (analysis/tables/search.py)
 
     @property
     def nbytes(self) -> int:

@@ -1,1 +1,1 @@
-"""Analyses: pure functions over the columnar trace model, one module per concern (no I/O)."""
+"""Analyses: pure functions over the columnar trace model (no I/O), one package per question (README.md beside this file)."""

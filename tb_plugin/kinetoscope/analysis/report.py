@@ -10,30 +10,30 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..trace import intervals
 from ..trace.kinds import GRAPH_LAUNCH_CALLS
 from ..trace.model import TraceModel
-from . import intervals
-from . import thresholds as T
-from .breakdown import Breakdown, breakdown
-from .comm import Communication, communication
-from .counters import counters_summary
-from .cpu_ops import hot_spots
-from .culprits import host_culprit, sync_culprit, top_culprits
-from .dataloader_stalls import Steps, judged_ends, step_breakdown
-from .explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
-from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
-from .health import health_entries, trace_health
-from .insights import Insight, insight_entries, insights
-from .jobs import JobGroup
-from .launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
-from .memory_timeline import MemorySeries, memory_timeline
-from .savings import saving_entries, savings, savings_ahead
-from .selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
-from .sufficiency import sufficiency
-from .table_report import tables_entry
-from .tables import TableIndex
-from .tbprof_overview import Overview, overview, overview_entries
-from .verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict, winner_rule
+from .core import thresholds as T
+from .core.cpu_ops import hot_spots
+from .core.selectors import OpIndex, activity_rows_by_device, iteration_rows, launch_call_rows
+from .device.counters import counters_summary
+from .device.tbprof_overview import Overview, overview, overview_entries
+from .distributed.comm import Communication, communication
+from .distributed.jobs import JobGroup
+from .idle.breakdown import Breakdown, breakdown
+from .idle.culprits import host_culprit, sync_culprit, top_culprits
+from .idle.dataloader_stalls import Steps, judged_ends, step_breakdown
+from .idle.gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
+from .idle.launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
+from .judgement.explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
+from .judgement.health import health_entries, trace_health
+from .judgement.insights import Insight, insight_entries, insights
+from .judgement.sufficiency import sufficiency
+from .judgement.verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict, winner_rule
+from .memory.timeline import MemorySeries, memory_timeline
+from .tables.index import TableIndex
+from .tables.top_rows import tables_entry
+from .whatif.savings import saving_entries, savings, savings_ahead
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Optional
 
-from ..analysis.compare import compare_sides
-from ..analysis.compare_figures import Side, figures_of, side
-from ..analysis.gate import RuleError, check, parse_rule
+from ..analysis.compare.figures import Side, figures_of, side
+from ..analysis.compare.gate import RuleError, check, parse_rule
+from ..analysis.compare.sides import compare_sides
 from ..analysis.report import analyze
 from ..formats.compare import figure, pct, render
 from ..formats.schema import versioned

@@ -11,8 +11,8 @@ import json
 import sys
 from typing import Any, Callable, Optional
 
-from ..analysis.jobs import JobGroup, job_groups, multi_rank_jobs
-from ..analysis.ranks import rank_digest, ranks_view
+from ..analysis.distributed.jobs import JobGroup, job_groups, multi_rank_jobs
+from ..analysis.distributed.ranks import rank_digest, ranks_view
 from ..analysis.report import with_run_verdicts
 from ..formats.report import RENDERERS, render_independent, render_overview, render_ranks, render_run
 from ..formats.schema import versioned

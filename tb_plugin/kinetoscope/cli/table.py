@@ -13,11 +13,11 @@ import argparse
 import sys
 from typing import Any, Optional
 
-from ..analysis.annotations import SCOPES, SIDES
-from ..analysis.extra_tables import EXTRA_KINDS, extra_rows
-from ..analysis.kernel_sequences import MAX_LEN, MAX_TOP
-from ..analysis.table_report import table_rows
-from ..analysis.tables import KERNEL_SPLITS, OP_GROUPS, TableIndex
+from ..analysis.tables.annotations import SCOPES, SIDES
+from ..analysis.tables.extra import EXTRA_KINDS, extra_rows
+from ..analysis.tables.index import KERNEL_SPLITS, OP_GROUPS, TableIndex
+from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
+from ..analysis.tables.top_rows import table_rows
 from ..formats.table import write
 from ..trace.cache import default_cache_dir
 from ..trace.loader import TraceError, load_trace

@@ -1,6 +1,6 @@
 """`kinetoscope whatif PATH --edit EDIT [--edit EDIT ...] [--format text|markdown|json]`: re-time the steps of
 each trace under PATH (a trace file or a folder, local or fsspec URL) after the edits, by replaying the trace's
-own dependencies (analysis/whatif.py), and print the recorded and predicted steps.
+own dependencies (analysis/whatif/replay.py), and print the recorded and predicted steps.
 
 Exit status: 0 on success, 1 when a trace failed to load or has no steps, 2 for usage errors (an unknown edit).
 """
@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from ..analysis.whatif import SPELLINGS, STRAGGLER, EditError, parse_edit, whatif, whatif_entry
+from ..analysis.whatif.replay import SPELLINGS, STRAGGLER, EditError, parse_edit, whatif, whatif_entry
 from ..formats.schema import versioned
 from ..formats.whatif import render, render_runs
 from ..trace.cache import default_cache_dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..analysis.verdict import NOT_ENOUGH_DATA
+from ..analysis.judgement.verdict import NOT_ENOUGH_DATA
 from .units import human_bytes, human_us, table_lines
 
 SUMMARY_METRICS = ("step_time", "step_time_p90", "step_time_mean", "compute", "comm", "exposed_comm", "idle", "idle_dataloader",

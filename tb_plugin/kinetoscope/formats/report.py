@@ -10,9 +10,9 @@ import os
 import re
 from typing import Callable, Optional
 
-from ..analysis.gpu_idle import CAUSE_ORDER
-from ..analysis.health import FIGURES
-from ..analysis.verdict import NOT_ENOUGH_DATA
+from ..analysis.idle.gpu_idle import CAUSE_ORDER
+from ..analysis.judgement.health import FIGURES
+from ..analysis.judgement.verdict import NOT_ENOUGH_DATA
 from .tbprof import gpu_summary_lines, tbprof_step_lines
 from .units import human_bytes, human_us, md, percent, short, table_lines
 

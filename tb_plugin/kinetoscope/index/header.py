@@ -31,7 +31,7 @@ TRACE_MEMBER = "__trace__"  # the model section's copy of the trace's sha256
 # stored byte; measured: 4.2x for a gzip ResNet trace, 2.8x for a modern one. The summary is kilobytes (2% of
 # the trace measured). A larger claim is refused before a byte of it is read.
 SECTION_CAPS = {SUMMARY: (1 << 20, 1), MODEL: (8 << 20, 32)}
-FINGERPRINTED = ("trace/*.py", "analysis/*.py", "views/*.py", "pipeline.py")  # what computes a sidecar's content
+FINGERPRINTED = ("trace/*.py", "analysis/**/*.py", "views/*.py", "pipeline.py")  # what computes a sidecar's content
 _analysis_fp: Optional[str] = None
 
 

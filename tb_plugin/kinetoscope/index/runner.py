@@ -21,8 +21,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..analysis.jobs import job_groups, multi_rank_jobs
-from ..analysis.ranks import ranks_view
+from ..analysis.distributed.jobs import job_groups, multi_rank_jobs
+from ..analysis.distributed.ranks import ranks_view
 from ..trace.discovery import TraceFile, scan_logdir
 from ..trace.storage import StorageError, confined, is_process_local, roots_for
 from . import sidecar, signing

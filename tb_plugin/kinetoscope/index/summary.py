@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.ranks import RankDigest
+from ..analysis.distributed.ranks import RankDigest
 from ..trace.model import TraceModel
 from . import codec, validate
 from .header import MODEL, SUMMARY, SidecarMiss

@@ -9,8 +9,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Optional
 
-from ..analysis.compare import compare_sides
-from ..analysis.compare_figures import Side, TraceFigures, figures_of, side
+from ..analysis.compare.figures import Side, TraceFigures, figures_of, side
+from ..analysis.compare.sides import compare_sides
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .routes import LOAD_WAIT_S
 from .service import TraceService

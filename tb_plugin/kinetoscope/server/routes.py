@@ -20,16 +20,16 @@ try:  # ISA-L's gzip is several times faster than zlib's at the same size
 except ImportError:  # pragma: no cover - isal is a declared dependency
     from gzip import compress as gzip_compress
 
-from ..analysis.counters import counters_summary
-from ..analysis.critical_path import critical_paths
-from ..analysis.jobs import group_of_worker, job_groups, multi_rank_jobs
-from ..analysis.launch_offsets import percentiles_us
-from ..analysis.ranks import ranks_view
+from ..analysis.device.counters import counters_summary
+from ..analysis.distributed.jobs import group_of_worker, job_groups, multi_rank_jobs
+from ..analysis.distributed.ranks import ranks_view
+from ..analysis.idle.launch_offsets import percentiles_us
+from ..analysis.judgement.verdict import harmonized_by_worker, run_verdict
 from ..analysis.report import verdict_entry
-from ..analysis.search import SearchIndex
-from ..analysis.tables import TableIndex
-from ..analysis.verdict import harmonized_by_worker, run_verdict
-from ..analysis.whatif import EditError, Replayer, parse_edit, whatif, whatif_entry
+from ..analysis.tables.index import TableIndex
+from ..analysis.tables.search import SearchIndex
+from ..analysis.whatif.critical_path import critical_paths
+from ..analysis.whatif.replay import EditError, Replayer, parse_edit, whatif, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
 from ..trace.budgets import setting
@@ -186,7 +186,7 @@ def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
 
 
 def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
-    """The ranks view of a run (`analysis/ranks.py`) over its traces that have loaded once; the others are
+    """The ranks view of a run (`analysis/distributed/ranks.py`) over its traces that have loaded once; the others are
     queued and counted in `pending` (ask again until 0). Built from each trace's digest, never from the
     models together. Only traces that say they are ranks of one job (`jobs.job_groups`) are ranks: `view`
     is the largest such job with two ranks present, null when there is none (`groups` says what the
@@ -276,7 +276,7 @@ def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int 
 
 
 def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[str, Any]:
-    """The steps re-timed after `edits` (analysis/whatif.py): recorded and predicted per step, their medians."""
+    """The steps re-timed after `edits` (analysis/whatif/replay.py): recorded and predicted per step, their medians."""
     try:
         parsed = tuple(parse_edit(text) for text in edits)
     except EditError as exc:
@@ -296,7 +296,7 @@ MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its ste
 
 def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = None, start_us: Optional[float] = None,
                        end_us: Optional[float] = None) -> dict[str, Any]:
-    """Each step's critical path and its shares (analysis/critical_path.py); with `step` (an index), that step's
+    """Each step's critical path and its shares (analysis/whatif/critical_path.py); with `step` (an index), that step's
     path segments too; with a window (`start_us`/`end_us`), the steps whose path meets it, with their segments
     (the lane overlay)."""
     loaded = _load(service, sid)

@@ -29,6 +29,7 @@ from .decode import WHOLE_FILE, Args, Event, NotSplittable, Piece, TraceDoc, dec
 from .deps import MSGSPEC_REFUSALS
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
+from .intervals import nesting_depth
 from .kinds import ACTIVITY_KINDS, GPU_KINDS, LAUNCH_KINDS, Kind, is_collective_name, is_comm_kernel_name, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel, union
@@ -1003,98 +1004,6 @@ def _lane_time_order(lane: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) ->
         group = np.cumsum(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1])))[rows]
         order[rows] = order[rows][np.lexsort((-dur_ns[order[rows]], group))]
     return order
-
-
-def nesting_depth(ts_ns: np.ndarray, dur_ns: np.ndarray, lane_ptr: np.ndarray) -> np.ndarray:
-    """Per lane (rows sorted by start within each), how many earlier events are still open when each starts.
-
-    Compiled (one heap pass, `_columns.nesting_depth`) where the extension is loaded and every lane's starts
-    rise and no duration is negative; else `_nesting_depth_py`. Both give the same depths, capped at 32767.
-    """
-    if _accel is not None and ts_ns.size:
-        depth = np.empty(ts_ns.size, np.int16)
-        if _accel.nesting_depth(np.ascontiguousarray(ts_ns, np.int64), np.ascontiguousarray(dur_ns, np.int64),
-                                np.ascontiguousarray(lane_ptr, np.int64), depth):
-            return depth
-    return _nesting_depth_py(ts_ns, dur_ns, lane_ptr)
-
-
-def _nesting_depth_py(ts_ns: np.ndarray, dur_ns: np.ndarray, lane_ptr: np.ndarray) -> np.ndarray:
-    """`nesting_depth` in array passes, for lanes sorted by (ts, -dur).
-
-    With rows sorted by (ts, -dur), event i's depth is the number of rows j < i with end_j > ts_i.
-    Rows j < i with end_j <= ts_i are counted with one searchsorted over sorted ends; the only rows
-    j >= i that also satisfy end_j <= ts_i are zero-length ones starting exactly at ts_i, which the
-    (ts, -dur) order puts at the tail of the tie group: subtract those.
-    """
-    depth = np.zeros(ts_ns.size, np.int16)
-    for k in range(lane_ptr.size - 1):
-        lo, hi = int(lane_ptr[k]), int(lane_ptr[k + 1])
-        if hi - lo < 2:
-            continue
-        start = ts_ns[lo:hi]
-        zero = dur_ns[lo:hi] == 0
-        ends_le = np.searchsorted(np.sort(start + dur_ns[lo:hi]), start, side="right")
-        group_end = np.searchsorted(start, start, side="right")
-        zero_cum = np.concatenate(([0], np.cumsum(zero)))
-        index = np.arange(hi - lo)
-        zero_after = zero_cum[group_end] - zero_cum[index + 1]
-        closed_before = ends_le - zero - zero_after
-        depth[lo:hi] = np.minimum(index - closed_before, np.iinfo(np.int16).max)
-    return depth
-
-
-def compiled_parents(depth: np.ndarray) -> Optional[np.ndarray]:
-    """`analysis.nesting.parents_by_depth` in one compiled pass (`_columns.parents`): per row, the last earlier row
-    one level up, or -1. None where the extension is not loaded or a depth is outside 0..32767 (the array passes then
-    answer)."""
-    depth = np.asarray(depth)
-    if _accel is None or depth.ndim != 1 or depth.dtype.kind not in "iu":
-        return None
-    if depth.size and (int(depth.min()) < 0 or int(depth.max()) > np.iinfo(np.int16).max):
-        return None
-    out = np.empty(depth.size, np.int64)
-    _accel.parents(np.ascontiguousarray(depth, np.int16), out)
-    return out
-
-
-def compiled_subtree_ends(parent: np.ndarray) -> Optional[np.ndarray]:
-    """Per node of a forest in preorder (`parent`: each node's parent position, before it, or -1), one past the
-    position of its last descendant, in one compiled backward pass (`_columns.subtree_ends`). None where the
-    extension is not loaded or a parent does not come before its child (`op_forest.subtree_max` then answers)."""
-    if _accel is None:
-        return None
-    out = np.empty(np.size(parent), np.int64)
-    return out if _accel.subtree_ends(np.ascontiguousarray(parent, np.int64), out) else None
-
-
-def compiled_innermost(lane: np.ndarray, t: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
-                       ptr: np.ndarray) -> Optional[np.ndarray]:
-    """`op_forest._owners` in one compiled pass (`_columns.innermost`): per query, the innermost node of a preorder
-    forest running at `t` on forest lane `lane` (its index; -1 for none), or -1. None where the extension is not
-    loaded or the forest is malformed (the array passes then answer)."""
-    if _accel is None:
-        return None
-    out = np.empty(np.size(t), np.int64)
-    arrays = (np.ascontiguousarray(a, np.int64) for a in (lane, t, start, end, parent, ptr))
-    return out if _accel.innermost(*arrays, out) else None
-
-
-def compiled_coded_unions(ts: np.ndarray, end: np.ndarray, code: np.ndarray, ptr: np.ndarray,
-                          n_codes: int) -> Optional[list[tuple[np.ndarray, np.ndarray]]]:
-    """`intervals.coded_unions` in one compiled merge of the lanes (`_columns.coded_unions`): rows `ptr[k]..ptr[k+1]`
-    of lane k start in order. None where the extension is not loaded, or the rows are not in that order."""
-    if _accel is None:
-        return None
-    code = np.ascontiguousarray(code, np.int8)
-    rows = np.array([np.count_nonzero(code == k) for k in range(n_codes)], np.int64)  # room: one interval per row
-    offsets = np.zeros(n_codes, np.int64)
-    np.cumsum(rows[:-1], out=offsets[1:])
-    starts, ends, counts = np.empty(int(rows.sum()), np.int64), np.empty(int(rows.sum()), np.int64), np.zeros(n_codes, np.int64)
-    arrays = (np.ascontiguousarray(a, np.int64) for a in (ts, end))
-    if not _accel.coded_unions(*arrays, code, np.ascontiguousarray(ptr, np.int64), offsets, starts, ends, counts):
-        return None
-    return [(starts[o:o + k].copy(), ends[o:o + k].copy()) for o, k in zip(offsets.tolist(), counts.tolist())]
 
 
 def link_launches(kind: np.ndarray, correlation: np.ndarray) -> np.ndarray:

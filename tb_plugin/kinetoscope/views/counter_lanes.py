@@ -7,8 +7,8 @@ Each counter is a step function of time (value from each change on), built once 
   kernels running, 1), torch-tb-profiler's estimated SM efficiency (its `merge_ranges_with_value`); its
   bucket mean is the time-weighted estimate over the bucket (idle time counts 0, as tbprof's average over
   the steps does).
-- `queue_length` per GPU stream: HTA's outstanding launched-but-not-started operations (analysis/counters.py).
-- `memory_bandwidth` per memory type: HTA's summed GB/s of the copies running (analysis/counters.py).
+- `queue_length` per GPU stream: HTA's outstanding launched-but-not-started operations (analysis/device/counters.py).
+- `memory_bandwidth` per memory type: HTA's summed GB/s of the copies running (analysis/device/counters.py).
 
 A prefix integral at every change makes a bucket's mean two binary searches (I(b) - I(a)) / (b - a), and a
 range-maximum table over blocks of changes its max (`sparse_table`), so an answer costs O(buckets x log
@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.counters import Series, memory_bandwidth, queue_length, step_series
+from ..analysis.device.counters import Series, memory_bandwidth, queue_length, step_series
 from ..trace.kinds import ACTIVITY_KINDS, Kind
 from ..trace.model import TraceModel, freeze_arrays, unique_inverse
 

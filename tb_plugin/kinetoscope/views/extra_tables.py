@@ -1,5 +1,5 @@
 """The module tree, memory per op, user-annotation and kernel-sequence tables as route answers: filtered, sorted,
-paged, bounded (`analysis/extra_tables.py` computes the rows; the whole-trace ones once per index)."""
+paged, bounded (`analysis/tables/extra.py` computes the rows; the whole-trace ones once per index)."""
 from __future__ import annotations
 
 import threading
@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.extra_tables import EXTRA_KINDS, MEMORY_FIELDS, extra_rows
-from ..analysis.tables import TableIndex, Window
+from ..analysis.tables.extra import EXTRA_KINDS, MEMORY_FIELDS, extra_rows
+from ..analysis.tables.index import TableIndex, Window
 from ..trace.model import TraceModel
 
 # sort keys per table (`-` first: descending); `name` sorts by name. The module tree keeps its preorder.

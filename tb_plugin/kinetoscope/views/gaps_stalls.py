@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.gpu_idle import CAUSE_NAMES
+from ..analysis.idle.gpu_idle import CAUSE_NAMES
 from ..trace.model import MAX_SHOWN_CHARS, TraceModel
 
 GAP_SORTS = ("start", "-start", "dur", "-dur")

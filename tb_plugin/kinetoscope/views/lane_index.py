@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.intervals import packed_window, ranges
+from ..trace.intervals import packed_window, ranges
 from ..trace.kinds import ACTIVITY_KINDS, LaneKind
 from ..trace.model import TraceModel, freeze_arrays, stable_order
 from .counter_lanes import CounterIndex, build_counter_index

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.gpu_idle import CAUSE_NAMES
+from ..analysis.idle.gpu_idle import CAUSE_NAMES
 from ..trace.model import TraceModel
 
 MAX_GAPS = 1_500  # in all devices together

@@ -7,10 +7,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis import tables as T
-from ..analysis.extra_tables import EXTRA_KINDS
-from ..analysis.search import SearchIndex, find
-from ..analysis.selectors import NO_OP
+from ..analysis.core.selectors import NO_OP
+from ..analysis.tables import index as T
+from ..analysis.tables.extra import EXTRA_KINDS
+from ..analysis.tables.search import SearchIndex, find
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel, shown, unique_inverse
 from .extra_tables import EXTRA_SORTS

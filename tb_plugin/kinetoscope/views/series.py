@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.memory_timeline import downsample_minmax
+from ..analysis.memory.timeline import downsample_minmax
 from ..trace.model import TraceModel, union
 
 MAX_GROWTH_STEPS = 1000  # growth per step is listed for the first steps only (a trace may hold a million)

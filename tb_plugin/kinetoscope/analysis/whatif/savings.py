@@ -1,0 +1,199 @@
+"""What each suggestion would save: the verdict's fix, the runner-up's, and each top culprit's, each re-timed by
+the what-if replay (analysis/whatif/replay.py) with the edit that stands for it, ordered by the median step time saved.
+
+The edit behind each suggestion (the estimate's assumption, shown with it):
+
+    dataloader-bound        dataloader=0 (the DataLoader never makes the step wait), and
+                            dataloader-workers=4 (four workers loading in parallel)
+    sync-bound              sync:OP=0 for the top sync culprits (the op that made the sync, else the call)
+    host-bound              host:OP*0 for the top host culprits (the op's host time gone)
+    launch-overhead-bound   host:CALL*0 for the launch calls in the trace (launching costs the host nothing:
+                            what CUDA graphs or fusion aim at)
+    compute-bound           kernel:NAME*0.5 for the kernel with the most device time (it runs twice as fast)
+
+    communication-bound     comm=hidden (communication runs under compute)
+    the fusion insight      fuse:REGION for its top region (its kernels one per stream and occurrence)
+    the warm-up insight     warmup=median (the first step as fast as the median of the others: what profiling
+                            after warm-up takes off the measured mean step)
+    the tiny-batch insight  host:CALL*0 for the launch calls (CUDA graphs; listed once when the verdict gives
+                            the same edits)
+    the fragmentation insight saves memory, not time: its figures give the bytes it would free
+    mixed precision         kernel:in:OP1|OP2|...*0.5 over the Tensor-Core eligible ops in the trace (their kernels
+                            twice as fast: a conservative Tensor-Core speed-up; a kernel counts once however many
+                            of these ops nest around its launch)
+
+Top culprits get their own entries under any verdict (host and sync culprits, three of each at most); an edit
+already listed is not repeated. A run's straggler carries its own saving in its ranks view (`straggler=median`,
+analysis/distributed/straggler.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ...trace.kinds import LAUNCH_CALLS, Kind
+from ...trace.model import TraceModel, shown, unique
+from ..device.tensor_cores import TC_ELIGIBLE_OPS
+from ..idle.culprits import culprit_targets
+from ..idle.gpu_idle import Cause
+from .replay import OP_SEP, WARMUP, Edit, Replayer
+
+TOP_CULPRITS = 3  # culprits of each cause that get their own saving
+WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
+KERNEL_SPEEDUP = 0.5  # the top kernel's new time as a share of the old one, for compute-bound
+AMP_SOURCE = "insight:mixed-precision"
+_AMP_UNKNOWN = object()  # the mixed-precision insight not known yet (`savings_ahead`): replayed as if it applied
+
+
+@dataclass(frozen=True)
+class Saving:
+    """One suggestion's estimate: the median step before and after its edits, and the saving summed over the
+    steps (ns). Its saving per step is the mean: removing a wait can move work from one step into the next,
+    so a median can rise while the whole run gets shorter."""
+
+    source: str  # "verdict", "runner-up", "culprit" or "insight:KIND"
+    fix: str  # the change, in words
+    edits: tuple[str, ...]
+    recorded_ns: float  # median recorded step (the replay's where the device runs behind the host)
+    predicted_ns: float  # median predicted step
+    total_ns: float  # the saving summed over the steps
+    steps: int
+
+    @property
+    def saving_ns(self) -> float:
+        """Mean saving per step."""
+        return self.total_ns / self.steps if self.steps else 0.0
+
+
+def _edit(text: str, kind: str, target: str = "", factor: float = 0.0) -> Edit:
+    """An edit built from a trace's own names (they may be longer than a user's edit may be: not parsed)."""
+    return Edit(kind, target, factor, text)
+
+
+def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple[str, str, tuple[Edit, ...]]]:
+    verdict, busiest = analysis.verdict, analysis.idle.busiest()
+    out: list[tuple[str, str, tuple[Edit, ...]]] = []
+    for source, bound in (("verdict", verdict.bound), ("runner-up", verdict.runner_up)):
+        if bound == "dataloader-bound":
+            out.append((source, "no DataLoader wait", (_edit("dataloader=0", "dataloader"),)))
+            out.append((source, f"{WORKERS} DataLoader workers",
+                        (_edit(f"dataloader-workers={WORKERS}", "dataloader-workers", factor=float(WORKERS)),)))
+        elif bound == "sync-bound" and busiest is not None:
+            for name, _ in culprit_targets(model, busiest, Cause.SYNC, TOP_CULPRITS):
+                out.append((source, f"remove the syncs of {shown(name)}", (_edit(f"sync:{shown(name)}=0", "sync", name),)))
+        elif bound == "host-bound" and busiest is not None:
+            for name, _ in culprit_targets(model, busiest, Cause.HOST, TOP_CULPRITS):
+                out.append((source, f"{shown(name)} costs no host time", (_edit(f"host:{shown(name)}*0", "host", name),)))
+        elif bound == "launch-overhead-bound":
+            edits = _launch_edits(model)
+            if edits:
+                out.append((source, "launches cost the host nothing (CUDA graphs, fusion)", edits))
+        elif bound == "communication-bound":
+            out.append((source, "communication hidden under compute", (_edit("comm=hidden", "comm"),)))
+        elif bound == "compute-bound":
+            top = _top_kernel(model)
+            if top is not None:
+                out.append((source, f"the top kernel twice as fast ({short_name(top)})",
+                            (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
+    if amp is not None:  # the mixed-precision insight: the eligible ops' kernels twice as fast on Tensor Cores
+        present = set(model.names)
+        ops = OP_SEP.join(sorted(n for n in TC_ELIGIBLE_OPS if n in present))
+        if ops:
+            out.append((AMP_SOURCE, "the Tensor-Core eligible ops' kernels twice as fast (autocast)",
+                        (_edit(f"kernel:in:{ops}*{KERNEL_SPEEDUP:g}", "kernel-in", ops, KERNEL_SPEEDUP),)))
+    for insight in getattr(analysis, "insights", ()):
+        if insight.kind == "warm-up":
+            out.append(("insight:warm-up", "the first step as fast as the others (profile after warm-up)",
+                        (_edit(WARMUP, "warmup"),)))
+        elif insight.kind == "tiny-batch":
+            edits = _launch_edits(model)
+            if edits:
+                out.append(("insight:tiny-batch", "launches cost the host nothing (CUDA graphs)", edits))
+        elif insight.kind == "fusion" and insight.figures.get("top_region"):
+            shown_name = insight.figures["top_region"]
+            raw = next((n for n in model.names if shown(n) == shown_name), None)
+            if raw is not None:
+                out.append(("insight:fusion", f"fuse the kernels of {shown_name} (one per stream and occurrence)",
+                            (_edit(f"fuse:{shown_name}", "fuse", raw),)))
+    if busiest is not None:
+        for cause, verb in ((Cause.SYNC, "remove the syncs of {}"), (Cause.HOST, "{} costs no host time")):
+            for name, _ in culprit_targets(model, busiest, cause, TOP_CULPRITS):
+                edit = _edit(f"sync:{shown(name)}=0", "sync", name) if cause == Cause.SYNC else \
+                    _edit(f"host:{shown(name)}*0", "host", name)
+                out.append(("culprit", verb.format(shown(name)), (edit,)))
+    return out
+
+
+def _launch_edits(model: TraceModel) -> tuple[Edit, ...]:
+    """`host:CALL*0` for the launch calls in the trace (eight at most: an edit list's length is bounded)."""
+    ids = unique(model.name_id[model.kind_in((Kind.RUNTIME, Kind.DRIVER))])
+    calls = sorted({model.names[i] for i in ids if model.names[i] in LAUNCH_CALLS})[:8]
+    return tuple(_edit(f"host:{c}*0", "host", c) for c in calls)
+
+
+FIX_NAME_CHARS = 60  # a kernel's name in a fix's words (its edit keeps the whole name)
+
+
+def short_name(name: str) -> str:
+    """A name cut to FIX_NAME_CHARS characters for a fix's words."""
+    return name if len(name) <= FIX_NAME_CHARS else name[:FIX_NAME_CHARS - 1] + "\u2026"
+
+
+def _top_kernel(model: TraceModel) -> Optional[str]:
+    rows = np.flatnonzero(model.kind == Kind.KERNEL)
+    if not rows.size:
+        return None
+    total = np.bincount(model.name_id[rows], weights=model.dur_ns[rows], minlength=len(model.names))
+    return model.names[int(total.argmax())]
+
+
+def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None,
+            ahead: Optional[tuple[Saving, ...]] = None) -> tuple[Saving, ...]:
+    """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
+    mixed-precision insight when the report found one. `ahead`: `savings_ahead`'s result for this model and
+    analysis, replayed before the insight was known (its mixed-precision entry is dropped unless `amp` is given)."""
+    if ahead is None:
+        return _replayed(model, analysis, replayer, amp)
+    return tuple(s for s in ahead if amp is not None or s.source != AMP_SOURCE)
+
+
+def savings_ahead(model: TraceModel, analysis: Any) -> tuple[Saving, ...]:
+    """`savings` before the mixed-precision insight is known (it needs the kernel tables): its candidate is replayed
+    as if it applied, for `savings(..., ahead=)` to keep or drop; the other entries and their order are those
+    `savings` gives either way. The replays' context is freed when this returns."""
+    return _replayed(model, analysis, None, _AMP_UNKNOWN)
+
+
+def _replayed(model: TraceModel, analysis: Any, replayer: Optional[Replayer], amp: Any) -> tuple[Saving, ...]:
+    candidates = _candidates(model, analysis, amp)
+    if not candidates or not analysis.steps.count:
+        return ()
+    replayer = replayer or Replayer(model)
+    seen: set[tuple[Edit, ...]] = set()
+    found: list[Saving] = []
+    loader_saving = None
+    for source, fix, edits in candidates:
+        if edits in seen:
+            continue
+        seen.add(edits)
+        if edits[0].kind == "dataloader-workers" and loader_saving is not None and loader_saving <= 0:
+            continue  # workers cannot save more than no wait at all
+        result = replayer.apply(edits)
+        if not any(result.matched.values()):
+            continue
+        found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,
+                            float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size)))
+        if edits[0].kind == "dataloader":
+            loader_saving = found[-1].saving_ns
+    return tuple(sorted(found, key=lambda s: -s.saving_ns))
+
+
+def saving_entries(found: tuple[Saving, ...]) -> list[dict[str, Any]]:
+    """The savings as JSON (µs), largest first."""
+    return [{"source": s.source, "fix": s.fix, "edits": list(s.edits), "saving_us": round(s.saving_ns / 1e3, 3),
+             "steps": s.steps,
+             "saving_share": round(s.saving_ns / s.recorded_ns, 4) if s.recorded_ns > 0 else None,
+             "median_step_us": round(s.predicted_ns / 1e3, 3), "recorded_median_step_us": round(s.recorded_ns / 1e3, 3),
+             "total_saving_us": round(s.total_ns / 1e3, 3)} for s in found]
