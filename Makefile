@@ -26,7 +26,7 @@ $(STAMP): setup.py $(HINTS)
 # The C column extractor is compiled by the editable install; rebuild it when its source changes.
 $(ACCEL): $(ACCEL_SRC) $(STAMP)
 	$(BIN)/pip install -q --no-deps -e .
-	@$(BIN)/python -c "import kinetoscope.trace.build as b; b.ACCELERATED or print('warning: no C compiler? decoding runs on the pure-Python extractor')"
+	@$(BIN)/python -c "import kinetoscope.trace.extractors as b; b.ACCELERATED or print('warning: no C compiler? decoding runs on the pure-Python extractor')"
 	touch $@
 
 # Debian chromium and node + playwright-core drive the browser tests.

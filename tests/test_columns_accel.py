@@ -1,4 +1,4 @@
-"""The compiled column extractor (`trace/_columns.c`) against the pure-Python reference (`build._columns_py`).
+"""The compiled column extractor (`trace/_columns.c`) against the pure-Python reference (`extractors._columns_py`).
 
 Both turn a chunk of decoded event structs into raw columns; every model built with one must equal the
 model built with the other, on real traces and on hostile hand-made ones.
@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 from conftest import kernel, launch, memory, op, sample_trace_files, shared_trace_files, trace_doc, write_trace
-from kinetoscope.trace import build, intervals, loader
+from kinetoscope.trace import columns, extractors, finish, intervals, loader
 from kinetoscope.trace.decode import Args, Event
 from kinetoscope.trace.deps import MSGSPEC_REFUSALS
 from kinetoscope.trace.model import array_fields
@@ -24,22 +24,22 @@ SAMPLE_TRACES = sample_trace_files()
 def test_the_accelerator_is_built():
     # The package builds it with the machine's C compiler; CI has one. Without it everything still works
     # (this test aside), about 2x slower to decode.
-    assert build.ACCELERATED, "kinetoscope.trace._columns is missing: `make install` compiles it (needs gcc and Python headers)"
+    assert extractors.ACCELERATED, "kinetoscope.trace._columns is missing: `make install` compiles it (needs gcc and Python headers)"
 
 
 @pytest.mark.skipif(bool(os.environ.get("KINETOSCOPE_PURE_PYTHON")) or os.environ.get("KINETOSCOPE_FAST_DECODE", "1") == "0",
                     reason="the pure-Python extractor or the typed decode was asked for")
 def test_the_text_scanner_is_built():
     # Compiled with `_columns` (setup.py); without it every piece takes the typed decode (tests/test_fast_decode.py).
-    assert build.scans_text(), "kinetoscope.trace._scan is missing: `make install` compiles it"
+    assert extractors.scans_text(), "kinetoscope.trace._scan is missing: `make install` compiles it"
 
 
 def _both(monkeypatch, load):
-    if build._accel is None:  # not built, or KINETOSCOPE_PURE_PYTHON asked for the Python extractor alone
+    if extractors.accel is None:  # not built, or KINETOSCOPE_PURE_PYTHON asked for the Python extractor alone
         pytest.skip("compiled extractor not built")
     models = {}
-    for name, extractor in (("c", build._columns_accel), ("py", build._columns_py)):
-        monkeypatch.setattr(build, "_extract", extractor)
+    for name, extractor in (("c", extractors._columns_accel), ("py", extractors._columns_py)):
+        monkeypatch.setattr(extractors, "extract", extractor)
         models[name] = load()
     return models["c"], models["py"]
 
@@ -117,30 +117,30 @@ def test_flow_ids_outside_2_62_and_strings_are_interned_negative(tmp_path):
 
 
 def test_extract_rejects_foreign_objects_and_wrong_buffers():
-    if not build.ACCELERATED:
+    if not extractors.ACCELERATED:
         pytest.skip("the accelerator is not built")
     tables = ({}, {}, {}, {}, {}, {})
     good = [Event(ph="X", name="a", cat="cpu_op", pid=1, tid=1, ts=1.0, dur=1.0)]
     with pytest.raises(TypeError, match="event 0"):
-        build._columns_accel([{"ph": "X"}], tables, 0, False)
+        extractors._columns_accel([{"ph": "X"}], tables, 0, False)
     with pytest.raises(TypeError, match="args"):
-        build._columns_accel([Event(args=None)], tables, 0, False)
+        extractors._columns_accel([Event(args=None)], tables, 0, False)
     with pytest.raises(ValueError, match="output"):
-        build._accel.extract(good, build._PHASE_TABLE, *tables, 0, tuple(np.empty(0, d) for d in build._EXTRACTED_DTYPES))
+        extractors.accel.extract(good, extractors._PHASE_TABLE, *tables, 0, tuple(np.empty(0, d) for d in extractors.EXTRACTED_DTYPES))
     with pytest.raises(ValueError, match="256-byte"):
-        build._accel.extract(good, b"x", *tables, 0, ())
-    assert build._columns_accel(good, tables, 0, False)["name"].tolist() == [0]
+        extractors.accel.extract(good, b"x", *tables, 0, ())
+    assert extractors._columns_accel(good, tables, 0, False)["name"].tolist() == [0]
 
 
 def test_layout_refuses_fields_that_are_not_object_slots():
-    if not build.ACCELERATED:
+    if not extractors.ACCELERATED:
         pytest.skip("the accelerator is not built")
     with pytest.raises(AttributeError):
-        build._accel.layout(Event, ("nope",) * 9, Args, ("correlation",) * 11)
+        extractors.accel.layout(Event, ("nope",) * 9, Args, ("correlation",) * 11)
     with pytest.raises(TypeError, match="not an object slot"):
-        build._accel.layout(Event, ("ph",) * 8 + ("__doc__",), Args, ("correlation",) * 11)
+        extractors.accel.layout(Event, ("ph",) * 8 + ("__doc__",), Args, ("correlation",) * 11)
     # a refused layout leaves the bound one in place
-    assert build._columns_accel([Event(ph="X", name="a", ts=1.0)], ({}, {}, {}, {}, {}, {}), 0, False)["ts"].tolist() == [1.0]
+    assert extractors._columns_accel([Event(ph="X", name="a", ts=1.0)], ({}, {}, {}, {}, {}, {}), 0, False)["ts"].tolist() == [1.0]
 
 
 # Kineto's event number, `Ev Idx` (torch >= 2.0) or `Profiler Event Index` (1.12-1.13): only its summary
@@ -165,7 +165,7 @@ def _numbered(odd) -> str:
 
 @pytest.mark.parametrize("odd", list(_ODD_INDEX.values()), ids=list(_ODD_INDEX))
 def test_event_index_summary_on_every_path(tmp_path, monkeypatch, odd):
-    if not build.ACCELERATED:
+    if not extractors.ACCELERATED:
         pytest.skip("the accelerator is not built")
     text = _numbered(odd)
     path = write_trace(tmp_path / "n.pt.trace.json", text)
@@ -184,7 +184,7 @@ def test_event_index_summary_on_every_path(tmp_path, monkeypatch, odd):
 
 
 def test_event_index_survives_the_lenient_and_exact_decodes(tmp_path, monkeypatch):
-    if not build.ACCELERATED:
+    if not extractors.ACCELERATED:
         pytest.skip("the accelerator is not built")
     lenient = '{"traceEvents": [' + ", ".join(
         f'{{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": {ts}, "dur": 1, "args": {{"Ev Idx": {i}}}}}'
@@ -203,31 +203,31 @@ _US = [0.0, -0.0, 1.0, 0.5, 0.0005, 0.0015, 0.0025, 1.9995, -1.0, -0.0005, -2.5e
        9.2e15, 1e300, -1e300, np.inf, -np.inf, np.nan, 2.0**52 + 0.5, 123.4565, 7e-7, 5e-324]
 
 
-@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.skipif(extractors.accel is None, reason="compiled extractor not built")
 @pytest.mark.parametrize("base", [0, 1, -7, 1_700_000_000_000_000_000, -(2**62) + 1, 2**62 - 1])
 @pytest.mark.parametrize("clamp", [False, True])
 def test_compiled_us_to_ns_equals_the_array_passes(base, clamp):
     rng = np.random.default_rng(base & 0xFFFF)
     values = np.concatenate([np.array(_US), rng.uniform(-1e7, 1e7, 2000), np.round(rng.uniform(0, 1e16, 2000), 3),
                              rng.integers(0, 2**53, 2000).astype(np.float64) / 1000])
-    want_ns, want_ok, want_neg = build._to_ns_py(values.copy(), base, clamp)
+    want_ns, want_ok, want_neg = finish._to_ns_py(values.copy(), base, clamp)
     mine = values.copy()
-    ns, ok, neg = build._to_ns(mine, base, clamp)
+    ns, ok, neg = finish._to_ns(mine, base, clamp)
     assert np.shares_memory(ns, mine)  # consumed in place: no temporaries
     assert ns.dtype == np.int64 and np.array_equal(ns, want_ns) and np.array_equal(ok, want_ok) and neg == want_neg
     # the consumed-in-place path is only taken for arrays the caller can give away
     view = values[::2]
-    ns2, ok2, neg2 = build._to_ns(view, base, clamp)
-    want2 = build._to_ns_py(values[::2].copy(), base, clamp)
+    ns2, ok2, neg2 = finish._to_ns(view, base, clamp)
+    want2 = finish._to_ns_py(values[::2].copy(), base, clamp)
     assert np.array_equal(ns2, want2[0]) and np.array_equal(ok2, want2[1]) and neg2 == want2[2]
 
 
-@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.skipif(extractors.accel is None, reason="compiled extractor not built")
 def test_us_to_ns_refuses_wrong_buffers():
     with pytest.raises(ValueError):
-        build._accel.us_to_ns(np.zeros(3), 0, np.zeros(2, bool), False)
+        extractors.accel.us_to_ns(np.zeros(3), 0, np.zeros(2, bool), False)
     with pytest.raises((ValueError, TypeError, BufferError)):
-        build._accel.us_to_ns(b"\0" * 24, 0, np.zeros(3, bool), False)
+        extractors.accel.us_to_ns(b"\0" * 24, 0, np.zeros(3, bool), False)
 
 
 def _depth_sequences():
@@ -246,7 +246,7 @@ def _depth_sequences():
     yield np.arange(300, dtype=np.int32)
 
 
-@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.skipif(extractors.accel is None, reason="compiled extractor not built")
 def test_compiled_parents_equal_the_array_passes():
     from kinetoscope.analysis.core import nesting
     for depth in _depth_sequences():
@@ -261,7 +261,7 @@ def test_compiled_parents_equal_the_array_passes():
         intervals._accel.parents(np.zeros(3, np.int16), np.zeros(2, np.int64))
 
 
-@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.skipif(extractors.accel is None, reason="compiled extractor not built")
 def test_compiled_subtree_ends_equal_the_pointer_doubling():
     from kinetoscope.analysis.core import nesting
     from kinetoscope.analysis.core.op_forest import _subtree_sizes
@@ -277,7 +277,7 @@ def test_compiled_subtree_ends_equal_the_pointer_doubling():
         intervals._accel.subtree_ends(np.zeros(3, np.int64), np.zeros(2, np.int64))
 
 
-@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.skipif(extractors.accel is None, reason="compiled extractor not built")
 def test_compiled_dense_ids_equal_searchsorted():
     """The interned columns' first-seen rows -> dense ids: the table by row answers the table's own rows, the binary
     search anything else (none, -1; values between, before or past the rows), exactly as numpy's searchsorted."""
@@ -286,22 +286,22 @@ def test_compiled_dense_ids_equal_searchsorted():
         first_rows = np.unique(rng.integers(0, 5000, int(rng.integers(0, 60)))).astype(np.int64)
         values = np.concatenate((first_rows, rng.integers(-3, 5200, 20), [-1, -(2**62), 2**62])).astype(np.int64)
         first = rng.choice(values, int(rng.integers(0, 400))).astype(np.int64)
-        ids = build.dense_ids(first_rows, first)
+        ids = columns.dense_ids(first_rows, first)
         assert ids.dtype == np.int32
         assert np.array_equal(ids, np.searchsorted(first_rows, first)), (first_rows, first)
         narrow = first[np.abs(first) < 2**31].astype(np.int32)  # a narrow store's column (`_RowStore(narrow=True)`)
-        assert np.array_equal(build.dense_ids(first_rows, narrow), np.searchsorted(first_rows, narrow))
+        assert np.array_equal(columns.dense_ids(first_rows, narrow), np.searchsorted(first_rows, narrow))
     # rows not strictly ascending (never a table's): nothing written, the caller searches
     out = np.full(3, 7, np.int32)
-    assert not build._accel.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64), out, True)
-    assert not build._accel.dense_ids(np.array([3, 3], np.int64), np.array([3, 5, 4], np.int32), out, False)
+    assert not extractors.accel.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64), out, True)
+    assert not extractors.accel.dense_ids(np.array([3, 3], np.int64), np.array([3, 5, 4], np.int32), out, False)
     assert out.tolist() == [7, 7, 7]
-    assert np.array_equal(build.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)),
+    assert np.array_equal(columns.dense_ids(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)),
                           np.searchsorted(np.array([5, 3], np.int64), np.array([3, 5, 4], np.int64)))
     with pytest.raises(ValueError):
-        build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int32), True)
+        extractors.accel.dense_ids(np.zeros(3, np.int64), np.zeros(2, np.int64), np.zeros(3, np.int32), True)
     with pytest.raises(ValueError):  # int32 values read as int64: the sizes disagree
-        build._accel.dense_ids(np.zeros(3, np.int64), np.zeros(3, np.int32), np.zeros(3, np.int32), True)
+        extractors.accel.dense_ids(np.zeros(3, np.int64), np.zeros(3, np.int32), np.zeros(3, np.int32), True)
 
 
 def _forest(rng, lanes: int, nodes: int):
@@ -326,7 +326,7 @@ def _forest(rng, lanes: int, nodes: int):
     return start, end, nesting.parents_by_depth(depth), ptr
 
 
-@pytest.mark.skipif(build._accel is None, reason="compiled extractor not built")
+@pytest.mark.skipif(extractors.accel is None, reason="compiled extractor not built")
 def test_compiled_innermost_equals_the_climbing_passes():
     from kinetoscope.analysis.core import op_forest
     rng = np.random.default_rng(5)
@@ -375,7 +375,7 @@ def _is_json(text: str) -> bool:
 
 
 def _exact_values() -> list:
-    """What the exact decoder can hand `_ns_of`: the raw JSON text of times of every spelling (Kineto's, longer
+    """What the exact decoder can hand `exact_times.ns_of`: the raw JSON text of times of every spelling (Kineto's, longer
     fractions, exponents, ints of every size, null, strings, objects), the absent time (empty), and values no decoder
     yields (which the reference decides)."""
     import random
@@ -404,23 +404,23 @@ def _exact_values() -> list:
 
 @pytest.mark.skipif(bool(os.environ.get("KINETOSCOPE_PURE_PYTHON")), reason="the pure-Python extractor was asked for")
 def test_the_exact_time_reader_agrees_with_the_reference_on_every_spelling():
-    from kinetoscope.trace import _columns, decode
+    from kinetoscope.trace import _columns, exact_times
     values = _exact_values()
-    want = [decode._raw_ns(v) for v in values]
-    got = _columns.kineto_ns(values, msgspec.Raw, decode._raw_ns)
+    want = [exact_times._raw_ns(v) for v in values]
+    got = _columns.kineto_ns(values, msgspec.Raw, exact_times._raw_ns)
     assert len(got) == len(want)
     for value, g, w in zip(values, got, want):
         assert type(g) is type(w) and g == w, (value, g, w)
-    assert decode._ns_of(values) == want
+    assert exact_times.ns_of(values) == want
     bad = [msgspec.Raw(b"1.5"), msgspec.Raw(b'"\xed\xa0\xbd"')]  # a string of invalid UTF-8: what the typed decode refuses
-    for reader in (decode._ns_of, lambda values: list(map(decode._raw_ns, values))):
+    for reader in (exact_times.ns_of, lambda values: list(map(exact_times._raw_ns, values))):
         with pytest.raises(MSGSPEC_REFUSALS):  # UnicodeDecodeError before msgspec 0.23, DecodeError since
             reader(bad)
 
 
 @pytest.mark.parametrize("chunk", [64 * 1024, 1 << 26])
 def test_a_trace_with_exact_times_gives_the_same_model_with_either_time_reader(tmp_path, monkeypatch, chunk):
-    from kinetoscope.trace import decode
+    from kinetoscope.trace import decode, exact_times
     base = 1712195495519703
     events = [op(f"aten::op{i}", 0, 1) for i in range(4000)]
     spellings = [".772", ".5", ".05", ".005", ".0", ""]
@@ -429,10 +429,10 @@ def test_a_trace_with_exact_times_gives_the_same_model_with_either_time_reader(t
     text = json.dumps(trace_doc(events)).replace('"@', "").replace('@"', "")
     path = write_trace(tmp_path / "w.pt.trace.json", text)
     monkeypatch.setattr(loader, "CHUNK_BYTES", chunk)
-    assert decode.needs_exact_times(text.encode(), 0, len(text))
+    assert exact_times.needs_exact_times(text.encode(), 0, len(text))
     fast = loader.load_trace(str(path), cache_dir=None)
-    monkeypatch.setattr(decode, "_ns_of", lambda values: list(map(decode._raw_ns, values)))
-    monkeypatch.setattr(build, "_scan", None)  # the scanner reads a piece's times itself (`_kineto_time.h`)
+    monkeypatch.setattr(decode, "ns_of", lambda values: list(map(exact_times._raw_ns, values)))
+    monkeypatch.setattr(extractors, "_scan", None)  # the scanner reads a piece's times itself (`_kineto_time.h`)
     _assert_same(fast, loader.load_trace(str(path), cache_dir=None))
     starts = sorted(fast.ts_ns.tolist())[:3]  # `.5` and `.05` are 5 ns (the unpadded writer)
     assert [s - starts[0] for s in starts] == [0, 3000 + 5 - 772, 6000 + 5 - 772]

@@ -13,7 +13,7 @@ from conftest import REPO, SAMPLES, SHARED_TRACES, requires_shared
 from kinetoscope.analysis.compare.figures import PARTS
 from kinetoscope.analysis.compare.gate import RuleError, check, parse_rule
 from kinetoscope.analysis.compare.sides import RESOLUTION, compare_sides, ranked_changes, spread, status
-from kinetoscope.analysis.tables.index import name_key
+from kinetoscope.analysis.tables.rows import name_key
 from kinetoscope.cli.diff import load_side
 from kinetoscope.cli.main import main
 from kinetoscope.trace.discovery import resolve

@@ -37,7 +37,7 @@ def test_msgspec_refuses_invalid_utf8_with_a_decode_refusal(text):
 
 
 def test_msgspec_raw_keeps_invalid_utf8_unchecked_until_it_is_decoded():
-    """The exact-time reader keeps each time as its Raw text and reads it later (`decode._raw_ns`)."""
+    """The exact-time reader keeps each time as its Raw text and reads it later (`exact_times._raw_ns`)."""
     raws = msgspec.json.decode(b'["' + BAD_UTF8 + b'", 1.5]', type=list[msgspec.Raw])
     assert bytes(raws[0]) == b'"' + BAD_UTF8 + b'"'
     with pytest.raises(MSGSPEC_REFUSALS):
@@ -54,7 +54,7 @@ def test_msgspec_empty_raw_is_falsy():
 
 
 def test_msgspec_truncated_text_is_a_decode_error_that_says_truncated():
-    """A piece cut inside a value is told from bad JSON by this word (`decode._typed`, `decode_trace`)."""
+    """A piece cut inside a value is told from bad JSON by this word (`decode.typed`, `decode_trace`)."""
     for text in (b'{"traceEvents": [{"ph": "X"', b'[1, 2', b'{"a": "abc'):
         with pytest.raises(msgspec.DecodeError, match="truncated"):
             msgspec.json.decode(text)
@@ -96,7 +96,7 @@ def test_msgspec_integers_beyond_int64_decode_up_to_a_limit_then_are_refused():
 
 
 def test_python_json_refuses_a_huge_integer_with_a_plain_value_error():
-    """The forgiving decode (`decode._loads`) names this refusal; it is a ValueError, not a JSONDecodeError."""
+    """The forgiving decode (`forgiving._loads`) names this refusal; it is a ValueError, not a JSONDecodeError."""
     if not hasattr(sys, "set_int_max_str_digits"):
         pytest.skip("this Python has no integer string conversion limit")
     with pytest.raises(ValueError) as caught:
@@ -114,7 +114,7 @@ def test_numpy_int64_array_arithmetic_wraps_without_raising():
 
 
 def test_numpy_refuses_a_python_int_beyond_int64_as_a_scalar():
-    """A rebase outside int64 is refused before it reaches an array (`build._to_ns`, `_INT_LIMIT`)."""
+    """A rebase outside int64 is refused before it reaches an array (`finish._to_ns`, `_INT_LIMIT`)."""
     with pytest.raises(OverflowError):
         np.int64(2**63)
 

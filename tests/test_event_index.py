@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import SHARED_TRACES, op, requires_shared, trace_doc, write_trace
-from kinetoscope.trace import build, loader
+from kinetoscope.trace import extractors, loader
 from kinetoscope.trace.cache import load_cached, store
 from kinetoscope.trace.storage import identity
 
@@ -23,9 +23,9 @@ def _events() -> list[dict]:
 @pytest.mark.parametrize("extractor", ["_columns_accel", "_columns_py"])
 @pytest.mark.parametrize("chunk", [64, 1 << 20])
 def test_summary_over_complete_events(tmp_path, monkeypatch, extractor, chunk):
-    if extractor == "_columns_accel" and not build.ACCELERATED:
+    if extractor == "_columns_accel" and not extractors.ACCELERATED:
         pytest.skip("the C extractor is not built")
-    monkeypatch.setattr(build, "_extract", getattr(build, extractor))
+    monkeypatch.setattr(extractors, "extract", getattr(extractors, extractor))
     monkeypatch.setattr(loader, "CHUNK_BYTES", chunk)
     path = write_trace(tmp_path / "e.pt.trace.json", json.dumps(trace_doc(_events()), indent=1))
     model = loader.load_trace(str(path), cache_dir=None)

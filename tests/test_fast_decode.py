@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 from conftest import kernel, launch, op, sample_trace_files, shared_trace_files
 from hostile_corpus import CASES, write_corpus
-from kinetoscope.trace import build, decode, loader
+from kinetoscope.trace import exact_times, extractors, loader, offload
 from kinetoscope.trace.budgets import DECODE_POOL_ENV, DECODE_WORKERS_ENV, FAST_DECODE_ENV
-from kinetoscope.trace.build import ColumnBuilder
+from kinetoscope.trace.columns import ColumnBuilder
 from kinetoscope.trace.decode import PIECE_MIDDLE, Event, Piece, TraceDoc, decode_middle
 from kinetoscope.trace.loader import TraceError, decode_bytes, load_trace
 from test_parallel_decode import differences
 
-pytestmark = pytest.mark.skipif(build._scan is None, reason="the scanner is not built (or KINETOSCOPE_FAST_DECODE=0)")
+pytestmark = pytest.mark.skipif(extractors._scan is None, reason="the scanner is not built (or KINETOSCOPE_FAST_DECODE=0)")
 
-SCANNER = build._scan  # the tests switch it off and on
+SCANNER = extractors._scan  # the tests switch it off and on
 SMALL_PIECE = 1 << 16
 PIECE = Piece(PIECE_MIDDLE, 0, 0)
 _TYPED = msgspec.json.Decoder(list[Event])
@@ -55,7 +55,7 @@ def load_both(path, monkeypatch):
     """(the model with the scanner, the model without it), or the TraceErrors."""
     models = []
     for scan in (SCANNER, None):
-        monkeypatch.setattr(build, "_scan", scan)
+        monkeypatch.setattr(extractors, "_scan", scan)
         try:
             models.append(load_trace(str(path), cache_dir=None))
         except TraceError as exc:
@@ -240,7 +240,7 @@ def _decoded_both(raw: bytes, monkeypatch) -> list:
     """The model (or the TraceError) of a whole text with the scanner, then without it."""
     models = []
     for scan in (SCANNER, None):
-        monkeypatch.setattr(build, "_scan", scan)
+        monkeypatch.setattr(extractors, "_scan", scan)
         try:
             models.append(decode_bytes(raw))
         except TraceError as exc:
@@ -260,20 +260,20 @@ def test_every_case_inside_a_file_gives_the_same_model(name, monkeypatch):
 
 def test_the_setting_turns_the_scanner_off(monkeypatch):
     monkeypatch.setenv(FAST_DECODE_ENV, "0")
-    assert build._load_scanner() is None
+    assert extractors._load_scanner() is None
     monkeypatch.setenv(FAST_DECODE_ENV, "1")
-    assert build._load_scanner() is build._scan
+    assert extractors._load_scanner() is extractors._scan
 
 
 def test_the_scan_refuses_foreign_arguments():
     with pytest.raises(TypeError):
-        build._scan.scan("text", build._PHASE_TABLE)
+        extractors._scan.scan("text", extractors._PHASE_TABLE)
     with pytest.raises(ValueError):
-        build._scan.scan(b"[]", b"short")
-    n, cols, tables, special, gpu = build._scan.scan(b"[]", build._PHASE_TABLE)
+        extractors._scan.scan(b"[]", b"short")
+    n, cols, tables, special, gpu = extractors._scan.scan(b"[]", extractors._PHASE_TABLE)
     assert n == 0 and all(len(c) == 0 for c in cols) and all(keys == [] for keys, _ in tables) and len(special) == len(gpu) == 0
-    n, cols, *_ = build._scan.scan(b'[{"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": 5, "dur": 1}]', build._PHASE_TABLE)
-    ts = np.frombuffer(cols[build._EXTRACTED.index("ts")], np.float64)  # a writable column
+    n, cols, *_ = extractors._scan.scan(b'[{"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": 5, "dur": 1}]', extractors._PHASE_TABLE)
+    ts = np.frombuffer(cols[extractors.EXTRACTED.index("ts")], np.float64)  # a writable column
     del cols
     ts[0] += 1  # writable, and alive while an array holds it
     assert n == 1 and ts.tolist() == [6.0]
@@ -294,7 +294,7 @@ def test_numbers_convert_as_the_typed_decode_converts_them():
     taken = 0
     for text in spellings:
         piece = b'[{"ph":"X","name":"a","ts":%s,"dur":1}]' % text.encode()
-        scanned = build._scan.scan(piece, build._PHASE_TABLE)
+        scanned = extractors._scan.scan(piece, extractors._PHASE_TABLE)
         expected = _TYPED.decode(piece)[0].ts
         if scanned is not None:
             taken += 1
@@ -307,7 +307,7 @@ def test_numbers_convert_as_the_typed_decode_converts_them():
                  "123456789012345678901234567890.5", "4.9406564584124654e-50", "1.7976931348623157e+99"):
         for sign in ("", "-"):
             piece = b'[{"ph":"X","name":"a","ts":%s,"dur":1}]' % (sign + text).encode()
-            scanned = build._scan.scan(piece, build._PHASE_TABLE)
+            scanned = extractors._scan.scan(piece, extractors._PHASE_TABLE)
             assert scanned is not None, text
             assert np.frombuffer(scanned[1][5], np.float64)[0] == _TYPED.decode(piece)[0].ts == float(sign + text), text
 
@@ -318,8 +318,8 @@ def test_the_parallel_decode_builds_the_serial_model_in_threads_and_in_processes
     monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv(DECODE_POOL_ENV, pool)
     scanned = []
-    monkeypatch.setattr(loader, "scan_text",
-                        lambda text, limit, *rest: scanned.append(len(text)) or build.scan_text(text, limit, *rest))
+    monkeypatch.setattr(offload, "scan_text",
+                        lambda text, limit, *rest: scanned.append(len(text)) or extractors.scan_text(text, limit, *rest))
     events = []
     for i in range(3000):  # every 400th event breaks the schema (a piece decoded leniently), every 300th escapes a name
         events += [op('say "hi"' if i % 300 == 7 else f"aten::op{i % 97}", i * 10.0, 8, **{"Input Dims": [[i % 5]]}),
@@ -376,7 +376,7 @@ def test_many_distinct_keys_are_interned_in_the_scan():
     scattered = rng.integers(-(10**17), 10**17, 100_000)
     events = [b'{"ph":"X","name":"op%d","pid":%d,"tid":"t%d","ts":1,"dur":1}' % (i, i, i * 7919) for i in range(100_000)]
     events += [b'{"ph":"X","name":"n%d","pid":%d,"tid":%d,"ts":1,"dur":1}' % (v, v, v // 3) for v in scattered.tolist()]
-    scanned = build._scan.scan(b"[" + b",".join(events) + b"]", build._PHASE_TABLE)
+    scanned = extractors._scan.scan(b"[" + b",".join(events) + b"]", extractors._PHASE_TABLE)
     assert scanned is not None
     n, _, tables, _, _ = scanned
     assert n == 200_000 and len(tables[0][0]) == len(set(tables[0][0])) > 199_000
@@ -395,7 +395,7 @@ def test_short_and_long_events_scan_past_the_first_sizing_of_the_columns(pad):
     assert differences(_model(text, scanned=False), fast) == []
 
 
-REBASE = 1712195495000000000  # the whole second `decode._PieceDecoder` rebases an exact file of this era to
+REBASE = 1712195495000000000  # the whole second `decode.PieceDecoder` rebases an exact file of this era to
 _EXACT_OP = b'{"ph":"X","cat":"cpu_op","name":"%s","pid":1,"tid":1,"ts":%s,"dur":%s}'
 
 
@@ -443,16 +443,16 @@ def test_exact_times_of_every_spelling_scan_to_the_reference_value():
             text += "e0"
         dur = ("-" if rng.random() < 0.2 else "") + str(int(rng.integers(0, 10**6))) + "." + str(int(rng.integers(0, 10**4)))
         piece = b'[{"ph":"X","name":"a","ts":%s,"dur":%s}]' % (text.encode(), dur.encode())
-        scanned = build._scan.scan(piece, build._PHASE_TABLE, 1 << 62, False, REBASE)
+        scanned = extractors._scan.scan(piece, extractors._PHASE_TABLE, 1 << 62, False, REBASE)
         if scanned is None:
             assert "e" in text or digits > 12, text
             continue
         taken += 1
-        ts, got_dur = (np.frombuffer(scanned[1][build._EXTRACTED.index(k)], np.float64)[0] for k in ("ts", "dur"))
-        assert ts == (decode._raw_ns(msgspec.Raw(text.encode())) - REBASE) / 1000, text
-        assert got_dur == decode._raw_ns(msgspec.Raw(dur.encode())) / 1000, dur
+        ts, got_dur = (np.frombuffer(scanned[1][extractors.EXTRACTED.index(k)], np.float64)[0] for k in ("ts", "dur"))
+        assert ts == (exact_times._raw_ns(msgspec.Raw(text.encode())) - REBASE) / 1000, text
+        assert got_dur == exact_times._raw_ns(msgspec.Raw(dur.encode())) / 1000, dur
     assert taken > 3000
-    assert build._scan.scan(b'[{"ts":1.5}]', build._PHASE_TABLE, 1 << 62, False, 2**70) is None
+    assert extractors._scan.scan(b'[{"ts":1.5}]', extractors._PHASE_TABLE, 1 << 62, False, 2**70) is None
 
 
 @pytest.mark.parametrize("pool", ["threads", "processes"])
@@ -463,7 +463,7 @@ def test_a_file_with_exact_times_is_scanned_in_parallel_into_the_serial_model(po
     monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv(DECODE_POOL_ENV, pool)
     scanned = []  # the pieces the threads scanned, by whether the scanner read them
-    monkeypatch.setattr(loader, "scan_text", lambda *args: scanned.append((result := build.scan_text(*args)) is not None) or result)
+    monkeypatch.setattr(offload, "scan_text", lambda *args: scanned.append((result := extractors.scan_text(*args)) is not None) or result)
     events = [b'{"ph":"M","name":"thread_name","pid":1,"tid":%d,"args":{"name":"worker %d"}}' % (i, i) for i in range(3000)]
     spellings = [b".772", b".5", b".05", b".005", b"", b".0004", b".12345"]
     for i in range(6000):
@@ -473,7 +473,7 @@ def test_a_file_with_exact_times_is_scanned_in_parallel_into_the_serial_model(po
                       b'"device":0,"stream":7,"blocks per SM":0.6625}}' % (ts, i))
     path = tmp_path / "exact.pt.trace.json"
     path.write_bytes(b'{"schemaVersion": 1, "traceEvents": [' + b",\n".join(events) + b"]}")
-    assert decode.needs_exact_times(path.read_bytes(), 0, 1 << 20)
+    assert exact_times.needs_exact_times(path.read_bytes(), 0, 1 << 20)
     models = []
     for workers in ("1", "2"):
         monkeypatch.setenv(DECODE_WORKERS_ENV, workers)
@@ -513,5 +513,5 @@ def test_every_case_in_the_tail_gives_the_same_model(name, rest, monkeypatch):
         add_tail_text(self, *args, **kw)) or took[-1])
     fast, typed = _decoded_both(raw, monkeypatch)
     assert differences(typed, fast) == []
-    if not decode.needs_exact_times(raw, 0, len(raw)):  # (a 16-digit time far from the rebase is left, rightly)
+    if not exact_times.needs_exact_times(raw, 0, len(raw)):  # (a 16-digit time far from the rebase is left, rightly)
         assert took.count(True) == (1 if may_take and PIECES[name][1] else 0)  # only with the scanner on, of course

@@ -17,7 +17,7 @@ from conftest import write_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kinetoscope.trace import loader
-from kinetoscope.trace.decode import needs_exact_times
+from kinetoscope.trace.exact_times import needs_exact_times
 from kinetoscope.trace.loader import TraceError, load_trace
 from kinetoscope.trace.model import PIECE_FIELDS, array_fields
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import kernel, launch, memory, op, trace_doc
 from kinetoscope.analysis.report import analyze, report_entry
-from kinetoscope.trace import build
+from kinetoscope.trace import extractors
 from kinetoscope.trace.loader import TraceError, decode_bytes
 from kinetoscope.trace.model import array_fields
 
@@ -82,8 +82,8 @@ def test_mutated_traces_give_a_model_or_a_trace_error(seed, monkeypatch):
         "".join(model.names + model.lane_label).encode("utf-8")  # no lone surrogates
         assert model.ts_ns.size == model.dur_ns.size and (model.dur_ns >= 0).all()
         outcomes["model"] += 1
-        if case % 10 == 0 and build.ACCELERATED:
-            monkeypatch.setattr(build, "_extract", build._columns_py)
+        if case % 10 == 0 and extractors.ACCELERATED:
+            monkeypatch.setattr(extractors, "extract", extractors._columns_py)
             assert _same(model, decode_bytes(data, "fuzz.json")), data[:300]
-            monkeypatch.setattr(build, "_extract", build._columns_accel)
+            monkeypatch.setattr(extractors, "extract", extractors._columns_accel)
     assert outcomes["model"] > 50 and outcomes["error"] > 0, outcomes

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
-from kinetoscope.trace import build
+from kinetoscope.trace import extractors
 from kinetoscope.trace.gpu_args import FIELDS, GpuArgs, _numbers, _products
 from kinetoscope.trace.loader import load_trace
 
@@ -66,7 +66,7 @@ _NUMBERS = ['64', '0', '-1', '1.5', '1e3', 'true', '"64"', 'null', '[64]', '4611
 
 def test_compiled_reader_equals_the_reference(tmp_path):
     """Every spelling the compiled reader takes itself or hands back gives what the reference readers give."""
-    if not build.ACCELERATED:
+    if not extractors.ACCELERATED:
         pytest.skip("no compiled extractor")
     events = [launch(0, 1, 1)]
     for i, text in enumerate(_SPELLINGS):

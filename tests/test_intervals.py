@@ -45,14 +45,14 @@ def _lanes(rng, n_lanes: int, n_codes: int, negative: bool):
 def test_coded_unions_are_the_union_of_each_codes_rows():
     """One merge of the lanes gives each code's union exactly as `union` of its rows (the running reach included, where
     an end comes before its start), with and without the compiled pass."""
-    from kinetoscope.trace import build
+    from kinetoscope.trace import extractors
     rng = np.random.default_rng(5)
     for trial in range(400):
         n_codes = int(rng.integers(1, 6))
         starts, ends, code, ptr = _lanes(rng, int(rng.integers(0, 7)), n_codes, negative=trial % 3 == 0)
         want = [intervals.union(starts[code == k], ends[code == k]) for k in range(n_codes)]
         compiled = intervals.compiled_coded_unions(starts, ends, code, ptr, n_codes)
-        assert compiled is not None or build._accel is None
+        assert compiled is not None or extractors.accel is None
         for got in ([compiled] if compiled is not None else []) + [intervals.coded_unions(starts, ends, code, ptr, n_codes)]:
             assert len(got) == n_codes
             for (gs, ge), (ws, we) in zip(got, want):
@@ -62,12 +62,12 @@ def test_coded_unions_are_the_union_of_each_codes_rows():
 def test_coded_unions_out_of_order_or_malformed_fall_back_to_the_unions():
     """Rows out of start order on a lane, a code past the ones counted, or lane bounds out of order: the compiled pass
     declines (None) and `coded_unions` answers with `union` of each code's rows."""
-    from kinetoscope.trace import build
+    from kinetoscope.trace import extractors
     starts = np.array([5, 3, 9, 1], np.int64)  # lane 0: 5 then 3 (out of order)
     ends = starts + 2
     code = np.array([0, 0, 1, 1], np.int8)
     ptr = np.array([0, 2, 4], np.int64)
-    if build._accel is not None:
+    if extractors.accel is not None:
         assert intervals.compiled_coded_unions(starts, ends, code, ptr, 2) is None
         assert intervals.compiled_coded_unions(np.sort(starts), np.sort(starts) + 2, np.array([0, 0, 2, 1], np.int8), ptr, 2) is None
         assert intervals.compiled_coded_unions(starts[[1, 0, 3, 2]], ends, code, np.array([0, 3, 2], np.int64), 2) is None

@@ -237,3 +237,21 @@ def test_the_walker_sees_a_crossing_import(source, is_package, text):
     node = ast.parse(text).body[0]
     imp = Import(source, _resolve(source, is_package, node.level, node.module), tuple(a.name for a in node.names), False, 1)
     assert any({s, t} == {"server", "cli"} for s, t in _edges(imp))
+
+
+MAX_MODULE_LINES = 500  # a module past this is cut along its seams (issue 49)
+MAX_FUNCTION_LINES = 60  # a function or method past this is cut into named steps
+
+
+def test_no_module_over_500_lines_and_no_function_over_60():
+    long_modules, long_functions = [], []
+    for path in SOURCES:
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            long_modules.append(f"{_module_name(path)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{_module_name(path)}:{node.lineno} {node.name}: {lines} lines")
+    assert long_modules == [] and long_functions == []

@@ -1,4 +1,4 @@
-"""trace.build / trace.lanes / trace.model: exact values on tiny named traces, invariants on every real trace."""
+"""trace.columns / trace.lanes / trace.model: exact values on tiny named traces, invariants on every real trace."""
 from __future__ import annotations
 
 import gzip
@@ -325,7 +325,7 @@ def test_nesting_depth_compiled_and_array_versions_equal_the_definition(seed):
 
 
 def test_nesting_depth_caps_and_falls_back_on_unsorted_or_negative_input():
-    from kinetoscope.trace import build
+    from kinetoscope.trace import extractors
     n = 40000
     ts, dur, ptr = np.arange(n, dtype=np.int64), np.full(n, n, np.int64), np.array([0, n])
     depth = intervals.nesting_depth(ts, dur, ptr)
@@ -333,7 +333,7 @@ def test_nesting_depth_caps_and_falls_back_on_unsorted_or_negative_input():
     unsorted = np.array([5, 1, 3], np.int64)
     assert np.array_equal(intervals.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3])),
                           intervals._nesting_depth_py(unsorted, np.ones(3, np.int64), np.array([0, 3])))
-    if build.ACCELERATED:
+    if extractors.ACCELERATED:
         out = np.empty(3, np.int16)
         assert intervals._accel.nesting_depth(unsorted, np.ones(3, np.int64), np.array([0, 3], np.int64), out) is False
         assert intervals._accel.nesting_depth(np.arange(3, dtype=np.int64), np.array([1, -1, 1], np.int64),
@@ -357,38 +357,38 @@ def test_stable_order_equals_numpys_stable_argsort(values):
 @pytest.mark.parametrize("seed", range(20))
 def test_row_columns_appended_piece_by_piece_are_the_joined_pieces(seed, reserved, narrow, monkeypatch):
     """The decode's per-event columns, kept piece by piece or copied into one reserved array per column
-    (`_RowStore`), are the pieces joined, whole or at some rows; each column is taken once. Narrow, the first-row
+    (`RowStore`), are the pieces joined, whole or at some rows; each column is taken once. Narrow, the first-row
     columns are kept as int32 (their values are rows, within the event budget), the others as they come. Reserved
     for a projection of the rows that is too small or too large, the columns grow or hold more than they need."""
-    from kinetoscope.trace import build
-    monkeypatch.setattr(build, "_MIN_ROWS", 8)  # reserved: grown many times
-    monkeypatch.setattr(build, "RESERVED_TEXT_BYTES", 0)
+    from kinetoscope.trace import rowstore
+    monkeypatch.setattr(rowstore, "_MIN_ROWS", 8)  # reserved: grown many times
+    monkeypatch.setattr(rowstore, "RESERVED_TEXT_BYTES", 0)
     rng = np.random.default_rng(seed)
     sizes = rng.integers(0, 50, int(rng.integers(0, 8))).tolist()
-    pieces = [{key: rng.integers(-9, 9, n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()} for n in sizes]
+    pieces = [{key: rng.integers(-9, 9, n).astype(dtype) for key, dtype in rowstore.ROW_DTYPES.items()} for n in sizes]
     text = rng.integers(0, 400, len(sizes)).tolist()  # each piece's bytes of text: rows per byte vary (0 bytes too)
     for piece in pieces:  # first rows as the scan hands them over: views of its buffers, or arrays of their own
         piece["name"] = np.concatenate((piece["name"], [5]))[:-1]
 
     def kept(key: str):
-        return np.int32 if narrow and key in build._FIRST_ROW_KEYS else build._ROW_DTYPES[key]
+        return np.int32 if narrow and key in rowstore._FIRST_ROW_KEYS else rowstore.ROW_DTYPES[key]
 
-    def filled() -> build._RowStore:
-        store = build._RowStore(int(rng.integers(1, 1000)) if reserved else None, narrow=narrow)
+    def filled() -> rowstore.RowStore:
+        store = rowstore.RowStore(int(rng.integers(1, 1000)) if reserved else None, narrow=narrow)
         assert store.reserved == reserved
         for piece, n, length in zip(pieces, sizes, text):
             store.append(piece, n, length)
         assert store.n == sum(sizes)
         return store
     store = filled()
-    for key, dtype in build._ROW_DTYPES.items():
+    for key, dtype in rowstore.ROW_DTYPES.items():
         got = store.take(key)
         want = np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype)
         assert got.dtype == kept(key) and np.array_equal(got, want), key
         assert store.take(key).size == 0  # taken once: the store no longer holds it
     store = filled()
     rows = np.flatnonzero(rng.random(sum(sizes)) < rng.choice([0.0, 0.3, 1.0]))
-    for key, dtype in build._ROW_DTYPES.items():
+    for key, dtype in rowstore.ROW_DTYPES.items():
         want = (np.concatenate([p[key] for p in pieces]) if pieces else np.zeros(0, dtype))[rows]
         got = store.take_rows(key, rows)
         assert got.dtype == kept(key) and np.array_equal(got, want), key
@@ -398,24 +398,24 @@ def test_reserved_row_columns_project_grow_and_fall_back_to_what_can_be_reserved
     """A reserved store sizes its columns for the rows its text is projected to hold (rows per byte so far), within
     the event budget; where the projection cannot be reserved it grows by a quarter (or to what the piece needs), and
     where not even that can, the MemoryError is the caller's."""
-    from kinetoscope.trace import build
-    monkeypatch.setattr(build, "_MIN_ROWS", 8)
-    reserve, sizes = build._reserve, []
+    from kinetoscope.trace import rowstore
+    monkeypatch.setattr(rowstore, "_MIN_ROWS", 8)
+    reserve, sizes = rowstore._reserve, []
 
     def counted(rows, dtype):
         sizes.append(rows)
         return reserve(rows, dtype)
-    monkeypatch.setattr(build, "_reserve", counted)
+    monkeypatch.setattr(rowstore, "_reserve", counted)
 
     def piece(n, start):
-        return {key: np.arange(start, start + n).astype(dtype) for key, dtype in build._ROW_DTYPES.items()}
-    store = build._RowStore(1 << 31, narrow=True)  # 2 GiB of text: reserved by default
+        return {key: np.arange(start, start + n).astype(dtype) for key, dtype in rowstore.ROW_DTYPES.items()}
+    store = rowstore.RowStore(1 << 31, narrow=True)  # 2 GiB of text: reserved by default
     store.append(piece(10, 0), 10, 1 << 20)  # 10 rows per MiB: 20,480 rows projected, and a quarter more
     assert store.reserved and store.cap == 20_480 + 5_120 and set(sizes) == {25_600}
-    store = build._RowStore(1 << 31)
+    store = rowstore.RowStore(1 << 31)
     store.append(piece(10, 0), 10, (1 << 20) - 1)  # less than a MiB read: too little to project from
     assert store.cap == 12  # the rows it needs, and a quarter more
-    store = build._RowStore(1 << 31, limit=1000)  # the budget bounds the projection
+    store = rowstore.RowStore(1 << 31, limit=1000)  # the budget bounds the projection
     store.append(piece(10, 0), 10, 1 << 20)
     assert store.cap == 1000
 
@@ -423,24 +423,24 @@ def test_reserved_row_columns_project_grow_and_fall_back_to_what_can_be_reserved
         if rows > 40:
             raise MemoryError
         return counted(rows, dtype)
-    monkeypatch.setattr(build, "_reserve", refused)
+    monkeypatch.setattr(rowstore, "_reserve", refused)
     sizes.clear()
-    store, start = build._RowStore(1 << 31), 0
+    store, start = rowstore.RowStore(1 << 31), 0
     for n in (10, 3, 9, 7):  # projected far past 40 rows each time: 10, then 12 (a quarter more), 22, 29
         store.append(piece(n, start), n, 1 << 20)
         start += n
     assert sizes and max(sizes) <= 40 and store.cap == 29
-    for key in build._ROW_KEYS:
+    for key in rowstore._ROW_KEYS:
         assert np.array_equal(store.take(key), np.arange(29)), key
     with pytest.raises(MemoryError):
         store.append(piece(20, 29), 20, 1 << 20)  # 49 rows: more than can be reserved at all
 
 
 def test_the_builder_narrows_its_first_rows_only_within_int32():
-    from kinetoscope.trace import build
-    assert build.ColumnBuilder(max_events=400_000_000)._rows.dtypes["name"] == np.int32
-    assert build.ColumnBuilder(max_events=1 << 31)._rows.dtypes["name"] == np.int64  # a user's larger budget
-    assert build.ColumnBuilder()._rows.dtypes["name"] == np.int64
+    from kinetoscope.trace import columns
+    assert columns.ColumnBuilder(max_events=400_000_000)._rows.dtypes["name"] == np.int32
+    assert columns.ColumnBuilder(max_events=1 << 31)._rows.dtypes["name"] == np.int64  # a user's larger budget
+    assert columns.ColumnBuilder()._rows.dtypes["name"] == np.int64
 
 
 @requires_shared

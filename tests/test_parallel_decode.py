@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import kernel, launch, op, sample_trace_files, shared_trace_files, trace_doc
 from hostile_corpus import CASES, write_corpus
-from kinetoscope.trace import budgets, loader
+from kinetoscope.trace import budgets, loader, offload
 from kinetoscope.trace.budgets import DECODE_WORKERS_ENV, SettingError, decode_workers, parse_decode_workers
 from kinetoscope.trace.decode import PIECE_MIDDLE
 from kinetoscope.trace.loader import TraceError, load_trace
@@ -106,8 +106,8 @@ def test_a_mapped_file_is_cut_in_place_scanned_where_it_lies_and_given_back(work
         streamed(m)
         reference = decode(path, 1, m)
     scanned, dropped, shares = [], [], []
-    real_scan, real_added = loader.scan_text, loader._Reached.added
-    monkeypatch.setattr(loader, "scan_text", lambda text, *rest: scanned.append(type(text)) or real_scan(text, *rest))
+    real_scan, real_added = offload.scan_text, loader._Reached.added
+    monkeypatch.setattr(offload, "scan_text", lambda text, *rest: scanned.append(type(text)) or real_scan(text, *rest))
     monkeypatch.setattr(loader._Reached, "added", lambda self, pos: dropped.append((pos, self.dropped))
                         or real_added(self, pos))
     monkeypatch.setenv(DECODE_WORKERS_ENV, str(workers))
@@ -328,22 +328,22 @@ def test_a_mapped_file_keeps_the_one_event_budget(where, workers, small_pieces, 
 
 
 def test_reserved_row_columns_give_the_model_of_joined_ones(small_pieces, monkeypatch, tmp_path):
-    """Reserved row columns (`_RowStore` from RESERVED_TEXT_BYTES on), sized for the rows the text is projected to hold
+    """Reserved row columns (`RowStore` from RESERVED_TEXT_BYTES on), sized for the rows the text is projected to hold
     and grown when a piece does not fit, give the same model as joined columns, in processes or threads; a text that
     large is cut in pieces of LARGE_TEXT_CHUNKS chunks by the serial decode and the parallel one alike."""
-    from kinetoscope.trace import build
+    from kinetoscope.trace import rowstore
     path = tmp_path / "plain.json"
     mixed_trace(path, 3000)
     monkeypatch.setattr(loader, "RESERVED_TEXT_BYTES", 0)  # pieces of two chunks at any size
     expected = decode(path, 2, monkeypatch)
-    monkeypatch.setattr(build, "RESERVED_TEXT_BYTES", 0)  # reserved at any size
-    monkeypatch.setattr(build, "_MIN_ROWS", 64)  # the first pieces' projection decides
-    reserve, sizes = build._reserve, []
+    monkeypatch.setattr(rowstore, "RESERVED_TEXT_BYTES", 0)  # reserved at any size
+    monkeypatch.setattr(rowstore, "_MIN_ROWS", 64)  # the first pieces' projection decides
+    reserve, sizes = rowstore._reserve, []
 
     def counted(rows, dtype):
         sizes.append(rows)
         return reserve(rows, dtype)
-    monkeypatch.setattr(build, "_reserve", counted)
+    monkeypatch.setattr(rowstore, "_reserve", counted)
     for workers in (1, 2):
         sizes.clear()
         model = decode(path, workers, monkeypatch)
@@ -379,7 +379,7 @@ def test_a_gzip_text_past_4_gib_is_not_taken_for_its_wrapped_size(tmp_path):
 def test_a_gzip_text_keeps_fewer_copies_ahead_below_the_long_text_size_and_the_same_model(long_text, small_pieces,
                                                                                           monkeypatch, tmp_path):
     """Inflated blocks and copied pieces ahead of the merge: one of each per worker for a text below
-    SHORT_AHEAD_TEXT_BYTES, two from it up (`_Offloader.in_flight`, `_prefetched`'s depth); the model is the serial
+    SHORT_AHEAD_TEXT_BYTES, two from it up (`Offloader.in_flight`, `_prefetched`'s depth); the model is the serial
     one either way."""
     path = tmp_path / "mixed.json"
     mixed_trace(path)
@@ -387,9 +387,9 @@ def test_a_gzip_text_keeps_fewer_copies_ahead_below_the_long_text_size_and_the_s
     gz.write_bytes(gzip.compress(path.read_bytes()))
     monkeypatch.setattr(loader, "SHORT_AHEAD_TEXT_BYTES", 1 if long_text else 1 << 40)
     depths, ahead = [], []
-    real_prefetched, real_merge = loader._prefetched, loader._Offloader._merge_next
+    real_prefetched, real_merge = loader._prefetched, offload.Offloader._merge_next
     monkeypatch.setattr(loader, "_prefetched", lambda blocks, depth=2: depths.append(depth) or real_prefetched(blocks, depth))
-    monkeypatch.setattr(loader._Offloader, "_merge_next",
+    monkeypatch.setattr(offload.Offloader, "_merge_next",
                         lambda self: ahead.append((len(self.pending), self.in_flight)) or real_merge(self))
     serial = decode(gz, 1, monkeypatch)
     parallel = decode(gz, 3, monkeypatch)
@@ -404,7 +404,7 @@ def test_a_small_gzip_text_decodes_in_a_window_of_its_own_size_and_a_short_trail
     """The decode window of a gzip text is sized from its trailer's hint, as a plain file's from its size (a 4 MB text
     in a 16 MiB-chunk window: 33 MiB zero-filled, most of a small trace's peak); a multi-member file whose last member
     is short (ISIZE counts only that one) is never cut finer than the file's own size, and decodes to the same model."""
-    from kinetoscope.trace import decode as decode_module
+    from kinetoscope.trace import pieces
     events = [e for i in range(3000) for e in (op(f"aten::op{i % 50}", 10 * i, 5), launch(10 * i + 1, 2, corr=i + 1),
                                               kernel(f"k{i % 7}", 10 * i + 3, 4, corr=i + 1))]
     text = json.dumps(trace_doc(events)).encode()
@@ -416,12 +416,12 @@ def test_a_small_gzip_text_decodes_in_a_window_of_its_own_size_and_a_short_trail
     two = tmp_path / "two.pt.trace.json.gz"
     two.write_bytes(gzip.compress(text[:cut]) + gzip.compress(text[cut:]))
     windows = []
-    real = decode_module._Window.__init__
+    real = pieces._Window.__init__
 
     def spy(self, capacity):
         windows.append(capacity)
         real(self, capacity)
-    monkeypatch.setattr(decode_module._Window, "__init__", spy)
+    monkeypatch.setattr(pieces._Window, "__init__", spy)
     expected = decode(plain, 1, monkeypatch)
     for path, floor in ((one, len(text)), (two, two.stat().st_size)):
         windows.clear()

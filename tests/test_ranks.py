@@ -148,7 +148,7 @@ def test_the_ranks_route_works_from_digests_that_outlive_eviction(tmp_path):
         while (answer := routes.ranks_impl(service, "job"))["pending"] and time.monotonic() < deadline:
             time.sleep(0.05)
         assert answer["pending"] == 0 and answer["failed"] == 0
-        assert len(service._ready) == 1  # the models were evicted; their digests were kept
+        assert len(service._spans.ready) == 1  # the models were evicted; their digests were kept
         view = answer["view"]
         assert [s["rank"] for s in view["stragglers"]] == [1] and view["ranks_present"] == 4
         assert all(row["id"] for row in view["ranks"])

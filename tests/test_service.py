@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from conftest import one_step_doc, op, trace_doc, write_trace
 from kinetoscope.server.errors import NotFound, NotReady, TraceFailed
-from kinetoscope.server.service import TraceService, span_id
+from kinetoscope.server.service import TraceService
+from kinetoscope.server.spans import span_id
 
 
 def tiny_doc(kernels: int = 2) -> dict:
@@ -354,7 +355,7 @@ def test_a_replaced_file_with_the_same_size_and_mtime_is_reloaded(tmp_path, serv
 
 
 def test_the_memory_budget_counts_strings_too(tmp_path):
-    from kinetoscope.server.service import model_nbytes
+    from kinetoscope.server.spans import model_nbytes
     from kinetoscope.trace.loader import decode_bytes
     small = decode_bytes(json.dumps(trace_doc([op("a", 0, 1)])).encode())
     huge = decode_bytes(json.dumps(trace_doc([op("a" * 5_000_000, 0, 1)])).encode())
@@ -365,7 +366,7 @@ def test_the_memory_budget_counts_what_the_analyses_keep_with_the_model():
     """Selections the analyses share (`TraceModel.shared`: kind masks, per-model selections) live as long as the
     model: the budget counts them."""
     from kinetoscope.analysis.report import analyze
-    from kinetoscope.server.service import model_nbytes
+    from kinetoscope.server.spans import model_nbytes
     from kinetoscope.trace.loader import decode_bytes
     events = [op(f"op{i}", 10 * i, 5) for i in range(2000)]
     model = decode_bytes(json.dumps(trace_doc(events)).encode())
@@ -466,9 +467,9 @@ def test_the_decoder_child_sets_its_own_memory_limit_and_the_spare_obeys_the_env
     service = service_factory(decode_in_child=True)
     service.start()
     deadline = time.monotonic() + 30
-    while service._spare is None and time.monotonic() < deadline:
+    while service._decoders.spare is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    spare = service._spare
+    spare = service._decoders.spare
     assert spare is not None and spare.alive()
     while _address_space_limit(spare.popen.pid) != str(3 << 30) and time.monotonic() < deadline:
         time.sleep(0.02)  # the limit is set by the child's first lines, a few ms after it starts
@@ -478,11 +479,11 @@ def test_the_decoder_child_sets_its_own_memory_limit_and_the_spare_obeys_the_env
     assert spare.popen.wait(timeout=30) == 0  # the spare ran the load, and exits (its cache written after the handover)
     # a changed environment: the next spare is not used, a fresh child is
     monkeypatch.setenv("KINETOSCOPE_DECODER_MEMORY_BYTES", str(16 << 20))
-    service._refill_spare()
-    stale, service._spare = service._spare, None  # taken, as a load takes it
+    service._decoders.refill()
+    stale, service._decoders.spare = service._decoders.spare, None  # taken, as a load takes it
     monkeypatch.setenv("KINETOSCOPE_DECODER_MEMORY_BYTES", str(2 << 30))
     assert stale.key != decoder.spawn_key(service.roots)
-    child = service._take_child(stale, str(tmp_path / "logs" / "run" / "w.1.pt.trace.json"), decoder.DECODE,
-                                lambda share: None)
+    child = service._decoders.take(stale, str(tmp_path / "logs" / "run" / "w.1.pt.trace.json"), decoder.DECODE,
+                                   lambda share: None)
     assert child is not stale.popen and stale.popen.wait(10) is not None
     assert decoder.result(child, "w").n_events == 7

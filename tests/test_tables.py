@@ -9,6 +9,9 @@ import pytest
 from conftest import SHARED, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
 from kinetoscope.analysis.idle.launch_offsets import launch_offsets, launch_table
 from kinetoscope.analysis.tables import index as T
+from kinetoscope.analysis.tables import kernels as TK
+from kinetoscope.analysis.tables import ops as TO
+from kinetoscope.analysis.tables import rows as TR
 from kinetoscope.trace.kinds import Kind
 from kinetoscope.trace.loader import load_trace
 
@@ -45,12 +48,12 @@ def hand(tmp_path_factory):
 
 
 def _by_name(model, table):
-    return {r["name"]: r for r in T.records(model, table)}
+    return {r["name"]: r for r in TR.records(model, table)}
 
 
 def test_op_table_by_hand(hand):
     model, index = hand
-    table = T.op_table(model, index)
+    table = TO.op_table(model, index)
     rows = _by_name(model, table)
     assert list(rows) == ["aten::linear", "aten::addmm", "aten::relu", "aten::add_"]  # by GPU total, then CPU total
     linear, addmm = rows["aten::linear"], rows["aten::addmm"]
@@ -66,7 +69,7 @@ def test_op_table_by_hand(hand):
 
 def test_kernel_table_by_hand(hand):
     model, index = hand
-    table = T.kernel_table(model, index)
+    table = TK.kernel_table(model, index)
     rows = _by_name(model, table)
     assert list(rows) == ["gemm", "Memcpy HtoD", "add_k", "relu_k"]
     gemm = rows["gemm"]
@@ -74,7 +77,7 @@ def test_kernel_table_by_hand(hand):
     assert rows["Memcpy HtoD"]["kind"] == "memcpy" and gemm["kind"] == "kernel"
     assert table.device_ns == 69_000
     assert gemm["share"] == pytest.approx(50 / 69)
-    launchers = T.kernel_launchers(model, index, table.name_id)
+    launchers = TK.kernel_launchers(model, index, table.name_id)
     add_k = model.names.index("add_k")
     assert [(model.names[o] if o >= 0 else None, ns, n) for o, ns, n in launchers[add_k]] == [
         (None, 3_000, 1), ("aten::add_", 2_000, 1)]
@@ -84,13 +87,13 @@ def test_window_clips_and_counts_overlaps(hand):
     model, index = hand
     base = model.start_ns
     window = (base + 40_000, base + 141_000)
-    ops = _by_name(model, T.op_table(model, index, window))
+    ops = _by_name(model, TO.op_table(model, index, window))
     assert ops["aten::linear"]["cpu_total_ns"] == 60_000  # 40-100
     assert ops["aten::addmm"]["cpu_total_ns"] == 20_000 and ops["aten::linear"]["cpu_self_ns"] == 20_000
     # gemm 100-130 whole, gemm 131-141 of 131-151, add_k 140-141 of 140-142
     assert ops["aten::addmm"]["gpu_total_ns"] == 40_000 and ops["aten::add_"]["gpu_total_ns"] == 1_000
     assert "aten::relu" not in ops
-    kernels = _by_name(model, T.kernel_table(model, index, window))
+    kernels = _by_name(model, TK.kernel_table(model, index, window))
     assert kernels["gemm"]["total_ns"] == 40_000 and kernels["gemm"]["min_ns"] == 10_000
     assert kernels["add_k"]["calls"] == 1 and "relu_k" not in kernels
 
@@ -98,20 +101,20 @@ def test_window_clips_and_counts_overlaps(hand):
 def test_empty_window_and_empty_trace(hand, tmp_path):
     model, index = hand
     far = (model.stop_ns + 10, model.stop_ns + 20)
-    assert T.op_table(model, index, far).name_id.size == 0
-    assert T.kernel_table(model, index, far).device_ns == 0
+    assert TO.op_table(model, index, far).name_id.size == 0
+    assert TK.kernel_table(model, index, far).device_ns == 0
     empty = load_trace(str(write_trace(tmp_path / "e.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
     eindex = T.TableIndex.build(empty)
-    assert T.kernel_table(empty, eindex).name_id.size == 0
-    assert T.records(empty, T.op_table(empty, eindex))[0]["calls"] == 1
-    assert T.module_table(empty, eindex).name_id.size == 0
+    assert TK.kernel_table(empty, eindex).name_id.size == 0
+    assert TR.records(empty, TO.op_table(empty, eindex))[0]["calls"] == 1
+    assert TO.module_table(empty, eindex).name_id.size == 0
     bare = load_trace(str(write_trace(tmp_path / "k.pt.trace.json", trace_doc([kernel("k", 0, 1, 5), kernel("k", 2, 1, 6)]))),
                       cache_dir=None)  # kernels whose launches were not recorded, and no op at all
     bindex = T.TableIndex.build(bare)
-    ktable = T.kernel_table(bare, bindex)
+    ktable = TK.kernel_table(bare, bindex)
     assert ktable.calls.tolist() == [2]
-    assert T.kernel_launchers(bare, bindex, ktable.name_id) == {int(ktable.name_id[0]): [(-1, 2000, 2)]}  # (no op)
-    assert T.op_table(bare, bindex).linked_gpu_ns == 0
+    assert TK.kernel_launchers(bare, bindex, ktable.name_id) == {int(ktable.name_id[0]): [(-1, 2000, 2)]}  # (no op)
+    assert TO.op_table(bare, bindex).linked_gpu_ns == 0
 
 
 def test_modules(tmp_path):
@@ -122,7 +125,7 @@ def test_modules(tmp_path):
         kernel("gemm", 70, 6, 2),
     ])
     model = load_trace(str(write_trace(tmp_path / "m.pt.trace.json", doc)), cache_dir=None)
-    rows = _by_name(model, T.module_table(model, T.TableIndex.build(model)))
+    rows = _by_name(model, TO.module_table(model, T.TableIndex.build(model)))
     assert rows["nn.Module: Linear_0"]["calls"] == 2 and rows["nn.Module: Linear_0"]["gpu_total_ns"] == 14_000
     assert rows["nn.Module: Net_0"]["gpu_total_ns"] == 14_000 and rows["nn.Module: Net_0"]["cpu_self_ns"] == 30_000
 
@@ -157,8 +160,8 @@ def shared_models():
 @pytest.mark.parametrize("ref", REFERENCE, ids=lambda r: r["trace"].split("/")[-1][:40])
 def test_kernels_match_the_reference(ref, shared_models):
     model, index = shared_models(ref["trace"])
-    table = T.kernel_table(model, index)
-    kernels = {model.names[r["name_id"]]: r for r in T.records(model, table) if r["kind"] == "kernel"}  # full names
+    table = TK.kernel_table(model, index)
+    kernels = {model.names[r["name_id"]]: r for r in TR.records(model, table) if r["kind"] == "kernel"}  # full names
     total = sum(r["total_ns"] for r in kernels.values())
     assert total / 1e3 == pytest.approx(ref["gpu_kernel_total_us"], rel=1e-9, abs=1e-3)
     for theirs in ref["kernels"]:
@@ -175,7 +178,7 @@ def test_top_level_ops_hold_all_linked_gpu_time(ref, shared_models):
     """Sum over top-level op calls of their GPU total = linked GPU time (less what ran outside every op),
     for the whole trace and for windows; and windows that tile the trace add up to it."""
     model, index = shared_models(ref["trace"])
-    whole = T.op_table(model, index)
+    whole = TO.op_table(model, index)
     linked = int(np.where(index.act_linked, index.act_end_ns - index.act_start_ns, 0).sum())
     assert whole.linked_gpu_ns == linked
     assert whole.top_level_gpu_ns + whole.unowned_gpu_ns == linked
@@ -184,11 +187,11 @@ def test_top_level_ops_hold_all_linked_gpu_time(ref, shared_models):
     if model.n_events == 0:
         return
     cuts = np.linspace(model.start_ns, model.stop_ns + 1, 5).astype(np.int64)
-    parts = [T.op_table(model, index, (int(a), int(b))) for a, b in zip(cuts[:-1], cuts[1:])]
+    parts = [TO.op_table(model, index, (int(a), int(b))) for a, b in zip(cuts[:-1], cuts[1:])]
     assert sum(p.top_level_gpu_ns for p in parts) == whole.top_level_gpu_ns
     assert sum(p.linked_gpu_ns for p in parts) == linked
-    kparts = [T.kernel_table(model, index, (int(a), int(b))) for a, b in zip(cuts[:-1], cuts[1:])]
-    assert sum(p.device_ns for p in kparts) == T.kernel_table(model, index).device_ns
+    kparts = [TK.kernel_table(model, index, (int(a), int(b))) for a, b in zip(cuts[:-1], cuts[1:])]
+    assert sum(p.device_ns for p in kparts) == TK.kernel_table(model, index).device_ns
     for p in parts:
         assert np.all(p.cpu_self_ns <= p.cpu_total_ns) and np.all(p.gpu_self_ns <= p.gpu_total_ns)
 
@@ -196,7 +199,7 @@ def test_top_level_ops_hold_all_linked_gpu_time(ref, shared_models):
 @requires_shared
 def test_memcpy_rows_are_kept(shared_models):
     model, index = shared_models("resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz")
-    kinds = {r["kind"] for r in T.records(model, T.kernel_table(model, index))}
+    kinds = {r["kind"] for r in TR.records(model, TK.kernel_table(model, index))}
     assert {"kernel", "memcpy"} <= kinds
     assert Kind.MEMCPY in set(index.act_name_kind.tolist())
 
@@ -213,12 +216,12 @@ def test_ops_grouped_by_their_innermost_user_frame(tmp_path):
     ])
     model = load_trace(str(write_trace(tmp_path / "s.pt.trace.json", doc)), cache_dir=None)
     index = T.TableIndex.build(model)
-    rows = {(r["name"], r["frame"]): r for r in T.records(model, T.op_table(model, index, group="stack"))}
+    rows = {(r["name"], r["frame"]): r for r in TR.records(model, TO.op_table(model, index, group="stack"))}
     assert set(rows) == {("aten::linear", "torch/nn/modules/linear.py(125): forward"), ("aten::linear", "train.py(12): loss"),
                          ("aten::linear", None)}
     assert rows[("aten::linear", "torch/nn/modules/linear.py(125): forward")]["gpu_total_ns"] == 10_000
     assert rows[("aten::linear", "train.py(12): loss")]["calls"] == 1 and rows[("aten::linear", None)]["calls"] == 1
-    plain = T.op_table(model, index)
+    plain = TO.op_table(model, index)
     assert plain.frame_id is None and plain.calls.tolist() == [3]
     bare_model = load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
     bare = T.TableIndex.build(bare_model)
@@ -238,10 +241,10 @@ def test_the_op_table_groupings_are_made_once_on_first_use(tmp_path, monkeypatch
         real = getattr(T, name)
         monkeypatch.setattr(T, name, lambda *a, real=real, name=name: made.append(name) or real(*a))
     index = T.TableIndex.build(model)
-    T.op_table(model, index)
+    TO.op_table(model, index)
     assert made == [] and index.sub == {}
-    first = T.op_table(model, index, group="shape")
-    assert made == ["_shape_groups"] and T.op_table(model, index, group="shape").shape_id.tolist() == first.shape_id.tolist()
+    first = TO.op_table(model, index, group="shape")
+    assert made == ["_shape_groups"] and TO.op_table(model, index, group="shape").shape_id.tolist() == first.shape_id.tolist()
     assert made == ["_shape_groups"]  # kept
     before = pipeline._nbytes(index)
     index.with_sub_groups(model)
@@ -261,16 +264,16 @@ def test_ops_grouped_by_their_innermost_module(tmp_path):
     ])
     model = load_trace(str(write_trace(tmp_path / "m.pt.trace.json", doc)), cache_dir=None)
     index = T.TableIndex.build(model)
-    rows = {(r["name"], r["module"]): r for r in T.records(model, T.op_table(model, index, group="module"))}
+    rows = {(r["name"], r["module"]): r for r in TR.records(model, TO.op_table(model, index, group="module"))}
     assert set(rows) == {("aten::linear", "nn.Module: Linear_0"), ("aten::linear", "nn.Module: Linear_1"),
                          ("aten::add", "nn.Module: Net_0"), ("aten::linear", None)}
     assert rows[("aten::linear", "nn.Module: Linear_0")]["gpu_total_ns"] == 10_000
     assert rows[("aten::linear", "nn.Module: Linear_1")]["gpu_total_ns"] == 5_000
     with pytest.raises(ValueError, match="unknown op table group"):
-        T.op_table(model, index, group="nope")
+        TO.op_table(model, index, group="nope")
     bare = load_trace(str(write_trace(tmp_path / "b.pt.trace.json", trace_doc([op("aten::x", 0, 1)]))), cache_dir=None)
     bindex = T.TableIndex.build(bare)
-    assert bindex.sub_groups(bare, "module") is None and T.op_table(bare, bindex, group="module").module_id.tolist() == [-1]
+    assert bindex.sub_groups(bare, "module") is None and TO.op_table(bare, bindex, group="module").module_id.tolist() == [-1]
 
 
 def test_a_launch_belongs_to_the_op_its_external_id_names_in_both_tables(tmp_path):
@@ -288,11 +291,11 @@ def test_a_launch_belongs_to_the_op_its_external_id_names_in_both_tables(tmp_pat
     ])
     model = load_trace(str(write_trace(tmp_path / "boundary.pt.trace.json", doc)), cache_dir=None)
     index = T.TableIndex.build(model)
-    rows = _by_name(model, T.op_table(model, index))
+    rows = _by_name(model, TO.op_table(model, index))
     assert (rows["aten::first"]["gpu_self_ns"], rows["aten::first"]["launches"]) == (5_000, 1)
     assert (rows["aten::second"]["gpu_self_ns"], rows["aten::second"]["launches"]) == (7_000, 1)
     by_op = {r["name"]: r["count"] for r in launch_table(model, launch_offsets(model), by="op")}
     assert by_op == {"aten::first": 1, "aten::second": 1}
-    launchers = T.kernel_launchers(model, index, index.act_name_ids)
+    launchers = TK.kernel_launchers(model, index, index.act_name_ids)
     first_op = model.names.index("aten::first")
     assert launchers[model.names.index("k_first")] == [(first_op, 5_000, 1)]

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from conftest import SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
 from kinetoscope.analysis.tables import index as T
+from kinetoscope.analysis.tables import kernels as TK
+from kinetoscope.analysis.tables import rows as TR
 from kinetoscope.analysis.tables.annotations import annotation_table
 from kinetoscope.analysis.tables.extra import extra_rows
 from kinetoscope.analysis.tables.kernel_sequences import find_sequences, kernel_sequences, op_patterns
@@ -137,7 +139,7 @@ def kernel_columns(tmp_path_factory):
 
 def test_kernel_rows_by_op_and_launch_configuration_match_torch_tb_profiler(kernel_columns):
     model, index = kernel_columns
-    rows = T.records(model, T.kernel_table(model, index, split="op_launch"))
+    rows = TR.records(model, TK.kernel_table(model, index, split="op_launch"))
     mine = sorted((r["op"], r["block"], r["calls"], r["total_ns"], r["min_ns"], r["max_ns"], r["mean_ns"]) for r in rows)
     # its expected rows: (op, block x*y*z, calls, total, min, max, mean) in µs
     theirs = sorted([("op1", 16 * 16 * 16, 2, 25, 10, 15, 12.5), ("op1", 16 * 16 * 64, 1, 13, 13, 13, 13),
@@ -148,16 +150,16 @@ def test_kernel_rows_by_op_and_launch_configuration_match_torch_tb_profiler(kern
 
 def test_kernel_rows_by_launch_configuration(kernel_columns):
     model, index = kernel_columns
-    plain = T.kernel_table(model, index)
-    split = T.kernel_table(model, index, split="launch")
+    plain = TK.kernel_table(model, index)
+    split = TK.kernel_table(model, index, split="launch")
     assert plain.name_id.size == 1 and split.name_id.size == 2
     assert split.calls.tolist() == [2, 2] and split.total_ns.tolist() == [30_000, 25_000]  # by total time
     assert split.block.tolist() == [16384.0, 4096.0] and split.op_id is None
     assert int(split.total_ns.sum()) == int(plain.total_ns.sum()) and np.allclose(split.share.sum(), 1.0)
     window = (model.start_ns, model.start_ns + 45_000)  # 200-245 µs: only the first kernel (230-245)
-    assert T.kernel_table(model, index, window, split="launch").calls.tolist() == [1]
+    assert TK.kernel_table(model, index, window, split="launch").calls.tolist() == [1]
     with pytest.raises(ValueError):
-        T.kernel_table(model, index, split="grid")
+        TK.kernel_table(model, index, split="grid")
 
 
 REFERENCE = Path(__file__).parent / "reference"

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import MS, REPO, SAMPLES, SHARED_TRACES, kernel, launch, op, requires_shared, trace_doc, write_trace
-from kinetoscope.analysis.whatif.replay import EditError, parse_edit, replayed_ends, whatif, whatif_entry
+from kinetoscope.analysis.whatif.edits import EditError, parse_edit
+from kinetoscope.analysis.whatif.plan import plan_of
+from kinetoscope.analysis.whatif.replay import replayed_ends, whatif, whatif_entry
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import decode_bytes, load_trace
 
@@ -226,7 +228,7 @@ def test_the_compiled_pass_equals_the_numpy_pass(path):
     edits = [(), ("dataloader=0",), ("kernel:a*0.5", "host:aten::mm*0.3"), ("sync:cudaStreamSynchronize*0.5",),
              ("kernel:e*3",)]
     for texts in edits:
-        plan = W._plan(replayer.ctx, tuple(parse_edit(t) for t in texts), {})
+        plan = plan_of(replayer.ctx, tuple(parse_edit(t) for t in texts), {})
         fast = W._replay(replayer.ctx, plan, accelerated=True)
         slow = W._replay(replayer.ctx, plan, accelerated=False)
         for a, b in zip(fast, slow):

@@ -13,7 +13,8 @@ import pytest
 from conftest import SAMPLES
 from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
 from kinetoscope.analysis.report import analyze
-from kinetoscope.analysis.whatif.replay import parse_edit, whatif
+from kinetoscope.analysis.whatif.edits import parse_edit
+from kinetoscope.analysis.whatif.replay import whatif
 from kinetoscope.trace.loader import decode_bytes
 
 sys.path.insert(0, str(SAMPLES))

@@ -23,9 +23,10 @@ from layout import main_python
 CHILD = """
 import json, resource, sys, time
 import kinetoscope.cli  # the process set up as `kinetoscope report` and the server's decoder child set theirs
-from kinetoscope.trace.loader import load_trace, shutdown_pools
+from kinetoscope.trace.loader import load_trace
+from kinetoscope.trace.offload import shutdown_pools
 from kinetoscope.analysis.report import analyze
-from kinetoscope.trace.build import ACCELERATED
+from kinetoscope.trace.extractors import ACCELERATED
 def cpu():
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime

@@ -22,11 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import json, os, resource, sys, time
-from kinetoscope.trace import loader
+from kinetoscope.trace import loader, offload
 t = time.perf_counter()
 model = loader.load_trace(sys.argv[1], cache_dir=None)
 wall = time.perf_counter() - t
-loader.shutdown_pools()
+offload.shutdown_pools()
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"wall_s": wall, "events": model.n_events, "cpu_parent_s": me.ru_utime + me.ru_stime,
                   "cpu_workers_s": kids.ru_utime + kids.ru_stime, "rss_parent_mib": me.ru_maxrss / 1024,

@@ -15,8 +15,9 @@ from typing import Any, Optional
 
 from ..analysis.tables.annotations import SCOPES, SIDES
 from ..analysis.tables.extra import EXTRA_KINDS, extra_rows
-from ..analysis.tables.index import KERNEL_SPLITS, OP_GROUPS, TableIndex
+from ..analysis.tables.index import OP_GROUPS, TableIndex
 from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
+from ..analysis.tables.kernels import KERNEL_SPLITS
 from ..analysis.tables.top_rows import table_rows
 from ..formats.table import write
 from ..trace.cache import default_cache_dir

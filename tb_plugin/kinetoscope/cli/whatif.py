@@ -11,7 +11,8 @@ import json
 import sys
 from typing import Any
 
-from ..analysis.whatif.replay import SPELLINGS, STRAGGLER, EditError, parse_edit, whatif, whatif_entry
+from ..analysis.whatif.edits import SPELLINGS, STRAGGLER, EditError, parse_edit
+from ..analysis.whatif.replay import whatif, whatif_entry
 from ..formats.schema import versioned
 from ..formats.whatif import render, render_runs
 from ..trace.cache import default_cache_dir

@@ -1,5 +1,6 @@
-"""What a decoded model read from a sidecar must satisfy before anything uses it: what `trace/build.py` always
-produces and what the analyses, views and routes assume without checking (they index with these columns).
+"""What a decoded model read from a sidecar must satisfy before anything uses it: what the model builder
+(`trace/columns.py`, `trace/finish.py`) always produces and what the analyses, views and routes assume without
+checking (they index with these columns).
 
 A hand-made sidecar with valid checksums can hold any arrays; without these checks a wrong dtype, an index
 past a table or columns of unequal length surface as a generic 500 on some route, or a span that never
@@ -17,7 +18,7 @@ import numpy as np
 from ..trace.kinds import Kind, LaneKind
 from ..trace.model import TraceModel, array_fields
 
-# Column -> (table it belongs to, dtype as `build.py` makes it). Tables: events (n rows), lanes, mem, flow,
+# Column -> (table it belongs to, dtype as the builder makes it). Tables: events (n rows), lanes, mem, flow,
 # piece, coll, gpu_arg; lane_ptr is the lanes' CSR offsets (lanes + 1).
 COLUMNS: dict[str, tuple[str, str]] = {
     "ts_ns": ("events", "<i8"), "dur_ns": ("events", "<i8"), "kind": ("events", "|i1"),

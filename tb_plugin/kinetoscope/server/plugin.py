@@ -24,7 +24,7 @@ from ..analysis.idle.gpu_idle import CAUSE_NAMES
 from ..analysis.tables.annotations import SCOPES, SIDES
 from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.tables.search import MAX_QUERY_CHARS
-from ..analysis.whatif.replay import MAX_EDITS
+from ..analysis.whatif.edits import MAX_EDITS
 from ..index.readers import SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
 from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS, TABLE_SPLITS

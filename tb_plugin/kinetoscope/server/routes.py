@@ -29,7 +29,8 @@ from ..analysis.report import verdict_entry
 from ..analysis.tables.index import TableIndex
 from ..analysis.tables.search import SearchIndex
 from ..analysis.whatif.critical_path import critical_paths
-from ..analysis.whatif.replay import EditError, Replayer, parse_edit, whatif, whatif_entry
+from ..analysis.whatif.edits import EditError, parse_edit
+from ..analysis.whatif.replay import Replayer, whatif, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
 from ..trace.budgets import setting
@@ -45,7 +46,8 @@ from ..views.lanes import lanes_view, window_ns
 from ..views.profiler_tables import MAX_LIMIT, full_name_view, search_view, tables_view
 from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
-from .service import Loaded, TraceService
+from .service import TraceService
+from .spans import Loaded
 
 MAX_LINKS_SHOWN = 20  # links not followed that a runs answer names (it counts them all)
 MAX_NAME_CHARS = 512  # of each

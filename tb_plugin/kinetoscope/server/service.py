@@ -25,10 +25,7 @@ RETRY_ATTEMPTS times); the scanner requeues it when it is due.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import logging
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -36,27 +33,26 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 from ..trace.cache import default_cache_dir, load_cached
-from ..trace.discovery import SkippedLink, TraceFile, noting_skipped_links, scan_logdir_checked
+from ..trace.discovery import SkippedLink, TraceFile
 from ..trace.loader import TraceError, load_trace
 from ..trace.model import TraceModel
 from ..trace.remote import credentials_in_url, redact
-from ..trace.storage import StorageError, confined, identity, is_process_local, is_remote, roots_for
+from ..trace.storage import StorageError, confined, identity, is_process_local, roots_for
 from . import decoder
-from .errors import NotFound, NotReady, TraceFailed, log_once
+from .children import DecoderChildren
+from .errors import NotFound, TraceFailed, log_once
+from .scanning import index_versions, list_traces
+from .spans import LOAD_FAILED, Loaded, SpanTable, model_duration_us, model_nbytes, retry_is_due, span_id
 
 log = logging.getLogger(__name__)
 
 _DEFAULT = object()
 DEFAULT_BUDGET_BYTES = 2 << 30  # ~60 ten-times-ResNet spans; a span's arrays are ~80 bytes per event
 PHASE_PROGRESS = {"reading": 0.0, "decoding": 0.05, "analysing": 0.85}  # decoding advances with the bytes decoded
-LOAD_FAILED = "internal error while loading this trace; see the TensorBoard log"
 RETRY_ATTEMPTS = 6  # transient failures retried this often (1+2+4+8+16+30 s), then the error stands
 RETRY_MAX_S = 30.0
 DERIVED_ENTRIES = 64  # views kept by `derived` (one per run asked for: a few KB to a few MB each)
@@ -73,57 +69,6 @@ def _close_all() -> None:
         service.close()
 
 
-def span_id(path: str) -> str:
-    """The opaque id of a trace file."""
-    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-
-
-def model_nbytes(model: TraceModel) -> int:
-    """Bytes a loaded model holds, what the memory budget counts: its arrays, those the analyses derived and keep
-    with it (`TraceModel.shared`), and its strings (a trace may carry a 1.5 GiB name; every str also costs its
-    object header)."""
-    arrays = sum(v.nbytes for v in vars(model).values() if isinstance(v, np.ndarray)) + model.shared_nbytes()
-    strings = sum(sys.getsizeof(s) for table in (model.names, model.cats, model.lane_label) for s in table)
-    return arrays + strings
-
-
-def model_duration_us(model: TraceModel) -> float:
-    """The model's extent in µs, as the summary's `duration_us` gives it."""
-    return (float(model.stop_ns) - model.start_ns) / 1e3
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """A ready span: its file version, model and whatever `prepare` derived from it (or, from `get_lanes`
-    while a staged load analyses, what its first stage derived)."""
-
-    file: TraceFile
-    model: TraceModel
-    prepared: Any
-    nbytes: int
-
-
-@dataclass
-class _Entry:
-    file: TraceFile
-    state: str = "unloaded"
-    phase: Optional[str] = None
-    progress: Optional[float] = None
-    error: Optional[str] = None
-    events: Optional[int] = None
-    started: Optional[float] = None
-    future: Optional[Future] = None
-    attempts: int = 0  # transient failures so far
-    retry_at: Optional[float] = None  # monotonic time of the next try after a transient failure
-    digest: Any = None  # `prepare`'s small per-trace summary (`.digest`), kept when the model is evicted
-    source: Optional[str] = None  # where the last load came from: "sidecar", "cache" or "decoded"
-    index_note: Optional[str] = None  # why the trace's index sidecar was not used (None: used, or no index reader)
-    lanes: Optional[Loaded] = None  # stage one of a staged load in flight: the model and what the lanes need
-    lanes_event: Optional[threading.Event] = None  # set once the lanes are published or the load has ended
-    duration_us: Optional[float] = None  # the model's extent, known from stage one on (kept after eviction)
-    index_version: Any = None  # the identity of the trace's sidecar at the scan: a new or changed one reloads
-
-
 class TraceService:
     """Scans one logdir and loads its traces on demand. Thread-safe; every public method is cheap."""
 
@@ -137,7 +82,6 @@ class TraceService:
         self.roots = roots_for([logdir])  # nothing outside is read (`storage.confined`): links out are refused
         self._cache_dir = default_cache_dir() if cache_dir is _DEFAULT else cache_dir
         self._workers = max(1, workers)
-        self._budget = memory_budget_bytes
         self._rescan_s, self._min_rescan_s = rescan_s, min_rescan_s
         self._use_child = decode_in_child
         self._prepare = prepare
@@ -147,8 +91,7 @@ class TraceService:
         # result) as the span's prepared analyses; `prepare` is then unused.
         self._stages = stages
         self._lock = threading.RLock()
-        self._entries: dict[str, _Entry] = {}
-        self._ready: OrderedDict[str, Loaded] = OrderedDict()
+        self._spans = SpanTable(self._lock, memory_budget_bytes)
         self._sniff_cache: dict = {}
         self._derived: OrderedDict[Any, tuple[tuple, Any]] = OrderedDict()  # `derived`
         self._scanned = threading.Event()
@@ -161,8 +104,7 @@ class TraceService:
         self._thread: Optional[threading.Thread] = None
         self._pool: Optional[ThreadPoolExecutor] = None
         self._large_pool: Optional[ThreadPoolExecutor] = None
-        self._children: set[subprocess.Popen] = set()
-        self._spare: Optional[decoder.Child] = None  # a decoder child waiting for its job (`_take_child`)
+        self._decoders = DecoderChildren(logdir, self.roots, self._cache_dir, decode_in_child, self._lock, self._stop)
         self.scan_error: Optional[str] = None  # why the last scan could not list the logdir (None: it could)
         self.skipped_links: list[SkippedLink] = []  # links out of the logdir the last scan did not follow
         _services.add(self)
@@ -183,7 +125,7 @@ class TraceService:
             self.start()
             self._scanned.wait(0.005)
             with self._lock:
-                return bool(self._entries)
+                return bool(self._spans.entries)
         except Exception:  # noqa: BLE001 - TensorBoard marks a raising plugin inactive; say so ourselves
             log_once("is_active", "kinetoscope: is_active failed", exc_info=True)
             return False
@@ -213,51 +155,22 @@ class TraceService:
             self._scan_finished()
             return
         self._scanning = True
-        skipped: list[SkippedLink] = []
         try:
-            with confined(self.roots), noting_skipped_links(skipped.append):
-                files = scan_logdir_checked(self.logdir, self._sniff_cache)
-            self.scan_error = None
-            for link in skipped:
-                if link not in self.skipped_links:  # in TensorBoard's log once; the tab says how many, not where to
-                    log.warning("kinetoscope: %s", link.remedy("start TensorBoard with --kinetoscope_allow_links_to"))
-            self.skipped_links = skipped
-        except StorageError as exc:  # unreachable, denied, missing: say why
-            self.scan_error = redact(f"{self.logdir}: {exc}")
-            log_once(("scan-error", self.logdir, str(exc)), "kinetoscope: %s", self.scan_error)
-            # a remote listing that failed says nothing about which traces exist: keep those found before
-            files = None if is_remote(self.logdir) else []
+            files, self.scan_error, skipped = list_traces(self.logdir, self.roots, self._sniff_cache)
+            if self.scan_error is None:
+                for link in skipped:
+                    if link not in self.skipped_links:  # in TensorBoard's log once; the tab says how many, not where to
+                        log.warning("kinetoscope: %s", link.remedy("start TensorBoard with --kinetoscope_allow_links_to"))
+                self.skipped_links = skipped
         finally:
             self._scanning = False
         if files is None:
             self._scan_finished()
             return
         new = {span_id(f.path): f for f in files}
-        indexed = self._index_versions(new)  # outside the lock: an lstat each, or a listing per remote folder
-        with self._lock:
-            for sid in list(self._entries):
-                if sid not in new:
-                    self._drop(sid)
-            for sid, file in new.items():
-                entry = self._entries.get(sid)
-                if entry is None or entry.file.identity != file.identity or entry.index_version != indexed[sid]:
-                    self._drop(sid)
-                    self._entries[sid] = _Entry(file, index_version=indexed[sid])
-            self._entries = {sid: self._entries[sid] for sid in new}  # keep the scan's order
+        indexed = index_versions(self._index, self.roots, new)  # outside the lock: an lstat each, or a listing per remote folder
+        self._spans.rescanned(new, indexed)
         self._scan_finished()
-
-    def _index_versions(self, files: dict[str, TraceFile]) -> dict[str, Any]:
-        """{span id: what identifies the trace's sidecar now} (None: no index reader, or no sidecar): when `index`
-        writes, rewrites or removes it, locally or on an object store, the span reloads, so a running
-        TensorBoard never keeps a model the sidecar no longer describes."""
-        if self._index is None:
-            return {sid: None for sid in files}
-        try:
-            with confined(self.roots):
-                found = self._index.versions([f.path for f in files.values()])
-            return {sid: found.get(f.path, "unreadable") for sid, f in files.items()}
-        except Exception:  # noqa: BLE001 - a sidecar that cannot be stat'ed is one the load will refuse
-            return {sid: "unreadable" for sid in files}
 
     def _scan_finished(self) -> None:
         self._last_scan = time.monotonic()
@@ -266,18 +179,14 @@ class TraceService:
             self._scans += 1
             self._scan_done.notify_all()
 
-    def _drop(self, sid: str) -> None:
-        self._entries.pop(sid, None)
-        self._ready.pop(sid, None)
-
     def _scan_loop(self) -> None:
-        self._refill_spare()  # before the first scan: the first load finds its child started
+        self._decoders.refill()  # before the first scan: the first load finds its child started
         while not self._stop.is_set():
             try:
                 self.scan_now()
                 self.retry_due()
                 self._preload()
-                self._refill_spare()  # after a load took it: at the next pass, not while that load analyses
+                self._decoders.refill()  # after a load took it: at the next pass, not while that load analyses
             except Exception:  # noqa: BLE001 - the scanner must survive anything a filesystem does
                 log_once(("scan", self.logdir), "kinetoscope: scanning %s failed", self.logdir, exc_info=True)
                 self._scanned.set()
@@ -288,11 +197,11 @@ class TraceService:
         """Once, when the logdir first lists a trace: start loading the first one, which a tab opens unless
         its link names another, so it is decoding while TensorBoard's page and the tab start."""
         with self._lock:
-            if not self._preload_first or not self._entries:
+            if not self._preload_first or not self._spans.entries:
                 return
             self._preload_first = False
-            first = next(iter(self._entries))
-            idle = all(entry.future is None for entry in self._entries.values())
+            first = next(iter(self._spans.entries))
+            idle = all(entry.future is None for entry in self._spans.entries.values())
         if idle:  # nobody asked for anything yet: the default span is the best guess
             self._ensure_loading(first)
 
@@ -302,8 +211,7 @@ class TraceService:
         self._wake.set()
         with self._lock:
             pools, self._pool, self._large_pool = (self._pool, self._large_pool), None, None
-            children = list(self._children)
-            spare, self._spare = self._spare, None
+            children, spare = self._decoders.take_all()
         if spare is not None:
             spare.discard()
         for pool in pools:
@@ -320,21 +228,7 @@ class TraceService:
         The state dict has `state`, `phase`, `progress`, `error`, `events` and `elapsed_s` (while loading).
         """
         self.start()
-        with self._lock:
-            if sid is not None and sid not in self._entries:
-                raise NotFound(f"unknown span {sid!r}")
-            chosen = [sid] if sid is not None else list(self._entries)
-            now = time.monotonic()
-            return [(s, self._entries[s].file, self._state(self._entries[s], now)) for s in chosen]
-
-    @staticmethod
-    def _state(entry: _Entry, now: float) -> dict[str, Any]:
-        loading = entry.state == "loading" and entry.started is not None
-        return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": entry.error,
-                "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None,
-                "source": entry.source, "index_reason": entry.index_note,
-                "lanes_ready": entry.state == "ready" or (entry.state == "loading" and entry.lanes is not None),
-                "duration_us": entry.duration_us}
+        return self._spans.states(sid)
 
     # ---- loading --------------------------------------------------------------------------------
 
@@ -350,7 +244,7 @@ class TraceService:
         """
         self.request_load(sid, wait_s)
         with self._lock:
-            return self._ready_or_raise(sid)
+            return self._spans.ready_or_raise(sid)
 
     def request_load(self, sid: str, wait_s: float = 0.0) -> None:
         """Queue the load of a span unless it is ready or failed, and wait up to `wait_s` for it.
@@ -376,10 +270,10 @@ class TraceService:
         """
         self.request_lanes(sid, wait_s)
         with self._lock:
-            entry = self._entries.get(sid)
+            entry = self._spans.entries.get(sid)
             if entry is not None and entry.state == "loading" and entry.lanes is not None:
                 return entry.lanes
-            return self._ready_or_raise(sid)
+            return self._spans.ready_or_raise(sid)
 
     def request_lanes(self, sid: str, wait_s: float = 0.0) -> None:
         """`request_load`, but the wait ends as soon as the lanes are published (or the load ends).
@@ -391,20 +285,20 @@ class TraceService:
         if self._ensure_loading(sid) is None or wait_s <= 0:
             return
         with self._lock:
-            entry = self._entries.get(sid)
+            entry = self._spans.entries.get(sid)
             event = entry.lanes_event if entry is not None else None
         if event is not None:
             event.wait(wait_s)
 
     def _ensure_loading(self, sid: str) -> Optional[Future]:
         with self._lock:
-            entry = self._entries.get(sid)
+            entry = self._spans.entries.get(sid)
             if entry is None:
                 raise NotFound(f"unknown span {sid!r}")
-            if entry.state == "ready" and sid in self._ready:
-                self._ready.move_to_end(sid)
+            if entry.state == "ready" and sid in self._spans.ready:
+                self._spans.ready.move_to_end(sid)
                 return None
-            if entry.state == "error" and not self._retry_due(entry):
+            if entry.state == "error" and not retry_is_due(entry):
                 return None
             if entry.future is None or entry.future.done():
                 entry.state, entry.phase, entry.progress, entry.error = "queued", None, None, None
@@ -413,29 +307,13 @@ class TraceService:
                 entry.future.add_done_callback(lambda _done, event=entry.lanes_event: event.set())
             return entry.future
 
-    @staticmethod
-    def _retry_due(entry: _Entry) -> bool:
-        return entry.retry_at is not None and time.monotonic() >= entry.retry_at
-
     def retry_due(self) -> None:
         """Requeue the spans whose transient failure is due for another try (the scanner calls this)."""
-        with self._lock:
-            due = [sid for sid, entry in self._entries.items() if entry.state == "error" and self._retry_due(entry)]
-        for sid in due:
+        for sid in self._spans.due():
             try:
                 self._ensure_loading(sid)
             except NotFound:
                 continue
-
-    def _ready_or_raise(self, sid: str) -> Loaded:
-        entry = self._entries.get(sid)
-        if entry is None:
-            raise NotFound(f"unknown span {sid!r}")
-        if entry.state == "ready" and sid in self._ready:
-            return self._ready[sid]
-        if entry.state == "error":
-            raise TraceFailed(entry.error or LOAD_FAILED)
-        raise NotReady(sid, entry.state, entry.progress)
 
     def _thread_pool(self, large: bool = False) -> ThreadPoolExecutor:
         """The pool for small files (`workers` slots), or the one-slot pool of large files."""
@@ -447,24 +325,14 @@ class TraceService:
             self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="kinetoscope-load")
         return self._pool
 
-    def _update(self, sid: str, file: TraceFile, **changes: Any) -> bool:
-        """Apply changes to the entry if it still describes this file version (a rescan may replace it)."""
-        with self._lock:
-            entry = self._entries.get(sid)
-            if entry is None or entry.file != file:
-                return False
-            for key, value in changes.items():
-                setattr(entry, key, value)
-            return True
-
     def _phase(self, sid: str, file: TraceFile, phase: str) -> None:
-        self._update(sid, file, state="loading", phase=phase, progress=PHASE_PROGRESS[phase])
+        self._spans.update(sid, file, state="loading", phase=phase, progress=PHASE_PROGRESS[phase])
 
     def _load(self, sid: str, file: TraceFile) -> None:
         """Load one file version; whatever happens, the entry ends `ready` or `error` with its message (a span
         never stays `loading`)."""
         try:
-            self._update(sid, file, started=time.monotonic())
+            self._spans.update(sid, file, started=time.monotonic())
             self._phase(sid, file, "reading")
             with confined(self.roots):
                 model, early = self._from_index(sid, file)
@@ -472,8 +340,8 @@ class TraceService:
                     model = self._read_model(sid, file)
             self._phase(sid, file, "analysing")
             prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model, early)
-            self._update(sid, file, attempts=0, retry_at=None)
-            self._store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
+            self._spans.update(sid, file, attempts=0, retry_at=None)
+            self._spans.store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
         except TraceError as exc:
             self._fail(sid, file, redact(f"{file.run}/{Path(file.path).name}: {exc.message}"), transient=exc.transient)
         except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
@@ -491,22 +359,22 @@ class TraceService:
     def _publish_lanes(self, sid: str, loaded: Loaded) -> None:
         """Serve the lane routes from `loaded` while the load goes on (if the entry is still this version)."""
         with self._lock:
-            if self._update(sid, loaded.file, lanes=loaded, duration_us=model_duration_us(loaded.model)):
-                event = self._entries[sid].lanes_event
+            if self._spans.update(sid, loaded.file, lanes=loaded, duration_us=model_duration_us(loaded.model)):
+                event = self._spans.entries[sid].lanes_event
                 if event is not None:
                     event.set()
 
     def _fail(self, sid: str, file: TraceFile, message: str, transient: bool = False) -> None:
         with self._lock:
-            entry = self._entries.get(sid)
+            entry = self._spans.entries.get(sid)
             attempts = (entry.attempts if entry is not None else 0) + 1
         retry_at = None
         if transient and attempts <= RETRY_ATTEMPTS:
             delay = min(RETRY_MAX_S, 2.0 ** (attempts - 1))
             retry_at = time.monotonic() + delay
             message = f"{message} (retrying in {delay:g} s)"
-        self._update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
-                     retry_at=retry_at, lanes=None)
+        self._spans.update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
+                           retry_at=retry_at, lanes=None)
 
     def _from_index(self, sid: str, file: TraceFile) -> tuple[Optional[TraceModel], Any]:
         """(model, stage one's result or None) from the trace's index sidecar when it holds for these bytes, else
@@ -525,8 +393,8 @@ class TraceService:
             # the trace's hash runs here, from now on, while the child starts and checks the sidecar
             hashing = self._index.hash_trace(file.path)
             try:
-                model, reason, bound = self._in_child(file.path, decoder.SIDECAR_BOUND,
-                                                      on_model=lambda model: self._stage_one(model, early))
+                model, reason, bound = self._decoders.run(file.path, decoder.SIDECAR_BOUND,
+                                                          on_model=lambda model: self._stage_one(model, early))
                 if model is not None:
                     reason = hashing.check(bound)
                     model = None if reason else model
@@ -534,8 +402,8 @@ class TraceService:
                 hashing.cancel()
         else:
             model, reason = self._index.open_model(file.path)
-        self._update(sid, file, index_note=redact(reason) if reason else None,
-                     source="sidecar" if model is not None else None)
+        self._spans.update(sid, file, index_note=redact(reason) if reason else None,
+                           source="sidecar" if model is not None else None)
         return model, (early[0] if model is not None and early and early[0] is not None else None)
 
     def _stage_one(self, model: TraceModel, out: list) -> None:
@@ -556,93 +424,20 @@ class TraceService:
             except StorageError as exc:
                 raise TraceError(file.path, str(exc)) from None
             if cached is not None:
-                self._update(sid, file, source="cache")
+                self._spans.update(sid, file, source="cache")
                 return cached
         self._phase(sid, file, "decoding")
-        self._update(sid, file, source="decoded")
+        self._spans.update(sid, file, source="decoded")
         start, end = PHASE_PROGRESS["decoding"], PHASE_PROGRESS["analysing"]
 
         def on_progress(share: float) -> None:
-            self._update(sid, file, progress=round(start + (end - start) * share, 3))
+            self._spans.update(sid, file, progress=round(start + (end - start) * share, 3))
         if not self._use_child or is_process_local(file.path):
             return load_trace(file.path, cache_dir=self._cache_dir, progress=on_progress)
         return self._decode_in_child(file.path, on_progress)
 
     def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None) -> TraceModel:
-        return self._in_child(path, decoder.DECODE, on_progress)
-
-    def _in_child(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None,
-                  on_model: Optional[Callable[[TraceModel], None]] = None) -> Any:
-        """A decoder child's result: the model (DECODE), or (model or None, why not, bound sha256) for a sidecar
-        (SIDECAR, SIDECAR_BOUND; `on_model` gets the model before the trace's hash is confirmed:
-        `decoder.sidecar_result`)."""
-        with self._lock:
-            if self._stop.is_set():
-                raise TraceError(path, "the plugin is shutting down")
-            spare, self._spare = self._spare, None
-        child = self._take_child(spare, path, mode, on_progress)
-        try:
-            if mode in (decoder.SIDECAR, decoder.SIDECAR_BOUND):
-                return decoder.sidecar_result(child, path, on_model)
-            return decoder.result(child, path)
-        finally:
-            with self._lock:
-                self._children.discard(child)
-
-    def _take_child(self, spare: Optional[decoder.Child], path: str, mode: str,
-                    on_progress: Callable[[float], None]) -> subprocess.Popen:
-        """The spare child with this job, when it is alive and was spawned with the environment a child would be
-        spawned with now (roots, memory limit, budgets); else a fresh child with it."""
-        if spare is not None and spare.alive() and spare.key == decoder.spawn_key(self.roots):
-            try:
-                child = spare.assign(path, self._cache_dir, mode, on_progress)
-                with self._lock:
-                    self._children.add(child)
-                return child
-            except OSError:
-                pass  # it died meanwhile
-        if spare is not None:
-            with self._lock:
-                self._children.discard(spare.popen)
-            spare.discard()
-        with self._lock:
-            if self._stop.is_set():
-                raise TraceError(path, "the plugin is shutting down")
-            child = decoder.start(path, self._cache_dir, on_progress, self.roots, mode)
-            self._children.add(child)
-        return child
-
-    def _refill_spare(self) -> None:
-        """Spawn the spare child, unless there is one, children are not used, or the service is closing."""
-        if not self._use_child:
-            return
-        with self._lock:
-            if self._spare is not None or self._stop.is_set():
-                return
-            try:
-                self._spare = decoder.spawn(self.roots)
-            except OSError:
-                log_once(("spare", self.logdir), "kinetoscope: could not start a decoder process", exc_info=True)
-                return
-            self._children.add(self._spare.popen)
-
-    def _store(self, sid: str, loaded: Loaded) -> None:
-        """Make the span ready and evict least recently used spans beyond the budget."""
-        with self._lock:
-            if not self._update(sid, loaded.file, state="ready", phase=None, progress=1.0,
-                                events=loaded.model.n_events, error=None, lanes=None,
-                                duration_us=model_duration_us(loaded.model)):
-                return
-            self._ready[sid] = loaded
-            self._ready.move_to_end(sid)
-            self._entries[sid].digest = getattr(loaded.prepared, "digest", None)
-            total = sum(item.nbytes for item in self._ready.values())
-            while total > self._budget and len(self._ready) > 1:
-                old_sid, old = self._ready.popitem(last=False)
-                total -= old.nbytes
-                entry = self._entries.get(old_sid)
-                if entry is not None:
-                    entry.state, entry.progress, entry.future = "unloaded", None, None
+        return self._decoders.run(path, decoder.DECODE, on_progress)
 
     def digest(self, sid: str) -> Any:
         """The span's digest (what `prepare` summarised of it), which outlives the model's eviction; None
@@ -652,17 +447,17 @@ class TraceService:
             NotFound: unknown id. TraceFailed: the trace failed to load.
         """
         with self._lock:
-            entry = self._entries.get(sid)
+            entry = self._spans.entries.get(sid)
             if entry is not None and entry.digest is not None:
                 return entry.digest
         if entry is not None and self._index is not None:  # a sidecar's summary: no model loaded
             with confined(self.roots):
                 digest, _reason = self._index.digest(entry.file.path)
-            if digest is not None and self._update(sid, entry.file, digest=digest):
+            if digest is not None and self._spans.update(sid, entry.file, digest=digest):
                 return digest
         self.request_load(sid)
         with self._lock:
-            entry = self._entries.get(sid)
+            entry = self._spans.entries.get(sid)
             if entry is not None and entry.state == "error":
                 raise TraceFailed(entry.error or LOAD_FAILED)
             return entry.digest if entry is not None else None
@@ -689,5 +484,4 @@ class TraceService:
 
     def ready_bytes(self) -> int:
         """Bytes held by ready spans (for tests and diagnostics)."""
-        with self._lock:
-            return sum(item.nbytes for item in self._ready.values())
+        return self._spans.ready_bytes()

@@ -1,4 +1,4 @@
-/* One pass from decoded event structs to raw columns: the accelerated twin of build._columns_py.
+/* One pass from decoded event structs to raw columns: the accelerated twin of extractors._columns_py.
  *
  * msgspec decodes a chunk of `traceEvents` into a list of `Event` structs; the model needs a dozen of
  * their fields as numpy columns, strings interned into ids. Done in Python that is a dozen passes of
@@ -7,7 +7,7 @@
  *
  * The slot offsets come from the member descriptors of the struct types (`layout()`, called once at
  * import). Values are written into numpy arrays the caller allocates, through the buffer protocol, so
- * this file needs neither numpy headers nor msgspec's. Semantics match build._columns_py exactly; the
+ * this file needs neither numpy headers nor msgspec's. Semantics match extractors._columns_py exactly; the
  * tests run both on every trace they decode.
  *
  * `gpu_fields` reads the kernel table's fields of the few GPU activities (copy bytes, launch shape) the
@@ -386,7 +386,7 @@ done:
 
 /* nesting_depth(ts, dur, lane_ptr, out): per lane, how many earlier rows are still open when each row starts.
  *
- * The twin of build._nesting_depth_py: rows within a lane come sorted by start; row i's depth is the number of
+ * The twin of intervals._nesting_depth_py: rows within a lane come sorted by start; row i's depth is the number of
  * rows j < i of its lane with ts[j] + dur[j] > ts[i], capped at INT16_MAX. A min-heap holds the ends of the open
  * rows: those ending at or before ts[i] are closed for every later row too (starts only grow), so they are popped
  * for good. O(n log depth), without the sort and the two binary searches per row of the array version. Returns
@@ -472,7 +472,7 @@ done:
 }
 
 /* us_to_ns(values, base, ok, clamp_negative): µs floats -> int64 ns in place (the same 8 bytes per value), and
- * whether each was usable. The twin of build._to_ns_py, value for value:
+ * whether each was usable. The twin of finish._to_ns_py, value for value:
  *   usable: |us * 1000 + base| < 2^62 (NaN and ±inf are not); an unusable value becomes 0 µs;
  *   ns = floor(us) * 1000 + rint((us - floor(us)) * 1000) + base, in int64 arithmetic that wraps as numpy's does;
  *   with clamp_negative, a usable value below 0 becomes 0 ns (durations: Kineto clamps them too).

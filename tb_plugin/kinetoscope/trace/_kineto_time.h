@@ -2,7 +2,7 @@
  * exact decoder) and `_scan.c` (times scanned from a piece of such a file).
  *
  * The nightlies of 2024-03/04 wrote absolute epoch µs with a fraction whose digits count ns, zero-padded only from
- * 2024-04-03: `.5`, `.05` and `.005` are all 5 ns. trace/decode._kineto_ns is the reference; this reads the spellings
+ * 2024-04-03: `.5`, `.05` and `.005` are all 5 ns. trace/exact_times._kineto_ns is the reference; this reads the spellings
  * such writers emit (and longer fractions) and says 0 for any other, which the caller then hands to the reference.
  */
 #ifndef KINETOSCOPE_KINETO_TIME_H

@@ -13,7 +13,7 @@
  * cannot round it either (`exact_double`), a number of more than 64 characters or a 3-digit exponent, nesting deeper than MAX_DEPTH, a truncated or malformed piece. The
  * caller then decodes the piece the usual way, so every such case keeps today's behaviour.
  *
- * In a file with exact 16-digit times (`decode.needs_exact_times`) the caller passes the rebase its first piece set, and
+ * In a file with exact 16-digit times (`exact_times.needs_exact_times`) the caller passes the rebase its first piece set, and
  * ts and dur are read from their text as `decode._exact_events` reads them (`read_exact_time`); other spellings give up.
  *
  * The few events a consumer reads as structs (metadata events, flow events whose id is not an integer, events

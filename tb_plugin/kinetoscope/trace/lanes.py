@@ -97,13 +97,9 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     files) share its lane, named as the one that comes first (`_first_host_row`)."""
     n_tids, nx, nm = len(ids.tid_raw), x_rows.size, memory_rows.size
     n_pairs = len(ids.pid_raw) * n_tids
-    rows = np.concatenate((x_rows, memory_rows, flow_rows))
-    if rows.size == 0 or n_pairs > rows.size + 65536:
+    pair = _pair_codes(ids, np.concatenate((x_rows, memory_rows, flow_rows)))
+    if pair is None:
         return None
-    pair = ids.pid_rid[rows].astype(np.int64)  # pid rank * tids + tid rank, in place
-    pair *= n_tids
-    pair += ids.tid_rid[rows]
-    del rows
     gpu = np.flatnonzero(x_on_gpu)
     count = partial(np.bincount, minlength=n_pairs)
     gpu_pair = pair[gpu]
@@ -126,6 +122,47 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     host_pairs = np.flatnonzero(on_host)
     host_code = _canonical_ranks(pid_int, pid_text)[pair_pid[host_pairs]] * n_tids + \
         _canonical_ranks(tid_int, tid_text)[pair_tid[host_pairs]]
+    host = _host_lanes(host_pairs, host_code, pair, x_on_gpu, nx, nm, flow_on_gpu)
+    if host is None:
+        return None
+    host_lane, first = host
+    flow_pairs = np.flatnonzero(flow_on_gpu)
+    gpu_lane_a, gpu_lane_b, gpu_lane = _gpu_lanes(gpu_a, gpu_b, a[flow_pairs], b[flow_pairs], first.size)
+    lane_of = np.full(n_pairs, -1, np.int64)
+    lane_of[host_pairs] = host_lane
+    x_lane = lane_of[pair[:nx]]
+    x_lane[gpu] = gpu_lane[:gpu.size]
+    memory_lane = lane_of[pair[nx:nx + nm]]
+    lane_of[flow_pairs] = gpu_lane[gpu.size:]
+    flow_lane = lane_of[pair[nx + nm:]]
+    n_gpu = gpu_lane_a.size
+    lane_kind = np.concatenate((cls[first], np.full(n_gpu, LaneKind.GPU, np.int8)))
+    lane_a = np.concatenate((a[first], gpu_lane_a))
+    lane_b = np.concatenate((b[first], gpu_lane_b))
+    first_pid = np.concatenate((pair_pid[first], np.zeros(n_gpu, np.int64)))
+    first_tid = np.concatenate((pair_tid[first], np.zeros(n_gpu, np.int64)))
+    labels = _labels(meta_events, lane_kind, lane_a, lane_b, pid_text, tid_text, first_pid, first_tid)
+    return Lanes(kind=lane_kind, pid=np.where(lane_a == _STRING, -1, lane_a),
+                 tid=np.where(lane_b == _STRING, -1, lane_b), label=labels, x_lane=x_lane,
+                 memory_rows=memory_rows, memory_lane=memory_lane, flow_rows=flow_rows, flow_lane=flow_lane)
+
+
+def _pair_codes(ids: RawIds, rows: np.ndarray) -> Optional[np.ndarray]:
+    """Each row's raw (pid, tid) pair, as pid rank * tids + tid rank; None for no rows, or far more pairs than rows."""
+    n_tids = len(ids.tid_raw)
+    if rows.size == 0 or len(ids.pid_raw) * n_tids > rows.size + 65536:
+        return None
+    pair = ids.pid_rid[rows].astype(np.int64)  # pid rank * tids + tid rank, in place
+    pair *= n_tids
+    pair += ids.tid_rid[rows]
+    return pair
+
+
+def _host_lanes(host_pairs: np.ndarray, host_code: np.ndarray, pair: np.ndarray, x_on_gpu: np.ndarray, nx: int, nm: int,
+                flow_on_gpu: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """The host and marker lanes of the pairs `host_pairs`, one per canonical `host_code`, in code order: each pair's
+    lane and each lane's pair that comes first (its spelling names the lane); None for more than MAX_SPELLINGS pairs
+    sharing lanes."""
     host_lanes, host_lane = np.unique(host_code, return_inverse=True)
     n_host = host_lanes.size
     first = np.empty(n_host, np.int64)  # the lane's pair that comes first: its spelling names the lane
@@ -136,31 +173,22 @@ def _by_pairs(ids: RawIds, x_rows: np.ndarray, x_on_gpu: np.ndarray, device: np.
     for lane in shared.tolist():
         spellings = host_pairs[host_lane == lane]
         first[lane] = spellings[np.argmin([_first_host_row(pair, j, x_on_gpu, nx, nm, flow_on_gpu[j]) for j in spellings])]
-    # GPU lanes: distinct (a, b) of the GPU rows and of the flows moved onto them, in (a, b) order
-    flow_pairs = np.flatnonzero(flow_on_gpu)
-    dev, dev_rank = unique_inverse(np.concatenate((gpu_a, a[flow_pairs])))
-    streams, stream_rank = unique_inverse(np.concatenate((gpu_b, b[flow_pairs])))
+    return host_lane, first
+
+
+def _gpu_lanes(gpu_a: np.ndarray, gpu_b: np.ndarray, flow_a: np.ndarray, flow_b: np.ndarray,
+               n_host: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GPU lanes: the distinct (a, b) of the GPU rows and of the flows moved onto them, in (a, b) order. Returns each
+    lane's device and stream, and the lane of each GPU row, then of each flow pair moved (numbered after the `n_host`
+    host and marker lanes)."""
+    dev, dev_rank = unique_inverse(np.concatenate((gpu_a, flow_a)))
+    streams, stream_rank = unique_inverse(np.concatenate((gpu_b, flow_b)))
     n_streams = max(streams.size, 1)
     dev_rank *= n_streams
     dev_rank += stream_rank
     lane_code, gpu_lane = unique_inverse(dev_rank)
     gpu_lane += n_host
-    lane_of = np.full(n_pairs, -1, np.int64)
-    lane_of[host_pairs] = host_lane
-    x_lane = lane_of[pair[:nx]]
-    x_lane[gpu] = gpu_lane[:gpu.size]
-    memory_lane = lane_of[pair[nx:nx + nm]]
-    lane_of[flow_pairs] = gpu_lane[gpu.size:]
-    flow_lane = lane_of[pair[nx + nm:]]
-    lane_kind = np.concatenate((cls[first], np.full(lane_code.size, LaneKind.GPU, np.int8)))
-    lane_a = np.concatenate((a[first], dev[lane_code // n_streams]))
-    lane_b = np.concatenate((b[first], streams[lane_code % n_streams]))
-    first_pid = np.concatenate((pair_pid[first], np.zeros(lane_code.size, np.int64)))
-    first_tid = np.concatenate((pair_tid[first], np.zeros(lane_code.size, np.int64)))
-    labels = _labels(meta_events, lane_kind, lane_a, lane_b, pid_text, tid_text, first_pid, first_tid)
-    return Lanes(kind=lane_kind, pid=np.where(lane_a == _STRING, -1, lane_a),
-                 tid=np.where(lane_b == _STRING, -1, lane_b), label=labels, x_lane=x_lane,
-                 memory_rows=memory_rows, memory_lane=memory_lane, flow_rows=flow_rows, flow_lane=flow_lane)
+    return dev[lane_code // n_streams], streams[lane_code % n_streams], gpu_lane
 
 
 def _first_host_row(pair: np.ndarray, j: int, x_on_gpu: np.ndarray, nx: int, nm: int, flow_on_gpu: bool) -> int:

@@ -1,29 +1,29 @@
 """One trace file -> TraceModel: read, decode, build, with the on-disk cache in front."""
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import gc
 import logging
 import mmap
-import multiprocessing
 import os
 import queue
 import threading
 import types
-from collections import deque
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Optional, Union
 
 from . import heap
 from .budgets import PARALLEL_MIN_BYTES, BudgetExceeded, EventBudget, decode_in_threads, decode_workers, event_budget
-from .build import RESERVED_TEXT_BYTES, ColumnBuilder, build_middle, scan_text, scans_text
 from .cache import default_cache_dir, load_cached, store
-from .decode import PIECE_TAIL, DecodeError, EventTooLarge, MappedText, NotSplittable, Piece, decode_chunks, decode_middle, decode_trace
+from .columns import ColumnBuilder
+from .decode import Decoded, NotSplittable, Piece, decode_trace
+from .extractors import scans_text
+from .forgiving import DecodeError
 from .model import TraceModel
+from .offload import Offloader, Serial, file_identity, pool
+from .pieces import EventTooLarge, MappedText, decode_chunks
+from .rowstore import RESERVED_TEXT_BYTES
 from .storage import StorageError, identity, iter_blocks, open_plain, read_bytes
 
 _DEFAULT = object()
@@ -163,195 +163,7 @@ class _Reached:
         self.dropped = page
 
 
-class _Serial(Exception):
-    """The parallel decode met something only the serial one handles (a look-alike cut, a piece to read whole, a
-    worker that died): decode the file again, serially."""
-
-
-_pools: dict[tuple[int, bool], Executor] = {}
-_pools_lock = threading.Lock()
 _log = logging.getLogger(__name__)
-
-
-def _forget_pools() -> None:
-    """In a forked child: the parent's pools have no threads or processes here (a task sent to one would wait
-    forever), and their lock may have been held by a parent's thread at the fork."""
-    global _pools_lock
-    _pools.clear()
-    _pools_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
-
-
-def _pool(workers: int, threads: bool = False) -> Executor:
-    """The workers of the parallel decode, started once per process, count and kind. Threads when the pieces are
-    scanned from text (`build.scans_text`: the scan runs without the GIL). Processes otherwise: forked while this
-    process runs one thread (cheap: the modules are loaded); a forkserver otherwise (a fork of a threaded server may
-    inherit a held lock)."""
-    with _pools_lock:
-        pool = _pools.get((workers, threads))
-        if pool is None:
-            if threads:
-                pool = ThreadPoolExecutor(workers, thread_name_prefix="kinetoscope-decode")
-            else:
-                method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-                    else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-                pool = ProcessPoolExecutor(workers, multiprocessing.get_context(method))
-            _pools[(workers, threads)] = pool
-        return pool
-
-
-def _drop_pool(workers: int, threads: bool = False) -> None:
-    with _pools_lock:
-        pool = _pools.pop((workers, threads), None)
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def shutdown_pools() -> None:
-    """Stop the decode workers of this process (they are started on the first parallel decode and kept)."""
-    with _pools_lock:
-        pools = list(_pools.values())
-        _pools.clear()
-    for pool in pools:
-        pool.shutdown(wait=True)
-
-
-class _Offloader:
-    """Hands a trace's middle pieces to workers and merges their columns in file order.
-
-    Worker processes decode and extract a piece each (`build_middle`), merged by `ColumnBuilder.absorb`. Worker threads
-    only scan a piece's text (`scan_text`, without the GIL); this thread adds what they read (`add_scanned`), and
-    decodes the pieces the scanner leaves the usual way. The head is added by the decoder's sink as it comes; the tail
-    waits until every middle piece is merged. The skipped counts and warnings of the pieces are merged in file order
-    too, so the model equals the serial one.
-    """
-
-    def __init__(self, pool: Executor, workers: int, builder: ColumnBuilder,
-                 plain_file: Optional[tuple[str, int, int]], max_events: int, refusal: str, reported=None,
-                 mapped: Optional[memoryview] = None, long_text: bool = True) -> None:
-        self.pool, self.workers, self.builder, self.plain_file = pool, workers, builder, plain_file
-        self.threads = isinstance(pool, ThreadPoolExecutor)  # a thread gets the piece's text (no file of its own)
-        self.mapped = mapped if self.threads else None  # the whole text in place: threads scan views of it, no copies
-        self.merged: Optional[Callable[[int], None]] = None  # told where the merged text ends (a mapped decode)
-        self.max_events, self.refusal, self.reported = max_events, refusal, reported
-        self.in_flight = 2 * workers  # pieces decoded or waiting at once: each worker's next piece is ready
-        if self.threads and mapped is None and not long_text:  # copies: one each (SHORT_AHEAD_TEXT_BYTES)
-            self.in_flight = workers
-        self.pending: deque[tuple[Future, bytes, Piece]] = deque()  # (the work, the piece's text for threads, where)
-        self.pieces = None  # the file's decoder (its head's skipped counts and warnings are taken on the first piece)
-        self.exact_rebase: Optional[int] = None  # the decoder's `exact_rebase`, taken on the first piece
-        self.head_skipped: dict[str, int] = {}
-        self.head_warnings: list[str] = []
-        self.skipped: dict[str, int] = {}
-        self.warnings: list[str] = []
-
-    def middle(self, view, piece: Piece, pieces) -> None:
-        if self.pieces is None:
-            self.pieces = pieces
-            self.head_skipped, self.head_warnings = dict(pieces.skipped), list(pieces.warnings)
-            self.skipped, self.warnings = dict(self.head_skipped), list(self.head_warnings)
-            self.exact_rebase = pieces.exact_rebase()  # set before the first piece comes here, and never changed
-        while len(self.pending) >= self.in_flight:
-            self._merge_next()
-        if self.mapped is not None:  # the piece without its `]` (that byte becomes the next piece's `[`)
-            text = self.mapped[piece.start:piece.end]
-            self.pending.append((self.pool.submit(scan_text, text, self.max_events, True, self.exact_rebase), text, piece))
-            return
-        if self.threads:
-            text = bytes(view)
-            self.pending.append((self.pool.submit(scan_text, text, self.max_events, False, self.exact_rebase), text, piece))
-            return
-        text = self.plain_file if self.plain_file is not None else bytes(view)  # processes read a local file themselves
-        try:
-            self.pending.append((self.pool.submit(build_middle, (text, piece, self.max_events, self.refusal,
-                                                                 self.exact_rebase)), b"", piece))
-        except BrokenProcessPool:
-            self._broken()
-
-    def sink(self, events, legacy: bool, piece: Piece, *index) -> None:
-        if piece.kind == PIECE_TAIL:
-            self.finish()
-        self.builder.add(events, legacy, piece, *index)
-
-    def finish(self) -> None:
-        """Merge every piece still in flight, then the pieces' skipped counts and warnings into the decoder's."""
-        while self.pending:
-            self._merge_next()
-        if self.pieces is None:
-            return
-        tail = {reason: count - self.head_skipped.get(reason, 0) for reason, count in self.pieces.skipped.items()}
-        _add_counts(self.skipped, tail)
-        self.warnings += [w for w in self.pieces.warnings[len(self.head_warnings):] if w not in self.warnings]
-        self.pieces.skipped.clear()
-        self.pieces.skipped.update(self.skipped)
-        self.pieces.warnings[:] = self.warnings
-        self.pieces = None
-
-    def _merge_next(self) -> None:
-        future, text, piece = self.pending.popleft()
-        try:
-            result = future.result()
-        except BrokenProcessPool:
-            self._broken()
-        if self.threads:
-            try:
-                if result is None or not self.builder.add_scanned(result, text, piece):
-                    self._decode_here(bytes(text) + b"]" if self.mapped is not None else text, piece)
-            finally:
-                if self.mapped is not None:
-                    text.release()
-        elif result[0] != "ok":
-            raise _Serial(result[1])
-        else:
-            _, state, skipped, warnings = result
-            self.builder.absorb(state)
-            self._merge_problems(skipped, warnings)
-        if self.merged is not None:
-            self.merged(piece.end)
-        if self.reported is not None:
-            self.reported()
-
-    def _decode_here(self, text: bytes, piece: Piece) -> None:
-        """A piece the scanner left: decoded the usual way, as a worker process would."""
-        try:
-            events, legacy, index, skipped, warnings = decode_middle(text, self.exact_rebase)
-        except NotSplittable as exc:
-            raise _Serial(str(exc)) from None
-        self.builder.add(events, legacy, piece, *(index or ()))
-        self._merge_problems(skipped, warnings)
-
-    def _merge_problems(self, skipped: dict[str, int], warnings: list[str]) -> None:
-        _add_counts(self.skipped, skipped)
-        self.warnings += [w for w in warnings if w not in self.warnings]
-
-    def _broken(self) -> None:
-        _drop_pool(self.workers, self.threads)  # the next load starts fresh workers
-        raise _Serial("a decode worker died")
-
-    def cancel(self) -> None:
-        for future, _, _ in self.pending:
-            future.cancel()
-        for future, text, _ in self.pending:
-            if isinstance(text, memoryview):
-                concurrent.futures.wait([future])  # a running scan still reads the view
-                text.release()
-        self.pending.clear()
-
-
-def _file_identity(handle) -> tuple[str, int, int]:
-    """The path a worker reopens an open local file by, with the device and inode it must find there."""
-    info = os.fstat(handle.fileno())
-    return os.readlink(f"/proc/self/fd/{handle.fileno()}") if os.path.exists("/proc/self/fd") else handle.name, \
-        info.st_dev, info.st_ino
-
-
-def _add_counts(into: dict[str, int], counts: dict[str, int]) -> None:
-    for reason, count in counts.items():
-        if count:
-            into[reason] = into.get(reason, 0) + count
 
 
 def _chunk_bytes(size_hint: Optional[int], text_bytes: Optional[int], stored_bytes: int) -> int:
@@ -390,10 +202,10 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     try:
         if workers > 1:  # `workers` processes decode the middle pieces; this one reads, cuts, merges
             report = _reporting(lambda: None, source_bytes, text_bytes or size_hint, progress)
-            offloader = _Offloader(_pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
-                                   budget.limit(stored_bytes),
-                                   budget.too_many(stored_bytes), report if progress is not None else None, mapped,
-                                   _long_text(text_bytes or size_hint))
+            offloader = Offloader(pool(workers, scans_text() and decode_in_threads()), workers, builder, plain_file,
+                                  budget.limit(stored_bytes),
+                                  budget.too_many(stored_bytes), report if progress is not None else None, mapped,
+                                  _long_text(text_bytes or size_hint))
             helpers = offloader.pool if offloader.threads else None  # its threads are idle during `finish`
             offloader.merged = reached.added
             try:
@@ -420,15 +232,21 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
             blocks.close()  # not whenever the error's traceback lets the generator go
     if mapped is not None:
         reached.at = stored_bytes
-    if progress is None:
-        model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(), pool=helpers)
-    else:
-        progress(DECODE_SHARE)
-        model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(),
-                               lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share), pool=helpers)
-        progress(0.99)
+    model = _finish_model(builder, decoded, source_bytes, progress, helpers)
     del builder, decoded
     heap.give_back()  # what the decode freed: the analyses need not start from its high-water mark
+    return model
+
+
+def _finish_model(builder: ColumnBuilder, decoded: Decoded, source_bytes, progress: Optional[Progress], helpers) -> TraceModel:
+    """The model of a chunked decode (`ColumnBuilder.finish`, with `helpers`, the idle decode threads, if any), the
+    progress told as it is built: from DECODE_SHARE to 0.99."""
+    if progress is None:
+        return builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(), pool=helpers)
+    progress(DECODE_SHARE)
+    model = builder.finish(decoded.doc, decoded.skipped, decoded.warnings, source_bytes(),
+                           lambda share: progress(DECODE_SHARE + (0.99 - DECODE_SHARE) * share), pool=helpers)
+    progress(0.99)
     return model
 
 
@@ -578,8 +396,8 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
                         try:
                             with _mapped(plain, stored, threads=scans_text() and decode_in_threads()) as text:
                                 return _build(text or plain, path, plain.tell, stored, stored, budget, progress,
-                                              workers=workers, plain_file=_file_identity(plain))
-                        except _Serial as exc:
+                                              workers=workers, plain_file=file_identity(plain))
+                        except Serial as exc:
                             _log.info("%s: decoding serially (%s)", path, exc)
                             plain.seek(0)
                     with _mapped(plain, stored) as text:
@@ -591,7 +409,7 @@ def _load_uncached(path: str, progress: Optional[Progress] = None) -> TraceModel
                 try:
                     return _build(counted(block_bytes, ahead=2 if _long_text(text) else 1), path, lambda: size, None,
                                   stored, budget, progress, text, workers)
-                except _Serial as exc:
+                except Serial as exc:
                     _log.info("%s: decoding serially (%s)", path, exc)
                     size = 0
             return _build(counted(block_bytes), path, lambda: size, None, stored, budget, progress, text)  # as the parallel decode

@@ -15,8 +15,9 @@ from typing import Any, Optional, Union
 import msgspec
 import numpy as np
 
-from .decode import PIECE_HEAD, PIECE_MIDDLE, PIECE_TAIL, PIECE_WHOLE, DecodeError, forgiving_json
+from .decode import PIECE_HEAD, PIECE_MIDDLE, PIECE_TAIL, PIECE_WHOLE
 from .deps import MSGSPEC_REFUSALS
+from .forgiving import DecodeError, forgiving_json
 from .model import TraceModel
 from .storage import FileIdentity, StorageError, identity, read_range
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.tables.index import with_name_keys
+from ..analysis.tables.rows import with_name_keys
 from ..trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, LaneKind
 from ..trace.model import TraceModel, shown, unique
 from .lane_index import LaneIndex, owned_activities, window_positions

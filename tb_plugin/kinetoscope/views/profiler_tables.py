@@ -9,6 +9,9 @@ import numpy as np
 
 from ..analysis.core.selectors import NO_OP
 from ..analysis.tables import index as T
+from ..analysis.tables import kernels as TK
+from ..analysis.tables import ops as TO
+from ..analysis.tables import rows as TR
 from ..analysis.tables.extra import EXTRA_KINDS
 from ..analysis.tables.search import SearchIndex, find
 from ..trace.kinds import Kind
@@ -17,7 +20,7 @@ from .extra_tables import EXTRA_SORTS
 
 TABLE_KINDS = ("op", "kernel", "module", *EXTRA_KINDS)
 TABLE_GROUPS = T.OP_GROUPS
-TABLE_SPLITS = ("name", *T.KERNEL_SPLITS)
+TABLE_SPLITS = ("name", *TK.KERNEL_SPLITS)
 _OP_KEYS = {"name": None, "calls": "calls", "cpu_total": "cpu_total_ns", "cpu_self": "cpu_self_ns",
             "cpu_mean": "cpu_mean_ns", "cpu_max": "cpu_max_ns", "gpu_self": "gpu_self_ns", "gpu_total": "gpu_total_ns",
             "gpu_mean": "gpu_mean_ns", "launches": "launches"}
@@ -53,10 +56,10 @@ def table(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, gro
 
 def _compute(model: TraceModel, index: T.TableIndex, by: str, window: T.Window, group: str, split: str = "name"):
     if by == "kernel":
-        return T.kernel_table(model, index, window, split=split)
+        return TK.kernel_table(model, index, window, split=split)
     if by == "module":
-        return T.module_table(model, index, window)
-    return T.op_table(model, index, window, group=group)
+        return TO.module_table(model, index, window)
+    return TO.op_table(model, index, window, group=group)
 
 
 def _us(values: np.ndarray) -> list[float]:
@@ -140,13 +143,13 @@ def tables_view(model: TraceModel, index: T.TableIndex, *, by: str = "op", windo
         if tab.shape_id is not None:
             columns["shapes"] = [shown(model.shape_strings[i]) if i >= 0 else None for i in tab.shape_id[page].tolist()]
         out["rows"] = [{"name": name, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
-    T.with_name_keys(out["rows"], [model.names[i] for i in tab.name_id[page].tolist()])
+    TR.with_name_keys(out["rows"], [model.names[i] for i in tab.name_id[page].tolist()])
     return out
 
 
-def _kernel_rows(model: TraceModel, index: T.TableIndex, tab: T.KernelTable, page: np.ndarray, names: list[str],
+def _kernel_rows(model: TraceModel, index: T.TableIndex, tab: TK.KernelTable, page: np.ndarray, names: list[str],
                  window: T.Window) -> list[dict[str, Any]]:
-    launchers = T.kernel_launchers(model, index, tab.name_id[page], window, top=LAUNCHERS)
+    launchers = TK.kernel_launchers(model, index, tab.name_id[page], window, top=LAUNCHERS)
     columns = {"calls": tab.calls[page].tolist(), "total_us": _us(tab.total_ns[page]), "mean_us": _us(tab.mean_ns[page]),
                "min_us": _us(tab.min_ns[page]), "max_us": _us(tab.max_ns[page]),
                "share": np.round(tab.share[page], 6).tolist(), "tensor_core": tab.tensor_core[page].tolist(),
@@ -174,7 +177,7 @@ def full_name_view(model: TraceModel, key: str) -> Optional[dict[str, Any]]:
     only), or None when no name of the trace has that key.
     """
     for name in model.names:
-        if T.name_key(name) == key:
+        if TR.name_key(name) == key:
             return {"key": key, "name": name[:MAX_FULL_NAME_CHARS], "chars": len(name), "cut": len(name) > MAX_FULL_NAME_CHARS}
     return None
 

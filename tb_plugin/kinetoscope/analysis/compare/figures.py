@@ -30,7 +30,10 @@ from ..distributed.ranks import RankDigest, rank_digest
 from ..idle.gpu_idle import CAUSE_NAMES
 from ..judgement.verdict import Verdict
 from ..report import Analysis, verdict_entry
-from ..tables.index import TableIndex, kernel_table, name_key, op_table
+from ..tables.index import TableIndex
+from ..tables.kernels import kernel_table
+from ..tables.ops import op_table
+from ..tables.rows import name_key
 
 PARTS = ("compute", "exposed_comm", *CAUSE_NAMES, "outside")
 PART_LABELS = {

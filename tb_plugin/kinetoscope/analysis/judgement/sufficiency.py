@@ -82,7 +82,7 @@ def index_spaces(event_index: dict) -> np.ndarray:
     """`(first, last, count)` rows, one per index space of Kineto's event numbers (`meta["event_index"]`).
 
     The model keeps the spaces the numbers fall in (split at their largest jumps, see
-    `trace.build.EventIndex`); a summary without them (one range) is one space.
+    `trace.arg_tables.EventIndex`); a summary without them (one range) is one space.
     """
     if not event_index.get("count"):
         return np.zeros((0, 3), np.int64)

@@ -5,7 +5,10 @@ from typing import Any, Optional
 
 from ...trace.model import TraceModel
 from ..core.selectors import NO_OP
-from . import index as T
+from .index import TableIndex, Window
+from .kernels import kernel_launchers, kernel_table
+from .ops import module_table, op_table
+from .rows import records as table_records
 
 REPORT_TOP = 15  # rows per table in `kinetoscope report` and `summary`; `kinetoscope table` and `tables` give all
 
@@ -16,7 +19,7 @@ def _in_us(row: dict[str, Any]) -> dict[str, Any]:
             for k, v in row.items() if k != "name_id"}
 
 
-def table_rows(model: TraceModel, index: T.TableIndex, by: str, window: T.Window = None,
+def table_rows(model: TraceModel, index: TableIndex, by: str, window: Window = None,
                top: Optional[int] = None, group: str = "name", split: str = "name") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows (µs) of one table (`op`, `kernel` or `module`), in the table's order, and its totals.
 
@@ -26,25 +29,25 @@ def table_rows(model: TraceModel, index: T.TableIndex, by: str, window: T.Window
     (kernel, grid, block, registers, shared memory), by `op_launch` also per launching op (with `op`).
     """
     if by == "kernel":
-        tab = T.kernel_table(model, index, window, split=split)
+        tab = kernel_table(model, index, window, split=split)
         totals = {"rows": int(tab.name_id.size), "device_us": tab.device_ns / 1e3}
     else:
-        tab = T.module_table(model, index, window) if by == "module" else T.op_table(model, index, window, group)
+        tab = module_table(model, index, window) if by == "module" else op_table(model, index, window, group)
         totals = {"rows": int(tab.name_id.size), "linked_gpu_us": tab.linked_gpu_ns / 1e3,
                   "top_level_gpu_us": tab.top_level_gpu_ns / 1e3, "unowned_gpu_us": tab.unowned_gpu_ns / 1e3}
-    records = T.records(model, tab)[:top]
+    records = table_records(model, tab)[:top]
     rows = [_in_us(r) for r in records]
     if by == "kernel" and rows:
-        launchers = T.kernel_launchers(model, index, [r["name_id"] for r in records], window)
+        launchers = kernel_launchers(model, index, [r["name_id"] for r in records], window)
         for row, record in zip(rows, records):
             row["launched_by"] = [{"name": model.shown_names[o] if o >= 0 else NO_OP, "gpu_us": ns / 1e3, "calls": n}
                                   for o, ns, n in launchers[record["name_id"]]]
     return rows, totals
 
 
-def tables_entry(model: TraceModel, index: Optional[T.TableIndex] = None, top: int = REPORT_TOP) -> dict[str, Any]:
+def tables_entry(model: TraceModel, index: Optional[TableIndex] = None, top: int = REPORT_TOP) -> dict[str, Any]:
     """The report's `tables`: the top rows of each table with every field, and each table's totals."""
-    index = index or T.TableIndex.build(model)
+    index = index or TableIndex.build(model)
     out: dict[str, Any] = {}
     for by, key in (("op", "ops"), ("kernel", "kernels"), ("module", "modules")):
         rows, totals = table_rows(model, index, by, top=top)

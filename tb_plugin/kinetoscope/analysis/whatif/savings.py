@@ -38,7 +38,8 @@ from ...trace.model import TraceModel, shown, unique
 from ..device.tensor_cores import TC_ELIGIBLE_OPS
 from ..idle.culprits import culprit_targets
 from ..idle.gpu_idle import Cause
-from .replay import OP_SEP, WARMUP, Edit, Replayer
+from .edits import OP_SEP, WARMUP, Edit
+from .replay import Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
