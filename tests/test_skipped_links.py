@@ -40,6 +40,16 @@ def combined(tmp_path, monkeypatch):
     return logdir, runs
 
 
+def runs_answer(logdir) -> dict:
+    """The `runs` answer of a fresh service over `logdir`, after one scan."""
+    service = TraceService(str(logdir), cache_dir=None, rescan_s=3600, decode_in_child=False)
+    try:
+        service.scan_now()
+        return routes.runs_impl(service)
+    finally:
+        service.close()
+
+
 def lines_naming(err: str, link) -> list[str]:
     return [line for line in err.splitlines() if str(link) in line]
 
@@ -95,12 +105,7 @@ def test_links_to_files_and_folders_out_are_reported_loops_and_links_inside_are_
 def test_the_runs_answer_counts_the_links_and_names_them_inside_the_logdir_only(combined):
     logdir, runs = combined
     (logdir / "also").symlink_to(runs, target_is_directory=True)
-    service = TraceService(str(logdir), cache_dir=None, rescan_s=3600, decode_in_child=False)
-    try:
-        service.scan_now()
-        body = routes.runs_impl(service)
-    finally:
-        service.close()
+    body = runs_answer(logdir)
     assert body["runs"] == []
     assert body["skipped_links"]["count"] == 2 and sorted(body["skipped_links"]["links"]) == ["also", "resnet"]
     assert body["skipped_links"]["option"] == "--kinetoscope_allow_links_to"
@@ -118,11 +123,6 @@ def test_tensorboards_flag_follows_them(combined, monkeypatch):
     loader.fix_flags(flags)
     plugin = loader.load(base_plugin.TBContext(logdir=str(logdir), flags=flags, multiplexer=None))
     assert str(runs) in os.environ[LINKED_ROOTS_ENV].split(os.pathsep)
-    service = TraceService(str(logdir), cache_dir=None, rescan_s=3600, decode_in_child=False)
-    try:
-        service.scan_now()
-        body = routes.runs_impl(service)
-    finally:
-        service.close()
-        del plugin
+    del plugin
+    body = runs_answer(logdir)
     assert [r["name"] for r in body["runs"]] == ["resnet"] and body["skipped_links"]["count"] == 0

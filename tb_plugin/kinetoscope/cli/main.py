@@ -8,11 +8,10 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable
-from contextlib import contextmanager
 from typing import Optional
 
 from .. import __version__
-from ..trace.budgets import CLI_OPTIONS
+from ..trace.budgets import CLI_OPTIONS, in_environment
 from ..trace.discovery import SkippedLink, noting_skipped_links
 from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
 from ..trace.storage import LINKED_ROOTS_ENV, confined, roots_for
@@ -36,19 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextmanager
 def _links_allowed(folders: list[str]):
     """--allow-links-to, as the environment the scan and the decoder processes read it from, for this run only."""
-    saved = os.environ.get(LINKED_ROOTS_ENV)
-    if folders:
-        os.environ[LINKED_ROOTS_ENV] = os.pathsep.join([*folders, *([saved] if saved else [])])
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(LINKED_ROOTS_ENV, None)
-        else:
-            os.environ[LINKED_ROOTS_ENV] = saved
+    before = os.environ.get(LINKED_ROOTS_ENV)
+    return in_environment({LINKED_ROOTS_ENV: os.pathsep.join([*folders, *([before] if before else [])])} if folders else {})
 
 
 def _say_skipped(command: str):
@@ -72,22 +62,10 @@ def _storage_options(text: str) -> str:
     return text
 
 
-@contextmanager
 def _budgets(args: argparse.Namespace):
     """The budget options, as the environment the storage layer reads them from, for this run only."""
-    saved = {env: os.environ.get(env) for _, env, _, _ in CLI_OPTIONS}
-    for option, env, _, _ in CLI_OPTIONS:
-        value = getattr(args, option.lstrip("-").replace("-", "_"))
-        if value is not None:
-            os.environ[env] = repr(value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    given = ((env, getattr(args, option.lstrip("-").replace("-", "_"))) for option, env, _, _ in CLI_OPTIONS)
+    return in_environment({env: repr(value) for env, value in given if value is not None})
 
 
 def _named_paths(args: argparse.Namespace) -> list[str]:

@@ -7,6 +7,8 @@ hit and how to raise it, instead of exhausting the machine.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 INFLATE_RATIO_ENV = "KINETOSCOPE_MAX_INFLATE_RATIO"
@@ -189,3 +191,19 @@ def decode_in_threads() -> bool:
     """Whether the parallel decode (`KINETOSCOPE_DECODE_WORKERS` > 1) runs in threads (the default, when pieces are
     scanned from text without the GIL) or, with `processes`, in worker processes (as it does without the scanner)."""
     return os.environ.get(DECODE_POOL_ENV, "threads").strip().lower() != "processes"
+
+
+@contextmanager
+def in_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """`values` set in this process's environment for the block (where the storage layer, the budgets and the decoder
+    processes read them), each variable restored after: to what it was, or unset."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

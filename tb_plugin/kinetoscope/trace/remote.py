@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Any, Optional
 from urllib.parse import quote, quote_plus
 
-from .budgets import setting
+from .budgets import in_environment, setting
 
 OPTIONS_ENV = "KINETOSCOPE_STORAGE_OPTIONS"
 READ_AHEAD_ENV = "KINETOSCOPE_READ_AHEAD_BYTES"
@@ -237,18 +237,8 @@ class Prefetcher(io.RawIOBase):
 def options_in_env(text: Optional[str]):
     """Storage options (JSON text, already validated) in force for the block, as the variable the storage
     layer and decoder processes read; the variable is restored after."""
-    if text is None:
+    with in_environment({} if text is None else {OPTIONS_ENV: json.dumps(parse_options(text))}):
         yield
-        return
-    saved = os.environ.get(OPTIONS_ENV)
-    os.environ[OPTIONS_ENV] = json.dumps(parse_options(text))
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(OPTIONS_ENV, None)
-        else:
-            os.environ[OPTIONS_ENV] = saved
 
 
 # ---- secrets and errors -------------------------------------------------------------------------
