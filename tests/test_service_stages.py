@@ -275,3 +275,40 @@ def test_the_status_fields_are_documented():
     doc = (Path(routes.__file__).parent / "HTTP_API.md").read_text()
     for needle in ('"lanes_ready"', '"duration_us": null', "until=lanes", "`analysed`"):
         assert needle in doc, needle
+
+
+def test_a_scan_that_listed_earlier_never_applies_after_a_later_one(tmp_path, monkeypatch):
+    """The scanner thread lists the logdir, then is held; the file is rewritten and scanned again from this thread.
+    Scans run one at a time, so the held one applies first and the later listing last: the entry is the new
+    version's (applied the other way round, the span got back the entry of its old version: a flaky failure of
+    the stage-two test under load)."""
+    from kinetoscope.server import service as service_module
+    path = write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", step_doc(kernels=3))
+    listed, release = threading.Event(), threading.Event()
+    real = service_module.list_traces
+
+    def held_listing(*args):
+        found = real(*args)
+        if threading.current_thread().name != threading.main_thread().name and not listed.is_set():
+            listed.set()
+            assert release.wait(30)
+        return found
+
+    monkeypatch.setattr(service_module, "list_traces", held_listing)
+    service = TraceService(str(tmp_path / "logs"), rescan_s=3600, cache_dir=None, decode_in_child=False)
+    try:
+        service.start()  # the scanner thread's first scan lists the file as it is now, and is held
+        assert listed.wait(30)
+        write_trace(path, step_doc(kernels=4))
+        os.utime(path, (time.time() + 5, time.time() + 5))
+        threading.Timer(0.3, release.set).start()  # this thread's scan waits for the held one
+        service.scan_now()
+        deadline = time.monotonic() + 30
+        while service._scans < 2 and time.monotonic() < deadline:  # both scans applied, in whichever order they ran
+            time.sleep(0.01)
+        (sid, file, _), = service.snapshot()
+        assert file.size == path.stat().st_size and file.mtime == path.stat().st_mtime
+        assert service.get(sid, wait_s=30).model.n_events == 13
+    finally:
+        release.set()
+        service.close()

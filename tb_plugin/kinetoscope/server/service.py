@@ -101,6 +101,7 @@ class TraceService:
         self._scans = 0  # scans completed, so a caller can wait for the one it asked for
         self._scanning = False  # a scan under way may have listed the logdir before the change a caller saw
         self._scan_done = threading.Condition()
+        self._scan_lock = threading.Lock()  # one scan at a time (`scan_now`)
         self._thread: Optional[threading.Thread] = None
         self._pool: Optional[ThreadPoolExecutor] = None
         self._large_pool: Optional[ThreadPoolExecutor] = None
@@ -147,7 +148,13 @@ class TraceService:
                 self._scan_done.wait_for(lambda: self._scans >= target or self._stop.is_set(), wait_s)
 
     def scan_now(self) -> None:
-        """One scan in the caller's thread (used by the scanner and by tests)."""
+        """One scan in the caller's thread (used by the scanner and by tests). Scans run one at a time: one that
+        listed the logdir earlier never applies its listing after a later one's (a file rewritten in between would
+        get back the entry of its old version)."""
+        with self._scan_lock:
+            self._scan_once()
+
+    def _scan_once(self) -> None:
         refused = credentials_in_url(self.logdir)
         if refused is not None:  # never listed, never logged as given
             self.scan_error = refused
