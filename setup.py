@@ -23,7 +23,7 @@ COUNTERS = Extension("kinetoscope.views._counters", ["tb_plugin/kinetoscope/view
                      depends=BUFFERS, extra_compile_args=["-O2", "-ffp-contract=off"])
 
 # `analysis/`'s packages, one per question (analysis/README.md)
-ANALYSES = ("core", "distributed", "memory", "idle", "tables", "judgement", "device", "whatif", "compare")
+ANALYSES = ("core", "distributed", "memory", "idle", "tables", "roofline", "judgement", "device", "whatif", "compare")
 
 setup(
     name="kinetoscope",
