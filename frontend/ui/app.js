@@ -90,12 +90,17 @@ export async function start(body, early = {}) {
   // The page above the lanes grew (the verdict came, the header unfolded) or the window shrank: the GPU may need pinning.
   new ResizeObserver(() => lanes.view.autoPin()).observe(header.root);
   window.addEventListener('resize', () => lanes.view.autoPin());
-  /** Shows a notice above the panels until it is dismissed. @param {string} text */
-  const showNotice = (text) => {
-    notice.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
-      onclick: () => { notice.hidden = true; } }, 'Dismiss')));
-    notice.hidden = false;
+  /**
+   * Shows `text` in a notice above the panels until it is dismissed (then `onDismiss`).
+   * @param {HTMLElement} box @param {string} text @param {() => void} [onDismiss]
+   */
+  const showIn = (box, text, onDismiss = () => {}) => {
+    box.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
+      onclick: () => { box.hidden = true; onDismiss(); } }, 'Dismiss')));
+    box.hidden = false;
   };
+  /** Shows a notice above the panels until it is dismissed. @param {string} text */
+  const showNotice = (text) => showIn(notice, text);
 
   const runVerdict = new RunVerdictPoller(api, (answer) => {
     if (answer?.run !== store.state.span?.run) return;
@@ -177,9 +182,7 @@ export async function start(body, early = {}) {
     }
     if (linksNotice.dataset.text === text && !linksNotice.hidden) return;
     linksNotice.dataset.text = text;
-    linksNotice.replaceChildren(message('warn', text, ' ', el('button', { type: 'button', class: 'ks-dismiss',
-      onclick: () => { linksDismissed = text; linksNotice.hidden = true; } }, 'Dismiss')));
-    linksNotice.hidden = false;
+    showIn(linksNotice, text, () => { linksDismissed = text; });
   }
 
   /** A `runs` answer: refreshes the selectors, or opens the first span once there is one. @param {any} body */

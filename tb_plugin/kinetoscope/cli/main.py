@@ -8,13 +8,14 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable
+from functools import partial
 from typing import Optional
 
 from .. import __version__
 from ..trace.budgets import CLI_OPTIONS, in_environment
 from ..trace.discovery import SkippedLink, noting_skipped_links
 from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
-from ..trace.storage import LINKED_ROOTS_ENV, confined, roots_for
+from ..trace.storage import LINKED_ROOTS_ENV, confined, linked_roots_with, roots_for
 from . import diff, index, report, table, whatif
 
 
@@ -35,22 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _links_allowed(folders: list[str]):
-    """--allow-links-to, as the environment the scan and the decoder processes read it from, for this run only."""
-    before = os.environ.get(LINKED_ROOTS_ENV)
-    return in_environment({LINKED_ROOTS_ENV: os.pathsep.join([*folders, *([before] if before else [])])} if folders else {})
-
-
-def _say_skipped(command: str):
-    """A sink for `noting_skipped_links`: one stderr line per link not followed (each once)."""
-    said: set[str] = set()
-
-    def say(link: SkippedLink) -> None:
-        if link.link not in said:
-            said.add(link.link)
-            print(f"kinetoscope {command}: {link.remedy()}", file=sys.stderr)
-    say.said = said  # type: ignore[attr-defined]
-    return say
+def _say_skipped(command: str, said: set[str], link: SkippedLink) -> None:
+    """A sink for `noting_skipped_links`: one stderr line per link not followed (each once), remembered in `said`."""
+    if link.link not in said:
+        said.add(link.link)
+        print(f"kinetoscope {command}: {link.remedy()}", file=sys.stderr)
 
 
 def _storage_options(text: str) -> str:
@@ -84,9 +74,10 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         if refused is not None:
             print(f"kinetoscope {args.command}: {refused}", file=sys.stderr)
             return 2
-    say = _say_skipped(args.command)
-    args.skipped_links = say.said  # type: ignore[attr-defined]  # links not followed, for an exit status
-    with _links_allowed(args.allow_links_to), confined(roots_for(paths)), noting_skipped_links(say):
+    args.skipped_links = set()  # links not followed, for an exit status (`index`)
+    allowed = {LINKED_ROOTS_ENV: linked_roots_with(args.allow_links_to)} if args.allow_links_to else {}
+    with in_environment(allowed), confined(roots_for(paths)), \
+            noting_skipped_links(partial(_say_skipped, args.command, args.skipped_links)):
         if args.command == "index":
             return index.run(args)
         if args.command == "table":

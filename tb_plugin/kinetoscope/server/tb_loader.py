@@ -13,7 +13,7 @@ from tensorboard.plugins import base_plugin
 
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.remote import OPTIONS_ENV, OptionsError, credentials_in_url, parse_options
-from ..trace.storage import LINKED_ROOTS_ENV
+from ..trace.storage import LINKED_ROOTS_ENV, linked_roots_with
 
 # (flag without its `--kinetoscope_` prefix, environment variable, what it bounds); the budgets first.
 FLAGS = tuple((option.lstrip("-").replace("-", "_"), env, bounds) for option, env, _, bounds in CLI_OPTIONS) + (
@@ -68,8 +68,7 @@ class KinetoscopeLoader(base_plugin.TBLoader):
                 os.environ[env] = repr(value)
         allowed = getattr(flags, "kinetoscope_allow_links_to", None) if flags is not None else None
         if allowed:  # for this process and its decoder processes, which read the roots from the environment
-            before = os.environ.get(LINKED_ROOTS_ENV)
-            os.environ[LINKED_ROOTS_ENV] = os.pathsep.join([*allowed, *([before] if before else [])])
+            os.environ[LINKED_ROOTS_ENV] = linked_roots_with(allowed)
         from .plugin import PRELOAD_ENV, KinetoscopePlugin
         plugin = KinetoscopePlugin(context)
         if os.environ.get(PRELOAD_ENV, "1") != "0":

@@ -140,6 +140,13 @@ def real_root(path: str) -> str:
 LINKED_ROOTS_ENV = "KINETOSCOPE_ALLOW_LINKS_TO"  # folders outside a logdir its links may lead to (os.pathsep-joined)
 
 
+def linked_roots_with(folders: Sequence[str]) -> str:
+    """KINETOSCOPE_ALLOW_LINKS_TO's value with `folders` (--allow-links-to, --kinetoscope_allow_links_to) before the
+    folders it names already."""
+    before = os.environ.get(LINKED_ROOTS_ENV)
+    return os.pathsep.join([*folders, *([before] if before else [])])
+
+
 def roots_for(paths: Sequence[str]) -> tuple[str, ...]:
     """The roots a run over `paths` (a logdir, or the CLI's arguments) reads inside: their real paths, plus the
     folders KINETOSCOPE_ALLOW_LINKS_TO names (runs linked in from elsewhere, trusted by whoever set it)."""

@@ -156,13 +156,18 @@ def _capture_only(model: TraceModel, judged_ms: Optional[float]) -> Optional[tup
                             "work, not the workload")
 
 
+def uncaptured_launch_rows(model: TraceModel) -> np.ndarray:
+    """The launch calls that were not recorded into a graph (those own no device activity of their own)."""
+    launches = launch_call_rows(model)
+    return launches[~captured_launch_mask(model, launches)]
+
+
 def unrecorded_launches(model: TraceModel) -> Optional[np.ndarray]:
     """The calls that launch device work (outside graph capture) when no device activity at all was recorded:
     ProfilerActivity.CUDA was left out of the activities. None otherwise."""
     if np.any(model.kind_in(ACTIVITY_KINDS)):
         return None
-    launches = launch_call_rows(model)
-    launches = launches[~captured_launch_mask(model, launches)]
+    launches = uncaptured_launch_rows(model)
     return launches if launches.size else None
 
 
@@ -176,8 +181,7 @@ def launched_calls(model: TraceModel, launches: np.ndarray) -> str:
 
 
 def _missing_device(model: TraceModel) -> Optional[tuple[str, str]]:
-    launches = launch_call_rows(model)
-    launches = launches[~captured_launch_mask(model, launches)]  # recorded into a graph: no activity of their own
+    launches = uncaptured_launch_rows(model)
     if launches.size < T.MIN_LAUNCHES:
         return None
     owns_work = np.zeros(model.n_events, bool)
