@@ -44,6 +44,7 @@ setup(
         "kinetoscope.frontend",
     ],
     package_data={"kinetoscope.server": ["HTTP_API.md"], "kinetoscope.formats": ["schemas/*.json"],
+                  "kinetoscope.analysis.roofline": ["peaks.json"],
                   "kinetoscope.frontend": ["*.js", "*.css", "*.json", "model/*.js", "render/*.js", "ui/*.js"]},
     ext_modules=[COLUMNS, SCAN, REPLAY, COUNTERS],
     # Floors tested by `make test-min` (tests/min-versions.txt pins each one; keep both equal). Raised to what

@@ -47,10 +47,10 @@ def test_the_two_halves_run_in_two_threads(monkeypatch):
         both.wait()
         return real_analyze(m)
 
-    def part_(m):
+    def part_(m, **options):
         seen["tables"] = threading.get_ident()
         both.wait()
-        return real_part(m)
+        return real_part(m, **options)
 
     monkeypatch.setattr(pipeline, "analyze", analyze_)
     monkeypatch.setattr(pipeline, "tables_part", part_)
@@ -65,9 +65,9 @@ def test_a_failing_analysis_waits_for_the_other_half(monkeypatch):
     started, finished = threading.Event(), threading.Event()
     real_part = pipeline.tables_part
 
-    def slow_part(m):
+    def slow_part(m, **options):
         started.set()
-        out = real_part(m)
+        out = real_part(m, **options)
         finished.set()
         return out
 
@@ -92,15 +92,15 @@ def test_health_and_counters_are_computed_by_whichever_thread_is_free_first(slow
     serial = report_entry(model, analyze(model))
     real, other_done, ran = getattr(pipeline, slow), threading.Event(), {}
 
-    def slowed(*args):
+    def slowed(*args, **options):
         assert other_done.wait(30)  # the other half has done its own work: it is free first
-        return real(*args)
+        return real(*args, **options)
     monkeypatch.setattr(pipeline, slow, slowed)
     owner, fast = (pipeline, "tables_part") if slow == "analyze" else (report_module, "savings_ahead")
     real_fast = getattr(owner, fast)
 
-    def fast_(*args):
-        out = real_fast(*args)
+    def fast_(*args, **options):
+        out = real_fast(*args, **options)
         other_done.set()
         return out
     monkeypatch.setattr(owner, fast, fast_)

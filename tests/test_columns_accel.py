@@ -48,8 +48,8 @@ def _assert_same(a, b):
     for name in array_fields():
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
-    assert (a.names, a.cats, a.lane_label, a.meta, a.skipped, a.warnings, a.shape_strings) == \
-        (b.names, b.cats, b.lane_label, b.meta, b.skipped, b.warnings, b.shape_strings)
+    assert (a.names, a.cats, a.lane_label, a.meta, a.skipped, a.warnings, a.shape_strings, a.inputs_strings) == \
+        (b.names, b.cats, b.lane_label, b.meta, b.skipped, b.warnings, b.shape_strings, b.inputs_strings)
 
 
 @pytest.mark.parametrize("path", shared_trace_files() + SAMPLE_TRACES, ids=lambda p: f"{p.parent.name}/{p.name[:40]}")
@@ -84,6 +84,13 @@ def _hostile_events() -> list[dict]:
         # Input Dims in every shape a writer could give (record_shapes): kept as their JSON text, null is none
         *({"ph": "X", "cat": "cpu_op", "name": "shaped", "pid": 1, "tid": 1, "ts": 70 + i, "dur": 0.5, "args": {"Input Dims": dims}}
           for i, dims in enumerate([[[2, 3], []], [[2, 3], []], None, "x" * 5000, {"a": [1]}, [], [[1e300]], "名前"])),
+        # ... and the rest of what an op records of its inputs, in every presence: one key of all of them
+        *({"ph": "X", "cat": "cpu_op", "name": "typed", "pid": 1, "tid": 1, "ts": 75 + i * 0.1, "dur": 0.05, "args": args}
+          for i, args in enumerate([{"Input Dims": [[2]], "Input type": ["float"], "Input Strides": [[1]],
+                                     "Concrete Inputs": [""]}, {"Input type": ["c10::Half"]}, {"Concrete Inputs": None},
+                                    {"Input Dims": [[2]], "Input type": None, "Concrete Inputs": ["", "名前" * 900]},
+                                    {"Input Dims": [[2]], "Input type": ["float"], "Input Strides": [[1]],
+                                     "Concrete Inputs": [""]}])),
         # Call stack (<= 1.13-era files): its first frame is kept, as an event name
         *({"ph": "X", "cat": "cpu_op", "name": "stacked", "pid": 1, "tid": 1, "ts": 80 + i, "dur": 0.5, "args": {"Call stack": stack}}
           for i, stack in enumerate(["a.py(1): f;b.py(2): g", "a.py(1): f", "", ";b.py(2): g", 5, None, "名前 \"q\";z",
@@ -107,6 +114,12 @@ def test_hostile_values_give_the_same_model(tmp_path, monkeypatch, chunk):
     shaped = c.shape_id[c.name_id == c.names.index("shaped")]
     assert [c.shape_strings[i] if i >= 0 else None for i in shaped.tolist()] == \
         ['[[2, 3], []]', '[[2, 3], []]', None, json.dumps("x" * 5000), '{"a": [1]}', '[]', '[[1e+300]]', '"名前"']
+    typed = c.inputs_id[c.name_id == c.names.index("typed")]
+    assert [json.loads(c.inputs_strings[i]) if i >= 0 else None for i in typed.tolist()] == \
+        [[[[2]], ["float"], [[1]], [""]], [None, ["c10::Half"], None, None], None,
+         [[[2]], None, None, ["", "名前" * 900]], [[[2]], ["float"], [[1]], [""]]]
+    assert [c.shape_strings[i] if i >= 0 else None for i in c.shape_id[c.name_id == c.names.index("typed")].tolist()] == \
+        ["[[2]]", None, None, "[[2]]", "[[2]]"]
 
 
 def test_flow_ids_outside_2_62_and_strings_are_interned_negative(tmp_path):

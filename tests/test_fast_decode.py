@@ -215,6 +215,15 @@ PIECES = {
     "input_dims_and_call_stacks": (_piece(*(op("a", t, 1, **{"Input Dims": d, "Call stack": c}) for t, (d, c) in enumerate(
         [([[1, 2]], "x.py(1): f;y"), ([[1, 2]], "x.py(1): f"), (None, ""), ([], ";z"), ([[3]], 5), ("s", "w\u00e9;v")]))),
         TAKEN),
+    # what an op records of its inputs (the roofline's work models): all, some, none, null, odd values
+    "input_types_strides_and_concrete_inputs": (_piece(*(op("a", t, 1, **args) for t, args in enumerate([
+        {"Input Dims": [[4, 5], []], "Input type": ["c10::BFloat16", "Scalar"], "Input Strides": [[5, 1], []],
+         "Concrete Inputs": ["", "2"]},
+        {"Input type": ["float"], "Concrete Inputs": [""]},
+        {"Input Dims": [[4, 5]], "Input type": None, "Concrete Inputs": ["", "x" * 3000]},
+        {"Input Strides": [[1]]}, {"Concrete Inputs": None}, {}, {"Input type": "caf\u00e9"},
+        {"Input Dims": [[4, 5], []], "Input type": ["c10::BFloat16", "Scalar"], "Input Strides": [[5, 1], []],
+         "Concrete Inputs": ["", "2"]}]))), TAKEN),
 }
 
 

@@ -16,9 +16,11 @@ SPAN = [op("PyTorch Profiler (0)", 0, 10 * MS, cat="Trace", tid=0)]
 
 
 def clean(extra=(), **top) -> dict:
-    """Two ops launching one kernel each, with a Trace span and process metadata: nothing to report."""
-    events = [*META, *SPAN, op("aten::mm", 10, 100), launch(20, 5, corr=1), kernel("gemm", 40, 50, corr=1),
-              op("aten::add", 200, 100), launch(210, 5, corr=2), kernel("add", 230, 20, corr=2), *extra]
+    """Two ops launching one kernel each, recorded with their shapes, with a Trace span and process metadata:
+    nothing to report."""
+    shapes = {"Input Dims": [[8, 8], [8, 8]], "Input type": ["float", "float"]}
+    events = [*META, *SPAN, op("aten::mm", 10, 100, **shapes), launch(20, 5, corr=1), kernel("gemm", 40, 50, corr=1),
+              op("aten::add", 200, 100, **shapes), launch(210, 5, corr=2), kernel("add", 230, 20, corr=2), *extra]
     return trace_doc(events, **top)
 
 
@@ -29,6 +31,16 @@ def checks_of(doc: dict) -> dict:
 
 def test_a_clean_trace_has_no_finding():
     assert checks_of(clean()) == {}
+
+
+def test_ops_without_recorded_shapes_say_efficiency_needs_record_shapes():
+    doc = clean()
+    for event in doc["traceEvents"]:
+        event.get("args", {}).pop("Input Dims", None)
+        event.get("args", {}).pop("Input type", None)
+    item = checks_of(doc)["no_record_shapes"]
+    assert item.severity == "info" and item.affects == ("efficiency",) and item.count == 2
+    assert "efficiency needs record_shapes=True" in item.found
 
 
 def test_cropped_file_without_span_or_metadata():

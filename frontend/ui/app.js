@@ -21,6 +21,7 @@ import { createLanesPanel } from './lanes_panel.js';
 import { LaunchPanel } from './launch_panel.js';
 import { MemoryPanel } from './memory_panel.js';
 import { RanksPanel } from './ranks_panel.js';
+import { RooflinePanel } from './roofline_panel.js';
 import { REFRESH_MS, RunsRefresher } from './runs_refresh.js';
 import { RunVerdictPoller } from './run_verdict.js';
 import { selectionDrawer } from './selection_drawer.js';
@@ -71,8 +72,9 @@ export async function start(body, early = {}) {
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new WhatIfPanel(store, api).root,
     new LaunchPanel(store, api).root];
-  const tables = new TablesPanel(store, api, (row) => selectRow(row, false), reveal, () => { const s = lanes.view.scale(); return s.x1Css - s.x0Css; });
-  sections.splice(3, 0, tables.root);
+  const plotWidth = () => { const s = lanes.view.scale(); return s.x1Css - s.x0Css; };
+  const tables = new TablesPanel(store, api, (row) => selectRow(row, false), reveal, plotWidth);
+  sections.splice(3, 0, tables.root, new RooflinePanel(store, api, (row) => selectRow(row, false), reveal, plotWidth).root);
   lanes.root.prepend(tables.searchBar);
   for (const section of sections.filter((s) => s !== lanes.root)) {
     for (const s of section.classList.contains('ks-grid') ? [...section.children] : [section]) {

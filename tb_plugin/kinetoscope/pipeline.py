@@ -7,10 +7,12 @@ what a sidecar holds is always what this code computes; the routes that slice it
 """
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -18,6 +20,8 @@ import numpy as np
 from .analysis.distributed.ranks import RankDigest, rank_digest
 from .analysis.idle.launch_offsets import launch_table
 from .analysis.report import Analysis, TablesPart, analyze, model_parts, report_ahead, report_entry, tables_part
+from .analysis.roofline.figures import Roofline, device_peaks, roofline_of
+from .analysis.roofline.peaks import PeaksError, builtin_peaks, parse_peaks
 from .analysis.tables.index import TableIndex
 from .analysis.tables.search import SearchIndex
 from .trace import heap
@@ -26,6 +30,10 @@ from .trace.model import TraceModel
 from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
 
 MAX_TOP = 1000  # launch-table rows kept per table; the most a request may ask for
+PEAKS_ENV = "KINETOSCOPE_PEAKS"  # a user's device peaks file (analysis/roofline/peaks.py); the CLI's --peaks sets it
+MAX_PEAKS_BYTES = 1 << 20  # the most of a peaks file read
+log = logging.getLogger(__name__)
+_peaks_cache: dict[tuple, tuple[tuple, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,7 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
     with _side_lock:
         if _side is None:
             _side = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-tables")
-        future = _side.submit(_model_half, model, search, either[::-1])
+        future = _side.submit(_model_half, model, search, either[::-1], user_peaks()[0])
     try:
         analysis = analyze(model)
         heap.give_back()  # what `analyze` freed, before the replays' context is built beside the tables
@@ -125,7 +133,48 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
             wait([future])  # the thread reads the model until it is done
         raise
     part, index = future.result()
+    analysis = replace(analysis, roofline=part.roofline)
     return Analysed(analysis, part.tables, report_entry(model, analysis, part=part, ahead=ahead), index)
+
+
+def user_peaks() -> tuple[tuple, str]:
+    """The device peak entries of the user's file (`KINETOSCOPE_PEAKS`, set by the CLI's `--peaks FILE`) and a
+    digest of them ("" without a file), read again when the file changes. A file that cannot be used is logged
+    and left out (the built-in peaks apply); the CLI checks it first, to refuse it by name."""
+    path = os.environ.get(PEAKS_ENV, "").strip()
+    if not path:
+        return (), ""
+    try:
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns)
+        if key not in _peaks_cache:
+            _peaks_cache.clear()
+            _peaks_cache[key] = read_peaks(path)
+        return _peaks_cache[key]
+    except (OSError, PeaksError) as exc:
+        log.warning("ignoring the peaks file %s: %s", path, exc)
+        return (), ""
+
+
+def read_peaks(path: str) -> tuple[tuple, str]:
+    """A peaks file's entries and their digest (raises OSError, PeaksError naming the file and the problem)."""
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_PEAKS_BYTES + 1)
+    if len(data) > MAX_PEAKS_BYTES:
+        raise PeaksError(f"{path}: a peaks file holds at most {MAX_PEAKS_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PeaksError(f"{path}: not UTF-8 text") from None
+    entries = parse_peaks(text, path)
+    return entries, hashlib.sha256(data).hexdigest()[:16]
+
+
+def trace_roofline(model: TraceModel, index: Optional[TableIndex] = None) -> Roofline:
+    """The trace's Roofline with the user's peaks file, as the pipeline makes it (for doors that have no analysis);
+    `index`: the model's TableIndex when the caller has one."""
+    index = index if index is not None else TableIndex.build(model)
+    return roofline_of(model, index, device_peaks(model, (*user_peaks()[0], *builtin_peaks())))
 
 
 class _Once:
@@ -155,10 +204,11 @@ class _Once:
         return self._value
 
 
-def _model_half(model: TraceModel, search: bool, either: tuple[_Once, ...] = ()) -> tuple[TablesPart, Optional[SearchIndex]]:
+def _model_half(model: TraceModel, search: bool, either: tuple[_Once, ...] = (),
+                peaks: tuple = ()) -> tuple[TablesPart, Optional[SearchIndex]]:
     """The tables' part and, with `search` (the server), the name search's index and every grouping of the op table
     the routes may ask for (a report reads none: `TableIndex.sub_groups` makes them on first use elsewhere)."""
-    part, index = tables_part(model), None
+    part, index = tables_part(model, peaks=peaks), None
     if search:
         part.tables.with_sub_groups(model)
         index = SearchIndex.build(model)

@@ -27,10 +27,14 @@ from .idle.gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .idle.launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
 from .judgement.explain import CpuFacts, Facts, cpu_verdict, explain, with_next_step
 from .judgement.health import health_entries, trace_health
-from .judgement.insights import Insight, insight_entries, insights
+from .judgement.insights import Insight, insight_entries, insights, with_roofline
 from .judgement.sufficiency import sufficiency
 from .judgement.verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict, winner_rule
 from .memory.timeline import MemorySeries, memory_timeline
+from .roofline.figures import Roofline, device_peaks, roofline_of, whole_rows
+from .roofline.peaks import builtin_peaks
+from .roofline.precision import amp_figures
+from .roofline.summary import efficiency_entry, fix_facts, verdict_fix
 from .tables.index import TableIndex
 from .tables.top_rows import tables_entry
 from .whatif.savings import saving_entries, savings, savings_ahead
@@ -48,10 +52,12 @@ class Analysis:
     breakdown: Optional[Breakdown]  # of the busiest device; None without device activity
     verdict: Verdict
     insights: tuple = ()  # insights.Insight: suggestions beside the verdict (they never change it)
+    roofline: Optional[Roofline] = None  # the op calls' work against the device's roofs (analysis/roofline)
 
 
 def analyze(model: TraceModel) -> Analysis:
-    """Run every analysis on a model (pure; the model is not modified)."""
+    """Run every analysis on a model (pure; the model is not modified). Its `roofline` needs the tables' index:
+    `tables_part` makes it, `report_entry` joins it in."""
     ops, acts = OpIndex(model), activity_rows_by_device(model)
     iterations = iteration_rows(model)
     idle = gpu_idle(model, ops=ops, acts=acts, judged_from_ns=int(model.ts_ns[iterations[0]]) if iterations.size else None)
@@ -165,13 +171,19 @@ class TablesPart:
     tbprof: Overview
     amp: Optional[Insight]  # the mixed-precision suggestion, when it applies
     tables_entry: dict
+    roofline: Optional[Roofline] = None  # the op calls against the device's roofs (made from the index)
 
 
-def tables_part(model: TraceModel, tables: Optional[TableIndex] = None) -> TablesPart:
-    """`TablesPart` of a model; `tables`: its TableIndex when the caller has one (else it is built)."""
+def tables_part(model: TraceModel, tables: Optional[TableIndex] = None, peaks: tuple = ()) -> TablesPart:
+    """`TablesPart` of a model; `tables`: its TableIndex when the caller has one (else it is built); `peaks`: device
+    peak entries a user file adds (`roofline.peaks.parse_peaks`), chosen before the built-in ones. The roofline's
+    whole-trace rows are made here too (the report reads them), beside `analyze`."""
     tables = tables if tables is not None else TableIndex.build(model)
     tbprof = overview(model, tables)
-    return TablesPart(tables=tables, tbprof=tbprof, amp=tbprof.amp_insight(), tables_entry=tables_entry(model, tables))
+    roof = roofline_of(model, tables, device_peaks(model, (*peaks, *builtin_peaks())))
+    whole_rows(model, roof, kernels=False)
+    return TablesPart(tables=tables, tbprof=tbprof, amp=tbprof.amp_insight(), tables_entry=tables_entry(model, tables),
+                      roofline=roof)
 
 
 @dataclass(frozen=True)
@@ -209,8 +221,12 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
     t0 = model.start_ns
     launch = analysis.launch
     part = part if part is not None else tables_part(model, tables)
+    if analysis.roofline is None:
+        analysis = replace(analysis, roofline=part.roofline)
     ahead = ahead if ahead is not None else report_ahead(model, analysis)
-    tbprof, amp = part.tbprof, part.amp
+    tbprof = part.tbprof
+    amp = with_roofline(part.amp, amp_figures(analysis.roofline))
+    found = saving_entries(savings(model, analysis, amp=amp, ahead=ahead.savings))
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
@@ -227,14 +243,24 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
                                     "offset_us": percentiles_us(launch.activity_offset_ns)}},
         "memory": [memory_entry(s, t0) for s in analysis.memory],
         "breakdown": breakdown_entry(analysis.breakdown),
-        "verdict": verdict_entry(analysis.verdict),
+        "verdict": verdict_entry(_with_roof_fix(model, analysis, found)),
         "health": ahead.health,
         "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
-        "savings": saving_entries(savings(model, analysis, amp=amp, ahead=ahead.savings)),
+        "savings": found,
+        "efficiency": efficiency_entry(model, analysis.roofline, analysis.steps.start_ns, analysis.steps.end_ns),
         "tables": part.tables_entry,
         **overview_entries(model, tbprof, analysis.idle),
         "counters": ahead.counters,
     }
+
+
+def _with_roof_fix(model: TraceModel, analysis: Analysis, found: list[dict]) -> Verdict:
+    """The verdict, its suggestion the replayed roofline fix's words where it is compute-bound and one saves time."""
+    verdict = analysis.verdict
+    if verdict.bound != "compute-bound":
+        return verdict
+    words = verdict_fix(fix_facts(model, analysis.roofline), found)
+    return replace(verdict, suggestion=words) if words else verdict
 
 
 def verdict_entry(v: Verdict) -> dict:

@@ -12,6 +12,8 @@ from functools import partial
 from typing import Optional
 
 from .. import __version__
+from ..analysis.roofline.peaks import PeaksError
+from ..pipeline import PEAKS_ENV, read_peaks
 from ..trace.budgets import CLI_OPTIONS, in_environment
 from ..trace.discovery import SkippedLink, noting_skipped_links
 from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
@@ -33,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                              help=f"follow links in the logdir that lead into DIR (repeatable; also "
                                   f"${LINKED_ROOTS_ENV}). Links out of a logdir are not followed by default, so "
                                   f"a shared logdir cannot point the tool at files elsewhere on this machine")
+        command.add_argument("--peaks", default=None, metavar="FILE",
+                             help=f"device peak figures (JSON, analysis/roofline/peaks.py) that add to or override "
+                                  f"the built-in ones for the roofline (also ${PEAKS_ENV})")
     return parser
 
 
@@ -76,6 +81,14 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             return 2
     args.skipped_links = set()  # links not followed, for an exit status (`index`)
     allowed = {LINKED_ROOTS_ENV: linked_roots_with(args.allow_links_to)} if args.allow_links_to else {}
+    peaks = args.peaks or os.environ.get(PEAKS_ENV, "").strip()
+    if peaks:
+        try:
+            read_peaks(peaks)
+        except (OSError, PeaksError) as exc:
+            print(f"kinetoscope {args.command}: --peaks {peaks}: {exc}", file=sys.stderr)
+            return 2
+        allowed[PEAKS_ENV] = os.path.abspath(peaks)
     with in_environment(allowed), confined(roots_for(paths)), \
             noting_skipped_links(partial(_say_skipped, args.command, args.skipped_links)):
         if args.command == "index":

@@ -1,7 +1,11 @@
-"""`kinetoscope table SPAN --by op|kernel|module|module-tree|memory|annotation|sequences [--window A:B]
+"""`kinetoscope table SPAN --by op|kernel|module|module-tree|memory|annotation|sequences|roofline [--window A:B]
 [--group name|stack|shape|module] [--split name|launch|op-launch] [--side gpu|cpu] [--scope all|top]
-[--min-len N] [--max-len N] [--top N] [--format csv|json|text]`: one profiler table of one trace file, every row,
-for scripts.
+[--min-len N] [--max-len N] [--top N] [--format csv|json|markdown|text]`: one profiler table of one trace file,
+every row, for scripts.
+
+`--by roofline`: one row per (op name, input dims, input types) that launched GPU work: its work per call, kernel
+time, achieved TFLOP/s and TB/s, arithmetic intensity, bound and share of the device's roof
+(analysis/roofline/figures.py; the device's peaks from the built-in table, or `--peaks FILE`).
 
 SPAN is a trace file (local path or fsspec URL). `--window A:B` keeps the window [A, B) in µs from the trace
 start (either end may be left out: `:5000`, `1000:`). Exit status: 0, 1 when the trace does not load, 2 for
@@ -13,6 +17,7 @@ import argparse
 import sys
 from typing import Any, Optional
 
+from ..analysis.roofline.figures import roofline_rows
 from ..analysis.tables.annotations import SCOPES, SIDES
 from ..analysis.tables.extra import EXTRA_KINDS, extra_rows
 from ..analysis.tables.index import OP_GROUPS, TableIndex
@@ -20,6 +25,7 @@ from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.tables.kernels import KERNEL_SPLITS
 from ..analysis.tables.top_rows import table_rows
 from ..formats.table import write
+from ..pipeline import trace_roofline
 from ..trace.cache import default_cache_dir
 from ..trace.loader import TraceError, load_trace
 
@@ -29,10 +35,13 @@ def add_parser(sub: Any) -> None:
     table = sub.add_parser("table", help="one profiler table (ops, kernels, modules, the module tree, memory per op, "
                                          "user annotations or frequent kernel sequences) of a trace file, for scripts")
     table.add_argument("span", metavar="SPAN", help="a trace file (local path or fsspec URL)")
-    table.add_argument("--by", choices=("op", "kernel", "module", *(k.replace("_", "-") for k in EXTRA_KINDS)),
+    table.add_argument("--by", choices=("op", "kernel", "module", *(k.replace("_", "-") for k in EXTRA_KINDS),
+                                        "roofline"),
                        default="op", help="module-tree: the nn.Module hierarchy (torch-tb-profiler's Module view); "
                        "memory: allocations per op and device (its memory statistics); annotation: time per user "
-                       "annotation (HTA's breakdown); sequences: the most frequent kernel sequences by time")
+                       "annotation (HTA's breakdown); sequences: the most frequent kernel sequences by time; "
+                       "roofline: each op shape's work, achieved TFLOP/s and TB/s and share of the device's roof "
+                       "(record_shapes=True traces)")
     table.add_argument("--window", default=None, metavar="A:B", help="keep [A, B) µs from the trace start")
     table.add_argument("--group", choices=OP_GROUPS, default="name",
                        help="stack: one op row per (op, innermost user Python frame; with_stack traces); "
@@ -50,7 +59,7 @@ def add_parser(sub: Any) -> None:
     table.add_argument("--root", default="", metavar="OP",
                        help="--by sequences: HTA's patterns instead: the shallowest ops whose name contains OP, "
                             "each with the GPU work it launched (at least --min-len), by count")
-    table.add_argument("--format", choices=("csv", "json", "text"), default="text")
+    table.add_argument("--format", choices=("csv", "json", "markdown", "text"), default="text")
     cache = table.add_mutually_exclusive_group()
     cache.add_argument("--cache-dir", default=None, help=f"decoded-model cache (default {default_cache_dir()})")
     cache.add_argument("--no-cache", action="store_true", help="always decode from the file")
@@ -106,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     index = TableIndex.build(model)
     try:
-        if by in EXTRA_KINDS:
+        if by == "roofline":
+            rows, totals = roofline_rows(model, trace_roofline(model, index), window)
+        elif by in EXTRA_KINDS:
             rows, totals = extra_rows(model, index, by, window, side=args.side, scope=args.scope, min_len=args.min_len,
                                       max_len=args.max_len, top=args.top, root=args.root)
         else:

@@ -12,9 +12,10 @@ import sys
 from typing import Any
 
 from ..analysis.whatif.edits import SPELLINGS, STRAGGLER, EditError, parse_edit
-from ..analysis.whatif.replay import whatif, whatif_entry
+from ..analysis.whatif.replay import Replayer, whatif_entry
 from ..formats.schema import versioned
 from ..formats.whatif import render, render_runs
+from ..pipeline import trace_roofline
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import resolve
 from ..trace.loader import TraceError, load_trace
@@ -65,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     for trace in traces:
         entry: dict[str, Any] = {"path": trace.path, "run": trace.run, "worker": trace.worker, "span": trace.span_text}
         try:
-            entry["whatif"] = whatif_entry(whatif(load_trace(trace.path, cache_dir=cache_dir), edits))
+            model = load_trace(trace.path, cache_dir=cache_dir)
+            roof = trace_roofline(model) if any(e.kind in ("roofline", "precision") for e in edits) else None
+            entry["whatif"] = whatif_entry(Replayer(model, roof).apply(edits))
         except (TraceError, EditError) as exc:
             entry["error"] = redact(str(exc))
             failed += 1

@@ -52,7 +52,7 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
     lines += [""] + verdict_lines(entry["verdict"], markdown) + insight_lines(entry.get("insights") or [])
     lines += saving_lines(entry.get("savings") or [], markdown)
     lines += unreliable_lines(entry, "verdict", markdown)
-    for section in (_health, _devices, gpu_summary_lines, _steps, tbprof_step_lines, _launch, _memory, _tables, _warnings):
+    for section in (_health, _devices, gpu_summary_lines, _efficiency, _steps, tbprof_step_lines, _launch, _memory, _tables, _warnings):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
 
@@ -271,6 +271,52 @@ def _steps(entry: dict, markdown: bool) -> list[str]:
             for s in shown]
     return _heading("Steps", markdown) + table_lines(["step", "duration", "gpu busy", "gpu idle", "compute", "comm", "memcpy", "dataloader",
                                     "dl share", ""], rows, markdown) + more
+
+
+def _efficiency(entry: dict, markdown: bool) -> list[str]:
+    """How close the op calls run to the device's roofs: the device and its roofs (or why none), the kernel time a
+    work model covers, MFU, each category's share of its roof and the top op shapes (analysis/roofline)."""
+    eff = entry.get("efficiency")
+    if not eff or eff["kernel_us"] <= 0:
+        return []
+    lines = _heading("Efficiency (roofline)", markdown)
+    if not eff["recorded_inputs"]:
+        return lines + ["No op records its inputs: efficiency needs record_shapes=True (torch.profiler.profile("
+                        "record_shapes=True)); no op's work, rate or roof share is known."]
+    roofs = eff["roofs"]
+    if roofs is None:
+        lines.append(f"Device {eff['device'] or '?'}: {eff['reason']}; work and rates are shown without roof shares.")
+    else:
+        compute = ", ".join(f"{k} {v:.4g}" for k, v in roofs["compute_tflops"].items())
+        lines.append(f"Device {eff['device']}: {roofs['bandwidth_tbps']:.3g} TB/s memory bandwidth"
+                     + (f"; TFLOP/s {compute}" if compute else "") + f" (peaks: {eff['peak_source']})")
+    judged = eff["modelled_us"] + eff["unmodelled_us"]
+    lines.append(f"Of the {human_us(judged)} of kernel time the ops launched (communication apart), "
+                 f"{percent(1 - eff['unmodelled_share'])} has a work model ({human_us(eff['unmodelled_us'])} has none)"
+                 + (f"; {human_us(eff['unowned_us'])} more ran with no op's launch in the trace (launched before the "
+                    f"profiler started, or replayed from a CUDA graph)" if eff["unowned_us"] > 0 else ""))
+    if eff["mfu"]["median"] is not None:
+        steps = sum(m is not None for m in eff["mfu"]["per_step"])
+        lines.append(f"MFU (the steps' model FLOPs over step time x the peak): median {percent(eff['mfu']['median'])} "
+                     f"over {steps} step{'s' if steps != 1 else ''}")
+    cats = [c for c in eff["categories"] if c["modelled_us"] > 0 or c["category"] == "communication"]
+    if cats:
+        rows = [[c["category"], human_us(c["kernel_us"]), human_us(c["modelled_us"]),
+                 "" if c["roof_pct"] is None else f"{c['roof_pct']:.1f}%", c["bound"] or ""] for c in cats]
+        lines += [""] * markdown + table_lines(["category", "kernel time", "modelled", "share of roof", "bound"], rows,
+                                               markdown)
+    if eff["top"]:
+        rows = [[short(r["name"], 40), short(r["input_dims"] or "", 40), r["category"], str(r["calls"]),
+                 human_us(r["kernel_us"]), _rate(r["achieved_tflops"]), _rate(r["achieved_tbps"]),
+                 "" if r["roof_pct"] is None else f"{r['roof_pct']:.1f}%"] for r in eff["top"]]
+        lines += ["", f"Top op shapes by kernel time ({len(rows)} of {eff['rows']}):"]
+        lines += table_lines(["op", "input dims", "category", "calls", "kernel", "TFLOP/s", "TB/s", "of roof"], rows,
+                             markdown)
+    return lines
+
+
+def _rate(value: Optional[float]) -> str:
+    return "" if value is None else f"{value:.3g}"
 
 
 def _launch(entry: dict, markdown: bool) -> list[str]:

@@ -22,10 +22,24 @@ TEXT_COLUMNS["memory"] = ("name", "device", "calls", "self_alloc_count", "self_a
                           "peak_increase_bytes")
 TEXT_COLUMNS["annotation"] = ("name", "count", "total_us", "mean_us", "min_us", "max_us", "std_us", "share")
 TEXT_COLUMNS["sequences"] = ("name", "length", "occurrences", "total_us", "mean_us", "share", "launched_by")
+TEXT_COLUMNS["roofline"] = ("name", "input_dims", "input_types", "category", "calls", "kernel_us", "flops", "bytes",
+                            "achieved_tflops", "achieved_tbps", "intensity", "bound", "roof_pct", "roof_us", "dtype",
+                            "kernels")
+SCRIPT_DROPS = {"roofline": ("kernel_rows",)}  # route-only fields (the chart's click-to-select rows)
 TREE_INDENT = "  "  # per module-tree level in the text table
 
 
 def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if key == "kernels" and isinstance(value, list):
+        return "; ".join(f"{v['name']} ({human_us(v['kernel_us'])})" for v in value[:3])
+    if key == "flops":
+        return f"{value / 1e9:.4g} G"
+    if key == "bytes":
+        return human_bytes(value)
+    if key == "roof_pct":
+        return f"{value:.1f}%"
     if key == "launched_by":
         return "; ".join(f"{v['name']} ({human_us(v['gpu_us']) if 'gpu_us' in v else v['occurrences']})" for v in value)
     if key.endswith("_us"):
@@ -45,14 +59,16 @@ def _csv_cell(key: str, value: Any) -> Any:
     if key == "launched_by":
         return ";".join(f"{v['name']}={v['gpu_us'] if 'gpu_us' in v else v['occurrences']}" for v in value)
     if key == "kernels":
-        return ";".join(value)
+        return ";".join(v if isinstance(v, str) else f"{v['name']}={v['kernel_us']}" for v in value)
     return value
 
 
 def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str, out, group: str = "name",
           split: str = "name") -> None:
     """Rows as CSV (one header row, `launched_by` as `name=us;...` or `name=occurrences;...`), JSON (rows and
-    totals) or a text table (the module tree's names indented by depth)."""
+    totals), a markdown table or a text table (the module tree's names indented by depth)."""
+    drops = SCRIPT_DROPS.get(by, ())
+    rows = [{k: v for k, v in row.items() if k not in drops} for row in rows] if drops else rows
     if fmt == "json":
         json.dump(versioned({"by": by, "totals": totals, "rows": rows}), out, indent=1, allow_nan=False)
         out.write("\n")
@@ -65,6 +81,8 @@ def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str,
     if by == "sequences" and fmt == "csv":
         extra = ("kernels",)
     columns = ("name", *extra, *TEXT_COLUMNS[by][1:])
+    if by == "roofline" and fmt == "csv":
+        columns = (*columns[:-1], "peak_source", "kernel_count", "kernels")
     if fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(columns)
@@ -75,4 +93,4 @@ def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str,
     if by == "module_tree":
         for cells, row in zip(body, rows):
             cells[0] = TREE_INDENT * row["depth"] + cells[0]
-    out.write("\n".join(table_lines(list(columns), body, markdown=False)) + "\n")
+    out.write("\n".join(table_lines(list(columns), body, markdown=fmt == "markdown")) + "\n")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
+from ..pipeline import user_peaks
 from ..trace.model import FORMAT_VERSION
 from . import signing
 
@@ -31,7 +32,7 @@ TRACE_MEMBER = "__trace__"  # the model section's copy of the trace's sha256
 # stored byte; measured: 4.2x for a gzip ResNet trace, 2.8x for a modern one. The summary is kilobytes (2% of
 # the trace measured). A larger claim is refused before a byte of it is read.
 SECTION_CAPS = {SUMMARY: (1 << 20, 1), MODEL: (8 << 20, 32)}
-FINGERPRINTED = ("trace/*.py", "analysis/**/*.py", "views/*.py", "pipeline.py")  # what computes a sidecar's content
+FINGERPRINTED = ("trace/*.py", "analysis/**/*.py", "analysis/**/*.json", "views/*.py", "pipeline.py")  # what computes a sidecar's content
 _analysis_fp: Optional[str] = None
 
 
@@ -63,11 +64,13 @@ def section_cap(name: str, trace_size: int) -> int:
 
 
 def analysis_fingerprint() -> str:
-    """The fingerprint of this installation's code (`code_fingerprint` of the package), read once per process."""
+    """The fingerprint of this installation's code (`code_fingerprint` of the package, read once per process), and
+    of the user's device peaks file where one is set (`pipeline.user_peaks`: the roofline's figures depend on it)."""
     global _analysis_fp
     if _analysis_fp is None:
         _analysis_fp = code_fingerprint(Path(__file__).resolve().parent.parent)
-    return _analysis_fp
+    peaks = user_peaks()[1]
+    return _analysis_fp if not peaks else hashlib.sha256(f"{_analysis_fp}|{peaks}".encode()).hexdigest()[:16]
 
 
 def code_fingerprint(root: Path) -> str:

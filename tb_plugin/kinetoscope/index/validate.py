@@ -25,6 +25,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "name_id": ("events", "<i4"), "cat_id": ("events", "<i4"), "lane": ("events", "<i4"),
     "depth": ("events", "<i2"), "correlation": ("events", "<i8"), "external_id": ("events", "<i8"),
     "launch_idx": ("events", "<i8"), "source_row": ("events", "<i8"), "shape_id": ("events", "<i4"),
+    "inputs_id": ("events", "<i4"),
     "call_frame_id": ("events", "<i4"), "lane_ptr": ("lane_ptr", "<i8"),
     "lane_kind": ("lanes", "|i1"), "lane_pid": ("lanes", "<i8"), "lane_tid": ("lanes", "<i8"),
     "mem_ts_ns": ("mem", "<i8"), "mem_lane": ("mem", "<i4"), "mem_device_type": ("mem", "<i2"),
@@ -63,6 +64,7 @@ def check_model(model: TraceModel) -> None:
     _in_range(model, "launch_idx", -1, n)
     _in_range(model, "source_row", 0, MAX_NS)
     _in_range(model, "shape_id", -1, len(model.shape_strings))
+    _in_range(model, "inputs_id", -1, len(model.inputs_strings))
     _in_range(model, "call_frame_id", -1, len(model.names))
     _in_range(model, "mem_lane", 0, lanes)
     _in_range(model, "flow_lane", 0, lanes)
@@ -123,7 +125,7 @@ def _check_orders(model: TraceModel) -> None:
 
 def _check_tables(model: TraceModel) -> None:
     """The string tables and metadata have the types the code reads them as."""
-    for name in ("names", "cats", "lane_label", "warnings", "coll_strings", "shape_strings"):
+    for name in ("names", "cats", "lane_label", "warnings", "coll_strings", "shape_strings", "inputs_strings"):
         table: Any = getattr(model, name)
         if not isinstance(table, tuple) or not all(isinstance(s, str) for s in table):
             raise ModelInvalid(f"{name} is not a table of strings")

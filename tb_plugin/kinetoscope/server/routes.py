@@ -30,9 +30,10 @@ from ..analysis.tables.index import TableIndex
 from ..analysis.tables.search import SearchIndex
 from ..analysis.whatif.critical_path import critical_paths
 from ..analysis.whatif.edits import EditError, parse_edit
-from ..analysis.whatif.replay import Replayer, whatif, whatif_entry
+from ..analysis.whatif.replay import Replayer, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
+from ..pipeline import trace_roofline
 from ..trace.budgets import setting
 from ..trace.model import TraceModel
 from ..trace.remote import redact
@@ -44,6 +45,7 @@ from ..views.extra_tables import extra_view
 from ..views.gaps_stalls import gaps_view, stalls_view
 from ..views.lanes import lanes_view, window_ns
 from ..views.profiler_tables import MAX_LIMIT, full_name_view, search_view, tables_view
+from ..views.roofline_table import roofline_view
 from ..views.series import log_histogram, memory_view
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import TraceService
@@ -285,7 +287,8 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[s
         raise BadRequest(str(exc)) from None
     loaded = _load(service, sid)
     try:
-        return whatif_entry(whatif(loaded.model, parsed))
+        roof = _roofline(loaded.model, loaded.prepared) if any(e.kind in ("roofline", "precision") for e in parsed) else None
+        return whatif_entry(Replayer(loaded.model, roof).apply(parsed))
     except EditError as exc:
         raise BadRequest(str(exc)) from None
 
@@ -450,10 +453,21 @@ def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Op
                                group=group, split=split)
         if group != "name" or split != "name":
             raise ValueError(f"group and split apply to the op and kernel tables, not by={by!r}")
+        if by == "roofline":
+            return roofline_view(model, _roofline(model, prepared), window=window, sort=sort, query=query,
+                                 offset=offset, limit=limit, max_limit=MAX_LIMIT)
         return extra_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
                           max_limit=MAX_LIMIT, **options)
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
+
+
+def _roofline(model: TraceModel, prepared: Any) -> Any:
+    """The span's Roofline as its analysis made it (with the user's peaks file), else made now."""
+    found = getattr(prepared.analysis, "roofline", None)
+    if found is not None:
+        return found
+    return trace_roofline(model)
 
 
 def name_impl(service: TraceService, sid: str, key: str) -> dict[str, Any]:

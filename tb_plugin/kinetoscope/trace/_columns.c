@@ -28,7 +28,8 @@
 enum { F_PH, F_NAME, F_CAT, F_PID, F_TID, F_TS, F_DUR, F_ID, F_ARGS, N_EVENT_FIELDS };
 enum { A_CORRELATION, A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_DEVICE, A_STREAM,
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR, A_EV_IDX, A_EV_IDX_LEGACY,
-       A_INPUT_DIMS, A_CALL_STACK, A_GPU_FIRST, N_ARG_FIELDS = A_GPU_FIRST + 7 };
+       A_INPUT_DIMS, A_CALL_STACK, A_INPUT_TYPE, A_INPUT_STRIDES, A_CONCRETE, A_GPU_FIRST,
+       N_ARG_FIELDS = A_GPU_FIRST + 7 };
 /* The GPU activity fields, in gpu_args.FIELDS order: copy bytes (memcpy/memset), then the kernel launch shape. */
 enum { G_BYTES, G_GRID, G_BLOCK, G_REGISTERS, G_SHARED_MEM, G_BLOCKS_PER_SM, G_OCCUPANCY, N_GPU_FIELDS };
 enum { O_PH, O_NAME, O_CAT, O_PID, O_TID, O_TS, O_DUR, O_CORRELATION, O_EXTERNAL_ID, O_DEVICE, O_STREAM, O_ID,
@@ -174,6 +175,79 @@ static long long raw_id(PyObject *table, PyObject *raw, long long row, int first
     return id;
 }
 
+/* The text an op's inputs key is composed in, and the last key composed (compared before it is hashed). */
+typedef struct {
+    char *text, *last;
+    size_t cap, last_cap;
+    Py_ssize_t len, last_len;
+    long long last_id;
+} Scratch;
+
+/* One raw JSON value's text, or NULL with len 0 when absent (empty or `null`); -1 with an error set on failure. */
+static int raw_text(PyObject *raw, Py_buffer *view, const char **text, Py_ssize_t *len) {
+    *text = NULL, *len = 0;
+    if (raw == NULL) return 0;
+    if (PyObject_GetBuffer(raw, view, PyBUF_SIMPLE) < 0) return -1;
+    if (view->len > 0 && !(view->len == 4 && memcmp(view->buf, "null", 4) == 0)) *text = view->buf, *len = view->len;
+    return 0;
+}
+
+/* The id (first-seen row) in `table` of an op's recorded inputs: the JSON text `[dims, types, strides, concrete]`
+ * of its Input Dims, Input type, Input Strides and Concrete Inputs as the file spells them (`null` when absent),
+ * as `_scan.c inputs_id` composes it; -1 when none is there, -2 with an error set on failure. */
+static long long inputs_id(PyObject *table, PyObject *a, long long row, Scratch *sc) {
+    static const int fields[4] = {A_INPUT_DIMS, A_INPUT_TYPE, A_INPUT_STRIDES, A_CONCRETE};
+    Py_buffer views[4];
+    const char *text[4];
+    Py_ssize_t len[4], need = 5;
+    int held = 0, any = 0;
+    long long id = -2;
+    for (; held < 4; held++) {
+        views[held].obj = NULL;
+        if (raw_text(SLOT(a, arg_offset[fields[held]]), &views[held], &text[held], &len[held]) < 0) goto done;
+        any |= text[held] != NULL;
+        need += text[held] != NULL ? len[held] : 4;
+    }
+    if (!any) {
+        id = -1;
+        goto done;
+    }
+    if ((size_t)need > sc->cap) {
+        char *grown = PyMem_RawRealloc(sc->text, (size_t)need);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        sc->text = grown, sc->cap = (size_t)need;
+    }
+    char *at = sc->text;
+    *at++ = '[';
+    for (int k = 0; k < 4; k++) {
+        memcpy(at, text[k] != NULL ? text[k] : "null", (size_t)(text[k] != NULL ? len[k] : 4));
+        at += text[k] != NULL ? len[k] : 4;
+        *at++ = k < 3 ? ',' : ']';
+    }
+    sc->len = at - sc->text;
+    if (sc->last != NULL && sc->last_len == sc->len && memcmp(sc->last, sc->text, (size_t)sc->len) == 0) {
+        id = sc->last_id;
+        goto done;
+    }
+    id = bytes_id(table, sc->text, sc->len, row);
+    if (id >= 0 && (size_t)sc->len <= sc->last_cap) {
+        memcpy(sc->last, sc->text, (size_t)sc->len), sc->last_len = sc->len, sc->last_id = id;
+    } else if (id >= 0) {  /* the kept copy grows to the longest key seen */
+        char *grown = PyMem_RawRealloc(sc->last, (size_t)sc->len);
+        if (grown != NULL) {
+            sc->last = grown, sc->last_cap = (size_t)sc->len;
+            memcpy(sc->last, sc->text, (size_t)sc->len), sc->last_len = sc->len, sc->last_id = id;
+        }
+    }
+done:
+    for (int k = 0; k < held; k++)
+        if (views[k].obj != NULL) PyBuffer_Release(&views[k]);
+    return id;
+}
+
 #define GPU_LIMIT 4611686018427387904.0  /* 2^62: none of the GPU fields is that large */
 #define ASK_PYTHON (-2.0)                /* a value the fast path does not read: the caller's reference does */
 
@@ -304,6 +378,7 @@ static PyObject *extract(PyObject *self, PyObject *args) {
     Py_buffer views[N_OUT];
     int held = 0;
     PyObject *result = NULL;
+    Scratch scratch = {NULL, NULL, 0, 0, 0, 0, -1};
     Py_ssize_t n = PyList_GET_SIZE(events);
     if (event_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "layout() was not called");
@@ -331,7 +406,7 @@ static PyObject *extract(PyObject *self, PyObject *args) {
     long long *ev_idx = views[O_EV_IDX].buf, *shape = views[O_SHAPE].buf, *frame = views[O_FRAME].buf;
     double *memory[N_MEMORY_ARGS];
     for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k] = views[O_DEVICE_TYPE + k].buf;
-    Memo shape_memo = {NULL, 0, -1}, frame_memo = {NULL, 0, -1};
+    Memo frame_memo = {NULL, 0, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *event = PyList_GET_ITEM(events, i);
         if (Py_TYPE(event) != event_type) {
@@ -372,7 +447,7 @@ static PyObject *extract(PyObject *self, PyObject *args) {
         for (int k = 0; k < N_MEMORY_ARGS; k++) memory[k][i] = float_or_nan(SLOT(a, arg_offset[A_DEVICE_TYPE + k]));
         ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX]));
         if (ev_idx[i] < 0) ev_idx[i] = int_or_absent(SLOT(a, arg_offset[A_EV_IDX_LEGACY]));
-        shape[i] = raw_id(shapes, SLOT(a, arg_offset[A_INPUT_DIMS]), row, 0, &shape_memo);
+        shape[i] = inputs_id(shapes, a, row, &scratch);
         frame[i] = raw_id(frames, SLOT(a, arg_offset[A_CALL_STACK]), row, 1, &frame_memo);
         if (shape[i] == -2 || frame[i] == -2) goto done;
     }
@@ -381,6 +456,8 @@ static PyObject *extract(PyObject *self, PyObject *args) {
 done:
     for (int k = 0; k < held; k++) PyBuffer_Release(&views[k]);
     PyBuffer_Release(&lut);
+    PyMem_RawFree(scratch.text);
+    PyMem_RawFree(scratch.last);
     return result;
 }
 

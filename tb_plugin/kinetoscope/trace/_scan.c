@@ -74,6 +74,7 @@ typedef struct {
     int64_t *first;    /* first row by id */
     size_t order_cap;
     int oom;           /* an allocation failed (else a failed intern met too long a probe run) */
+    int owned;         /* the texts are copies this table owns (keys composed in a scratch buffer) */
 } Table;
 
 typedef struct {
@@ -85,6 +86,8 @@ typedef struct {
     int64_t n_special, special_cap;
     int64_t *gpu;      /* (row, N_GPU float64 fields) of the events with any GPU activity field */
     int64_t n_gpu, gpu_cap;
+    char *scratch;     /* an op's inputs key being composed (`inputs_id`) */
+    size_t scratch_cap;
     int64_t limit;     /* the most events the caller takes */
     int exact;         /* a file with exact 16-digit times: ts and dur read as decode._exact_events reads them */
     long long rebase;  /* with `exact`: the ns its times are rebased by */
@@ -94,9 +97,22 @@ typedef struct {
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* Eight bytes at a time: interned texts (names, shapes, stack frames) are tens of bytes. */
+/* Eight bytes at a time: interned texts (names, shapes, stack frames) are tens of bytes; an op's inputs key (its
+ * dims, types, strides and concrete inputs, hundreds of bytes) 32 at a time in four independent lanes first, so the
+ * multiplications overlap instead of waiting on each other. */
 static uint64_t hash_bytes(const char *text, size_t len, int kind) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)len << 8) ^ (uint64_t)kind, word;
+    if (len >= 64) {
+        uint64_t lane[4] = {h, h ^ 0x243F6A8885A308D3ULL, h ^ 0x13198A2E03707344ULL, h ^ 0xA4093822299F31D0ULL};
+        for (; len >= 32; text += 32, len -= 32) {
+            for (int k = 0; k < 4; k++) {
+                memcpy(&word, text + 8 * k, 8);
+                lane[k] = (lane[k] ^ word) * 0xff51afd7ed558ccdULL;
+                lane[k] ^= lane[k] >> 32;
+            }
+        }
+        for (int k = 0; k < 4; k++) h = (h ^ lane[k]) * 0xc4ceb9fe1a85ec53ULL, h ^= h >> 29;
+    }
     for (; len >= 8; text += 8, len -= 8) {
         memcpy(&word, text, 8);
         h = (h ^ word) * 0xff51afd7ed558ccdULL;
@@ -154,6 +170,12 @@ static int64_t intern(Table *t, int kind, const char *text, int64_t value, int64
         if (first == NULL) return t->oom = 1, -1;
         t->first = first;
         t->order_cap = cap;
+    }
+    if (t->owned && kind != K_INT) {
+        char *copy = malloc(value > 0 ? (size_t)value : 1);
+        if (copy == NULL) return t->oom = 1, -1;
+        memcpy(copy, text, (size_t)value);
+        text = copy;
     }
     Entry e = {h, text, value, kind, (int64_t)t->count};
     t->slots[j] = e;
@@ -425,12 +447,12 @@ static int skip_value(Scan *s, int depth) {
 enum { A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_CORRELATION, A_DEVICE, A_STREAM, A_EV_IDX, A_EV_IDX_LEGACY,  /* int */
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR,               /* float */
        A_NAME, A_LABELS,                                                                                /* str or null */
-       A_INPUT_DIMS, A_CALL_STACK,                                                                      /* raw, kept */
+       A_INPUT_DIMS, A_CALL_STACK, A_INPUT_TYPE, A_INPUT_STRIDES, A_CONCRETE,                           /* raw, kept */
        A_COLLECTIVE, A_GPU = A_COLLECTIVE + 7, A_WAIT_CORR = A_GPU + N_GPU, A_SEQ_NUMBER, N_ARGS };
 static const char *const ARG_KEYS[N_ARGS] = {
     "External id", "external id", "correlation", "device", "stream", "Ev Idx", "Profiler Event Index",
     "Device Type", "Device Id", "Bytes", "Total Allocated", "Total Reserved", "Addr", "name", "labels",
-    "Input Dims", "Call stack",
+    "Input Dims", "Call stack", "Input type", "Input Strides", "Concrete Inputs",
     "Seq", "Process Group Name", "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
     "bytes", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "est. achieved occupancy %",
     "wait_on_cuda_event_record_corr_id", "Sequence number"};
@@ -479,14 +501,15 @@ static int read_member_key(Scan *s, const KeySet *set, int *k) {
     return 0;
 }
 
+#define N_RAW 5
 enum { E_PH, E_NAME, E_CAT, E_PID, E_TID, E_TS, E_DUR, E_ID, E_ARGS, N_EVENT_KEYS };
 static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"};
 
 typedef struct {
     int64_t ints[7];
     double floats[6];
-    const char *raw[2];
-    int64_t raw_len[2];
+    const char *raw[N_RAW];  /* Input Dims, Call stack, Input type, Input Strides, Concrete Inputs */
+    int64_t raw_len[N_RAW];
     double gpu[N_GPU];
     int collective, wait_corr, seq_number, ask;  /* which args the consumers read from a struct are present */
     int has_gpu;
@@ -542,8 +565,7 @@ static double gpu_product(const unsigned char *p, const unsigned char *end) {
 static void no_args(ArgValues *a) {
     for (int k = 0; k < 7; k++) a->ints[k] = -1;
     for (int k = 0; k < 6; k++) a->floats[k] = Py_NAN;
-    a->raw[0] = a->raw[1] = NULL;
-    a->raw_len[0] = a->raw_len[1] = 0;
+    for (int k = 0; k < N_RAW; k++) a->raw[k] = NULL, a->raw_len[k] = 0;
     for (int k = 0; k < N_GPU; k++) a->gpu[k] = Py_NAN;
     a->collective = a->wait_corr = a->seq_number = a->ask = a->has_gpu = 0;
 }
@@ -590,7 +612,7 @@ static int read_args(Scan *s, ArgValues *a) {
         } else {
             const unsigned char *start = s->p;
             if (skip_value(s, 1) < 0) return -1;
-            if (k <= A_CALL_STACK) {
+            if (k <= A_CONCRETE) {
                 a->raw[k - A_INPUT_DIMS] = (const char *)start;
                 a->raw_len[k - A_INPUT_DIMS] = s->p - start;
             } else if (k < A_GPU) {
@@ -643,6 +665,42 @@ static int64_t raw_id(Table *t, const char *text, int64_t len, int first_frame, 
     }
     if (len <= 0) return -1;
     int64_t id = intern(t, K_BYTES, text, len, row);
+    if (id < 0) *failed = 1;
+    return id;
+}
+
+/* The id of an op's recorded inputs: the JSON text `[dims, types, strides, concrete]` of its `Input Dims`,
+ * `Input type`, `Input Strides` and `Concrete Inputs` (each as the file spells it, `null` when absent), as
+ * `extractors.inputs_key` composes it from a struct; -1 when none of them is there (or all are null). */
+static int64_t inputs_id(Scan *s, const ArgValues *a, int64_t row, int *failed) {
+    static const int parts[4] = {0, 2, 3, 4};
+    size_t need = 5;
+    int any = 0;
+    for (int k = 0; k < 4; k++) {
+        const char *text = a->raw[parts[k]];
+        int64_t len = a->raw_len[parts[k]];
+        int present = text != NULL && len > 0 && !(len == 4 && memcmp(text, "null", 4) == 0);
+        any |= present;
+        need += present ? (size_t)len : 4;
+    }
+    if (!any) return -1;
+    if (need > s->scratch_cap) {
+        size_t cap = need > 2 * s->scratch_cap ? need : 2 * s->scratch_cap;
+        char *grown = realloc(s->scratch, cap);
+        if (grown == NULL) return s->oom = 1, *failed = 1, -1;
+        s->scratch = grown, s->scratch_cap = cap;
+    }
+    char *at = s->scratch;
+    *at++ = '[';
+    for (int k = 0; k < 4; k++) {
+        const char *text = a->raw[parts[k]];
+        int64_t len = a->raw_len[parts[k]];
+        if (text == NULL || len <= 0) text = "null", len = 4;
+        memcpy(at, text, (size_t)len);
+        at += len;
+        *at++ = k < 3 ? ',' : ']';
+    }
+    int64_t id = intern(&s->tables[T_SHAPE], K_BYTES, s->scratch, at - s->scratch, row);
     if (id < 0) *failed = 1;
     return id;
 }
@@ -750,7 +808,7 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     int64_t name_id = intern(&t[T_NAME], K_STR, name, name_len, row);
     int64_t cat_id = intern(&t[T_CAT], K_STR, cat, cat_len, row);
     int failed = 0;
-    int64_t shape = raw_id(&t[T_SHAPE], a.raw[0], a.raw_len[0], 0, row, &failed);
+    int64_t shape = inputs_id(s, &a, row, &failed);
     int64_t frame = raw_id(&t[T_FRAME], a.raw[1], a.raw_len[1], 1, row, &failed);
     if (name_id < 0 || cat_id < 0 || failed) return -1;
     unsigned char phase = ph_len == 1 ? (unsigned char)ph[0] : 0;
@@ -823,12 +881,15 @@ static int read_piece(Scan *s, const unsigned char *phase_of, int open_end, int 
 static void scan_free(Scan *s) {
     for (int k = 0; k < N_OUT; k++) free(s->col[k]);
     for (int k = 0; k < N_TABLES; k++) {
+        if (s->tables[k].owned && s->tables[k].order != NULL)
+            for (size_t i = 0; i < s->tables[k].count; i++) free((void *)s->tables[k].order[i].text);
         free(s->tables[k].slots);
         free(s->tables[k].order);
         free(s->tables[k].first);
     }
     free(s->special);
     free(s->gpu);
+    free(s->scratch);
 }
 
 static PyObject *bytearray_of(const void *data, Py_ssize_t len) {
@@ -950,6 +1011,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*|LpOp", &text, &lut, &limit, &open_end, &rebase, &prefix)) return NULL;
     Scan s;
     memset(&s, 0, sizeof s);
+    s.tables[T_SHAPE].owned = 1;
     if (rebase != Py_None) {
         int overflow = 0;
         s.exact = 1;

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, Optional
 
 import msgspec
 import numpy as np
@@ -164,12 +164,17 @@ def json_string(content: bytes) -> str:
         return content.decode("utf-8", "replace")
 
 
-def canonical_json(text: bytes) -> str:
-    """A JSON text as `json.dumps` spells it (`[[2, 3], []]`); the text itself when it does not decode."""
+def inputs_texts(text: bytes) -> tuple[str, Optional[str]]:
+    """An op's inputs key (`extractors.inputs_key`: the JSON array of its Input Dims, Input type, Input Strides and
+    Concrete Inputs) as `json.dumps` spells it, and its Input Dims likewise (None when absent, or when the key does
+    not decode as four values: then the first text is the key itself)."""
     try:
-        return json.dumps(msgspec.json.decode(text), ensure_ascii=False)
+        parts = msgspec.json.decode(text)
+        if isinstance(parts, list) and len(parts) == 4:
+            return json.dumps(parts, ensure_ascii=False), None if parts[0] is None else json.dumps(parts[0], ensure_ascii=False)
     except (msgspec.DecodeError, ValueError, RecursionError):
-        return text.decode("utf-8", "replace")
+        pass
+    return text.decode("utf-8", "replace"), None
 
 
 def _int_field(value: Any) -> int:

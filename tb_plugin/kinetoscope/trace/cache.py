@@ -83,14 +83,16 @@ def model_from_arrays(arrays: dict[str, np.ndarray]) -> TraceModel:
                       cats=tuple(strings["cats"]), lane_label=tuple(strings["lane_label"]), meta=strings["meta"],
                       skipped=strings["skipped"], warnings=tuple(strings["warnings"]),
                       source_bytes=strings["source_bytes"], coll_strings=tuple(strings.get("coll_strings", ())),
-                      shape_strings=tuple(strings.get("shape_strings", ())))
+                      shape_strings=tuple(strings.get("shape_strings", ())),
+                      inputs_strings=tuple(strings.get("inputs_strings", ())))
 
 
 def model_arrays(model: TraceModel) -> dict[str, np.ndarray]:
     """The model as named arrays: each column, plus one JSON blob for the string tables and metadata."""
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
                "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes,
-               "coll_strings": model.coll_strings, "shape_strings": model.shape_strings}
+               "coll_strings": model.coll_strings, "shape_strings": model.shape_strings,
+               "inputs_strings": model.inputs_strings}
     blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
     return {**{name: getattr(model, name) for name in array_fields()}, _STRINGS: blob}
 

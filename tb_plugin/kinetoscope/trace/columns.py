@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from . import extractors, heap
-from .arg_tables import CollectiveFields, EventIndex, canonical_json, json_string
+from .arg_tables import CollectiveFields, EventIndex, inputs_texts, json_string
 from .budgets import BudgetExceeded
 from .decode import WHOLE_FILE, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .deps import MSGSPEC_REFUSALS
@@ -280,12 +280,21 @@ class ColumnBuilder:
         self._ordinal += ordinal
 
     def _shape_columns(self, first: np.ndarray) -> dict[str, Any]:
-        """`shape_id` per event row (into `shape_strings`, -1 without Input Dims) from first-seen rows."""
+        """Each event row's recorded inputs from first-seen rows: `inputs_id` (into `inputs_strings`, the JSON
+        texts `[dims, types, strides, concrete]`, -1 without any) and `shape_id` (into `shape_strings`, the Input
+        Dims alone, -1 without them). One spelling per value: whitespace and indenting differ between writers."""
         texts, ids = self._shapes.dense(first)
-        canonical: dict[str, int] = {}  # one spelling per value (whitespace and indenting differ between writers)
-        remap = np.array([canonical.setdefault(canonical_json(t), len(canonical)) for t in texts] + [-1], np.int32)
+        inputs: dict[str, int] = {}
+        shapes: dict[str, int] = {}
+        to_inputs, to_shape = [], []
+        for text in texts:
+            key, dims = inputs_texts(text)
+            to_inputs.append(inputs.setdefault(key, len(inputs)))
+            to_shape.append(-1 if dims is None else shapes.setdefault(dims, len(shapes)))
         ids[first < 0] = -1
-        return {"shape_id": remap[ids], "shape_strings": tuple(canonical)}
+        inputs_remap, shape_remap = (np.array(m + [-1], np.int32) for m in (to_inputs, to_shape))
+        return {"shape_id": shape_remap[ids], "shape_strings": tuple(shapes),
+                "inputs_id": inputs_remap[ids], "inputs_strings": tuple(inputs)}
 
     def _frame_ids(self, first: np.ndarray, names: list) -> np.ndarray:
         """`call_frame_id` per event row: the name id of its Call stack's first frame (-1 without); frames that are

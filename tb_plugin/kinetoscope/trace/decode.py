@@ -63,6 +63,10 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
     # An op's input shapes (`record_shapes=True`) as their JSON text: the op table groups calls by it.
     input_dims: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Input Dims")
+    # ... and the rest of what it records of its inputs: the roofline's work models read them (analysis/roofline).
+    input_types: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Input type")
+    input_strides: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Input Strides")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Concrete Inputs")
     # The Python stack of an op in <= 1.13-era files (`file(line): func;...`, innermost first): the op table groups
     # calls by its first frame where no python_function events exist.
     call_stack: msgspec.Raw = msgspec.field(default=RAW_ABSENT, name="Call stack")

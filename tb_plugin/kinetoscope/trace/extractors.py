@@ -19,8 +19,20 @@ MEMORY_NAME = "[memory]"
 MEMORY_ARGS = ("device_type", "device_id", "bytes", "total_allocated", "total_reserved", "addr")
 _get = {name: attrgetter(name) for name in ("ph", "name", "cat", "pid", "tid", "ts", "dur", "args", "id", "correlation",
                                             "external_id", "external_id_2021", "device", "stream", "ev_idx", "ev_idx_legacy",
-                                            "input_dims", "call_stack", *MEMORY_ARGS)}
-_NO_SHAPE = (b"", b"null")  # Input Dims absent (or null): no shape
+                                            "input_dims", "input_types", "input_strides", "concrete_inputs",
+                                            "call_stack", *MEMORY_ARGS)}
+_NO_VALUE = (b"", b"null")  # an arg absent (or null)
+_INPUTS = tuple(_get[key] for key in ("input_dims", "input_types", "input_strides", "concrete_inputs"))
+
+
+def inputs_key(args: Any) -> bytes:
+    """The key of an op's recorded inputs: the JSON text `[dims, types, strides, concrete]` of its `Input Dims`,
+    `Input type`, `Input Strides` and `Concrete Inputs` as the file spells them (`null` when absent), as the
+    compiled passes compose it; b"" when none is there."""
+    parts = [bytes(get(args)) for get in _INPUTS]
+    if all(part in _NO_VALUE for part in parts):
+        return b""
+    return b"[" + b",".join(part or b"null" for part in parts) + b"]"
 
 
 def _first_frame(raw: Any) -> bytes:
@@ -62,8 +74,8 @@ def _columns_py(events: list[Event], tables: tuple[dict, ...], off: int, legacy:
     cols.update((key, np.fromiter(map(_get[key], events), np.float64, n)) for key in ("ts", "dur"))
     args = list(map(_get["args"], events))
     shapes, frames = tables[4], tables[5]
-    cols["shape"] = np.fromiter((-1 if text in _NO_SHAPE else shapes.setdefault(text, row)
-                                 for text, row in zip(map(bytes, map(_get["input_dims"], args)), rows)), np.int64, n)
+    cols["shape"] = np.fromiter((shapes.setdefault(key, row) if key else -1
+                                 for key, row in zip(map(inputs_key, args), rows)), np.int64, n)
     cols["frame"] = np.fromiter((frames.setdefault(key, row) if key else -1
                                  for key, row in zip(map(_first_frame, map(_get["call_stack"], args)), rows)), np.int64, n)
     cols.update((key, _int64s(key, args)) for key in ("correlation", "external_id", "device", "stream"))
@@ -106,7 +118,8 @@ def _load_accelerator():
         from . import _columns
         _columns.layout(Event, ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args"),
                         Args, ("correlation", "external_id", "external_id_2021", "device", "stream", *MEMORY_ARGS,
-                               "ev_idx", "ev_idx_legacy", "input_dims", "call_stack", *(attr for _, attr, _, _ in GPU_FIELDS)))
+                               "ev_idx", "ev_idx_legacy", "input_dims", "call_stack", "input_types", "input_strides",
+                               "concrete_inputs", *(attr for _, attr, _, _ in GPU_FIELDS)))
     except (ImportError, TypeError, AttributeError):
         return None
     return _columns

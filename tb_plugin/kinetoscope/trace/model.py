@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 12  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 13  # bump when the model's layout or its decoding semantics change (invalidates caches)
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
@@ -95,6 +95,7 @@ class TraceModel:
     gpu_arg_blocks_per_sm: np.ndarray  # blocks per SM (as Kineto reports it)
     gpu_arg_occupancy: np.ndarray  # estimated achieved occupancy, %
     shape_id: np.ndarray  # int32 per event into `shape_strings`: its Input Dims (record_shapes), -1 when absent
+    inputs_id: np.ndarray  # int32 per event into `inputs_strings`: all it records of its inputs, -1 when nothing
     call_frame_id: np.ndarray  # int32 per event into `names`: the first frame of its `Call stack` arg (<= 1.13 era), -1 without
     # strings and metadata
     names: tuple[str, ...]
@@ -107,6 +108,8 @@ class TraceModel:
     source_bytes: int = 0  # uncompressed size of the file it came from
     coll_strings: tuple[str, ...] = ()  # process group, collective and dtype names of the coll_ columns
     shape_strings: tuple[str, ...] = ()  # Input Dims JSON texts, as the file spells them
+    # an op's recorded inputs: the JSON texts `[Input Dims, Input type, Input Strides, Concrete Inputs]` (null: absent)
+    inputs_strings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         freeze_arrays(self)

@@ -17,8 +17,9 @@ from ..analysis.tables.search import SearchIndex, find
 from ..trace.kinds import Kind
 from ..trace.model import TraceModel, shown, unique_inverse
 from .extra_tables import EXTRA_SORTS
+from .roofline_table import ROOFLINE_SORTS
 
-TABLE_KINDS = ("op", "kernel", "module", *EXTRA_KINDS)
+TABLE_KINDS = ("op", "kernel", "module", *EXTRA_KINDS, "roofline")
 TABLE_GROUPS = T.OP_GROUPS
 TABLE_SPLITS = ("name", *TK.KERNEL_SPLITS)
 _OP_KEYS = {"name": None, "calls": "calls", "cpu_total": "cpu_total_ns", "cpu_self": "cpu_self_ns",
@@ -28,7 +29,7 @@ _KERNEL_KEYS = {"name": None, "calls": "calls", "total": "total_ns", "mean": "me
                 "share": "share"}
 OP_SORTS = tuple(k for key in _OP_KEYS for k in (key, f"-{key}"))
 KERNEL_SORTS = tuple(k for key in _KERNEL_KEYS for k in (key, f"-{key}"))
-TABLE_SORTS = tuple(dict.fromkeys(OP_SORTS + KERNEL_SORTS + EXTRA_SORTS))
+TABLE_SORTS = tuple(dict.fromkeys(OP_SORTS + KERNEL_SORTS + EXTRA_SORTS + ROOFLINE_SORTS))
 DEFAULT_SORT = {"op": "-gpu_total", "module": "-gpu_total", "kernel": "-total"}
 MAX_LIMIT = 500  # rows per page: 500 rows of 1,000-character names (and 3 launchers each) stay under 2 MB
 MAX_FILTER_CHARS = 200

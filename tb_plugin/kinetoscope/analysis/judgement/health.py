@@ -18,6 +18,8 @@ checks (issue 25, item 3):
   no device activity at all: ProfilerActivity.CUDA was not among the profiler's activities.
 - device_id_mismatch: GPU pids that no `deviceProperties` id names (ROCm writes pid 9 for device 0);
   empty_device_name: `deviceProperties` entries with an empty name.
+- no_record_shapes: ops that launched device work and none records its inputs (`Input Dims`, `Input type`):
+  the profiler ran without record_shapes=True, so no op's work (operations, bytes) can be known.
 - partial_job: one rank of a job of several (distributedInfo): collective time includes waits for ranks
   that are not in the file.
 - The checks torch.profiler's own trace validator makes (torch/profiler/_trace_validator.py, torch 2.13),
@@ -50,6 +52,7 @@ FIGURES = {
     "devices": "device names and properties",
     "comm": "communication figures and the ranks view",
     "op_table": "forward/backward operator attribution",
+    "efficiency": "each op's work, achieved TFLOP/s and TB/s against the device's roofs (roofline), MFU",
 }
 WARN, INFO = "warn", "info"
 PDL_MIN_MAJOR = 9  # programmatic dependent launch exists from compute capability 9.0 (Hopper) on
@@ -227,6 +230,19 @@ def _device_ids(model: TraceModel) -> tuple[set, list]:
     return {d["id"] for d in props if isinstance(d.get("id"), int)}, props
 
 
+def no_record_shapes(model: TraceModel) -> Optional[HealthItem]:
+    """Ops launched device work, and no op in the trace records its inputs: record_shapes was off."""
+    if model.inputs_strings or not (model.kind == Kind.KERNEL).any():
+        return None
+    ops = np.flatnonzero(model.kind == Kind.CPU_OP)
+    if not ops.size:
+        return None
+    return HealthItem("no_record_shapes", INFO, f"none of the {ops.size} op calls records its inputs (Input Dims, "
+                      "Input type): efficiency needs record_shapes=True", ("efficiency",),
+                      "no op's work (operations, bytes moved) is known, so the roofline, achieved TFLOP/s and TB/s "
+                      "and MFU are not computed: profile with torch.profiler.profile(record_shapes=True)", int(ops.size))
+
+
 def device_id_mismatch(model: TraceModel) -> Optional[HealthItem]:
     """GPU pids that no `deviceProperties` id names (ROCm traces put device 0's work on pid 9, say)."""
     ids, props = _device_ids(model)
@@ -367,7 +383,7 @@ def device_not_recorded(model: TraceModel) -> Optional[HealthItem]:
 
 CHECKS: tuple[Callable[[TraceModel], Optional[HealthItem]], ...] = (
     device_not_recorded, cropped, pre_window, same_stream_overlap, lazy_loading, first_call_stalls, python_stack, device_id_mismatch,
-    empty_device_name, partial_job, kernel_causality, stream_wait_link, sync_overlap, nccl_metadata, backward_seq)
+    empty_device_name, no_record_shapes, partial_job, kernel_causality, stream_wait_link, sync_overlap, nccl_metadata, backward_seq)
 
 
 def trace_health(model: TraceModel) -> tuple[HealthItem, ...]:

@@ -177,11 +177,33 @@ def mixed_precision(eligible_share: float, eligible_ops: int, tensor_core_share:
     return Insight("mixed-precision", f"kernels with {100 * eligible_share:.0f}% of the ops' kernel time are launched by "
                                       f"Tensor-Core eligible ops ({eligible_ops} kinds of convolution or matrix multiply), "
                                       f"but {100 * tensor_core_share:.1f}% of the kernel time ran on Tensor Cores",
-                   "enable automatic mixed precision: run the forward pass and loss under "
-                   "torch.autocast(device_type='cuda', dtype=torch.bfloat16) (or float16 with torch.amp.GradScaler), "
-                   "so convolutions and matrix multiplies run on Tensor Cores",
+                   AUTOCAST,
                    {"eligible_kernel_pct": 100 * eligible_share, "eligible_ops": eligible_ops,
                     "tensor_core_kernel_pct": 100 * tensor_core_share})
+
+
+AUTOCAST = ("enable automatic mixed precision: run the forward pass and loss under "
+            "torch.autocast(device_type='cuda', dtype=torch.bfloat16) (or float16 with torch.amp.GradScaler), "
+            "so convolutions and matrix multiplies run on Tensor Cores")
+
+
+def with_roofline(amp: Optional[Insight], figures: Optional[dict[str, Any]]) -> Optional[Insight]:
+    """The mixed-precision insight with the roofline's figures (`roofline.precision.amp_figures`): the fp32/tf32
+    matrix work's share of the kernel time and of its roof, and the bf16 roof it would run against. Where the
+    tables' rule found nothing (TF32 already runs fp32 work on Tensor Cores, at half the bf16 rate), the roofline's
+    own finding is the insight, when that work holds AMP_ELIGIBLE_MIN_SHARE of the modelled kernel time."""
+    if figures is None:
+        return amp
+    words = (f"fp32 GEMMs, convolutions and attention ({figures['wide_dtype']}) take "
+             f"{100 * figures['wide_share']:.0f}% of the modelled kernel time and run at "
+             f"{figures['wide_roof_pct']:.0f}% of their {figures['wide_dtype']} roof "
+             f"({figures['wide_roof_tflops']:.4g} TFLOP/s); in {figures['low_dtype']} the roof is "
+             f"{figures['low_roof_tflops']:.4g} TFLOP/s and they move half the bytes")
+    if amp is not None:
+        return Insight(amp.kind, f"{amp.evidence}; {words}", amp.suggestion, {**amp.figures, **figures})
+    if figures["wide_share"] < T.AMP_ELIGIBLE_MIN_SHARE or figures["low_roof_tflops"] <= figures["wide_roof_tflops"]:
+        return None
+    return Insight("mixed-precision", words, AUTOCAST, dict(figures))
 
 
 def insight_entries(found: tuple[Insight, ...]) -> list[dict[str, Any]]:

@@ -1,249 +1,183 @@
 """The work of one op call: the floating-point operations it performs and the bytes it must move, from what
-`record_shapes=True` writes on the op (`Input Dims`, `Input type`, `Concrete Inputs`), derived from each op's
-definition.
+`record_shapes=True` writes on the op (`Input Dims`, `Input type`, `Input Strides`, `Concrete Inputs`), derived from
+each op's definition. One module per family says how:
 
-- GEMM: `C[M,N] = A[M,K] @ B[K,N]` is 2·M·N·K operations (a multiply and an add per term); a bias or `beta·C`
-  adds one per output element. Bytes: each operand read once and the output written once, at their dtypes (the
-  least any kernel can move; tiles re-read from L2 are not counted). `mm`, `addmm`, `bmm`, `baddbmm`, `matmul`
-  (with broadcast batch dims and 1-d operands), `linear` (weight `[N, K]`) and vendor GEMMs whose inputs are
-  `x[M, K]` and `w[N, K]` (`aiter::gemm_a16w16`).
-- Elementwise: one operation per output element; bytes: every tensor input read once (a 0-dim tensor is one
-  element of its dtype; a `Scalar` argument is no tensor) and the output written once. The output's shape is the
-  inputs' broadcast shape; its dtype PyTorch's promotion of the inputs (`result_dtype`: a 0-dim `double` does not
-  from widening a bf16 tensor), `bool` for comparisons. In-place ops (`add_`) write their first input at its own
-  dtype.
-- Copies (`copy_(dst, src)`, `_to_copy`, `clone`, `contiguous`): one per element; bytes: the source read and the
-  destination written, each at its own dtype.
+- `gemm`: mm, addmm, bmm, baddbmm, matmul, linear, `_scaled_mm` (fp8), `_int_mm` and vendor GEMMs;
+- `conv`: convolution forward (every ATen, cuDNN, MIOpen and oneDNN spelling) and `convolution_backward`;
+- `attention`: scaled-dot-product attention (math, flash, efficient, cuDNN; causal; grouped-query), the flash
+  library's ops, their backward, and the varlen/paged inference forms where the arguments fix the sequence lengths;
+- `norm`: layer, group, batch and RMS norm (ATen and the fused kernels of vLLM, SGLang, aiter), softmax, backward;
+- `pointwise`: elementwise ops with broadcasting and PyTorch's type promotion, fused activation-and-multiply, RoPE,
+  nearest upsampling;
+- `reduce`: reductions and scans; `movement`: copies, fills, padding, cat, indexing, embedding, KV-cache writes;
+- `triton`: the Triton kernels of torch.compile, from their launch records.
 
 `op_work` answers None for an op it has no model for, or whose recorded inputs do not fit the model (no shapes: a
-trace without `record_shapes`); the callers count those as unmodelled.
+trace without `record_shapes`; a malformed record); the callers count those as unmodelled. `category_of` names the
+family of any op name, modelled or not.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-# bytes per element of each `Input type` spelling the profiler writes (c10 scalar types, as recorded)
-DTYPE_BYTES = {
-    "double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "int": 4, "short int": 2,
-    "signed char": 1, "unsigned char": 1, "bool": 1, "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1,
-    "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8, "c10::complex<double>": 16,
-    "c10::ComplexHalf": 4, "unsigned short": 2, "unsigned int": 4, "unsigned long": 8,
+from . import attention, conv, gemm, movement, norm, pointwise, reduce, triton
+from .pointwise import result_dtype
+from .record import (
+    ATTENTION,
+    CATEGORIES,
+    COMMUNICATION,
+    CONV,
+    COPY,
+    DTYPE_BYTES,
+    ELEMENTWISE,
+    GEMM,
+    NORM,
+    OTHER,
+    REDUCE,
+    Call,
+    Tensor,
+    Work,
+    base_name,
+    read_call,
+    tensors,
+)
+
+__all__ = ["ATTENTION", "CATEGORIES", "COMMUNICATION", "CONV", "COPY", "DTYPE_BYTES", "ELEMENTWISE", "GEMM", "NORM",
+           "OTHER", "REDUCE", "Tensor", "Work", "category_of", "has_model", "op_work", "result_dtype", "tensors"]
+
+Model = Callable[[Call], Optional[Work]]
+FAMILIES: tuple[tuple[str, dict[str, Model]], ...] = (
+    (GEMM, {**gemm.MODELS, "_addmm_activation": gemm.addmm}), (CONV, conv.MODELS), (ATTENTION, attention.MODELS),
+    (NORM, norm.MODELS), (ELEMENTWISE, pointwise.MODELS), (REDUCE, reduce.MODELS), (COPY, movement.MODELS),
+)
+MODELS: dict[str, Model] = {name: model for _, models in FAMILIES for name, model in models.items()}
+FAMILY_OF: dict[str, str] = {name: family for family, models in FAMILIES for name in models}
+# ATen op names without a model whose family is still plain
+CATEGORY_ONLY = {
+    **dict.fromkeys(("full", "zeros", "ones", "arange", "linspace", "full_like", "zeros_like", "ones_like",
+                     "scalar_tensor", "new_zeros", "new_ones", "new_full", "masked_select", "masked_scatter", "index",
+                     "index_put", "_index_put_impl", "index_add", "index_copy", "index_fill", "scatter", "scatter_add",
+                     "scatter_reduce", "_cat", "repeat_interleave", "take", "put", "tril", "triu", "unfold_copy"),
+                    COPY),
+    **dict.fromkeys(("random", "normal", "uniform", "bernoulli", "exponential", "randn", "rand", "randint",
+                     "randperm", "multinomial", "native_dropout", "dropout", "_fused_adam", "_fused_adamw",
+                     "_fused_sgd", "bucketize"), ELEMENTWISE),
+    **dict.fromkeys(("nonzero", "topk", "sort", "argsort", "unique", "_unique2", "kthvalue", "median", "mode",
+                     "searchsorted", "bincount", "histc", "max_pool1d", "max_pool2d", "max_pool3d",
+                     "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+                     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d",
+                     "adaptive_max_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
+                     "nll_loss_nd", "nll_loss_forward", "nll_loss2d_forward", "cross_entropy_loss",
+                     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"), REDUCE),
+    **dict.fromkeys(("einsum", "addmv", "mv", "dot", "vdot", "addbmm", "addr", "outer", "tensordot", "bilinear"),
+                    GEMM),
 }
-# PyTorch's dtype categories, in promotion order (bool < integral < floating < complex)
-CATEGORY = {name: 0 if name == "bool" else 3 if "complex" in name.lower() else
-            2 if name in ("double", "float", "c10::Half", "c10::BFloat16") or "Float8" in name else 1 for name in DTYPE_BYTES}
-
-GEMM, ELEMENTWISE, COPY = "gemm", "elementwise", "copy"
-
-BINARY = {"add", "sub", "mul", "div", "rsub", "true_divide", "floor_divide", "remainder", "fmod", "maximum", "minimum",
-          "pow", "atan2", "hypot", "copysign", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
-          "logical_xor", "where", "addcmul", "addcdiv", "lerp", "masked_fill", "clamp", "clamp_min", "clamp_max", "xlogy"}
-COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
-UNARY = {"neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sigmoid", "silu", "gelu",
-         "relu", "tanh", "abs", "sin", "cos", "reciprocal", "erf", "erfc", "sign", "floor", "ceil", "round", "trunc",
-         "hardtanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "softplus", "mish", "logical_not",
-         "bitwise_not", "square", "relu6", "threshold", "nan_to_num", "fill", "zero"}
-COPIES = {"copy", "_to_copy", "clone", "contiguous"}
-
-
-@dataclass(frozen=True)
-class Work:
-    """One call's work: its category, floating-point operations and bytes moved (the least a kernel must move)."""
-
-    category: str
-    flops: float
-    bytes: float
-
-    @property
-    def intensity(self) -> float:
-        """Operations per byte moved (inf for work that moves nothing)."""
-        return self.flops / self.bytes if self.bytes > 0 else math.inf
+# words of a custom op's name (`namespace::op`, not ATen), tried in this order
+KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (COMMUNICATION, ("nccl", "rccl", "gloo", "c10d", "all_reduce", "allreduce", "all_gather", "allgather",
+                     "reduce_scatter", "all_to_all", "alltoall", "multimem")),
+    (ATTENTION, ("attention", "attn", "mha_", "fmha", "sdpa", "flash")),
+    (CONV, ("conv1d", "conv2d", "conv3d", "convolution", "conv_")),
+    (NORM, ("rmsnorm", "rms_norm", "layernorm", "layer_norm", "groupnorm", "group_norm", "batch_norm", "batchnorm",
+            "instance_norm", "softmax")),
+    (ELEMENTWISE, ("upsample", "interpolate", "grid_sampler", "rotary", "rope")),
+    (GEMM, ("gemm", "matmul", "_mm", "moe", "bmm", "_linear")),
+    (ELEMENTWISE, ("_and_mul", "quant", "dropout", "activation", "silu", "gelu")),
+    (COPY, ("cache", "kv_buffer", "copy", "index", "gather", "scatter", "embedding", "pad", "cat", "fill")),
+    (REDUCE, ("sum", "topk", "sort", "argmax", "argmin", "cumsum", "reduce", "pool1d", "pool2d", "pool3d")),
+)
+_COMMUNICATION_NAMES = ("nccl", "rccl", "gloo", "record_param_comms")
+# errors a malformed record can still raise deep in a model (a huge value, a mismatched list): answered None
+_RECORD_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, ZeroDivisionError)
 
 
-@dataclass(frozen=True)
-class Tensor:
-    """One tensor argument as recorded: its dims and its dtype (as the profiler spells it)."""
+def op_work(name: str, dims: Any, types: Any, strides: Any = None, concrete: Any = None) -> Optional[Work]:
+    """The work of one call of op `name` with these recorded inputs, or None without a model for it.
 
-    dims: tuple[int, ...]
-    dtype: str
+    Args:
+        name: the op's name as recorded (`aten::addmm`, `aiter::rmsnorm`, `triton_poi_fused_add_0`).
+        dims: `Input Dims`, decoded JSON: a list per argument (`[]` for a non-tensor).
+        types: `Input type`: a dtype spelling per argument (`c10::BFloat16`, `float`, `Scalar`, `''`...).
+        strides: `Input Strides`, shaped like `dims`, or None.
+        concrete: `Concrete Inputs`: a string per argument (`'[1, 1]'`, `'True'`, `''`), or None.
 
-    @property
-    def itemsize(self) -> int:
-        return DTYPE_BYTES[self.dtype]
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.dims)
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * self.itemsize
-
-
-def base_name(name: str) -> str:
-    """`add` for `aten::add`, `aten::add_` and `aten::add.Tensor`."""
-    short = name.rsplit("::", 1)[-1].split(".", 1)[0]
-    return short[:-1] if short.endswith("_") and not short.startswith("_") else short
-
-
-def is_inplace(name: str) -> bool:
-    """`add_`: the op writes its first input, at that input's dtype."""
-    short = name.rsplit("::", 1)[-1].split(".", 1)[0]
-    return short.endswith("_") and not short.startswith("_")
+    Returns:
+        The call's Work, or None for an op without a model or a record that does not fit it. Never raises.
+    """
+    call = read_call(name, dims, types, strides, concrete)
+    if call is None:
+        return None
+    model = _model_for(call)
+    try:
+        work = model(call) if model is not None else None
+    except _RECORD_ERRORS:
+        return None
+    if work is None or not (math.isfinite(work.flops) and math.isfinite(work.bytes)):
+        return None
+    return work
 
 
-def tensors(dims: Any, types: Any) -> list[Optional[Tensor]]:
-    """Each argument as a Tensor, or None where it is not a tensor (a Scalar, an absent optional, a list, a type
-    the profiler names but no size is known for)."""
-    out: list[Optional[Tensor]] = []
-    for i, shape in enumerate(dims if isinstance(dims, list) else []):
-        kind = types[i] if isinstance(types, list) and i < len(types) else None
-        out.append(Tensor(tuple(shape), kind) if isinstance(kind, str) and kind in DTYPE_BYTES and is_shape(shape) else None)
-    return out
-
-
-def is_shape(shape: Any) -> bool:
-    return isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
-
-
-def broadcast(shapes: list[tuple[int, ...]]) -> Optional[tuple[int, ...]]:
-    """The broadcast shape of `shapes` (None where they do not broadcast)."""
-    rank = max((len(s) for s in shapes), default=0)
-    out = []
-    for axis in range(rank):
-        sizes = {s[len(s) - rank + axis] for s in shapes if len(s) - rank + axis >= 0} - {1}
-        if len(sizes) > 1:
-            return None
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
-
-
-def op_work(name: str, dims: Any, types: Any, concrete: Any = None) -> Optional[Work]:
-    """The work of one call of op `name` with these recorded inputs, or None without a model for it."""
-    del concrete  # no model here reads a concrete input yet (alpha and beta scale, they do not add work)
-    if not isinstance(dims, list) or not isinstance(types, list) or \
-            any(isinstance(kind, str) and kind in DTYPE_BYTES and not is_shape(shape) for shape, kind in zip(dims, types)):
-        return None  # a tensor whose recorded shape is no shape: a record the model cannot read
-    args = tensors(dims, types)
+def has_model(name: str) -> bool:
+    """Whether a model covers op `name` at all (its recorded inputs may still not fit it): a test by name alone,
+    for the callers that look at many ops a kernel may count under."""
+    if not isinstance(name, str):
+        return False
     base = base_name(name)
-    if base in GEMMS:
-        return GEMMS[base](args)
-    if "gemm" in base.lower() and "::" in name and not name.startswith("aten::"):
-        return _weight_nk(args, bias=None)
-    if base in COPIES:
-        return _copy(base, args)
-    if base in BINARY or base in UNARY or base in COMPARISONS:
-        return _elementwise(base, is_inplace(name), args)
-    return None
+    if name.startswith("triton_") or base in MODELS or base in ("max", "min"):
+        return True
+    return _vendor_gemm(name, base.lower())
 
 
-def _gemm(m: int, n: int, k: int, batch: int, operands: list[Tensor], out_itemsize: int,
-          bias: Optional[Tensor] = None) -> Work:
-    flops = 2.0 * batch * m * n * k + (batch * m * n if bias is not None else 0)
-    moved = sum(t.nbytes for t in operands) + batch * m * n * out_itemsize + (bias.nbytes if bias is not None else 0)
-    return Work(GEMM, flops, float(moved))
+def _vendor_gemm(name: str, lowered: str) -> bool:
+    return "gemm" in lowered and "::" in name and not name.startswith("aten::") and \
+        not any(word in lowered for word in ("grouped", "moe", "batched"))
 
 
-def _mm(args: list[Optional[Tensor]]) -> Optional[Work]:
-    a, b = (args + [None, None])[:2]
-    if a is None or b is None or len(a.dims) != 2 or len(b.dims) != 2 or a.dims[1] != b.dims[0]:
-        return None
-    (m, k), n = a.dims, b.dims[1]
-    return _gemm(m, n, k, 1, [a, b], a.itemsize)
+def _model_for(call: Call) -> Optional[Model]:
+    if call.name.startswith("triton_"):
+        return triton.triton_kernel
+    if call.base in ("max", "min") and call.arg(1) is not None:
+        return pointwise.elementwise  # max(a, b): elementwise maximum
+    model = MODELS.get(call.base)
+    if model is not None:
+        return model
+    return gemm.vendor_gemm if _vendor_gemm(call.name, call.base.lower()) else None
 
 
-def _addmm(args: list[Optional[Tensor]]) -> Optional[Work]:
-    found = _mm(args[1:3])
-    bias = args[0] if args else None
-    if found is None or bias is None:
-        return found
-    a = args[1]
-    return _gemm(a.dims[0], args[2].dims[1], a.dims[1], 1, [a, args[2]], a.itemsize, bias)
+def category_of(name: str) -> str:
+    """The family an op name belongs to, whether or not its inputs fit a model: "aten::conv2d" is "conv" without
+    shapes; NCCL, c10d and Gloo collectives are "communication"; an unknown name is "other"."""
+    if not isinstance(name, str):
+        return OTHER
+    lowered = name.lower()
+    if lowered.startswith("triton_"):
+        return {"poi_": ELEMENTWISE, "red_": REDUCE, "per_": REDUCE, "tem_": GEMM}.get(lowered[7:11], OTHER)
+    if any(word in lowered for word in _COMMUNICATION_NAMES):
+        return COMMUNICATION
+    base = base_name(name)
+    if name.startswith("aten::"):
+        return _aten_category(base)
+    if base in FAMILY_OF:  # a modelled custom op: sglang::store_cache, sgl_kernel::rotary_embedding
+        return FAMILY_OF[base]
+    if "::" in name:
+        words = base.lower()
+        for category, needles in KEYWORDS:
+            if any(needle in words for needle in needles):
+                return category
+    return OTHER
 
 
-def _bmm(args: list[Optional[Tensor]], bias: Optional[Tensor] = None) -> Optional[Work]:
-    a, b = (args + [None, None])[:2]
-    if a is None or b is None or len(a.dims) != 3 or len(b.dims) != 3 or a.dims[0] != b.dims[0] or a.dims[2] != b.dims[1]:
-        return None
-    (batch, m, k), n = a.dims, b.dims[2]
-    return _gemm(m, n, k, batch, [a, b], a.itemsize, bias)
-
-
-def _baddbmm(args: list[Optional[Tensor]]) -> Optional[Work]:
-    return _bmm(args[1:3], args[0] if args else None)
-
-
-def _matmul(args: list[Optional[Tensor]]) -> Optional[Work]:
-    """`torch.matmul`: 1-d operands are a row or a column; leading dims broadcast as batch dims."""
-    a, b = (args + [None, None])[:2]
-    if a is None or b is None or not a.dims or not b.dims:
-        return None
-    m, k = (1, a.dims[0]) if len(a.dims) == 1 else a.dims[-2:]
-    k2, n = (b.dims[0], 1) if len(b.dims) == 1 else b.dims[-2:]
-    batch_shape = broadcast([a.dims[:-2], b.dims[:-2]])
-    if k != k2 or batch_shape is None:
-        return None
-    return _gemm(m, n, k, math.prod(batch_shape), [a, b], a.itemsize)
-
-
-def _linear(args: list[Optional[Tensor]]) -> Optional[Work]:
-    return _weight_nk(args, bias=args[2] if len(args) > 2 else None)
-
-
-def _weight_nk(args: list[Optional[Tensor]], bias: Optional[Tensor]) -> Optional[Work]:
-    """`y = x @ w.T (+ bias)` with `x[..., K]` and `w[N, K]` (`linear`, vendor GEMMs of that layout)."""
-    x, w = (args + [None, None])[:2]
-    if x is None or w is None or not x.dims or len(w.dims) != 2 or x.dims[-1] != w.dims[1]:
-        return None
-    m, (n, k) = math.prod(x.dims[:-1]), w.dims
-    return _gemm(m, n, k, 1, [x, w], x.itemsize, bias)
-
-
-GEMMS = {"mm": _mm, "addmm": _addmm, "bmm": _bmm, "baddbmm": _baddbmm, "matmul": _matmul, "linear": _linear}
-
-
-def _elementwise(base: str, inplace: bool, args: list[Optional[Tensor]]) -> Optional[Work]:
-    inputs = [t for t in args if t is not None]
-    if not inputs:
-        return None
-    shape = broadcast([t.dims for t in inputs])
-    if shape is None:
-        return None
-    out_itemsize = 1 if base in COMPARISONS else inputs[0].itemsize if inplace else DTYPE_BYTES[result_dtype(inputs)]
-    numel = math.prod(shape)
-    return Work(ELEMENTWISE, float(numel), float(sum(t.nbytes for t in inputs) + numel * out_itemsize))
-
-
-def result_dtype(inputs: list[Tensor]) -> str:
-    """PyTorch's type promotion of tensor operands: the dimensioned tensors decide, a 0-dim one only where its
-    category (bool < integral < floating < complex) is higher; inside a category the wider dtype wins, and half
-    with bfloat16 gives float."""
-    with_dims = [t.dtype for t in inputs if t.dims]
-    zero_dim = [t.dtype for t in inputs if not t.dims]
-    chosen = _promote(with_dims) if with_dims else _promote(zero_dim)
-    higher = [d for d in zero_dim if CATEGORY[d] > CATEGORY[chosen]]
-    return _promote([chosen, *higher]) if higher else chosen
-
-
-def _promote(dtypes: list[str]) -> str:
-    top = max(CATEGORY[d] for d in dtypes)
-    same = {d for d in dtypes if CATEGORY[d] == top}
-    if same == {"c10::Half", "c10::BFloat16"}:
-        return "float"
-    return max(sorted(same), key=lambda d: DTYPE_BYTES[d])
-
-
-def _copy(base: str, args: list[Optional[Tensor]]) -> Optional[Work]:
-    """`copy_(dst, src)`: src read, dst written; `_to_copy`, `clone`, `contiguous(src)`: the same dtype out (a
-    `_to_copy` to another dtype names it in its concrete inputs, which are not read here: counted at the source's)."""
-    if base == "copy":
-        dst, src = (args + [None, None])[:2]
-        if dst is None or src is None:
-            return None
-        return Work(COPY, float(dst.numel), float(src.nbytes + dst.nbytes))
-    src = args[0] if args else None
-    if src is None:
-        return None
-    return Work(COPY, float(src.numel), float(2 * src.nbytes))
+def _aten_category(base: str) -> str:
+    """An ATen op's family by its name: a model's, a listed one's, a backward op's forward's."""
+    stem = base.rstrip("_")
+    family = FAMILY_OF.get(base) or FAMILY_OF.get(stem) or CATEGORY_ONLY.get(stem)
+    if family is not None:
+        return family
+    if stem.startswith("_foreach_"):  # the optimizer's multi-tensor kernels
+        return COPY if "copy" in stem else ELEMENTWISE
+    if "conv" in stem and "convert" not in stem:  # cudnn_convolution_backward_input, slow_conv2d_forward, ...
+        return CONV
+    if "_backward" in stem:  # gather_backward: the family of gather
+        return _aten_category(stem.split("_backward", 1)[0])
+    return OTHER

@@ -6,6 +6,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..roofline.work import CATEGORIES, COMMUNICATION
+
 MAX_EDITS = 16  # edits one request may apply
 MAX_NAME = 1000  # characters of a NAME or PATTERN
 MAX_FACTOR = 100.0  # the largest scale factor an edit may give
@@ -16,7 +18,9 @@ STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/distributed/stragg
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
 WARMUP = "warmup=median"
 SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
-             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", WARMUP, STRAGGLER)
+             "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "roofline:CATEGORY>=P%", "precision:bf16",
+             "precision:fp16", WARMUP, STRAGGLER)
+ROOF_CATEGORIES = tuple(c for c in CATEGORIES if c != COMMUNICATION)  # what `roofline:` re-times
 
 
 class EditError(ValueError):
@@ -26,11 +30,12 @@ class EditError(ValueError):
 @dataclass(frozen=True)
 class Edit:
     """One change to replay: `kind` is dataloader, dataloader-workers, sync, host, kernel, kernel-in, fuse, comm,
-    warmup or straggler."""
+    roofline, precision, warmup or straggler."""
 
     kind: str
-    target: str = ""  # NAME or PATTERN
-    factor: float = 0.0  # new length as a share of the recorded one (0 removes it); for dataloader-workers, K
+    target: str = ""  # NAME, PATTERN or (roofline) CATEGORY
+    factor: float = 0.0  # new length as a share of the recorded one (0 removes it); for dataloader-workers, K;
+    # for roofline, P as a share (0.6 for 60%)
     text: str = ""
 
 
@@ -82,6 +87,23 @@ def parse_edit(text: str) -> Edit:
         if not name or len(name) > MAX_NAME:
             raise EditError(f"{t[:200]!r}: the name must have 1 to {MAX_NAME} characters")
         return Edit("fuse", name, 0.0, t)
+    if t.startswith("roofline:"):
+        return _roofline(t)
+    if t in ("precision:bf16", "precision:fp16"):
+        return Edit("precision", t.split(":", 1)[1], 0.0, t)
     if t.startswith(NOT_YET):
         raise EditError(f"{t!r}: this edit is not replayed; the replay knows {', '.join(SPELLINGS)}")
     raise EditError(f"{t[:200]!r} is not an edit; write one of {', '.join(SPELLINGS)}")
+
+
+def _roofline(t: str) -> Edit:
+    """`roofline:CATEGORY>=P%`: the kernels of CATEGORY's op calls running below P% of their roof run at P%."""
+    m = re.fullmatch(r"roofline:([a-z]+)>=(\d{1,3}(?:\.\d{1,3})?)%", t)
+    if not m:
+        raise EditError(f"{t[:200]!r}: write roofline:CATEGORY>=P% (CATEGORY one of {', '.join(ROOF_CATEGORIES)})")
+    category, share = m.group(1), float(m.group(2))
+    if category not in ROOF_CATEGORIES:
+        raise EditError(f"{t!r}: {category!r} is not a category; one of {', '.join(ROOF_CATEGORIES)}")
+    if not 0 < share <= 100:
+        raise EditError(f"{t!r}: P must be above 0 and at most 100")
+    return Edit("roofline", category, share / 100, t)

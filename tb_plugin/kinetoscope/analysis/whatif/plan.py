@@ -11,6 +11,10 @@ from ...trace import intervals
 from ...trace.kinds import Kind, is_collective_name
 from ...trace.model import TraceModel, unique
 from ..core.selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, launch_call_rows
+from ..roofline.figures import activity_shares, device_peaks, roofline_of
+from ..roofline.precision import precision_scales
+from ..roofline.work import CATEGORIES
+from ..tables.index import TableIndex
 from .edits import OP_SEP, Edit
 from .model import Context, Plan, cached, lane_running_max
 
@@ -102,6 +106,42 @@ def _first_step(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.
     return 1 + int(rows.size)
 
 
+def _roofline(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarray) -> int:
+    """`roofline:CATEGORY>=P%`: each kernel (memcpy, memset) launched by an op call of CATEGORY whose share of the
+    roof is below P runs at P: its length times share / P (the call's time at the roof over P, its kernels in
+    proportion). Calls without a model, or on a device without peaks, keep their length."""
+    category, share = cached(ctx, "roofline_shares", lambda: roof_shares(ctx))
+    hit = (category == CATEGORIES.index(edit.target)) & (share < edit.factor)
+    _durations(ctx, plan)[hit] *= share[hit] / edit.factor
+    return int(hit.sum())
+
+
+def _precision(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarray) -> int:
+    """`precision:bf16` (or fp16): the matrix-unit op calls running in fp32 or tf32 run in that dtype at their
+    share of the roof (`roofline.precision`): their kernels take their time at the new roof over their time at
+    the roof now."""
+    scale = cached(ctx, f"precision:{edit.target}",
+                   lambda: precision_scales(_roofline_of(ctx), ctx.acts, edit.target))
+    _durations(ctx, plan)[:] *= scale
+    return int(np.count_nonzero(scale < 1))
+
+
+def _roofline_of(ctx: Context):
+    """The Roofline the replayer was given, else one made with the built-in peaks."""
+    roof = ctx.cache.get("roofline")
+    if roof is None:
+        model = ctx.model
+        roof = ctx.cache["roofline"] = roofline_of(model, TableIndex.build(model), device_peaks(model))
+    return roof
+
+
+def roof_shares(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """Per activity of the context: the category index of the op call that launched it and that call's share of
+    the roof (`roofline.figures.activity_shares`), from the Roofline the replayer was given (else one made with
+    the built-in peaks)."""
+    return activity_shares(_roofline_of(ctx), ctx.acts)
+
+
 def _sync(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarray) -> int:
     hit = _syncs_named(ctx, edit.target)
     if plan.sync_factor is None:
@@ -112,7 +152,8 @@ def _sync(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarra
 
 # Each kind of edit (`edits.py`) and what it does to the plan: returns how many events it changed.
 _HANDLERS = {"dataloader": _dataloader, "host": _host, "kernel": _kernel, "kernel-in": _kernel_in, "fuse": _fuse,
-             "comm": _comm, "warmup": _first_step, "sync": _sync}
+             "comm": _comm, "warmup": _first_step, "sync": _sync, "roofline": _roofline,
+             "precision": _precision}
 
 
 def _warmup(ctx: Context) -> tuple[float, Optional[np.ndarray]]:

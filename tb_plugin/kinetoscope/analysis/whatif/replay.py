@@ -45,6 +45,12 @@ Edits, as the CLI and the routes spell them:
                             it as a glob (with * ? or [)
     kernel:in:OP*F          scale the device time of the kernels launched inside an op or region named OP, or
                             any of OP1|OP2|... (once per kernel however many of these ops nest around its launch)
+    roofline:CATEGORY>=P%   the kernels launched by the op calls of CATEGORY (gemm, attention, conv, elementwise,
+                            norm, reduce, copy, other) that run below P% of their roof (analysis/roofline) run at P%:
+                            their length times (their share of the roof) / P
+    precision:bf16          the GEMM, convolution and attention op calls running in fp32 or tf32 run in bf16 (or
+                            fp16) at their share of the roof: their kernels take their time at the bf16 roof (the
+                            bf16 peak, half the bytes) over their time at the roof now (analysis/roofline/precision.py)
     fuse:NAME               the kernels launched inside each occurrence of the op or region NAME become one kernel
                             per stream, as long as all of them; the other launch calls cost no host time
     comm=hidden             communication hidden under compute: communication kernels keep their length on their
@@ -65,6 +71,7 @@ import numpy as np
 from ...trace import intervals
 from ...trace.model import TraceModel
 from ..core.selectors import dataloader_union
+from ..roofline.figures import Roofline
 from .edits import MAX_EDITS, NO_STEPS, STRAGGLER, Edit, EditError
 from .model import Context, Plan, cached
 from .plan import disjoint, plan_of
@@ -133,8 +140,11 @@ class WhatIf:
 class Replayer:
     """One trace, ready to replay under any edits: the dependencies are read once, the unedited replay run once."""
 
-    def __init__(self, model: TraceModel) -> None:
+    def __init__(self, model: TraceModel, roofline: Optional[Roofline] = None) -> None:
+        """`roofline`: the trace's Roofline (analysis.roofline), for `roofline:` edits (else one is made)."""
         self.ctx = Context.of(model)
+        if roofline is not None:
+            self.ctx.cache["roofline"] = roofline
         self.base = _replay(self.ctx, Plan())[0]
 
     def apply(self, edits: tuple[Edit, ...] = ()) -> WhatIf:

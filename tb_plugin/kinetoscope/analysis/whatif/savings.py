@@ -9,7 +9,10 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
     host-bound              host:OP*0 for the top host culprits (the op's host time gone)
     launch-overhead-bound   host:CALL*0 for the launch calls in the trace (launching costs the host nothing:
                             what CUDA graphs or fusion aim at)
-    compute-bound           kernel:NAME*0.5 for the kernel with the most device time (it runs twice as fast)
+    compute-bound           roofline:CATEGORY>=60% for the categories whose op calls run furthest below their
+                            roof (analysis/roofline/summary.py: elementwise and copy, GEMM, attention...: their
+                            kernels at 60% of the roof), and kernel:NAME*0.5 for the kernel with the most
+                            device time (it runs twice as fast)
 
     communication-bound     comm=hidden (communication runs under compute)
     the fusion insight      fuse:REGION for its top region (its kernels one per stream and occurrence)
@@ -18,9 +21,11 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
     the tiny-batch insight  host:CALL*0 for the launch calls (CUDA graphs; listed once when the verdict gives
                             the same edits)
     the fragmentation insight saves memory, not time: its figures give the bytes it would free
-    mixed precision         kernel:in:OP1|OP2|...*0.5 over the Tensor-Core eligible ops in the trace (their kernels
-                            twice as fast: a conservative Tensor-Core speed-up; a kernel counts once however many
-                            of these ops nest around its launch)
+    mixed precision         precision:bf16 where the roofline knows the device and the fp32/tf32 matrix work (each
+                            GEMM, convolution and attention call at its share of the bf16 roof:
+                            analysis/roofline/precision.py), else kernel:in:OP1|OP2|...*0.5 over the Tensor-Core
+                            eligible ops in the trace (their kernels twice as fast: a conservative Tensor-Core
+                            speed-up; a kernel counts once however many of these ops nest around its launch)
 
 Top culprits get their own entries under any verdict (host and sync culprits, three of each at most); an edit
 already listed is not repeated. A run's straggler carries its own saving in its ranks view (`straggler=median`,
@@ -38,10 +43,13 @@ from ...trace.model import TraceModel, shown, unique
 from ..device.tensor_cores import TC_ELIGIBLE_OPS
 from ..idle.culprits import culprit_targets
 from ..idle.gpu_idle import Cause
-from .edits import OP_SEP, WARMUP, Edit
+from ..roofline.precision import COVERED, amp_figures
+from ..roofline.summary import fix_candidates
+from .edits import OP_SEP, WARMUP, Edit, parse_edit
 from .replay import Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
+TOP_ROOF_FIXES = 3  # roofline fixes replayed under a compute-bound verdict
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
 KERNEL_SPEEDUP = 0.5  # the top kernel's new time as a share of the old one, for compute-bound
 AMP_SOURCE = "insight:mixed-precision"
@@ -94,11 +102,18 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
         elif bound == "communication-bound":
             out.append((source, "communication hidden under compute", (_edit("comm=hidden", "comm"),)))
         elif bound == "compute-bound":
+            for fix, texts in fix_candidates(model, getattr(analysis, "roofline", None))[:TOP_ROOF_FIXES]:
+                out.append((source, fix, tuple(parse_edit(t) for t in texts)))
             top = _top_kernel(model)
             if top is not None:
                 out.append((source, f"the top kernel twice as fast ({short_name(top)})",
                             (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
-    if amp is not None:  # the mixed-precision insight: the eligible ops' kernels twice as fast on Tensor Cores
+    figures = amp_figures(getattr(analysis, "roofline", None)) if amp is not None else None
+    if figures is not None and figures["matrix_modelled_share"] >= COVERED:
+        # the mixed-precision insight, from the roofline: the fp32/tf32 matrix work at its share of the bf16 roof
+        out.append((AMP_SOURCE, "the fp32 GEMMs, convolutions and attention in bf16 (autocast), at their share of "
+                                "the bf16 roof", (_edit("precision:bf16", "precision", "bf16"),)))
+    elif amp is not None:  # the mixed-precision insight: the eligible ops' kernels twice as fast on Tensor Cores
         present = set(model.names)
         ops = OP_SEP.join(sorted(n for n in TC_ELIGIBLE_OPS if n in present))
         if ops:
@@ -154,10 +169,42 @@ def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = Non
             ahead: Optional[tuple[Saving, ...]] = None) -> tuple[Saving, ...]:
     """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
     mixed-precision insight when the report found one. `ahead`: `savings_ahead`'s result for this model and
-    analysis, replayed before the insight was known (its mixed-precision entry is dropped unless `amp` is given)."""
+    analysis, replayed before the insight and the roofline were known (its mixed-precision entry is dropped unless
+    `amp` is given); the candidates that need the roofline (`analysis.roofline`, made beside `analyze`) are
+    replayed now, and where the roofline's mixed-precision edit applies it replaces the one replayed ahead."""
     if ahead is None:
         return _replayed(model, analysis, replayer, amp)
-    return tuple(s for s in ahead if amp is not None or s.source != AMP_SOURCE)
+    kept = [s for s in ahead if amp is not None or s.source != AMP_SOURCE]
+    if not _roof_candidates_possible(model, analysis, amp):
+        return tuple(kept)
+    candidates = _candidates(model, analysis, amp)
+    have = {s.edits for s in kept}
+    late = [c for c in candidates if _texts(c[2]) not in have and any(e.kind in ROOF_KINDS for e in c[2])]
+    if any(e.kind == "precision" for _, _, edits in late for e in edits):
+        kept = [s for s in kept if s.source != AMP_SOURCE]
+    found = kept + _replay(model, analysis, replayer, late)
+    order = {_texts(edits): i for i, (_, _, edits) in enumerate(candidates)}
+    return tuple(sorted(found, key=lambda s: (-s.saving_ns, order.get(s.edits, len(order)))))
+
+
+ROOF_KINDS = ("roofline", "precision")  # the edits that need the roofline
+
+
+def _roof_candidates_possible(model: TraceModel, analysis: Any, amp: Any) -> bool:
+    """Whether any candidate needs the roofline: a compute-bound verdict or runner-up with a fix, or the
+    mixed-precision insight where the roofline covers the matrix work (the other candidates are not made)."""
+    roof = getattr(analysis, "roofline", None)
+    if roof is None or not analysis.steps.count:
+        return False
+    verdict = analysis.verdict
+    if "compute-bound" in (verdict.bound, verdict.runner_up) and fix_candidates(model, roof):
+        return True
+    figures = amp_figures(roof) if amp is not None else None
+    return figures is not None and figures["matrix_modelled_share"] >= COVERED
+
+
+def _texts(edits: tuple[Edit, ...]) -> tuple[str, ...]:
+    return tuple(e.text for e in edits)
 
 
 def savings_ahead(model: TraceModel, analysis: Any) -> tuple[Saving, ...]:
@@ -168,10 +215,15 @@ def savings_ahead(model: TraceModel, analysis: Any) -> tuple[Saving, ...]:
 
 
 def _replayed(model: TraceModel, analysis: Any, replayer: Optional[Replayer], amp: Any) -> tuple[Saving, ...]:
-    candidates = _candidates(model, analysis, amp)
+    return tuple(sorted(_replay(model, analysis, replayer, _candidates(model, analysis, amp)), key=lambda s: -s.saving_ns))
+
+
+def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
+            candidates: list[tuple[str, str, tuple[Edit, ...]]]) -> list[Saving]:
+    """Each candidate's saving, in their order (an edit list seen before, or one that matches nothing, left out)."""
     if not candidates or not analysis.steps.count:
-        return ()
-    replayer = replayer or Replayer(model)
+        return []
+    replayer = replayer or Replayer(model, getattr(analysis, "roofline", None))
     seen: set[tuple[Edit, ...]] = set()
     found: list[Saving] = []
     loader_saving = None
@@ -188,7 +240,7 @@ def _replayed(model: TraceModel, analysis: Any, replayer: Optional[Replayer], am
                             float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size)))
         if edits[0].kind == "dataloader":
             loader_saving = found[-1].saving_ns
-    return tuple(sorted(found, key=lambda s: -s.saving_ns))
+    return found
 
 
 def saving_entries(found: tuple[Saving, ...]) -> list[dict[str, Any]]:
