@@ -1,11 +1,12 @@
 """How close each op runs to what the device can do: the roofline of the op calls that launched GPU work.
 
-Each op call's GPU work is what the op table attributes to it as its own: the kernels, memcpys and memsets whose
-launch call it issued itself, not a nested op (`launch_offsets.issuing_ops`: the op with the call's External id
-enclosing it, else the innermost op running when the call started), and its work per call is `work.op_work` of what the
-trace records of its inputs (`record_shapes=True`). Per call, the achieved rate is the call's work over its GPU
-time (the sum of its activities' durations); a row's `achieved_tflops` and `achieved_tbps` are the means over its
-calls of those per-call rates, as TraceLens reports them.
+Each GPU activity (kernel, memcpy, memset) counts under one op call: the op table's issuing op of its launch call
+(the op with the call's External id enclosing it, else the innermost op running when the call started), or the
+outermost op around that one whose work model covers it (`attribution.owners`: `aten::convolution` over the
+`aten::cudnn_convolution` that launched the kernel). A call's work per call is `work.op_work` of what the trace
+records of its inputs (`record_shapes=True`). Per call, the achieved rate is the call's work over its GPU time (the
+sum of its activities' durations); a row's `achieved_tflops` and `achieved_tbps` are the means over its calls of
+those per-call rates, as TraceLens reports them.
 
 The roof of a call is the device's (`peaks.Peaks`): its compute peak for the call's dtype (matrix units for GEMM,
 convolution and attention, the vector peak otherwise) and its memory bandwidth. At arithmetic intensity I
@@ -53,8 +54,8 @@ class Roofline:
     act_rows: np.ndarray  # int64 GPU activity rows (kernels, memcpys, memsets on GPU lanes), ascending
     act_start_ns: np.ndarray  # int64
     act_end_ns: np.ndarray  # int64
-    act_call: np.ndarray  # int32 per activity: the call that launched it (into call_rows), -1 when no op did
-    call_rows: np.ndarray  # int64 op rows of the calls that launched GPU work, ascending
+    act_call: np.ndarray  # int32 per activity: the call it counts under (into call_rows), -1 when no op launched it
+    call_rows: np.ndarray  # int64 op rows of the calls GPU work counts under, ascending
     call_group: np.ndarray  # int32 per call: its (op name, inputs) group
     group_name: np.ndarray  # int32 model name id per group
     group_inputs: np.ndarray  # int32 model inputs id per group (-1: none recorded)
