@@ -20,8 +20,9 @@ import numpy as np
 from .analysis.distributed.ranks import RankDigest, rank_digest
 from .analysis.idle.launch_offsets import launch_table
 from .analysis.report import Analysis, TablesPart, analyze, model_parts, report_ahead, report_entry, tables_part
-from .analysis.roofline.figures import Roofline, device_peaks, roofline_of
-from .analysis.roofline.peaks import PeaksError, builtin_peaks, parse_peaks
+from .analysis.roofline import figures
+from .analysis.roofline.figures import Roofline
+from .analysis.roofline.peaks import PeaksError, parse_peaks
 from .analysis.tables.index import TableIndex
 from .analysis.tables.search import SearchIndex
 from .trace import heap
@@ -173,8 +174,7 @@ def read_peaks(path: str) -> tuple[tuple, str]:
 def trace_roofline(model: TraceModel, index: Optional[TableIndex] = None) -> Roofline:
     """The trace's Roofline with the user's peaks file, as the pipeline makes it (for doors that have no analysis);
     `index`: the model's TableIndex when the caller has one."""
-    index = index if index is not None else TableIndex.build(model)
-    return roofline_of(model, index, device_peaks(model, (*user_peaks()[0], *builtin_peaks())))
+    return figures.trace_roofline(model, index if index is not None else TableIndex.build(model), user_peaks()[0])
 
 
 class _Once:

@@ -31,8 +31,7 @@ from .judgement.insights import Insight, insight_entries, insights, with_rooflin
 from .judgement.sufficiency import sufficiency
 from .judgement.verdict import GROUPS, Verdict, device_verdict, few_activities, harmonized_by_worker, not_enough, run_verdict, winner_rule
 from .memory.timeline import MemorySeries, memory_timeline
-from .roofline.figures import Roofline, device_peaks, roofline_of, whole_rows
-from .roofline.peaks import builtin_peaks
+from .roofline.figures import Roofline, trace_roofline, whole_rows
 from .roofline.precision import amp_figures
 from .roofline.summary import efficiency_entry, fix_facts, verdict_fix
 from .tables.index import TableIndex
@@ -180,7 +179,7 @@ def tables_part(model: TraceModel, tables: Optional[TableIndex] = None, peaks: t
     whole-trace rows are made here too (the report reads them), beside `analyze`."""
     tables = tables if tables is not None else TableIndex.build(model)
     tbprof = overview(model, tables)
-    roof = roofline_of(model, tables, device_peaks(model, (*peaks, *builtin_peaks())))
+    roof = trace_roofline(model, tables, peaks)
     whole_rows(model, roof, kernels=False)
     return TablesPart(tables=tables, tbprof=tbprof, amp=tbprof.amp_insight(), tables_entry=tables_entry(model, tables),
                       roofline=roof)

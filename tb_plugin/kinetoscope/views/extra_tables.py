@@ -78,15 +78,24 @@ def extra_view(model: TraceModel, index: TableIndex, *, by: str, window: Window 
         values = [rows[i][field].lower() if isinstance(rows[i][field], str) else rows[i][field] for i in kept]
         order = sorted(range(len(kept)), key=values.__getitem__, reverse=sort.startswith("-"))
         kept = [kept[j] for j in order]
-    page = [dict(rows[i]) for i in kept[offset: offset + min(limit, max_limit)]]
+    answer = table_page(model, by, sort or "", query, rows, kept, totals, window, offset, limit, max_limit,
+                        {k: options[k] for k in wanted if k in options})
     if by == "module_tree":
-        for row in page:
+        for row in answer["rows"]:
             row["name"] = row["name"][:MAX_TREE_NAME]
+    return answer
+
+
+def table_page(model: TraceModel, by: str, sort: str, query: Optional[str], rows: list[dict[str, Any]], kept: list[int],
+               totals: dict[str, Any], window: Window, offset: int, limit: int, max_limit: int,
+               options: dict[str, Any]) -> dict[str, Any]:
+    """The route's answer for one page of a table: the rows `kept` (filtered, in order) from `offset`, at most
+    `min(limit, max_limit)` of them (copies), with the table's envelope."""
     base = model.start_ns
-    return {"by": by, "sort": sort or "", "filter": query or "", "total": len(kept), "rows_in_window": len(rows),
-            "offset": offset, "limit": limit, "totals": totals, "options": {k: options[k] for k in wanted if k in options},
+    return {"by": by, "sort": sort, "filter": query or "", "total": len(kept), "rows_in_window": len(rows),
+            "offset": offset, "limit": limit, "totals": totals, "options": options,
             "window": None if window is None else {"start_us": (window[0] - base) / 1e3, "end_us": (window[1] - base) / 1e3},
-            "rows": page}
+            "rows": [dict(rows[i]) for i in kept[offset: offset + min(limit, max_limit)]]}
 
 
 def _with_ancestors(rows: list[dict[str, Any]], kept: list[int]) -> list[int]:

@@ -7,6 +7,7 @@ from typing import Any, Optional
 from ..analysis.roofline.figures import Roofline, roofline_rows, whole_rows
 from ..analysis.tables.index import Window
 from ..trace.model import TraceModel
+from .extra_tables import table_page
 
 # sort key -> row field (`-` first: descending; None sorts last either way)
 ROOFLINE_SORT_KEYS = {"name": "name", "category": "category", "calls": "calls", "kernel": "kernel_us",
@@ -39,9 +40,4 @@ def roofline_view(model: TraceModel, roof: Roofline, *, window: Window = None, s
     absent = [i for i in kept if rows[i][field] is None]
     present.sort(key=lambda i: rows[i][field].lower() if isinstance(rows[i][field], str) else rows[i][field],
                  reverse=descending)
-    kept = present + absent
-    base = model.start_ns
-    return {"by": "roofline", "sort": sort, "filter": query or "", "total": len(kept), "rows_in_window": len(rows),
-            "offset": offset, "limit": limit, "totals": totals, "options": {},
-            "window": None if window is None else {"start_us": (window[0] - base) / 1e3, "end_us": (window[1] - base) / 1e3},
-            "rows": [dict(rows[i]) for i in kept[offset: offset + min(limit, max_limit)]]}
+    return table_page(model, "roofline", sort, query, rows, present + absent, totals, window, offset, limit, max_limit, {})

@@ -7,10 +7,8 @@ from typing import Optional
 import msgspec
 import numpy as np
 
-from ...trace.kinds import Kind
 from ...trace.model import TraceModel, unique_inverse
 from ..core.op_forest import Forest
-from ..core.selectors import parent_rows
 from .work import Work, base_name, has_model, op_work
 
 # Ops that choose a backend and hand it their whole work: a call of one of these is never the op a kernel is
@@ -25,14 +23,15 @@ class Works:
     """The work of each (op name, recorded inputs) key of one trace, computed once per key."""
 
     def __init__(self, model: TraceModel, name_ids: Optional[np.ndarray] = None) -> None:
-        """`name_ids`: the distinct name ids of the ops asked about (ascending), when known: the keys are then
-        dense (a few times the calls at most), which numpy groups by counting instead of sorting."""
+        """`name_ids`: the distinct name ids of the ops asked about (ascending), when known (else every name): the
+        keys are then dense (a few times the calls at most), which numpy groups by counting instead of sorting."""
         self.model, self.width = model, len(model.inputs_strings) + 1
         self.name_ids = np.arange(len(model.names), dtype=np.int64) if name_ids is None else name_ids.astype(np.int64)
         self._dense = np.full(len(model.names) + 1, -1, np.int64)
         self._dense[self.name_ids] = np.arange(self.name_ids.size)
         self._found: dict[int, Optional[Work]] = {}
-        self._named: Optional[np.ndarray] = None  # per name id: some model covers the name
+        self._named = np.zeros(len(model.names) + 1, bool)  # per name id: some model covers the name
+        self._named[self.name_ids] = [has_model(model.names[i]) for i in self.name_ids.tolist()]
 
     def key(self, rows: np.ndarray) -> np.ndarray:
         """Per row, its (op name, recorded inputs) key: the name's place among `name_ids`, then the inputs id."""
@@ -49,15 +48,8 @@ class Works:
         return self._found[key]
 
     def named(self, name_ids: np.ndarray) -> np.ndarray:
-        """Per name id: some model covers the name (`work.has_model`), judged once per name asked about."""
-        if self._named is None:
-            self._named = np.full(len(self.model.names) + 1, -1, np.int8)
-        if self._named[self.name_ids[:1]].min(initial=0) < 0:  # the names asked about, judged at once
-            self._named[self.name_ids] = [has_model(self.model.names[i]) for i in self.name_ids.tolist()]
-        unknown = self._named[name_ids] < 0
-        for i in (np.unique(name_ids[unknown]).tolist() if unknown.any() else ()):
-            self._named[i] = has_model(self.model.names[i])
-        return self._named[name_ids] > 0
+        """Per name id (among `name_ids`): some model covers the name (`work.has_model`)."""
+        return self._named[name_ids]
 
     def candidates(self, rows: np.ndarray) -> np.ndarray:
         """Which rows may have a model: a name some model covers and inputs recorded (their work not computed)."""
@@ -74,32 +66,23 @@ class Works:
         return out
 
 
-def owners(model: TraceModel, issuing: np.ndarray, works: Works, forest: Optional[Forest] = None,
-           nodes: Optional[np.ndarray] = None) -> np.ndarray:
-    """For each issuing op call (rows), the call its GPU work is counted under: among it and the ops around it,
-    the outermost one with a work model that is not a dispatcher (`aten::layer_norm` over
-    `aten::native_layer_norm`, `aten::convolution` over `aten::cudnn_convolution`: the op a user called, whose work
-    covers what its implementation launched), else the innermost one with a model, else the issuing call itself.
+def owners(model: TraceModel, works: Works, forest: Forest, nodes: np.ndarray) -> np.ndarray:
+    """For each issuing op call (`nodes`: positions in the op forest), the row of the call its GPU work is counted
+    under: among it and the ops around it (its ancestors in `forest`, the profiler tables' op nesting), the
+    outermost one with a work model that is not a dispatcher (`aten::layer_norm` over `aten::native_layer_norm`,
+    `aten::convolution` over `aten::cudnn_convolution`: the op a user called, whose work covers what its
+    implementation launched), else the innermost one with a model, else the issuing call itself.
 
-    The ops around are the op forest's (`forest`: the profiler tables' op nesting) or, without one, every event's
-    enclosing parent (`parent_rows`). They are judged by name and recorded inputs (`Works.candidates`): only the
-    call chosen so has its work computed, and where its inputs do not fit its model (a convolution recorded without
-    its concrete inputs) the work counts under the issuing call itself (the ops between are the same op's layers,
-    recorded alike: they do not fit either). `nodes`: the issuing calls' positions in `forest`, when the caller has them."""
-    if not issuing.size or not model.inputs_strings:
+    The ops around are judged by name and recorded inputs (`Works.candidates`): only the call chosen so has its work
+    computed, and where its inputs do not fit its model (a convolution recorded without its concrete inputs) the
+    work counts under the issuing call itself (the ops between are the same op's layers, recorded alike: they do
+    not fit either)."""
+    issuing = forest.rows[nodes]
+    if not nodes.size or not model.inputs_strings:
         return issuing
-    if forest is not None:
-        nodes = np.searchsorted(forest.rows, issuing) if nodes is None else nodes
-        node_rows, parent, name_ids = forest.rows, forest.parent.astype(np.int64), forest.name_ids
-        hit = works.candidates(node_rows)
-    else:
-        nodes, node_rows, parent = issuing, np.arange(model.n_events), parent_rows(model)
-        is_op = model.kind == Kind.CPU_OP
-        name_ids = np.unique(model.name_id[is_op])
-        hit = np.zeros(model.n_events, bool)
-        hit[is_op] = works.candidates(np.flatnonzero(is_op))
-    plain = hit & ~_dispatchers(model, name_ids)[model.name_id[node_rows]]
-    chosen = node_rows[_climb(nodes, parent, hit, plain)]
+    hit = works.candidates(forest.rows)
+    plain = hit & ~_dispatchers(model, forest.name_ids)[model.name_id[forest.rows]]
+    chosen = forest.rows[_climb(nodes, forest.parent.astype(np.int64), hit, plain)]
     moved = np.flatnonzero(chosen != issuing)
     wrong = moved[~works.modelled(chosen[moved])] if moved.size else moved
     chosen[wrong] = issuing[wrong]

@@ -39,7 +39,7 @@ from ...trace.model import TraceModel, freeze_arrays, unique_inverse
 from ..core.selectors import comm_mask
 from ..tables.index import TableIndex, Window, clip
 from .attribution import Works, owners
-from .peaks import Choice, Peaks, choose
+from .peaks import Choice, Peaks, builtin_peaks, choose
 from .work import CATEGORIES, COMMUNICATION, Work, category_of
 
 MAX_KERNEL_ROWS = 500  # kernel rows a roofline row lists (earliest first), for the chart's click-to-select
@@ -78,7 +78,7 @@ def roofline_of(model: TraceModel, index: TableIndex, choice: Choice) -> Rooflin
     owned = np.flatnonzero(ops.owner >= 0) if ops.size else np.zeros(0, np.int64)
     # the issuing calls as op positions (denser than rows), each once; then the call each one's work counts under
     positions, inverse = unique_inverse(ops.owner[owned]) if owned.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    owner = owners(model, ops.rows[positions], works, ops, positions)
+    owner = owners(model, works, ops, positions)
     call_rows, call_of = np.unique(owner, return_inverse=True)
     act_to_call = np.full(acts.size, -1, np.int32)
     act_to_call[owned] = call_of.reshape(-1)[inverse]
@@ -91,6 +91,12 @@ def roofline_of(model: TraceModel, index: TableIndex, choice: Choice) -> Rooflin
     return Roofline(acts, index.act_start_ns, index.act_end_ns, act_to_call, call_rows.astype(np.int64),
                     group.astype(np.int32), names, inputs, tuple(found), categories, choice.peaks, choice.reason,
                     recorded)
+
+
+def trace_roofline(model: TraceModel, index: TableIndex, user: tuple = ()) -> Roofline:
+    """The trace's Roofline against its busiest device's peaks: `user` entries (a peaks file's,
+    `peaks.parse_peaks`) before the built-in ones."""
+    return roofline_of(model, index, device_peaks(model, (*user, *builtin_peaks())))
 
 
 def device_peaks(model: TraceModel, entries: Optional[tuple] = None) -> Choice:
@@ -172,15 +178,21 @@ def activity_shares(roof: Roofline, acts: np.ndarray) -> tuple[np.ndarray, np.nd
     ok = ~np.isnan(gw.roof_s[g]) & (times.ns > 0)
     share = np.where(ok, gw.roof_s[g] * 1e9 / np.where(ok, times.ns, 1.0), np.nan)
     category = np.where(ok, cat_ix[g], -1)
+    call = activity_calls(roof, acts)
+    mine = call >= 0
+    out_cat, out_share = np.full(acts.size, -1, np.int32), np.full(acts.size, np.nan)
+    out_cat[mine], out_share[mine] = category[call[mine]], share[call[mine]]
+    return out_cat, out_share
+
+
+def activity_calls(roof: Roofline, acts: np.ndarray) -> np.ndarray:
+    """For each of `acts` (GPU activity rows): the call it counts under (into `roof.call_rows`), -1 for none."""
     pos = np.searchsorted(roof.act_rows, acts)
     hit = pos < roof.act_rows.size
     hit[hit] = roof.act_rows[pos[hit]] == acts[hit]
     call = np.full(acts.size, -1, np.int64)
     call[hit] = roof.act_call[pos[hit]]
-    mine = call >= 0
-    out_cat, out_share = np.full(acts.size, -1, np.int32), np.full(acts.size, np.nan)
-    out_cat[mine], out_share[mine] = category[call[mine]], share[call[mine]]
-    return out_cat, out_share
+    return call
 
 
 def roofline_rows(model: TraceModel, roof: Roofline, window: Window = None,

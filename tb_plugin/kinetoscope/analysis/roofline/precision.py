@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .figures import Roofline, call_times, roof_seconds
+from .figures import Roofline, activity_calls, call_times, roof_seconds
 from .record import Work
 
 MATRIX = ("gemm", "conv", "attention")  # the categories that run on matrix units
@@ -48,12 +48,8 @@ def group_scales(roof: Roofline, dtype: str) -> np.ndarray:
 def precision_scales(roof: Roofline, acts: np.ndarray, dtype: str = "bf16") -> np.ndarray:
     """Per GPU activity row of `acts`: the factor its duration takes in `dtype` (the `precision:` edit)."""
     scale = group_scales(roof, dtype)
-    pos = np.searchsorted(roof.act_rows, acts)
-    hit = pos < roof.act_rows.size
-    hit[hit] = roof.act_rows[pos[hit]] == acts[hit]
     out = np.ones(acts.size)
-    call = np.full(acts.size, -1, np.int64)
-    call[hit] = roof.act_call[pos[hit]]
+    call = activity_calls(roof, acts)
     mine = call >= 0
     out[mine] = scale[roof.call_group[call[mine]]]
     return out

@@ -11,7 +11,7 @@ from ...trace import intervals
 from ...trace.kinds import Kind, is_collective_name
 from ...trace.model import TraceModel, unique
 from ..core.selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, launch_call_rows
-from ..roofline.figures import activity_shares, device_peaks, roofline_of
+from ..roofline.figures import activity_shares, trace_roofline
 from ..roofline.precision import precision_scales
 from ..roofline.work import CATEGORIES
 from ..tables.index import TableIndex
@@ -131,7 +131,7 @@ def _roofline_of(ctx: Context):
     roof = ctx.cache.get("roofline")
     if roof is None:
         model = ctx.model
-        roof = ctx.cache["roofline"] = roofline_of(model, TableIndex.build(model), device_peaks(model))
+        roof = ctx.cache["roofline"] = trace_roofline(model, TableIndex.build(model))
     return roof
 
 
