@@ -36,7 +36,7 @@ ALLOWED = {
 }
 TOP_LEVEL = {"__init__.py", "pipeline.py"}
 # `analysis/`'s packages (and its facade), lowest first: each imports only those before it.
-ANALYSIS_ORDER = ("core", "distributed", "memory", "idle", "tables", "roofline", "judgement", "device", "whatif", "report", "compare")
+ANALYSIS_ORDER = ("core", "distributed", "memory", "idle", "graphs", "tables", "roofline", "judgement", "device", "whatif", "report", "compare")
 
 
 @dataclass(frozen=True)

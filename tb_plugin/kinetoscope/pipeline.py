@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -18,6 +19,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .analysis.distributed.ranks import RankDigest, rank_digest
+from .analysis.graphs.attribution import REFERENCE_ERROR_KEY, with_reference
+from .analysis.graphs.reference import ReferenceCalls, captured_launch_rows, reference_calls
 from .analysis.idle.launch_offsets import launch_table
 from .analysis.report import Analysis, TablesPart, analyze, model_parts, report_ahead, report_entry, tables_part
 from .analysis.roofline import figures
@@ -26,13 +29,21 @@ from .analysis.roofline.peaks import PeaksError, parse_peaks
 from .analysis.tables.index import TableIndex
 from .analysis.tables.search import SearchIndex
 from .trace import heap
-from .trace.loader import TraceError
+from .trace.kinds import GRAPH_LAUNCH_CALLS
+from .trace.loader import TraceError, load_trace
 from .trace.model import TraceModel
+from .trace.source import SourceError, events_args
 from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
 
 MAX_TOP = 1000  # launch-table rows kept per table; the most a request may ask for
 PEAKS_ENV = "KINETOSCOPE_PEAKS"  # a user's device peaks file (analysis/roofline/peaks.py); the CLI's --peaks sets it
 MAX_PEAKS_BYTES = 1 << 20  # the most of a peaks file read
+GRAPH_REFERENCE_ENV = "KINETOSCOPE_GRAPH_REFERENCE"  # the trace graph replays were captured from (--graph-reference)
+CAPTURE_FOLDER = "capture_traces"  # where capture traces lie beside the measured one
+MAX_CAPTURED = 1_000_000  # captured launch calls of a reference whose args are re-read
+_TRACE_NAME = re.compile(r"\.json(\.gz)?$")
+_RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+_references: dict[tuple, ReferenceCalls] = {}
 log = logging.getLogger(__name__)
 _peaks_cache: dict[tuple, tuple[tuple, str]] = {}
 
@@ -175,6 +186,79 @@ def trace_roofline(model: TraceModel, index: Optional[TableIndex] = None) -> Roo
     """The trace's Roofline with the user's peaks file, as the pipeline makes it (for doors that have no analysis);
     `index`: the model's TableIndex when the caller has one."""
     return figures.trace_roofline(model, index if index is not None else TableIndex.build(model), user_peaks()[0])
+
+
+def graph_reference_for(trace_path: str) -> Optional[str]:
+    """The trace that holds what a trace's graph replays were captured from: the user's (`--graph-reference PATH`,
+    `KINETOSCOPE_GRAPH_REFERENCE`), else the capture trace beside it, as xDiT, vLLM and TraceLens's patches write
+    them: in a `capture_traces/` folder next to the trace, the one of the same rank (`rank_N`), or the only one."""
+    named = os.environ.get(GRAPH_REFERENCE_ENV, "").strip()
+    if named:
+        return named
+    folder = os.path.join(os.path.dirname(trace_path), CAPTURE_FOLDER)
+    try:
+        found = sorted(f for f in os.listdir(folder) if _TRACE_NAME.search(f) and os.path.isfile(os.path.join(folder, f)))
+    except OSError:
+        return None
+    rank = _RANK.search(os.path.basename(trace_path))
+    same = [f for f in found if rank and (m := _RANK.search(f)) and m.group(1) == rank.group(1)]
+    chosen = same if same else found
+    return os.path.join(folder, chosen[0]) if len(chosen) == 1 else None
+
+
+def with_graph_reference(model: TraceModel, trace_path: str) -> TraceModel:
+    """The model with its graph replays' reference attached (`graph_reference_for`), when it replays graphs and one
+    is found; a reference that cannot be read is named in the model's meta (the report says why), never raised."""
+    if not any(name in GRAPH_LAUNCH_CALLS for name in model.names):
+        return model
+    path = graph_reference_for(trace_path)
+    if path is None or os.path.abspath(path) == os.path.abspath(trace_path):
+        return model
+    try:
+        ref = _reference_cached(path)
+    except (TraceError, SourceError, OSError) as exc:
+        return replace(model, meta={**model.meta, REFERENCE_ERROR_KEY: f"{path}: {exc}"})
+    return with_reference(model, ref)
+
+
+def _reference_cached(path: str) -> ReferenceCalls:
+    """`graph_reference(path)`, kept for the last few files (one capture trace serves every rank's replays)."""
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    with _side_lock:
+        found = _references.get(key)
+    if found is None:
+        found = graph_reference(path)
+        with _side_lock:
+            _references[key] = found
+            while len(_references) > 4:
+                _references.pop(next(iter(_references)))
+    return found
+
+
+def graph_reference(path: str) -> ReferenceCalls:
+    """A trace's launches as a graph reference (`graphs.reference`): its eager launches, and its captured ones
+    with the kernel, grid and block their calls' args name (re-read from the file: the model keeps no call args).
+
+    Raises:
+        TraceError, SourceError, OSError: the file cannot be read.
+    """
+    model = load_trace(path, cache_dir=None)
+    index = TableIndex.build(model)
+    grid, block = (np.where(index.act_present[k], index.act_values[k], -1.0) for k in (1, 2))
+    captured = captured_launch_rows(model)[:MAX_CAPTURED]
+    keys = {}
+    for row, args in events_args(path, model, captured, ("kernel", "grid", "block")).items():
+        if isinstance(args.get("kernel"), str):
+            keys[row] = (args["kernel"], _size(args.get("grid")), _size(args.get("block")))
+    return reference_calls(model, index.act_rows, grid, block, index.ops, index.modules, source=path, launch_keys=keys)
+
+
+def _size(value: Any) -> float:
+    """A grid or block arg's size (x*y*z), -1 unless it is three whole numbers >= 1."""
+    if isinstance(value, list) and len(value) == 3 and all(type(v) is int and 1 <= v < 1 << 31 for v in value):
+        return float(value[0] * value[1] * value[2])
+    return -1.0
 
 
 class _Once:

@@ -20,6 +20,7 @@ from .device.counters import counters_summary
 from .device.tbprof_overview import Overview, overview, overview_entries
 from .distributed.comm import Communication, communication
 from .distributed.jobs import JobGroup
+from .graphs.attribution import REFERENCE_ERROR_KEY, GraphAttribution
 from .idle.breakdown import Breakdown, breakdown
 from .idle.culprits import host_culprit, sync_culprit, top_culprits
 from .idle.dataloader_stalls import Steps, judged_ends, step_breakdown
@@ -248,9 +249,19 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "savings": found,
         "efficiency": efficiency_entry(model, analysis.roofline, analysis.steps.start_ns, analysis.steps.end_ns),
         "tables": part.tables_entry,
+        "graph_attribution": graph_entry(model, part.tables.graphs),
         **overview_entries(model, tbprof, analysis.idle),
         "counters": ahead.counters,
     }
+
+
+def graph_entry(model: TraceModel, graphs: Optional[GraphAttribution]) -> Optional[dict]:
+    """The `graph_attribution` entry: how much graph-replayed kernel time was given to the ops that captured it, and
+    from which reference (None: the trace replays no graph); why a named reference was not used, when it was not."""
+    if graphs is None:
+        return None
+    error = model.meta.get(REFERENCE_ERROR_KEY)
+    return {**graphs.entry(), **({"reference_error": str(error)[:500]} if error else {})}
 
 
 def _with_roof_fix(model: TraceModel, analysis: Analysis, found: list[dict]) -> Verdict:

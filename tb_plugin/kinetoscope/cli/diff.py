@@ -22,6 +22,7 @@ from ..analysis.compare.sides import compare_sides
 from ..analysis.report import analyze
 from ..formats.compare import figure, pct, render
 from ..formats.schema import versioned
+from ..pipeline import with_graph_reference
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import TraceFile, resolve
 from ..trace.loader import TraceError, load_trace, resource_message
@@ -53,7 +54,7 @@ def _figures_job(job: tuple[str, str, Any]) -> tuple[str, Any]:
     """("ok", TraceFigures) or ("error", message) for one trace; runs in a worker process."""
     path, worker, cache_dir = job
     try:
-        model = load_trace(path, cache_dir=cache_dir)
+        model = with_graph_reference(load_trace(path, cache_dir=cache_dir), path)
         return "ok", figures_of(model, analyze(model), worker)
     except TraceError as exc:
         return "error", str(exc)

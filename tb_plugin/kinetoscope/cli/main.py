@@ -13,7 +13,7 @@ from typing import Optional
 
 from .. import __version__
 from ..analysis.roofline.peaks import PeaksError
-from ..pipeline import PEAKS_ENV, read_peaks
+from ..pipeline import CAPTURE_FOLDER, GRAPH_REFERENCE_ENV, PEAKS_ENV, read_peaks
 from ..trace.budgets import CLI_OPTIONS, in_environment
 from ..trace.discovery import SkippedLink, noting_skipped_links
 from ..trace.remote import OptionsError, credentials_in_url, options_in_env, parse_options
@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--peaks", default=None, metavar="FILE",
                              help=f"device peak figures (JSON, analysis/roofline/peaks.py) that add to or override "
                                   f"the built-in ones for the roofline (also ${PEAKS_ENV})")
+        command.add_argument("--graph-reference", default=None, metavar="PATH",
+                             help=f"a trace whose ops launched what the traces' CUDA/HIP graphs replay (their capture "
+                                  f"trace, or an eager run of the same model): replayed kernels are given to those ops "
+                                  f"(also ${GRAPH_REFERENCE_ENV}; default: the trace of the same rank in a "
+                                  f"capture_traces/ folder beside each trace)")
     return parser
 
 
@@ -70,6 +75,20 @@ def _named_paths(args: argparse.Namespace) -> list[str]:
     return list(named[args.command]())
 
 
+def _capture_folders(paths: list[str]) -> list[str]:
+    """The `capture_traces/` folder beside each named trace file (where its graph replays' capture trace lies:
+    `pipeline.graph_reference_for`), when it is a real folder there (not a link out)."""
+    found = []
+    for path in paths:
+        if "://" in path or not os.path.isfile(path):
+            continue
+        here = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        folder = os.path.join(here, CAPTURE_FOLDER)
+        if os.path.isdir(folder) and not os.path.islink(folder) and os.path.dirname(os.path.realpath(folder)) == here:
+            found.append(folder)
+    return found
+
+
 def main(argv: Optional[Iterable[str]] = None) -> int:
     """Console entry point; returns the exit status."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -80,6 +99,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             print(f"kinetoscope {args.command}: {refused}", file=sys.stderr)
             return 2
     args.skipped_links = set()  # links not followed, for an exit status (`index`)
+    paths = [*paths, *_capture_folders(paths)]
     allowed = {LINKED_ROOTS_ENV: linked_roots_with(args.allow_links_to)} if args.allow_links_to else {}
     peaks = args.peaks or os.environ.get(PEAKS_ENV, "").strip()
     if peaks:
@@ -89,6 +109,12 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             print(f"kinetoscope {args.command}: --peaks {peaks}: {exc}", file=sys.stderr)
             return 2
         allowed[PEAKS_ENV] = os.path.abspath(peaks)
+    if args.graph_reference:
+        if not os.path.isfile(args.graph_reference):
+            print(f"kinetoscope {args.command}: --graph-reference {args.graph_reference}: no such file", file=sys.stderr)
+            return 2
+        allowed[GRAPH_REFERENCE_ENV] = args.graph_reference
+        paths = [*paths, args.graph_reference]
     with in_environment(allowed), confined(roots_for(paths)), \
             noting_skipped_links(partial(_say_skipped, args.command, args.skipped_links)):
         if args.command == "index":

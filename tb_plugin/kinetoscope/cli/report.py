@@ -17,7 +17,7 @@ from ..analysis.report import with_run_verdicts
 from ..formats.report import RENDERERS, render_independent, render_overview, render_ranks, render_run
 from ..formats.schema import versioned
 from ..index.readers import missing, report_from_index
-from ..pipeline import analyze_and_report
+from ..pipeline import analyze_and_report, with_graph_reference
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import TraceFile, resolve
@@ -63,7 +63,7 @@ def entry_for(trace: TraceFile, cache_dir, use_index: bool = False, notes: Optio
             if not missing(reason):
                 print(f"kinetoscope: {trace.path}: index sidecar not used ({reason}); decoding", file=sys.stderr)
     try:
-        model = load_trace(trace.path, cache_dir=cache_dir)
+        model = with_graph_reference(load_trace(trace.path, cache_dir=cache_dir), trace.path)
         done = analyze_and_report(model)
         return {**base, **done.report, "_digest": rank_digest(model, done.analysis, worker=trace.worker)}
     except TraceError as exc:

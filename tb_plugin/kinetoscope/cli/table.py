@@ -25,7 +25,7 @@ from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.tables.kernels import KERNEL_SPLITS
 from ..analysis.tables.top_rows import table_rows
 from ..formats.table import write
-from ..pipeline import trace_roofline
+from ..pipeline import trace_roofline, with_graph_reference
 from ..trace.cache import default_cache_dir
 from ..trace.loader import TraceError, load_trace
 
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         model = load_trace(args.span, cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()))
+        model = with_graph_reference(model, args.span)
     except TraceError as exc:
         print(f"kinetoscope table: {exc}", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ from ..analysis.whatif.edits import SPELLINGS, STRAGGLER, EditError, parse_edit
 from ..analysis.whatif.replay import Replayer, whatif_entry
 from ..formats.schema import versioned
 from ..formats.whatif import render, render_runs
-from ..pipeline import trace_roofline
+from ..pipeline import trace_roofline, with_graph_reference
 from ..trace.cache import default_cache_dir
 from ..trace.discovery import resolve
 from ..trace.loader import TraceError, load_trace
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for trace in traces:
         entry: dict[str, Any] = {"path": trace.path, "run": trace.run, "worker": trace.worker, "span": trace.span_text}
         try:
-            model = load_trace(trace.path, cache_dir=cache_dir)
+            model = with_graph_reference(load_trace(trace.path, cache_dir=cache_dir), trace.path)
             roof = trace_roofline(model) if any(e.kind in ("roofline", "precision") for e in edits) else None
             entry["whatif"] = whatif_entry(Replayer(model, roof).apply(edits))
         except (TraceError, EditError) as exc:

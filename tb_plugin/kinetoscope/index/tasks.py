@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..pipeline import prepare
+from ..pipeline import prepare, with_graph_reference
 from ..trace.loader import TraceError, load_trace, resource_message
 from ..trace.storage import StorageError, confined
 from . import sidecar, signing
@@ -77,7 +77,7 @@ def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
         status, reason, digest = _check(path)
         if status in (FRESH, RESTAMPED):
             return Outcome(path, status, reason, digest, time.perf_counter() - started, current["size"], host=_where())
-    model = load_trace(path, cache_dir=None)
+    model = with_graph_reference(load_trace(path, cache_dir=None), path)
     prepared = prepare(model)  # the analyses the tab shows, as the server computes them
     after = sidecar.trace_identity(path, full=True)
     if any(after[k] != current[k] for k in ("size", "mtime", "head_tail")):

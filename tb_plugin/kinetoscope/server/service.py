@@ -36,6 +36,7 @@ from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..pipeline import with_graph_reference
 from ..trace.cache import default_cache_dir, load_cached
 from ..trace.discovery import SkippedLink, TraceFile
 from ..trace.loader import TraceError, load_trace
@@ -345,6 +346,7 @@ class TraceService:
                 model, early = self._from_index(sid, file)
                 if model is None:
                     model = self._read_model(sid, file)
+                model = with_graph_reference(model, file.path)  # the capture trace beside it, inside the logdir
             self._phase(sid, file, "analysing")
             prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model, early)
             self._spans.update(sid, file, attempts=0, retry_at=None)

@@ -77,6 +77,38 @@ def event_args(source: Union[str, FileIdentity], model: TraceModel, row: int) ->
     return bounded(args) if isinstance(args, dict) else {}
 
 
+def events_args(path: str, model: TraceModel, rows: np.ndarray, keys: tuple[str, ...]) -> dict[int, dict[str, Any]]:
+    """For many events at once (`rows`, the model's): the `keys` of their `args` that the file holds, bounded, each
+    piece of text read and split once (`event_args` reads one event). Rows whose piece cannot be re-read are left
+    out.
+
+    Raises:
+        SourceError: the file cannot be read.
+    """
+    ordinal = model.source_row[rows]
+    piece = np.searchsorted(model.piece_first, ordinal, side="right") - 1
+    out: dict[int, dict[str, Any]] = {}
+    for k in np.unique(piece[piece >= 0]).tolist():
+        kind, start, end = int(model.piece_kind[k]), int(model.piece_start[k]), int(model.piece_end[k])
+        try:
+            text = read_range(path, start, end)
+            events = _RAW_DOC.decode(text).traceEvents if kind == PIECE_WHOLE else _raw_events(text, kind)
+        except StorageError as exc:
+            raise SourceError(str(exc)) from None
+        except MSGSPEC_REFUSALS:
+            continue  # not strict JSON: one event at a time, the forgiving way, is `event_args`'s
+        first = int(model.piece_first[k])
+        for row, at in zip(rows[piece == k].tolist(), (ordinal[piece == k] - first).tolist()):
+            try:
+                event = _value(events[at])
+            except (SourceError, IndexError):
+                continue
+            args = event.get("args") if isinstance(event, dict) else None
+            if isinstance(args, dict):
+                out[row] = {key: bounded(args[key]) for key in keys if key in args}
+    return out
+
+
 def _value(event: Any) -> Any:
     """An event left undecoded (msgspec.Raw) decoded, the forgiving way when it is not strict JSON."""
     if not isinstance(event, msgspec.Raw):

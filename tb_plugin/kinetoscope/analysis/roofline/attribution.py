@@ -9,6 +9,7 @@ import numpy as np
 
 from ...trace.model import TraceModel, unique_inverse
 from ..core.op_forest import Forest
+from ..graphs.attribution import GraphAttribution
 from .work import Work, base_name, has_model, op_work
 
 # Ops that choose a backend and hand it their whole work: a call of one of these is never the op a kernel is
@@ -35,7 +36,11 @@ class Works:
 
     def key(self, rows: np.ndarray) -> np.ndarray:
         """Per row, its (op name, recorded inputs) key: the name's place among `name_ids`, then the inputs id."""
-        return self._dense[self.model.name_id[rows]] * self.width + (self.model.inputs_id[rows] + 1)
+        return self.key_of(self.model.name_id[rows], self.model.inputs_id[rows])
+
+    def key_of(self, name_id: np.ndarray, inputs_id: np.ndarray) -> np.ndarray:
+        """The key of each (name id among `name_ids`, inputs id or -1)."""
+        return self._dense[name_id] * self.width + (inputs_id.astype(np.int64) + 1)
 
     def name_of(self, key: int) -> int:
         """The name id of a key."""
@@ -86,6 +91,24 @@ def owners(model: TraceModel, works: Works, forest: Forest, nodes: np.ndarray) -
     moved = np.flatnonzero(chosen != issuing)
     wrong = moved[~works.modelled(chosen[moved])] if moved.size else moved
     chosen[wrong] = issuing[wrong]
+    return chosen
+
+
+def replayed_owners(model: TraceModel, works: Works, graphs: GraphAttribution, calls: np.ndarray) -> np.ndarray:
+    """`owners` for replayed calls (`graphs.attribution`; `calls`: those that issued kernels): among each one and the
+    replayed calls around it, the outermost modelled non-dispatcher, else the innermost modelled, else itself; the
+    same rule on the reference's nesting, which the replay repeats."""
+    if not calls.size:
+        return calls
+    name, inputs = graphs.call_name.astype(np.int64), graphs.call_inputs.astype(np.int64)
+    hit = works.named(name) & (inputs >= 0)
+    plain = hit & ~_dispatchers(model, np.unique(name))[name]
+    chosen = _climb(calls, graphs.call_parent.astype(np.int64), hit, plain)
+    moved = np.flatnonzero(chosen != calls)
+    if moved.size:
+        keys = works.key_of(name[chosen[moved]], inputs[chosen[moved]])
+        fits = np.array([works.of(k) is not None for k in keys.tolist()], bool)
+        chosen[moved[~fits]] = calls[moved[~fits]]
     return chosen
 
 

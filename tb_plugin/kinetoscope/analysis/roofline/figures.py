@@ -37,8 +37,9 @@ import numpy as np
 from ...trace.kinds import LaneKind
 from ...trace.model import TraceModel, freeze_arrays, unique_inverse
 from ..core.selectors import comm_mask
+from ..graphs.attribution import GraphAttribution
 from ..tables.index import TableIndex, Window, clip
-from .attribution import Works, owners
+from .attribution import Works, owners, replayed_owners
 from .peaks import Choice, Peaks, builtin_peaks, choose
 from .work import CATEGORIES, COMMUNICATION, Work, category_of
 
@@ -55,7 +56,8 @@ class Roofline:
     act_start_ns: np.ndarray  # int64
     act_end_ns: np.ndarray  # int64
     act_call: np.ndarray  # int32 per activity: the call it counts under (into call_rows), -1 when no op launched it
-    call_rows: np.ndarray  # int64 op rows of the calls GPU work counts under, ascending
+    call_rows: np.ndarray  # int64 op rows of the calls GPU work counts under, ascending; then the replayed calls'
+    # (graphs.attribution: the ops that captured graph-replayed kernels), each the row of its replay's graph launch
     call_group: np.ndarray  # int32 per call: its (op name, inputs) group
     group_name: np.ndarray  # int32 model name id per group
     group_inputs: np.ndarray  # int32 model inputs id per group (-1: none recorded)
@@ -73,24 +75,43 @@ def roofline_of(model: TraceModel, index: TableIndex, choice: Choice) -> Rooflin
     """The calls that launched GPU work (`index`: the profiler tables' index, whose op forest names the op that
     issued each activity's launch call), each activity given to the op call whose work it does
     (`attribution.owners`), grouped by (op name, recorded inputs), with each group's work and the device's peaks."""
-    ops, acts = index.ops, index.act_rows
-    works = Works(model, ops.name_ids)
+    ops, acts, graphs = index.ops, index.act_rows, index.graphs
+    works = Works(model, ops.name_ids if graphs is None else np.union1d(ops.name_ids, graphs.call_name))
     owned = np.flatnonzero(ops.owner >= 0) if ops.size else np.zeros(0, np.int64)
+    if graphs is not None:  # replayed kernels count under their replayed calls, not the graph launch's op
+        owned = owned[graphs.act_call[owned] < 0]
     # the issuing calls as op positions (denser than rows), each once; then the call each one's work counts under
     positions, inverse = unique_inverse(ops.owner[owned]) if owned.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     owner = owners(model, works, ops, positions)
     call_rows, call_of = np.unique(owner, return_inverse=True)
     act_to_call = np.full(acts.size, -1, np.int32)
     act_to_call[owned] = call_of.reshape(-1)[inverse]
-    keys, group = unique_inverse(works.key(call_rows))
+    call_keys = works.key(call_rows)
+    if graphs is not None:
+        call_rows, call_keys = _replayed_calls(model, works, graphs, act_to_call, call_rows, call_keys)
+    keys, group = unique_inverse(call_keys)
     names = works.name_ids[keys // works.width].astype(np.int32)
     inputs = (keys % works.width - 1).astype(np.int32)
     found = [works.of(k) for k in keys.tolist()]
     categories = tuple(w.category if w is not None else category_of(model.names[n]) for w, n in zip(found, names.tolist()))
-    recorded = bool((model.inputs_id[call_rows] >= 0).any()) if call_rows.size else bool(model.inputs_strings)
+    recorded = bool((inputs >= 0).any()) if call_rows.size else bool(model.inputs_strings)
     return Roofline(acts, index.act_start_ns, index.act_end_ns, act_to_call, call_rows.astype(np.int64),
                     group.astype(np.int32), names, inputs, tuple(found), categories, choice.peaks, choice.reason,
                     recorded)
+
+
+def _replayed_calls(model: TraceModel, works: Works, graphs: GraphAttribution, act_to_call: np.ndarray,
+                    call_rows: np.ndarray, call_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The replayed calls replayed kernels count under (`attribution.replayed_owners`), appended to the calls (their
+    row: the replay's graph launch call), with `act_to_call` set for those kernels; the calls' keys likewise."""
+    mine = np.flatnonzero(graphs.act_call >= 0)
+    issuing, inverse = unique_inverse(graphs.act_call[mine].astype(np.int64))
+    chosen = replayed_owners(model, works, graphs, issuing)
+    calls, of = np.unique(chosen, return_inverse=True)
+    act_to_call[mine] = call_rows.size + of.reshape(-1)[inverse]
+    rows = graphs.replay_launch[graphs.call_replay[calls]]
+    keys = works.key_of(graphs.call_name[calls].astype(np.int64), graphs.call_inputs[calls])
+    return np.concatenate([call_rows, rows]), np.concatenate([call_keys, keys])
 
 
 def trace_roofline(model: TraceModel, index: TableIndex, user: tuple = ()) -> Roofline:

@@ -71,6 +71,7 @@ from ...trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ...trace.model import TraceModel, freeze_arrays, stable_order, union, unique_first, unique_inverse
 from ..core.op_forest import Forest, build_forest, innermost_at
 from ..core.selectors import first_of_launch, op_rows
+from ..graphs.attribution import GraphAttribution, attribute
 from ..idle.launch_offsets import issuing_ops
 
 Window = Optional[tuple[int, int]]
@@ -129,6 +130,7 @@ class TableIndex:
     op_groups: Groups
     modules: Forest
     module_groups: Groups
+    graphs: Optional[GraphAttribution] = None  # graph-replayed kernels given to the ops that captured them, or None
     # op calls grouped by (name, a second key), made by `sub_groups` on first use (a report reads none of them):
     # "stack" (top user frame), "shape" (Input Dims), "module" (innermost nn.Module) -> SubGroups, or None
     sub: dict = field(default_factory=dict, repr=False)
@@ -163,11 +165,14 @@ class TableIndex:
         callers = union(calls, launch[launch >= 0])  # the launch table's attribution: External id, then time
         ops = build_forest(model, op_rows(model), act, calls, (callers, issuing_ops(model, callers)))
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
+        values, present = _activity_args(model, act)
+        shape = [np.where(present[k], values[k], -1.0) for k in (ARG_FIELDS.index("grid"), ARG_FIELDS.index("block"))]
+        graphs = attribute(model, act, model.ts_ns[act], model.end_ns[act], *shape, ops, modules)
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
-                          *_activity_args(model, act), ops, Groups.of(ops.name_ix, ops.name_ids.size),
-                          modules, Groups.of(modules.name_ix, modules.name_ids.size))
+                          values, present, ops, Groups.of(ops.name_ix, ops.name_ids.size),
+                          modules, Groups.of(modules.name_ix, modules.name_ids.size), graphs)
 
 
 ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_sm", "occupancy")

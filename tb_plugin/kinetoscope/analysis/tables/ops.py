@@ -9,6 +9,7 @@ import numpy as np
 
 from ...trace.model import TraceModel, freeze_arrays
 from ..core.op_forest import Forest
+from ..graphs.attribution import GraphAttribution, subtree_sums
 from .index import OP_GROUPS, SUB_GROUP_MAKERS, Groups, SubGroups, TableIndex, Window, clip, group_extreme, group_sum
 
 
@@ -67,11 +68,41 @@ def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: 
     table = dict(calls=calls, cpu_total_ns=group_sum(name, dur, n_names), cpu_self_ns=group_sum(name, self_ns, n_names),
                  cpu_max_ns=group_extreme(groups, dur, inside, True), gpu_self_ns=group_sum(name, gpu_self, n_names),
                  gpu_total_ns=group_sum(name, gpu_total, n_names), launches=group_sum(name, launches_total, n_names))
+    replayed = index.graphs if forest is index.ops and sub is None else None
+    if replayed is not None:
+        name_ids, table, top = _with_replayed(index, replayed, name_ids, table, act_dur, top, window)
+        calls = table["calls"]
     keep = np.flatnonzero((calls > 0) | (table["gpu_total_ns"] > 0))
     keep = keep[np.lexsort((keep, name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
     return OpTable(name_id=name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
                    top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window,
                    **({} if sub is None else {sub_field: sub.sub_ids[keep]}))
+
+
+def _with_replayed(index: TableIndex, graphs: GraphAttribution, name_ids: np.ndarray, table: dict, act_dur: np.ndarray,
+                   top: int, window: Window) -> tuple[np.ndarray, dict, int]:
+    """The name table with the graph replays' calls added (`graphs.attribution`): each replayed call counts as a call
+    of its op (inside the window when its kernels are), with no host time; the kernels it issued are its GPU self
+    time and, with its replayed descendants', its GPU total. The kernels leave the self time of the op that issued
+    the graph launch (its total keeps them: the replay ran inside it)."""
+    ids = np.union1d(name_ids, graphs.call_name)
+    at = np.searchsorted(ids, name_ids)
+    out = {}
+    for key, values in table.items():
+        out[key] = np.zeros(ids.size, np.int64)
+        out[key][at] = values
+    forest = index.ops
+    mine = np.flatnonzero(graphs.act_call >= 0)
+    owned = mine[forest.owner[mine] >= 0]
+    issuer = forest.name_ix[forest.owner[owned]]
+    np.subtract.at(out["gpu_self_ns"], at[issuer], act_dur[owned])
+    own = group_sum(graphs.act_call[mine].astype(np.int64), act_dur[mine], graphs.size)
+    inside, _ = clip(graphs.call_start_ns, graphs.call_end_ns, window)
+    name = np.searchsorted(ids, graphs.call_name)
+    out["calls"] += np.bincount(name[inside & (graphs.call_end_ns > 0)], minlength=ids.size).astype(np.int64)
+    out["gpu_self_ns"] += group_sum(name, own, ids.size)
+    out["gpu_total_ns"] += group_sum(name, subtree_sums(graphs.call_parent, own), ids.size)
+    return ids, out, top + int(act_dur[mine[forest.owner[mine] < 0]].sum())
 
 
 def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
