@@ -38,10 +38,12 @@ def test_savings_are_ordered_and_complete():
 
 def test_the_planted_host_culprit_saves_its_own_time():
     # synthetic/host: aten::nonzero runs 1.8 ms on the host each step with no launches, the GPU waiting on it
+    # (it launches nothing and syncs nothing, so capturing the step in a graph takes it away too, with the launches)
     for entry, _ in entries("host"):
-        top = entry["savings"][0]
-        assert top["source"] == "verdict" and top["edits"] == ["host:aten::nonzero*0"]
-        assert top["saving_us"] == pytest.approx(1800, rel=0.05)
+        own = next(s for s in entry["savings"] if s["edits"] == ["host:aten::nonzero*0"])
+        assert own["source"] == "verdict" and own["saving_us"] == pytest.approx(1800, rel=0.05)
+        graph = next(s for s in entry["savings"] if s["edits"] == ["graph"])
+        assert graph["source"] == "verdict" and graph["saving_us"] >= own["saving_us"]
 
 
 def test_the_dataloader_wait_saving_is_bounded_by_the_wait():

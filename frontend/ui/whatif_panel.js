@@ -11,7 +11,7 @@ import { parseEditsText, savingRows, sourceText, stepBars } from '../model/savin
 import { el, errorText, message } from './dom.js';
 
 const SPELLINGS = 'dataloader=0 · dataloader-workers=K · sync:NAME=0 · sync:NAME*F · host:NAME*F · kernel:PATTERN*F · '
-  + 'kernel:in:OP*F · fuse:NAME · comm=hidden · warmup=median';
+  + 'kernel:in:OP*F · fuse:NAME · comm=hidden · graph · roofline:CATEGORY>=P% · precision:bf16 · warmup=median';
 
 export class WhatIfPanel {
   /** @param {import('./store.js').Store} store @param {import('../api.js').Api} api */
@@ -83,10 +83,12 @@ export class WhatIfPanel {
     }
     const bars = stepBars(answer);
     const matched = Object.entries(answer.matched ?? {}).map(([e, n]) => `${e}: ${n} events`).join('; ');
+    const notes = Object.entries(answer.notes ?? {}).map(([e, why]) => `${e}: ${why}`).join('; ');
     this.result.replaceChildren(
       el('p', {}, `Median step ${formatDuration(answer.recorded_median_step_us)} recorded, ${formatDuration(answer.median_step_us)} predicted; `
         + `${formatDuration(answer.saving_us)} saved per step${answer.saving_share === null ? '' : ` (${formatShare(answer.saving_share)})`}.`),
       matched ? el('p', { class: 'ks-hint' }, matched) : null,
+      notes ? message('info', notes) : null,
       answer.device_behind ? message('warn', `The device takes ${formatDuration(answer.replay_median_step_us)} per step, behind the host: `
         + 'the saving is on the device\u2019s pace.') : null,
       el('div', { class: 'ks-step-bars' }, bars.map((b) => el('div', { class: 'ks-step-bar' },

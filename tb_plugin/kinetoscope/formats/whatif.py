@@ -33,6 +33,8 @@ def render(entries: list[dict], markdown: bool = False) -> str:
         out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
                    f"{human_us(result['median_step_us'])} predicted; {human_us(result['saving_us'])} saved per step"
                    + (f" ({percent(share)})" if share is not None else ""))
+        for edit, why in (result.get("notes") or {}).items():
+            out.append(f"note: {text(edit)}: {text(why)}")
         if result.get("device_behind"):
             out.append(f"note: the device takes {human_us(result['replay_median_step_us'])} per step, behind the host's "
                        f"{human_us(result['recorded_median_step_us'])} (its launch queue grows through the window): the "

@@ -27,6 +27,7 @@ class Plan:
     gap_i: Optional[np.ndarray] = None  # per activity: its stream gap, where an edit changes it (comm=hidden)
     latency_i: Optional[np.ndarray] = None  # per activity: its launch latency, where an edit changes it
     unawaited: Optional[np.ndarray] = None  # per activity: no sync and no step end waits for it (comm=hidden)
+    notes: dict = field(default_factory=dict)  # edit -> what it could not change, and why
 
 
 @dataclass(frozen=True)

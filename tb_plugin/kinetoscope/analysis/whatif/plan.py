@@ -15,6 +15,7 @@ from ..roofline.figures import activity_shares, trace_roofline
 from ..roofline.precision import precision_scales
 from ..roofline.work import CATEGORIES
 from ..tables.index import TableIndex
+from .capture import capture_plan
 from .edits import OP_SEP, Edit
 from .model import Context, Plan, cached, lane_running_max
 
@@ -142,6 +143,22 @@ def roof_shares(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return activity_shares(_roofline_of(ctx), ctx.acts)
 
 
+def _graph(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarray) -> int:
+    """`graph`: each step's launches between syncs captured and replayed as one graph (`capture.capture_plan`)."""
+    found = cached(ctx, "capture", lambda: capture_plan(ctx))
+    cuts.append((found.cut_start, found.cut_end, np.zeros(found.cut_start.size)))
+    if found.captured.size:
+        gap = ctx.gap_i.copy() if plan.gap_i is None else plan.gap_i
+        mine = found.captured[gap[found.captured] >= 0]  # overlapping nodes (programmatic dependent launch) keep theirs
+        gap[mine] = np.rint(found.node_gap_ns).astype(np.int64)
+        plan.gap_i = gap
+        if plan.latency_i is None:
+            plan.latency_i = ctx.latency_i.copy()
+    if found.note:
+        plan.notes[edit.text] = found.note
+    return found.launches
+
+
 def _sync(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarray) -> int:
     hit = _syncs_named(ctx, edit.target)
     if plan.sync_factor is None:
@@ -153,7 +170,7 @@ def _sync(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarra
 # Each kind of edit (`edits.py`) and what it does to the plan: returns how many events it changed.
 _HANDLERS = {"dataloader": _dataloader, "host": _host, "kernel": _kernel, "kernel-in": _kernel_in, "fuse": _fuse,
              "comm": _comm, "warmup": _first_step, "sync": _sync, "roofline": _roofline,
-             "precision": _precision}
+             "precision": _precision, "graph": _graph}
 
 
 def _warmup(ctx: Context) -> tuple[float, Optional[np.ndarray]]:

@@ -56,6 +56,10 @@ Edits, as the CLI and the routes spell them:
     comm=hidden             communication hidden under compute: communication kernels keep their length on their
                             own streams, but no other stream, sync or step end waits for them any more, and
                             the host stops waiting in CPU collectives
+    graph                   each step's launches between syncs captured once and replayed as a CUDA graph: the host
+                            time from a region's first launch to its last becomes one graph launch, its kernels
+                            follow each other a graph node's latency apart; steps with another kernel sequence
+                            (dynamic shapes) stay eager (analysis/whatif/capture.py)
     warmup=median           the first step as fast as the median of the others: its host time and the device
                             time of the work launched inside it scaled by median / first (one-time costs gone)
     straggler=median        a multi-rank run's stragglers as fast as its median rank (analysis/distributed/straggler.py)
@@ -98,6 +102,7 @@ class WhatIf:
     edited_host_ns: np.ndarray  # the edited replay's host time per step (ProfilerStep start to end)
     edits: tuple[str, ...]
     matched: dict[str, int] = field(default_factory=dict)  # edit -> how many events it changed
+    notes: dict[str, str] = field(default_factory=dict)  # edit -> what it could not change, and why
 
     @property
     def device_behind(self) -> bool:
@@ -161,7 +166,7 @@ class Replayer:
         edited, edited_host, _ = _replay(ctx, plan)
         names = tuple(ctx.model.shown_names[i] for i in ctx.model.name_id[ctx.steps])
         return WhatIf(names, (ctx.step_end - ctx.step_start).astype(np.int64), self.base, edited, edited_host,
-                      tuple(e.text for e in edits), matched)
+                      tuple(e.text for e in edits), matched, dict(plan.notes))
 
 
 
@@ -390,5 +395,6 @@ def whatif_entry(result: WhatIf) -> dict:
         "saving_share": round(result.saving_ns / result.base_ns, 4) if result.base_ns > 0 else None,
         "replay_median_step_us": round(result.median_replayed_ns / 1e3, 3),
         "device_behind": result.device_behind,
+        **({"notes": dict(result.notes)} if result.notes else {}),
     }
 

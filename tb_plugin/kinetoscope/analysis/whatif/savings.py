@@ -6,9 +6,11 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
     dataloader-bound        dataloader=0 (the DataLoader never makes the step wait), and
                             dataloader-workers=4 (four workers loading in parallel)
     sync-bound              sync:OP=0 for the top sync culprits (the op that made the sync, else the call)
-    host-bound              host:OP*0 for the top host culprits (the op's host time gone)
-    launch-overhead-bound   host:CALL*0 for the launch calls in the trace (launching costs the host nothing:
-                            what CUDA graphs or fusion aim at)
+    host-bound              graph (each step's launches captured and replayed: analysis/whatif/capture.py), and
+                            host:NAME*0 for the lead's culprit (the op or Python frame before the device's first
+                            activity) and the top host culprits (their host time gone)
+    launch-overhead-bound   graph, and host:CALL*0 for the launch calls in the trace (launching costs the host
+                            nothing: what CUDA graphs or fusion aim at)
     compute-bound           roofline:CATEGORY>=60% for the categories whose op calls run furthest below their
                             roof (analysis/roofline/summary.py: elementwise and copy, GEMM, attention...: their
                             kernels at 60% of the roof), and kernel:NAME*0.5 for the kernel with the most
@@ -41,14 +43,15 @@ import numpy as np
 from ...trace.kinds import LAUNCH_CALLS, Kind
 from ...trace.model import TraceModel, shown, unique
 from ..device.tensor_cores import TC_ELIGIBLE_OPS
-from ..idle.culprits import culprit_targets
+from ..idle.culprits import culprit_targets, lead_culprit
 from ..idle.gpu_idle import Cause
 from ..roofline.precision import COVERED, amp_figures
 from ..roofline.summary import fix_candidates
-from .edits import OP_SEP, WARMUP, Edit, parse_edit
+from .edits import GRAPH, OP_SEP, WARMUP, Edit, parse_edit
 from .replay import Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
+GRAPH_FIX = "CUDA graphs"  # each step captured once: torch.cuda.graph, or torch.compile(mode="reduce-overhead")
 TOP_ROOF_FIXES = 3  # roofline fixes replayed under a compute-bound verdict
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
 KERNEL_SPEEDUP = 0.5  # the top kernel's new time as a share of the old one, for compute-bound
@@ -81,6 +84,31 @@ def _edit(text: str, kind: str, target: str = "", factor: float = 0.0) -> Edit:
     return Edit(kind, target, factor, text)
 
 
+def _host_targets(model: TraceModel, device: Any) -> list[str]:
+    """The host culprits an edit can name: the top host-gap culprits, and first the lead's (what ran before the
+    device's first activity: data preparation, a Python frame) where it holds more idle time than any of them (the
+    verdict's top culprit then: `culprits.host_culprit`) and is an event."""
+    targets = culprit_targets(model, device, Cause.HOST, TOP_CULPRITS)
+    names = [name for name, _ in targets]
+    lead = lead_culprit(model, device)
+    if lead is not None and device.lead_culprit_row >= 0 and lead["idle_us"] * 1e3 >= max((i for _, i in targets), default=0.0):
+        name = model.names[model.name_id[device.lead_culprit_row]]
+        names = [name] + [n for n in names if n != name]
+    return names
+
+
+def _compute_fixes(model: TraceModel, analysis: Any, source: str) -> list[tuple[str, str, tuple[Edit, ...]]]:
+    """A compute-bound verdict's fixes: the roofline's (`roofline.summary.fix_candidates`), then the top kernel
+    twice as fast."""
+    out = [(source, fix, tuple(parse_edit(t) for t in texts))
+           for fix, texts in fix_candidates(model, getattr(analysis, "roofline", None))[:TOP_ROOF_FIXES]]
+    top = _top_kernel(model)
+    if top is not None:
+        out.append((source, f"the top kernel twice as fast ({short_name(top)})",
+                    (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
+    return out
+
+
 def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple[str, str, tuple[Edit, ...]]]:
     verdict, busiest = analysis.verdict, analysis.idle.busiest()
     out: list[tuple[str, str, tuple[Edit, ...]]] = []
@@ -93,21 +121,18 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
             for name, _ in culprit_targets(model, busiest, Cause.SYNC, TOP_CULPRITS):
                 out.append((source, f"remove the syncs of {shown(name)}", (_edit(f"sync:{shown(name)}=0", "sync", name),)))
         elif bound == "host-bound" and busiest is not None:
-            for name, _ in culprit_targets(model, busiest, Cause.HOST, TOP_CULPRITS):
-                out.append((source, f"{shown(name)} costs no host time", (_edit(f"host:{shown(name)}*0", "host", name),)))
+            out.append((source, GRAPH_FIX, (_edit(GRAPH, "graph"),)))
+            out.extend((source, f"{shown(n)} costs no host time", (_edit(f"host:{shown(n)}*0", "host", n),))
+                       for n in _host_targets(model, busiest))
         elif bound == "launch-overhead-bound":
+            out.append((source, GRAPH_FIX, (_edit(GRAPH, "graph"),)))
             edits = _launch_edits(model)
             if edits:
                 out.append((source, "launches cost the host nothing (CUDA graphs, fusion)", edits))
         elif bound == "communication-bound":
             out.append((source, "communication hidden under compute", (_edit("comm=hidden", "comm"),)))
         elif bound == "compute-bound":
-            for fix, texts in fix_candidates(model, getattr(analysis, "roofline", None))[:TOP_ROOF_FIXES]:
-                out.append((source, fix, tuple(parse_edit(t) for t in texts)))
-            top = _top_kernel(model)
-            if top is not None:
-                out.append((source, f"the top kernel twice as fast ({short_name(top)})",
-                            (_edit(f"kernel:{shown(top)}*{KERNEL_SPEEDUP:g}", "kernel", top, KERNEL_SPEEDUP),)))
+            out.extend(_compute_fixes(model, analysis, source))
     figures = amp_figures(getattr(analysis, "roofline", None)) if amp is not None else None
     if figures is not None and figures["matrix_modelled_share"] >= COVERED:
         # the mixed-precision insight, from the roofline: the fp32/tf32 matrix work at its share of the bf16 roof
