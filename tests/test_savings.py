@@ -111,8 +111,10 @@ def test_the_warm_up_insight_carries_its_saving(tmp_path):
     events, t = [], 0.0
     for n in range(6):
         length = 9 * MS if n == 0 else 3 * MS
-        events += [op(f"ProfilerStep#{n + 1}", t, length), op("aten::mm", t + 1, length - 2),
-                   launch(t + 5, 5, corr=n + 1), kernel(f"mm_{n}", t + 20, length / 3, corr=n + 1)]
+        events += [op(f"ProfilerStep#{n + 1}", t, length), op("aten::mm", t + 1, length - 2)]
+        for k in range(40):  # enough device work to be judged (a trace that cannot be judged gets no saving)
+            corr = 100 * n + k + 1
+            events += [launch(t + 5 + k * 10, 5, corr=corr), kernel(f"mm_{n}", t + 20 + k * length / 120, length / 120, corr=corr)]
         t += length + 1
     model = decode_bytes(json.dumps(trace_doc(events)).encode())
     entry = report_entry(model, analyze(model))

@@ -128,10 +128,14 @@ def test_scaling_host_time():
     assert np.median(predicted(events) - predicted(events, "host:aten::conv2d*0.25")) == pytest.approx(3 * MS, abs=1)
 
 
-def test_a_trace_without_steps_says_so():
-    entry = whatif_entry(whatif(model_of([op("aten::mm", 0, 10), launch(2, 3, corr=1), kernel("k", 8, 5, corr=1)]),
-                                (parse_edit("dataloader-workers=2"), parse_edit("kernel:k*2"))))
-    assert entry["steps"] == [] and entry["median_step_us"] is None and "no steps" in entry["note"]
+def test_a_trace_without_steps_is_replayed_over_its_launching_threads_span_and_says_so():
+    events = [op("aten::mm", 0, 10), launch(2, 3, corr=1), kernel("k", 8, 5, corr=1)]
+    entry = whatif_entry(whatif(model_of(events), (parse_edit("dataloader-workers=2"), parse_edit("kernel:k*2"))))
+    (step,) = entry["steps"]
+    assert step["name"].startswith("no steps: the launching thread's span 0.000-10.000")
+    assert step["recorded_us"] == 10 and step["replay_us"] == 13 and step["replay_edited_us"] == 18  # k ends at 13, now 18
+    cpu_only = whatif_entry(whatif(model_of([op("aten::mm", 0, 10)]), (parse_edit("kernel:k*2"),)))
+    assert cpu_only["steps"] == [] and cpu_only["median_step_us"] is None and "no steps" in cpu_only["note"]
 
 
 # --- the unedited replay on real traces

@@ -50,7 +50,7 @@ def capture_plan(ctx: Context) -> CapturePlan:
     replayed = graph_launch_mask(model, model.launch_idx[ctx.acts])
     signatures = []
     bounds = np.append(ctx.step_bounds, ctx.by_step.size)
-    for s in range(ctx.steps.size):
+    for s in range(ctx.step_start.size):
         mine = ctx.by_step[bounds[s]:bounds[s + 1]]
         mine = mine[ctx.linked[mine] & ~replayed[mine]]
         signatures.append((mine, model.name_id[ctx.acts[mine[np.argsort(ctx.host[mine], kind="stable")]]].tobytes()))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...trace.kinds import LaneKind
 from ...trace.model import TraceModel, unique_inverse
-from ..core.selectors import iteration_rows, sync_rows
+from ..core.selectors import iteration_rows, launch_call_rows, sync_rows
 
 
 @dataclass
@@ -76,6 +76,8 @@ class Context:
     # backlog the device was still running then (work launched before the window, or outside any step, that
     # started before the first step's own work ended), as recorded
     first_start: Optional[float] = None
+    # each step's name; a trace without steps has one, the window replayed (`_window_step`), and `steps` empty
+    step_names: tuple[str, ...] = ()
 
     @staticmethod
     def of(model: TraceModel) -> Context:
@@ -85,6 +87,9 @@ class Context:
         main = int(np.bincount(model.lane[steps]).argmax()) if steps.size else -1
         step_start = (model.ts_ns[steps] - t0).astype(np.float64)
         step_end = (model.end_ns[steps] - t0).astype(np.float64)
+        step_names = tuple(model.shown_names[i] for i in model.name_id[steps].tolist())
+        if not steps.size:  # no steps: the launching thread's whole span is replayed as one
+            main, step_start, step_end, step_names = _window_step(model)
         acts, lane, start, dur, host, linked, first, queued, latency, gap = _streams(model, t0)
         end = start + dur
         syncs, sync_start, sync_end = _main_syncs(model, main, t0)
@@ -96,8 +101,8 @@ class Context:
         lane_i = unique_inverse(lane)[1]
         ordered = lane_i[seg_order]
         seg_groups, group_local, group_start, group_last = _segment_runs(ordered, seg_bounds, acts.size)
-        in_step, by_step, step_bounds, step_has_work, first_start = _step_work(steps, step_start, step_end, host,
-                                                                             linked, start, end)
+        in_step, by_step, step_bounds, step_has_work, first_start = _step_work(step_start, step_end, host, linked,
+                                                                             start, end)
         joined = np.argsort(joins, kind="stable")
         joined_bounds = np.searchsorted(joins[joined], np.arange(syncs.size + 2))
         return Context(model, steps, step_start, step_end, acts, lane, start, dur, host, linked, queued,
@@ -109,7 +114,7 @@ class Context:
                        group_start=group_start, group_last=group_last, group_lane=ordered[group_start],
                        joined=joined, joined_bounds=joined_bounds,
                        in_step=in_step, by_step=by_step, step_bounds=step_bounds, step_has_work=step_has_work,
-                       first_start=first_start)
+                       first_start=first_start, step_names=step_names)
 
 
 def _streams(model: TraceModel, t0: int) -> tuple[np.ndarray, ...]:
@@ -182,10 +187,29 @@ def _segment_runs(ordered: np.ndarray, seg_bounds: np.ndarray, n: int) -> tuple[
     return seg_groups, group_local, group_start, group_last
 
 
-def _step_work(steps: np.ndarray, step_start: np.ndarray, step_end: np.ndarray, host: np.ndarray, linked: np.ndarray,
+def _window_step(model: TraceModel) -> tuple[int, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """For a trace without steps: the thread that launches the most device work and its span (from its first event
+    to its last), as one step named by its window; none where no thread launches any."""
+    calls = launch_call_rows(model)
+    calls = calls[model.on_lanes(LaneKind.CPU)[calls]]
+    if not calls.size:
+        return -1, np.zeros(0), np.zeros(0), ()
+    main = int(np.bincount(model.lane[calls]).argmax())
+    lo, hi = int(model.lane_ptr[main]), int(model.lane_ptr[main + 1])
+    t0 = model.start_ns
+    start, end = float(model.ts_ns[lo:hi].min() - t0), float(model.end_ns[lo:hi].max() - t0)
+    name = f"{WINDOW_STEP} {start / 1e3:.3f}-{end / 1e3:.3f} µs"
+    return main, np.array([start]), np.array([end]), (name,)
+
+
+WINDOW_STEP = "no steps: the launching thread's span"  # the name of a step-less trace's one replayed step
+
+
+def _step_work(step_start: np.ndarray, step_end: np.ndarray, host: np.ndarray, linked: np.ndarray,
                start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Optional[float]]:
     """The activities launched inside each step, grouped by step (for the steps' device ends), and where the first
     step's time starts (`Context.first_start`)."""
+    steps = step_start
     step_of = np.searchsorted(step_start, host, side="right") - 1
     in_step = linked & (step_of >= 0) & (host < step_end[np.maximum(step_of, 0)]) if steps.size else np.zeros(host.size, bool)
     by_step = np.flatnonzero(in_step)

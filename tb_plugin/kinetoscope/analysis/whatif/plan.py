@@ -176,7 +176,7 @@ _HANDLERS = {"dataloader": _dataloader, "host": _host, "kernel": _kernel, "kerne
 def _warmup(ctx: Context) -> tuple[float, Optional[np.ndarray]]:
     """(median / first step time, the activities launched inside the first step) for `warmup=median`; (1, None)
     when there is no second step or the first is no slower than the median of the others."""
-    if ctx.steps.size < 2:
+    if ctx.step_start.size < 2:
         return 1.0, None
     durs = ctx.step_end - ctx.step_start
     median = float(np.median(durs[1:]))

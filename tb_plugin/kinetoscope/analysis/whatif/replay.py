@@ -164,8 +164,7 @@ class Replayer:
         if workers:
             plan = _with_workers(ctx, plan, int(workers[-1].factor), matched, workers[-1].text)
         edited, edited_host, _ = _replay(ctx, plan)
-        names = tuple(ctx.model.shown_names[i] for i in ctx.model.name_id[ctx.steps])
-        return WhatIf(names, (ctx.step_end - ctx.step_start).astype(np.int64), self.base, edited, edited_host,
+        return WhatIf(ctx.step_names, (ctx.step_end - ctx.step_start).astype(np.int64), self.base, edited, edited_host,
                       tuple(e.text for e in edits), matched, dict(plan.notes))
 
 
@@ -197,7 +196,7 @@ def _with_workers(ctx: Context, plan: Plan, workers: int, matched: dict[str, int
     s, e = cached(ctx, "dataloader", lambda: dataloader_union(model))
     s, e = (s - t0).astype(np.float64), (e - t0).astype(np.float64)
     matched[text] = int(s.size)
-    if not s.size or not ctx.steps.size:
+    if not s.size or not ctx.step_start.size:
         return plan
     without = Plan(*disjoint(np.concatenate((plan.cut_start, s)), np.concatenate((plan.cut_end, e)),
                                np.concatenate((plan.cut_factor, np.zeros(s.size)))),
@@ -319,7 +318,7 @@ def _pass_py(ctx: Context, plan: Plan, dur: np.ndarray, ready: np.ndarray, gap: 
 
 def _step_times(ctx: Context, plan: Plan, dur: np.ndarray, end: np.ndarray,
                 offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if not ctx.steps.size:
+    if not ctx.step_start.size:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), end
     # host time of each step boundary: warped, plus what the syncs ended before it moved it by
     def host_time(t: np.ndarray) -> np.ndarray:
@@ -331,7 +330,7 @@ def _step_times(ctx: Context, plan: Plan, dur: np.ndarray, end: np.ndarray,
     # a step is done when the host has ended it and the device has run the work launched inside it; it takes
     # from the previous step's done point to its own, so the steps add up to the whole run
     by_step, step_bounds, has_work = ctx.by_step, ctx.step_bounds, ctx.step_has_work
-    device_end = np.full(ctx.steps.size, -np.inf)
+    device_end = np.full(ctx.step_start.size, -np.inf)
     if by_step.size:
         counted = end if plan.unawaited is None else np.where(plan.unawaited, np.iinfo(np.int64).min, end)
         device_end[has_work] = np.maximum.reduceat(counted[by_step], step_bounds[has_work])

@@ -45,6 +45,7 @@ from ...trace.model import TraceModel, shown, unique
 from ..device.tensor_cores import TC_ELIGIBLE_OPS
 from ..idle.culprits import culprit_targets, lead_culprit
 from ..idle.gpu_idle import Cause
+from ..judgement.verdict import NOT_ENOUGH_DATA
 from ..roofline.precision import COVERED, amp_figures
 from ..roofline.summary import fix_candidates
 from .edits import GRAPH, OP_SEP, WARMUP, Edit, parse_edit
@@ -192,7 +193,8 @@ def _top_kernel(model: TraceModel) -> Optional[str]:
 
 def savings(model: TraceModel, analysis: Any, replayer: Optional[Replayer] = None, amp: Any = None,
             ahead: Optional[tuple[Saving, ...]] = None) -> tuple[Saving, ...]:
-    """Every suggestion's saving, largest first (module docstring); none for a trace without steps. `amp`: the
+    """Every suggestion's saving, largest first (module docstring); a trace without steps is replayed over its
+    launching thread's span (`model._window_step`), one that cannot be judged ("not enough data") gets none. `amp`: the
     mixed-precision insight when the report found one. `ahead`: `savings_ahead`'s result for this model and
     analysis, replayed before the insight and the roofline were known (its mixed-precision entry is dropped unless
     `amp` is given); the candidates that need the roofline (`analysis.roofline`, made beside `analyze`) are
@@ -219,7 +221,7 @@ def _roof_candidates_possible(model: TraceModel, analysis: Any, amp: Any) -> boo
     """Whether any candidate needs the roofline: a compute-bound verdict or runner-up with a fix, or the
     mixed-precision insight where the roofline covers the matrix work (the other candidates are not made)."""
     roof = getattr(analysis, "roofline", None)
-    if roof is None or not analysis.steps.count:
+    if roof is None:
         return False
     verdict = analysis.verdict
     if "compute-bound" in (verdict.bound, verdict.runner_up) and fix_candidates(model, roof):
@@ -246,9 +248,11 @@ def _replayed(model: TraceModel, analysis: Any, replayer: Optional[Replayer], am
 def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
             candidates: list[tuple[str, str, tuple[Edit, ...]]]) -> list[Saving]:
     """Each candidate's saving, in their order (an edit list seen before, or one that matches nothing, left out)."""
-    if not candidates or not analysis.steps.count:
+    if not candidates or analysis.verdict.bound == NOT_ENOUGH_DATA:  # a trace that cannot be judged gets no saving
         return []
     replayer = replayer or Replayer(model, getattr(analysis, "roofline", None))
+    if not replayer.ctx.step_start.size:  # no thread launches device work: nothing to re-time
+        return []
     seen: set[tuple[Edit, ...]] = set()
     found: list[Saving] = []
     loader_saving = None
