@@ -25,7 +25,8 @@ def model(doc: dict):
     return decode_bytes(json.dumps(doc).encode())
 
 
-@pytest.mark.parametrize("name, tolerance", [("sync_removed", 0.03), ("launch_fused", 0.02), ("graph_captured", 0.05)])
+@pytest.mark.parametrize("name, tolerance", [("sync_removed", 0.03), ("launch_fused", 0.02), ("graph_captured", 0.05),
+                                                ("prep_moved", 0.03)])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_edit_predicts_the_fixed_run(name, tolerance, seed):
     (before,), (after,), edits = make_pair(name, seed)

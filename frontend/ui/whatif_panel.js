@@ -11,7 +11,7 @@ import { parseEditsText, savingRows, sourceText, stepBars } from '../model/savin
 import { el, errorText, message } from './dom.js';
 
 const SPELLINGS = 'dataloader=0 · dataloader-workers=K · sync:NAME=0 · sync:NAME*F · host:NAME*F · kernel:PATTERN*F · '
-  + 'kernel:in:OP*F · fuse:NAME · comm=hidden · graph · roofline:CATEGORY>=P% · precision:bf16 · warmup=median';
+  + 'kernel:in:OP*F · fuse:NAME · comm=hidden · graph · prep=overlap · roofline:CATEGORY>=P% · precision:bf16 · warmup=median';
 
 export class WhatIfPanel {
   /** @param {import('./store.js').Store} store @param {import('../api.js').Api} api */

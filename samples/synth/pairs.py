@@ -9,6 +9,8 @@ for the fix. The replay of the "before" trace under the edit should predict the 
 - ``graph_captured``: the ``launch_fused`` "before" loop, and the same loop with the pointwise region captured in a
   CUDA graph and replayed by one ``cudaGraphLaunch`` (36.8 µs, its nodes 0.256 µs apart: the H200 ``cuda_graph``
   sample's measured costs); the batch's host-to-device copy stays eager before it;
+- ``prep_moved``: 0.8 ms of host preprocessing at the start of each step, before its first launch, then the
+  ``launch_fused`` "before" loop; and the same loop with the preprocessing moved to a prefetch thread;
 - ``straggler_fixed`` (multi-rank, ``multirank.make_job``): 4 NCCL ranks with rank 2 arriving 20 ms late at each
   all-reduce, and the same job without the straggler.
 
@@ -28,7 +30,8 @@ from .ops import Loop
 from .render import render_trace
 from .scenarios import sync
 
-PAIRS = ("sync_removed", "launch_fused", "graph_captured", "straggler_fixed")
+PAIRS = ("sync_removed", "launch_fused", "graph_captured", "prep_moved", "straggler_fixed")
+PREP_US = 800.0  # the prep_moved pair's host preprocessing per step
 GRAPH_CALL_US, NODE_GAP_US = 36.766, 0.256  # the H200 cuda_graph sample's cudaGraphLaunch call and node gap
 TINY_OPS = 100
 
@@ -46,6 +49,19 @@ def _launch_loop(tl: Timeline, loop: Loop, fused: bool) -> None:
                     tl.kernel(ops.K_ELEMENTWISE, 2.0 * TINY_OPS, call=6.0, lat=9.0)
             else:
                 ops.tiny_ops(tl, TINY_OPS)
+        tl.free(inp)
+
+    ops.run_steps(tl, loop, body)
+
+
+def _prep_loop(tl: Timeline, loop: Loop, moved: bool) -> None:
+    def body(i: int) -> None:
+        if not moved:
+            ops.pure_cpu(tl, "preprocess", PREP_US)
+        batch = ops.dataloader(tl, 25.0, False)
+        inp = ops.h2d(tl, batch, 8.0)
+        with tl.op("## pointwise ##", annotation=True):
+            ops.tiny_ops(tl, TINY_OPS)
         tl.free(inp)
 
     ops.run_steps(tl, loop, body)
@@ -86,6 +102,10 @@ def make_pair(name: str, seed: int = 0, steps: int = 6) -> tuple[list[dict], lis
         before = _single(lambda tl, loop: _launch_loop(tl, loop, False), seed, steps)
         after = _single(_graph_loop, seed, steps)
         return [before], [after], ["graph"]
+    if name == "prep_moved":
+        before = _single(lambda tl, loop: _prep_loop(tl, loop, False), seed, steps)
+        after = _single(lambda tl, loop: _prep_loop(tl, loop, True), seed, steps)
+        return [before], [after], ["prep=overlap"]
     if name == "straggler_fixed":
         slow, _ = make_job(ranks=4, steps=steps, straggler=2, straggler_ms=20.0)
         fixed, _ = make_job(ranks=4, steps=steps, straggler=None)

@@ -18,9 +18,10 @@ STRAGGLER = "straggler=median"  # a multi-rank edit: analysis/distributed/stragg
 NO_STEPS = "the trace has no steps (ProfilerStep#N or serving iterations) to re-time"
 WARMUP = "warmup=median"
 GRAPH = "graph"  # each step's device work captured once and replayed (analysis/whatif/capture.py)
+PREP = "prep=overlap"  # the host work before each step's first launch runs ahead, beside the step before
 SPELLINGS = ("dataloader=0", "dataloader-workers=K", "sync:NAME=0", "sync:NAME*F", "host:NAME*F", "kernel:PATTERN*F",
              "kernel:in:OP*F", "fuse:NAME", "comm=hidden", "roofline:CATEGORY>=P%", "precision:bf16",
-             "precision:fp16", GRAPH, WARMUP, STRAGGLER)
+             "precision:fp16", GRAPH, PREP, WARMUP, STRAGGLER)
 ROOF_CATEGORIES = tuple(c for c in CATEGORIES if c != COMMUNICATION)  # what `roofline:` re-times
 
 
@@ -83,6 +84,8 @@ def parse_edit(text: str) -> Edit:
         return Edit("warmup", "", 0.0, t)
     if t == GRAPH:
         return Edit("graph", "", 0.0, t)
+    if t == PREP:
+        return Edit("prep", "", 0.0, t)
     if t == "comm=hidden":
         return Edit("comm", "", 0.0, t)
     if t.startswith("fuse:"):

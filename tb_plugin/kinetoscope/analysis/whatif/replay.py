@@ -60,6 +60,9 @@ Edits, as the CLI and the routes spell them:
                             time from a region's first launch to its last becomes one graph launch, its kernels
                             follow each other a graph node's latency apart; steps with another kernel sequence
                             (dynamic shapes) stay eager (analysis/whatif/capture.py)
+    prep=overlap            the host work inside each step before its first launch runs ahead, beside the step
+                            before (moved into the DataLoader's workers or a prefetch thread): its time w becomes
+                            max(0, w - the step's time without it)
     warmup=median           the first step as fast as the median of the others: its host time and the device
                             time of the work launched inside it scaled by median / first (one-time costs gone)
     straggler=median        a multi-rank run's stragglers as fast as its median rank (analysis/distributed/straggler.py)
@@ -163,6 +166,11 @@ class Replayer:
         workers = [e for e in edits if e.kind == "dataloader-workers"]
         if workers:
             plan = _with_workers(ctx, plan, int(workers[-1].factor), matched, workers[-1].text)
+        prep = [e for e in edits if e.kind == "prep"]
+        if prep:
+            s, e = prep_intervals(ctx)
+            matched[prep[-1].text] = int(s.size)
+            plan = _run_ahead(ctx, plan, s, e, 1)
         edited, edited_host, _ = _replay(ctx, plan)
         return WhatIf(ctx.step_names, (ctx.step_end - ctx.step_start).astype(np.int64), self.base, edited, edited_host,
                       tuple(e.text for e in edits), matched, dict(plan.notes))
@@ -196,6 +204,26 @@ def _with_workers(ctx: Context, plan: Plan, workers: int, matched: dict[str, int
     s, e = cached(ctx, "dataloader", lambda: dataloader_union(model))
     s, e = (s - t0).astype(np.float64), (e - t0).astype(np.float64)
     matched[text] = int(s.size)
+    return _run_ahead(ctx, plan, s, e, workers)
+
+
+def prep_intervals(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """`prep=overlap`'s host intervals (ns from the trace start): in each step, from its start to its first launch
+    call (the data preparation a prefetch thread or the DataLoader's workers would run ahead)."""
+    bounds = np.append(ctx.step_bounds, ctx.by_step.size)
+    starts, ends = [], []
+    for k in range(ctx.step_start.size):
+        mine = ctx.by_step[bounds[k]:bounds[k + 1]]
+        first = float(ctx.host[mine].min()) if mine.size else float(ctx.step_end[k])
+        if first > ctx.step_start[k]:
+            starts.append(float(ctx.step_start[k]))
+            ends.append(min(first, float(ctx.step_end[k])))
+    return np.array(starts, np.float64), np.array(ends, np.float64)
+
+
+def _run_ahead(ctx: Context, plan: Plan, s: np.ndarray, e: np.ndarray, workers: int) -> Plan:
+    """The plan with each step's host intervals `s`-`e` (a DataLoader wait, data preparation) run ahead by
+    `workers` threads beside the step: their time w becomes max(0, w / K - the step's time without it)."""
     if not s.size or not ctx.step_start.size:
         return plan
     without = Plan(*disjoint(np.concatenate((plan.cut_start, s)), np.concatenate((plan.cut_end, e)),

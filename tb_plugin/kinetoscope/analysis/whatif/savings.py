@@ -6,7 +6,8 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
     dataloader-bound        dataloader=0 (the DataLoader never makes the step wait), and
                             dataloader-workers=4 (four workers loading in parallel)
     sync-bound              sync:OP=0 for the top sync culprits (the op that made the sync, else the call)
-    host-bound              graph (each step's launches captured and replayed: analysis/whatif/capture.py), and
+    host-bound              graph (each step's launches captured and replayed: analysis/whatif/capture.py),
+                            prep=overlap (the host work before each step's first launch run ahead), and
                             host:NAME*0 for the lead's culprit (the op or Python frame before the device's first
                             activity) and the top host culprits (their host time gone)
     launch-overhead-bound   graph, and host:CALL*0 for the launch calls in the trace (launching costs the host
@@ -48,10 +49,11 @@ from ..idle.gpu_idle import Cause
 from ..judgement.verdict import NOT_ENOUGH_DATA
 from ..roofline.precision import COVERED, amp_figures
 from ..roofline.summary import fix_candidates
-from .edits import GRAPH, OP_SEP, WARMUP, Edit, parse_edit
+from .edits import GRAPH, OP_SEP, PREP, WARMUP, Edit, parse_edit
 from .replay import Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
+PREP_FIX = "data preparation run ahead"  # prep=overlap: in the DataLoader's workers, or a prefetch thread
 GRAPH_FIX = "CUDA graphs"  # each step captured once: torch.cuda.graph, or torch.compile(mode="reduce-overhead")
 TOP_ROOF_FIXES = 3  # roofline fixes replayed under a compute-bound verdict
 WORKERS = 4  # the DataLoader workers the second dataloader estimate assumes
@@ -123,6 +125,7 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
                 out.append((source, f"remove the syncs of {shown(name)}", (_edit(f"sync:{shown(name)}=0", "sync", name),)))
         elif bound == "host-bound" and busiest is not None:
             out.append((source, GRAPH_FIX, (_edit(GRAPH, "graph"),)))
+            out.append((source, PREP_FIX, (_edit(PREP, "prep"),)))
             out.extend((source, f"{shown(n)} costs no host time", (_edit(f"host:{shown(n)}*0", "host", n),))
                        for n in _host_targets(model, busiest))
         elif bound == "launch-overhead-bound":
