@@ -139,3 +139,19 @@ def test_the_savings_replayed_ahead_are_the_savings(folder):
         for amp in (None, object()):
             assert savings(model, analysis, amp=amp, ahead=ahead) == savings(model, analysis, amp=amp), path.name
         assert all(s.source != AMP_SOURCE for s in savings(model, analysis, ahead=ahead))
+
+
+def test_when_no_listed_fix_recovers_half_the_lost_share_one_line_says_why():
+    from dataclasses import replace as with_
+    from kinetoscope.analysis.whatif.savings import savings, shortfall
+    (trace,) = (SAMPLES / "logs" / "cuda_h200" / "launch_bound").glob("*.json.gz")
+    model = load_trace(str(trace), cache_dir=None)
+    analysis = analyze(model)
+    found = savings(model, analysis)
+    assert analysis.verdict.bound == "host-bound" and shortfall(model, analysis, found) is None  # graph: 94%
+    small = tuple(s for s in found if s.edits == ("host:aten::gelu*0",))
+    line = shortfall(model, analysis, small)
+    assert line.startswith("no listed fix recovers half of the 74% the verdict says is lost (the largest: 22%)")
+    assert "spread over" in line and "ops, the largest" in line
+    sync = with_(analysis, verdict=with_(analysis.verdict, bound="sync-bound"))
+    assert shortfall(model, sync, small).endswith("the device work the syncs waited for, which the step still needs")

@@ -37,7 +37,7 @@ from .roofline.precision import amp_figures
 from .roofline.summary import efficiency_entry, fix_facts, verdict_fix
 from .tables.index import TableIndex
 from .tables.top_rows import tables_entry
-from .whatif.savings import saving_entries, savings, savings_ahead
+from .whatif.savings import saving_entries, savings, savings_ahead, shortfall
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,8 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
     ahead = ahead if ahead is not None else report_ahead(model, analysis)
     tbprof = part.tbprof
     amp = with_roofline(part.amp, amp_figures(analysis.roofline))
-    found = saving_entries(savings(model, analysis, amp=amp, ahead=ahead.savings))
+    saved = savings(model, analysis, amp=amp, ahead=ahead.savings)
+    found = saving_entries(saved)
     return {
         "events": model.n_events, "duration_us": _us(model.stop_ns - t0), "trace_start_ns": str(t0),
         "counts": model.count_by_kind(), "skipped": dict(model.skipped), "warnings": list(model.warnings),
@@ -247,6 +248,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
         "health": ahead.health,
         "insights": insight_entries(analysis.insights + ((amp,) if amp else ())),
         "savings": found,
+        "savings_shortfall": shortfall(model, analysis, saved),
         "efficiency": efficiency_entry(model, analysis.roofline, analysis.steps.start_ns, analysis.steps.end_ns),
         "tables": part.tables_entry,
         "graph_attribution": graph_entry(model, part.tables.graphs),

@@ -51,6 +51,8 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
         return "\n".join(lines + [""])
     lines += [""] + verdict_lines(entry["verdict"], markdown) + insight_lines(entry.get("insights") or [])
     lines += saving_lines(entry.get("savings") or [], markdown)
+    if entry.get("savings_shortfall"):
+        lines.append(f"  Why no fix recovers more: {(md if markdown else str)(entry['savings_shortfall'])}")
     lines += unreliable_lines(entry, "verdict", markdown)
     for section in (_health, _devices, gpu_summary_lines, _efficiency, _steps, tbprof_step_lines, _launch, _memory, _tables, _warnings):
         lines += section(entry, markdown)

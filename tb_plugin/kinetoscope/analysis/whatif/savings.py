@@ -275,6 +275,35 @@ def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
     return found
 
 
+JUDGED_BOUNDS = ("host-bound", "launch-overhead-bound", "dataloader-bound", "sync-bound", "communication-bound")
+_WHY = {
+    "dataloader-bound": "the device work the step still needs after the wait",
+    "sync-bound": "the device work the syncs waited for, which the step still needs",
+    "communication-bound": "the compute the communication would hide under is shorter than it",
+    "launch-overhead-bound": "the kernels' own time, once their launches cost nothing",
+}
+
+
+def shortfall(model: TraceModel, analysis: Any, found: tuple[Saving, ...]) -> Optional[str]:
+    """One line on why no listed fix recovers half of what the verdict says is lost (None when one does, or the
+    verdict judges no idle time): what still bounds the step once the largest fix is applied."""
+    verdict = analysis.verdict
+    if verdict.bound not in JUDGED_BOUNDS or not verdict.share:
+        return None
+    best = max(((s.saving_ns / s.recorded_ns) if s.recorded_ns > 0 else 0.0 for s in found), default=0.0)
+    if best >= 0.5 * verdict.share:
+        return None
+    head = f"no listed fix recovers half of the {verdict.share:.0%} the verdict says is lost (the largest: {best:.0%})"
+    busiest = analysis.idle.busiest()
+    if verdict.bound == "host-bound" and busiest is not None:
+        spread = culprit_targets(model, busiest, Cause.HOST, 1000)
+        total = sum(i for _, i in spread)
+        if spread and total > 0:
+            return (f"{head}: the host time the device waits on is spread over {len(spread)} ops, the largest "
+                    f"({shown(spread[0][0])[:80]}) {spread[0][1] / total:.0%} of it")
+    return f"{head}: what bounds the step then is {_WHY.get(verdict.bound, 'the work around it')}"
+
+
 def saving_entries(found: tuple[Saving, ...]) -> list[dict[str, Any]]:
     """The savings as JSON (µs), largest first."""
     return [{"source": s.source, "fix": s.fix, "edits": list(s.edits), "saving_us": round(s.saving_ns / 1e3, 3),
