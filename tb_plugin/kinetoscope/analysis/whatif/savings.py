@@ -6,11 +6,12 @@ The edit behind each suggestion (the estimate's assumption, shown with it):
     dataloader-bound        dataloader=0 (the DataLoader never makes the step wait), and
                             dataloader-workers=4 (four workers loading in parallel)
     sync-bound              sync:OP=0 for the top sync culprits (the op that made the sync, else the call)
-    host-bound              graph (each step's launches captured and replayed: analysis/whatif/capture.py),
-                            prep=overlap (the host work before each step's first launch run ahead), and
+    host-bound              graph (each step's launches captured and replayed: analysis/whatif/capture.py) and
+                            prep=overlap (the host work before each step's first launch run ahead) for the
+                            verdict (not a runner-up), and
                             host:NAME*0 for the lead's culprit (the op or Python frame before the device's first
                             activity) and the top host culprits (their host time gone)
-    launch-overhead-bound   graph, and host:CALL*0 for the launch calls in the trace (launching costs the host
+    launch-overhead-bound   graph (for the verdict), and host:CALL*0 for the launch calls in the trace (launching costs the host
                             nothing: what CUDA graphs or fusion aim at)
     compute-bound           roofline:CATEGORY>=60% for the categories whose op calls run furthest below their
                             roof (analysis/roofline/summary.py: elementwise and copy, GEMM, attention...: their
@@ -124,12 +125,12 @@ def _candidates(model: TraceModel, analysis: Any, amp: Any = None) -> list[tuple
             for name, _ in culprit_targets(model, busiest, Cause.SYNC, TOP_CULPRITS):
                 out.append((source, f"remove the syncs of {shown(name)}", (_edit(f"sync:{shown(name)}=0", "sync", name),)))
         elif bound == "host-bound" and busiest is not None:
-            out.append((source, GRAPH_FIX, (_edit(GRAPH, "graph"),)))
-            out.append((source, PREP_FIX, (_edit(PREP, "prep"),)))
+            if source == "verdict":  # the verdict's own remedies (a runner-up's culprits are listed, not these)
+                out += [(source, GRAPH_FIX, (_edit(GRAPH, "graph"),)), (source, PREP_FIX, (_edit(PREP, "prep"),))]
             out.extend((source, f"{shown(n)} costs no host time", (_edit(f"host:{shown(n)}*0", "host", n),))
                        for n in _host_targets(model, busiest))
         elif bound == "launch-overhead-bound":
-            out.append((source, GRAPH_FIX, (_edit(GRAPH, "graph"),)))
+            out += [(source, GRAPH_FIX, (_edit(GRAPH, "graph"),))] if source == "verdict" else []
             edits = _launch_edits(model)
             if edits:
                 out.append((source, "launches cost the host nothing (CUDA graphs, fusion)", edits))
