@@ -127,3 +127,18 @@ def test_the_capture_trace_of_the_same_rank_is_chosen_and_none_when_unsure(tmp_p
     assert graph_reference_for(str(tmp_path / "profile_rank_1.json.gz")) == str(folder / "capture_rank_1.json.gz")
     assert graph_reference_for(str(tmp_path / "profile.json.gz")) is None  # two candidates, no rank: not guessed
     assert graph_reference_for(str(tmp_path / "nested" / "profile_rank_0.json.gz")) is None
+
+
+@pytest.mark.skipif(not list(H200.glob("cuda_graph/*.json.gz")), reason="the H200 samples are not here")
+def test_the_event_route_names_the_ops_that_captured_a_replayed_kernel(monkeypatch):
+    from kinetoscope.views.export import event_view
+    (trace,), (eager,) = H200.glob("cuda_graph/*.json.gz"), H200.glob("launch_bound/*.json.gz")
+    monkeypatch.setenv("KINETOSCOPE_GRAPH_REFERENCE", str(eager))
+    model = with_graph_reference(load_trace(str(trace), cache_dir=None), str(trace))
+    graphs = TableIndex.build(model).graphs
+    gemm = next(r for r in graphs.act_rows[graphs.act_call >= 0].tolist() if "gemm" in model.names[model.name_id[r]])
+    found = event_view(model, None, None, gemm, graphs)["captured_by"]
+    assert found["op"] == "aten::addmm" and found["ops"][-2:] == ["aten::linear", "aten::addmm"]
+    assert found["reference"] == str(eager) and found["inputs"].startswith("[[[64], [4, 64], [64, 64]")  # bias, x, W
+    plain = event_view(model, None, None, gemm)  # no attribution given: the plain answer
+    assert "captured_by" not in plain

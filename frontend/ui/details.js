@@ -109,9 +109,13 @@ export class DetailsPanel {
   /** @param {any} ev a GPU activity with its launch */
   launchBlock(ev) {
     const l = ev.launch;
+    const c = ev.captured_by;
     const block = el('div', { class: 'ks-launch' },
       el('div', {}, 'Launched by ', this.link(l.name, l.row), ` at ${formatTimestamp(l.start_us)}`,
-        l.op ? [' from ', this.link(l.op.name, l.op.row)] : null));
+        l.op ? [' from ', this.link(l.op.name, l.op.row)] : null),
+      c ? el('div', { class: 'ks-captured' }, `Replayed from a graph: captured by ${c.ops.join(' \u203a ')} `
+        + `(attributed from ${c.reference === 'self' ? 'this trace\u2019s own launches' : c.reference})`
+        + (c.inputs ? `; inputs ${c.inputs}` : '')) : null);
     if (typeof l.offset_us === 'number') {
       const call = Math.max(l.offset_us - l.queued_us - Math.max(l.latency_us, 0), 0);
       const parts = /** @type {[string, number, string][]} */ ([['call', call, 'ks-seg-call'], ['queued', l.queued_us, 'ks-seg-queued'],

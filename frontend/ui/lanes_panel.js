@@ -82,6 +82,7 @@ export function createLanesPanel(store, api) {
       rows.push(['launch offset', `${formatDuration(ev.launch.offset_us)} (queued ${formatDuration(ev.launch.queued_us)}, latency ${formatDuration(ev.launch.latency_us)})`]);
     }
     if (ev.activities_total) rows.push(['launches', `${ev.activities_total} GPU activities`]);
+    if (ev.captured_by) rows.push(['captured by', `${ev.captured_by.ops.join(' \u203a ')} (${ev.captured_by.reference === 'self' ? 'this trace' : ev.captured_by.reference})`]);
     tooltip.extend(key, rows);
   }
 

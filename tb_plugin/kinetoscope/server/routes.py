@@ -357,7 +357,9 @@ def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = F
     loaded = _load(service, sid)
     if not 0 <= row < loaded.model.n_events:
         raise NotFound(f"span {sid} has no event row {row!r}")
-    out = event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row)
+    tables = getattr(loaded.prepared, "tables", None)
+    out = event_view(loaded.model, loaded.prepared.index, loaded.prepared.analysis.launch, row,
+                     tables.graphs if tables is not None else None)
     if with_args:
         with confined(service.roots):  # re-read from the file: inside the logdir only
             out["args"], out["args_error"] = args_or_reason(FileIdentity(*loaded.file.identity), loaded.model, row)

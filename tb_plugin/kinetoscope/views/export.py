@@ -6,7 +6,7 @@ pid = device and tid = stream, launch -> activity links as `ac2g` flow pairs key
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -98,8 +98,9 @@ def _flow_events(model: TraceModel, rows: np.ndarray, pid: np.ndarray, tid: np.n
     return out
 
 
-def event_view(model: TraceModel, index: LaneIndex, launch: Any, row: int) -> dict[str, Any]:
-    """Details of one event: where it is, its ids, and its launch relations with their offsets."""
+def event_view(model: TraceModel, index: LaneIndex, launch: Any, row: int, graphs: Any = None) -> dict[str, Any]:
+    """Details of one event: where it is, its ids, and its launch relations with their offsets; for a kernel a
+    graph replayed, the ops of the reference that captured it (`graphs`: the tables' GraphAttribution)."""
     base = model.start_ns
     lane = int(model.lane[row])
     out: dict[str, Any] = {
@@ -111,11 +112,35 @@ def event_view(model: TraceModel, index: LaneIndex, launch: Any, row: int) -> di
     with_name_keys([out], [model.names[model.name_id[row]]])  # a cut name's key, for the `name` route
     if model.kind[row] in ACTIVITY_KINDS and model.launch_idx[row] >= 0:
         out["launch"] = _launch_of(model, launch, row)
+        captured = captured_by(model, graphs, row) if graphs is not None else None
+        if captured is not None:
+            out["captured_by"] = captured
     if model.kind[row] in LAUNCH_KINDS:
         _, owned = owned_activities(index, np.array([row], np.int64))
         out["activities"] = [_brief(model, r) for r in owned[:MAX_OWNED].tolist()]
         out["activities_total"] = int(owned.size)
     return out
+
+
+MAX_CHAIN = 8  # ops named around a replayed kernel, innermost last
+
+
+def captured_by(model: TraceModel, graphs: Any, row: int) -> Optional[dict[str, Any]]:
+    """The replayed call that issued a graph-replayed activity (`analysis/graphs`): its op and the ops around it
+    (outermost first, the innermost MAX_CHAIN), its recorded inputs, and the reference it was matched in; None
+    for an activity no replay attribution covers."""
+    acts = graphs.act_rows
+    at = int(np.searchsorted(acts, row))
+    if at >= acts.size or acts[at] != row or graphs.act_call[at] < 0:
+        return None
+    chain, call = [], int(graphs.act_call[at])
+    while call >= 0:
+        chain.append(model.shown_names[int(graphs.call_name[call])])
+        call = int(graphs.call_parent[call])
+    first = int(graphs.act_call[at])
+    inputs = int(graphs.call_inputs[first])
+    return {"op": chain[0], "ops": chain[::-1][-MAX_CHAIN:], "reference": shown(graphs.reference),
+            "inputs": shown(model.inputs_strings[inputs]) if inputs >= 0 else None}
 
 
 def _opt(value: Any) -> Any:

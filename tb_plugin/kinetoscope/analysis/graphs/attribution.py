@@ -37,6 +37,7 @@ class GraphAttribution:
     """The replayed calls of one trace's graph replays and the activities they issued."""
 
     reference: str  # "self" or the reference trace's path
+    act_rows: np.ndarray  # int64 the tables' index's activity rows (ascending), which act_call follows
     act_call: np.ndarray  # int32 per activity of the tables' index: its replayed call, -1 none
     call_name: np.ndarray  # int32 model name id of each replayed call
     call_inputs: np.ndarray  # int32 model inputs id (-1: none recorded)
@@ -124,7 +125,7 @@ def attribute(model: TraceModel, act_rows: np.ndarray, act_start: np.ndarray, ac
     start, end = _spans(act_call, act_start, act_end, parent)
     dur = act_end[replayed] - act_start[replayed]
     i32 = np.int32
-    return GraphAttribution(ref.source, act_call, call_name[refs].astype(i32), call_inputs[refs].astype(i32),
+    return GraphAttribution(ref.source, act_rows, act_call, call_name[refs].astype(i32), call_inputs[refs].astype(i32),
                             parent.astype(i32), call_module[refs].astype(i32), replay.astype(i32), start, end,
                             launch[replayed[bounds[:-1]]], np.diff(bounds).astype(np.int64),
                             np.array(matched, np.int64), np.array(ambiguous, bool), int(dur.sum()),
