@@ -142,3 +142,16 @@ def test_the_event_route_names_the_ops_that_captured_a_replayed_kernel(monkeypat
     assert found["reference"] == str(eager) and found["inputs"].startswith("[[[64], [4, 64], [64, 64]")  # bias, x, W
     plain = event_view(model, None, None, gemm)  # no attribution given: the plain answer
     assert "captured_by" not in plain
+
+
+@pytest.mark.skipif(not list(H200.glob("cuda_graph/*.json.gz")), reason="the H200 samples are not here")
+def test_a_kernel_in_op_edit_reaches_the_kernels_a_graph_replayed_for_that_op(capsys):
+    (eager,) = H200.glob("launch_bound/*.json.gz")
+    args = ["whatif", str(H200 / "cuda_graph"), "--edit", "kernel:in:aten::linear*0.5", "--format", "json"]
+    assert main(args) == 0
+    alone = json.loads(capsys.readouterr().out)["traces"][0]["whatif"]
+    assert alone["matched"] == {"kernel:in:aten::linear*0.5": 0}  # no reference: the replays have no op
+    assert main([*args, "--graph-reference", str(eager)]) == 0
+    edited = json.loads(capsys.readouterr().out)["traces"][0]["whatif"]
+    assert edited["matched"] == {"kernel:in:aten::linear*0.5": 576} and edited["saving_us"] > 0  # 24 replays x 24 GEMMs
+    assert main(["report", str(H200 / "cuda_graph"), "--graph-reference", str(H200 / "nowhere.json.gz")]) == 2

@@ -109,12 +109,13 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             print(f"kinetoscope {args.command}: --peaks {peaks}: {exc}", file=sys.stderr)
             return 2
         allowed[PEAKS_ENV] = os.path.abspath(peaks)
-    if args.graph_reference:
-        if not os.path.isfile(args.graph_reference):
-            print(f"kinetoscope {args.command}: --graph-reference {args.graph_reference}: no such file", file=sys.stderr)
+    reference = args.graph_reference or os.environ.get(GRAPH_REFERENCE_ENV, "").strip()
+    if reference:  # the user named it: read it wherever it lies, as a named trace is
+        if not os.path.isfile(reference):
+            print(f"kinetoscope {args.command}: --graph-reference {reference}: no such file", file=sys.stderr)
             return 2
-        allowed[GRAPH_REFERENCE_ENV] = args.graph_reference
-        paths = [*paths, args.graph_reference]
+        allowed[GRAPH_REFERENCE_ENV] = reference
+        paths = [*paths, reference]
     with in_environment(allowed), confined(roots_for(paths)), \
             noting_skipped_links(partial(_say_skipped, args.command, args.skipped_links)):
         if args.command == "index":

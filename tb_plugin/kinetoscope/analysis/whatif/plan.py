@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from ...trace import intervals
-from ...trace.kinds import Kind, is_collective_name
+from ...trace.kinds import GRAPH_LAUNCH_CALLS, Kind, is_collective_name
 from ...trace.model import TraceModel, unique
 from ..core.selectors import comm_mask, cpu_compute_union, cpu_rows, dataloader_union, launch_call_rows
 from ..roofline.figures import activity_shares, trace_roofline
@@ -225,12 +225,33 @@ def _in_occurrence(ctx: Context, occ: tuple[np.ndarray, np.ndarray, np.ndarray],
 
 
 def _launched_inside(ctx: Context, names: list[str]) -> np.ndarray:
-    """Which activities are kernels whose launch call ran inside an op or region named in `names`."""
+    """Which activities are kernels whose launch call ran inside an op or region named in `names`, or that a graph
+    replayed for a replayed call of such an op or inside one (`analysis/graphs`)."""
     launch = ctx.model.launch_idx[ctx.acts]
     kernels = (ctx.model.kind[ctx.acts] == Kind.KERNEL) & (launch >= 0)
     hit = np.zeros(ctx.acts.size, bool)
     hit[kernels] = _in_occurrence(ctx, _occurrences(ctx, names), launch[kernels]) >= 0
-    return hit
+    return hit | (_replayed_inside(ctx, names) & kernels)
+
+
+def _replayed_inside(ctx: Context, names: list[str]) -> np.ndarray:
+    """Which activities a graph replayed for a replayed call named in `names` or nested in one."""
+    model = ctx.model
+    out = np.zeros(ctx.acts.size, bool)
+    if not any(n in GRAPH_LAUNCH_CALLS for n in model.names):
+        return out
+    graphs = cached(ctx, "graphs", lambda: TableIndex.build(model).graphs)
+    if graphs is None or not graphs.size:
+        return out
+    wanted = set(names)
+    named = np.isin(graphs.call_name, model.name_ids_where(lambda n: n in wanted))
+    inside, up = named.copy(), graphs.call_parent.astype(np.int64)
+    while (up >= 0).any():  # a call inside a named one: up its chain of replayed parents
+        inside |= (up >= 0) & named[np.maximum(up, 0)]
+        up = np.where(up >= 0, graphs.call_parent[np.maximum(up, 0)], -1)
+    rows = graphs.act_rows[(graphs.act_call >= 0) & inside[np.maximum(graphs.act_call, 0)]]
+    out[np.isin(ctx.acts, rows)] = True  # ctx.acts is in (lane, start) order, not ascending
+    return out
 
 
 

@@ -44,7 +44,8 @@ Edits, as the CLI and the routes spell them:
     kernel:PATTERN*F        scale the device time of kernels named PATTERN, whose name contains it, or that match
                             it as a glob (with * ? or [)
     kernel:in:OP*F          scale the device time of the kernels launched inside an op or region named OP, or
-                            any of OP1|OP2|... (once per kernel however many of these ops nest around its launch)
+                            any of OP1|OP2|... (once per kernel however many of these ops nest around its launch),
+                            and of those a graph replayed for such an op (analysis/graphs)
     roofline:CATEGORY>=P%   the kernels launched by the op calls of CATEGORY (gemm, attention, conv, elementwise,
                             norm, reduce, copy, other) that run below P% of their roof (analysis/roofline) run at P%:
                             their length times (their share of the roof) / P
