@@ -155,3 +155,16 @@ def test_a_kernel_in_op_edit_reaches_the_kernels_a_graph_replayed_for_that_op(ca
     edited = json.loads(capsys.readouterr().out)["traces"][0]["whatif"]
     assert edited["matched"] == {"kernel:in:aten::linear*0.5": 576} and edited["saving_us"] > 0  # 24 replays x 24 GEMMs
     assert main(["report", str(H200 / "cuda_graph"), "--graph-reference", str(H200 / "nowhere.json.gz")]) == 2
+
+
+@pytest.mark.skipif(not FLUX.is_dir(), reason="../shared/traces is not beside the repo")
+@pytest.mark.parametrize("content", [b"", b"{\"traceEvents\": [", b"\x1f\x8b\x08\x00garbage", b"[1, 2, 3]"],
+                         ids=["empty", "truncated", "bad-gzip", "not-a-trace"])
+def test_a_broken_capture_trace_is_named_and_the_trace_still_reports(tmp_path, capsys, content):
+    shutil.copy(FLUX / "profile_trace_rank_0.json.gz", tmp_path / "profile_rank_0.json.gz")
+    (tmp_path / "capture_traces").mkdir()
+    (tmp_path / "capture_traces" / "capture_rank_0.json.gz").write_bytes(content)
+    assert main(["report", str(tmp_path / "profile_rank_0.json.gz"), "--format", "json", "--no-cache", "--no-index"]) == 0
+    entry = json.loads(capsys.readouterr().out)["traces"][0]
+    assert entry["error"] is None and entry["graph_attribution"]["attributed_us"] == 0
+    assert "capture_rank_0.json.gz" in entry["graph_attribution"]["reference_error"]

@@ -218,6 +218,9 @@ def with_graph_reference(model: TraceModel, trace_path: str) -> TraceModel:
         ref = _reference_cached(path)
     except (TraceError, SourceError, OSError) as exc:
         return replace(model, meta={**model.meta, REFERENCE_ERROR_KEY: f"{path}: {exc}"})
+    except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError) as exc:  # a hostile reference
+        log.warning("graph reference %s not used", path, exc_info=True)  # is never the trace's failure
+        return replace(model, meta={**model.meta, REFERENCE_ERROR_KEY: f"{path}: cannot be used ({type(exc).__name__})"})
     return with_reference(model, ref)
 
 
