@@ -26,9 +26,10 @@ from .analysis.report import Analysis, TablesPart, analyze, model_parts, report_
 from .analysis.roofline import figures
 from .analysis.roofline.figures import Roofline
 from .analysis.roofline.peaks import PeaksError, parse_peaks
-from .analysis.tables.index import TableIndex
+from .analysis.tables.index import TableIndex, launch_shapes
 from .analysis.tables.search import SearchIndex
 from .trace import heap
+from .trace.gpu_args import shape_size
 from .trace.kinds import GRAPH_LAUNCH_CALLS
 from .trace.loader import TraceError, load_trace
 from .trace.model import TraceModel
@@ -248,20 +249,13 @@ def graph_reference(path: str) -> ReferenceCalls:
     """
     model = load_trace(path, cache_dir=None)
     index = TableIndex.build(model)
-    grid, block = (np.where(index.act_present[k], index.act_values[k], -1.0) for k in (1, 2))
+    grid, block = launch_shapes(index.act_values, index.act_present)
     captured = captured_launch_rows(model)[:MAX_CAPTURED]
     keys = {}
     for row, args in events_args(path, model, captured, ("kernel", "grid", "block")).items():
         if isinstance(args.get("kernel"), str):
-            keys[row] = (args["kernel"], _size(args.get("grid")), _size(args.get("block")))
+            keys[row] = (args["kernel"], shape_size(args.get("grid")), shape_size(args.get("block")))
     return reference_calls(model, index.act_rows, grid, block, index.ops, index.modules, source=path, launch_keys=keys)
-
-
-def _size(value: Any) -> float:
-    """A grid or block arg's size (x*y*z), -1 unless it is three whole numbers >= 1."""
-    if isinstance(value, list) and len(value) == 3 and all(type(v) is int and 1 <= v < 1 << 31 for v in value):
-        return float(value[0] * value[1] * value[2])
-    return -1.0
 
 
 class _Once:

@@ -53,6 +53,13 @@ def _json_or_none(text: bytes) -> Any:
         return None
 
 
+def shape_size(value: Any) -> float:
+    """One grid or block arg's size (x*y*z) as the model reads it (`_products`), -1 when it is not three whole
+    numbers >= 1: for args re-read outside a chunk (a captured launch call's, `pipeline.graph_reference`)."""
+    size = float(_products([value])[0])
+    return size if size == size else -1.0
+
+
 def _products(values: list) -> np.ndarray:
     """x*y*z of `[x, y, z]` grids or blocks (whole numbers >= 1), NaN for anything else."""
     out = np.full(len(values), np.nan)

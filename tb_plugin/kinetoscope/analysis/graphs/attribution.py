@@ -26,7 +26,7 @@ from ...trace.kinds import GRAPH_LAUNCH_CALLS
 from ...trace.model import TraceModel, freeze_arrays
 from ..core.op_forest import Forest
 from .align import Keys, align
-from .reference import ReferenceCalls, keys_in, reference_calls, strings_to_ids
+from .reference import ReferenceCalls, keys_in, reference_calls, renumbered, strings_to_ids, with_ancestors
 
 META_KEY = "graph_reference"  # model.meta: the ReferenceCalls a door attached (`with_reference`)
 REFERENCE_ERROR_KEY = "graph_reference_error"  # model.meta: why the reference a door looked for was not used
@@ -157,10 +157,7 @@ def _below_enclosing(calls: np.ndarray, parent: np.ndarray, kernel_call: np.ndar
     if not drop.any():
         return calls, parent, kernel_call
     keep = np.flatnonzero(~drop)
-    index = np.full(calls.size + 1, -1, np.int64)
-    index[keep] = np.arange(keep.size)
-    new_parent = np.where(parent[keep] >= 0, index[np.where(parent[keep] >= 0, parent[keep], calls.size)], -1)
-    return calls[keep], new_parent, index[np.where(kernel_call >= 0, kernel_call, calls.size)]
+    return calls[keep], renumbered(keep, calls.size, parent[keep]), renumbered(keep, calls.size, kernel_call)
 
 
 def _ids(ref: ReferenceCalls, column: np.ndarray, table: dict[str, int]) -> np.ndarray:
@@ -174,19 +171,9 @@ def _template(ref: ReferenceCalls, found) -> tuple:
     ascending), their parents among them, each kernel's issuing call among them (-1 none), matches, ambiguity."""
     item = found.mapping
     call = np.where(item >= 0, ref.item_call[np.maximum(item, 0)], -1)
-    seen = np.zeros(ref.call_name.size, bool)
-    frontier = np.unique(call[call >= 0])
-    while frontier.size:
-        frontier = frontier[~seen[frontier]]
-        seen[frontier] = True
-        up = ref.call_parent[frontier]
-        frontier = np.unique(up[up >= 0])
-    calls = np.flatnonzero(seen)
-    index = np.full(ref.call_name.size + 1, -1, np.int64)
-    index[calls] = np.arange(calls.size)
-    parent = index[np.where(ref.call_parent[calls] >= 0, ref.call_parent[calls], ref.call_name.size)]
-    kernel_call = index[np.where(call >= 0, call, ref.call_name.size)]
-    return calls, parent, kernel_call, found.matched, found.ambiguous
+    calls, n = with_ancestors(ref.call_parent, call), ref.call_name.size
+    return (calls, renumbered(calls, n, ref.call_parent[calls]), renumbered(calls, n, call), found.matched,
+            found.ambiguous)
 
 
 def _spans(act_call: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -112,27 +112,34 @@ def _call_owner(ops: Forest, calls: np.ndarray) -> np.ndarray:
     return np.where(ops.call_rows[at] == calls, ops.call_owner[at].astype(np.int64), -1)
 
 
-def _calls_with_ancestors(ops: Forest, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The op positions issuing items and every op around them (ascending), and each item's index among them."""
-    seen = np.zeros(ops.size, bool)
-    frontier = np.unique(pos[pos >= 0])
+def with_ancestors(parent: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """`nodes` (positions, -1 ignored) and every node above them (`parent`: -1 at the top), ascending."""
+    seen = np.zeros(parent.size, bool)
+    frontier = np.unique(nodes[nodes >= 0])
     while frontier.size:
         frontier = frontier[~seen[frontier]]
         seen[frontier] = True
-        up = ops.parent[frontier].astype(np.int64)
+        up = parent[frontier].astype(np.int64)
         frontier = np.unique(up[up >= 0])
-    calls = np.flatnonzero(seen)
-    index = np.full(ops.size + 1, -1, np.int64)
-    index[calls] = np.arange(calls.size)
-    return calls, index[np.where(pos >= 0, pos, ops.size)]
+    return np.flatnonzero(seen)
+
+
+def renumbered(kept: np.ndarray, n: int, positions: np.ndarray) -> np.ndarray:
+    """`positions` (among `n`, -1 for none) as indices into `kept` (ascending); -1 for none or one not kept."""
+    index = np.full(n + 1, -1, np.int64)
+    index[kept] = np.arange(kept.size)
+    return index[np.where(positions >= 0, positions, n)]
+
+
+def _calls_with_ancestors(ops: Forest, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The op positions issuing items and every op around them (ascending), and each item's index among them."""
+    calls = with_ancestors(ops.parent, pos)
+    return calls, renumbered(calls, ops.size, pos)
 
 
 def _parents(ops: Forest, calls: np.ndarray) -> np.ndarray:
     """Each call's enclosing call among `calls` (all ancestors are in it), -1 for top-level ones."""
-    index = np.full(ops.size + 1, -1, np.int64)
-    index[calls] = np.arange(calls.size)
-    up = ops.parent[calls].astype(np.int64)
-    return index[np.where(up >= 0, up, ops.size)]
+    return renumbered(calls, ops.size, ops.parent[calls].astype(np.int64))
 
 
 def keys_in(ref: ReferenceCalls, name_of: dict[str, int]) -> np.ndarray:

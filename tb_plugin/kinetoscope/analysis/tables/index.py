@@ -166,8 +166,7 @@ class TableIndex:
         ops = build_forest(model, op_rows(model), act, calls, (callers, issuing_ops(model, callers)))
         modules = build_forest(model, module_rows(model), act, np.zeros(0, np.int64))
         values, present = _activity_args(model, act)
-        shape = [np.where(present[k], values[k], -1.0) for k in (ARG_FIELDS.index("grid"), ARG_FIELDS.index("block"))]
-        graphs = attribute(model, act, model.ts_ns[act], model.end_ns[act], *shape, ops, modules)
+        graphs = attribute(model, act, model.ts_ns[act], model.end_ns[act], *launch_shapes(values, present), ops, modules)
         return TableIndex(act, model.ts_ns[act], model.end_ns[act], ix.astype(np.int32), ids.astype(np.int32),
                           kind_of.astype(np.int8), first_of_launch(model)[act], model.launch_idx[act] >= 0, Groups.of(ix, ids.size),
                           np.array([uses_tensor_cores(model.names[i]) for i in ids.tolist()], bool),
@@ -179,6 +178,11 @@ ARG_FIELDS = ("bytes", "grid", "block", "registers", "shared_mem", "blocks_per_s
 
 
 _UNMADE = object()
+
+
+def launch_shapes(values: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The activities' grid and block sizes from `TableIndex.act_values`/`act_present`, -1 where not recorded."""
+    return tuple(np.where(present[k], values[k], -1.0) for k in (ARG_FIELDS.index("grid"), ARG_FIELDS.index("block")))
 
 
 def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
