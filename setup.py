@@ -80,6 +80,6 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": ["kinetoscope = kinetoscope.server.tb_loader:KinetoscopeLoader"],
-        "console_scripts": ["kinetoscope = kinetoscope.cli.main:run"],
+        "console_scripts": ["kinetoscope = kinetoscope.cli:run"],
     },
 )

@@ -1,4 +1,4 @@
 """`python -m kinetoscope.cli ...`: the `kinetoscope` command."""
-from .main import run
+from . import run
 
 run()
