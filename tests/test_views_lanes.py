@@ -57,7 +57,8 @@ def test_wide_view_draws_every_event_itself():
     assert flows["gpu_row"] == gpu["row"]
     assert flows["launch_row"] == [int(model.launch_idx[r]) for r in gpu["row"]]
     assert flows["launch_us"] == [12.0, 112.0] and flows["gpu_us"] == [40.0, 140.0]
-    assert payload["gaps"]["start_us"] == [50.0] and payload["gaps"]["cause"] == ["host"]
+    # the step's 40 µs before the first kernel (the device's lead, judged host) is shaded as a gap too
+    assert payload["gaps"]["start_us"] == [0.0, 50.0] and payload["gaps"]["cause"] == ["host", "host"]
     assert payload["steps"]["name"] == ["ProfilerStep#1"] and payload["merged"] is False
 
 

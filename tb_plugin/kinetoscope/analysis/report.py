@@ -22,7 +22,7 @@ from .distributed.comm import Communication, communication
 from .distributed.jobs import JobGroup
 from .graphs.attribution import REFERENCE_ERROR_KEY, GraphAttribution
 from .idle.breakdown import Breakdown, breakdown
-from .idle.culprits import host_culprit, sync_culprit, top_culprits
+from .idle.culprits import host_culprit, lead_culprit, sync_culprit, top_culprits
 from .idle.dataloader_stalls import Steps, judged_ends, step_breakdown
 from .idle.gpu_idle import CAUSE_NAMES, Cause, DeviceIdle, GpuIdle, gpu_idle
 from .idle.launch_offsets import LaunchOffsets, launch_offsets, percentiles_us
@@ -362,15 +362,27 @@ def shown_devices(devices) -> list:
 def _device_entry(model: TraceModel, d: DeviceIdle, comm: Communication) -> dict:
     length = d.gap_end_ns - d.gap_start_ns
     c = comm.of(d.device)
+    listed = d.listed()  # the culprits of its lead too
     return {"device": d.device, "window_us": _us(d.window_ns), "busy_us": _us(d.busy_ns), "idle_us": _us(d.idle_ns),
             "idle_pct": d.idle_pct,
             "comm": {"kernels": c.kernels, "comm_us": _us(c.comm_ns), "compute_us": _us(c.compute_ns),
                      "exposed_comm_us": _us(c.exposed_ns), "overlap_pct": c.overlap_pct},
             "gaps": {"count": int(length.size), "count_ge_1us": int(np.count_nonzero(length >= 1000)),
                      "by_cause_us": {k: _us(v) for k, v in d.idle_by_cause_ns().items()},
-                     "top_culprits": top_culprits(model, d),
-                     "top_sync_culprits": top_culprits(model, d, Cause.SYNC),
-                     "top_comm_culprits": top_culprits(model, d, Cause.COMM)}}
+                     "top_culprits": top_culprits(model, listed),
+                     "top_sync_culprits": top_culprits(model, listed, Cause.SYNC),
+                     "top_comm_culprits": top_culprits(model, listed, Cause.COMM)},
+            "lead": _lead_entry(model, d)}
+
+
+def _lead_entry(model: TraceModel, d: DeviceIdle) -> Optional[dict]:
+    """The device's lead (idle the verdict judges before its first activity) as a listed gap: where it starts (µs
+    from the trace's start), how long, its cause and culprit; None without one."""
+    if not d.has_lead:
+        return None
+    culprit = lead_culprit(model, d, Cause(d.lead_cause))
+    return {"start_us": _us(d.lead_start_ns - model.start_ns), "idle_us": _us(d.window_start_ns - d.lead_start_ns),
+            "cause": CAUSE_NAMES[d.lead_cause], "culprit": culprit["label"] if culprit else None}
 
 
 MAX_STEP_ROWS = 1000  # the report lists this many steps at most (a trace may hold a million); `stalls` pages them all

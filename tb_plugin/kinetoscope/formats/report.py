@@ -224,14 +224,25 @@ def _judged_line(entry: dict, device: dict) -> list[str]:
     return [f"Of the judged time ({human_us(judged)}, the steps the verdict weighs): idle {judged_idle_pct(entry):.1f}%."]
 
 
+def _lead_line(lead: Optional[dict], markdown: bool) -> list[str]:
+    """The idle judged before the device's first activity, a gap of its own (its culprit is in the tables below)."""
+    if not lead:
+        return []
+    culprit = f"; the CPU ran {lead['culprit']}" if lead.get("culprit") else ""
+    text = f"Before its first activity, inside the judged time: {human_us(lead['idle_us'])} idle ({lead['cause']}{culprit})."
+    return [md(text) if markdown else text]
+
+
 def _devices(entry: dict, markdown: bool) -> list[str]:
     lines = []
     for d in entry["devices"]:
         by = d["gaps"]["by_cause_us"]
         lines += _heading(f"Device {d['device']}", markdown)
         lines += [f"Idle {d['idle_pct']:.2f}% of the device's active span ({human_us(d['window_us'])}, its first activity "
-                  f"to its last; {d['gaps']['count']} gaps). Idle time by cause:"]
+                  f"to its last; {d['gaps']['count']} gaps)."]
         lines += _judged_line(entry, d)
+        lines += _lead_line(d.get("lead"), markdown)
+        lines += ["Idle time of the active span by cause:"]
         lines += unreliable_lines(entry, "busy_idle", markdown)
         lines += [""] if markdown else []
         lines += table_lines(["cause", "idle", "share"], [[c, human_us(by[c]), percent(by[c] / max(d['idle_us'], 1e-9))]

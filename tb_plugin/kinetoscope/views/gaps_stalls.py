@@ -17,7 +17,8 @@ STALL_ADVICE = ("raise DataLoader(num_workers=...) and set pin_memory=True and p
 def gaps_view(model: TraceModel, device: Any, *, causes: Optional[Sequence[int]] = None, min_ns: int = 0,
               t0_ns: Optional[int] = None, t1_ns: Optional[int] = None, sort: str = "start",
               offset: int = 0, limit: int = 100) -> dict[str, Any]:
-    """One page of a device's idle gaps after filtering and sorting.
+    """One page of a device's idle gaps after filtering and sorting: its lead (the idle judged before its first
+    activity, `DeviceIdle.listed`) first, flagged `lead`, then the gaps of its window.
 
     Args:
         model: the trace.
@@ -28,6 +29,7 @@ def gaps_view(model: TraceModel, device: Any, *, causes: Optional[Sequence[int]]
         sort: one of GAP_SORTS.
         offset, limit: the page.
     """
+    device = device.listed()  # its lead, where it has one, is the first gap
     start, end = device.gap_start_ns, device.gap_end_ns
     keep = (end - start) >= min_ns
     if causes is not None:
@@ -91,7 +93,8 @@ def _gap_columns(model: TraceModel, device: Any, page: np.ndarray) -> dict[str, 
                      "annotation": annotation_ix,
                      "next_kernel": next_ix,
                      "next_row": device.gap_next_row[page].tolist(),
-                     "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())]}}
+                     "launch_us": [us if row >= 0 else None for us, row in zip(launch_us, launch.tolist())],
+                     "lead": (start < device.window_start_ns).tolist()}}
 
 
 def stalls_view(model: TraceModel, steps: Any, verdict: Any, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:

@@ -121,6 +121,26 @@ class DeviceIdle:
     def idle_pct(self) -> float:
         return 100.0 * self.idle_ns / self.window_ns if self.window_ns > 0 else 0.0
 
+    @property
+    def has_lead(self) -> bool:
+        return self.lead_cause >= 0 and self.lead_start_ns < self.window_start_ns
+
+    def listed(self) -> DeviceIdle:
+        """This device with its lead (judged idle before its first activity), where it has one, as its first gap:
+        its cause, culprit and annotation as judged, no next activity or launch (-1). What the gap list, the
+        lanes' overlay and the culprit tables read, so the idle a verdict counts before the device's first kernel
+        (TimeSformer's 215 ms of preprocessing) is listed like any other gap. The device window's own figures
+        (`idle_ns`, the gap count, `idle_by_cause_ns` of the device itself) stay the window's."""
+        if not self.has_lead:
+            return self
+        one = lambda value, column: np.concatenate((np.array([value], column.dtype), column))  # noqa: E731
+        return replace(self, gap_start_ns=one(self.lead_start_ns, self.gap_start_ns),
+                       gap_end_ns=one(self.window_start_ns, self.gap_end_ns), gap_cause=one(self.lead_cause, self.gap_cause),
+                       gap_next_row=one(-1, self.gap_next_row), gap_launch_row=one(-1, self.gap_launch_row),
+                       gap_culprit_row=one(self.lead_culprit_row, self.gap_culprit_row),
+                       gap_annotation_row=one(self.lead_annotation_row, self.gap_annotation_row),
+                       gap_culprit_after=one(False, self.gap_culprit_after), gap_caller_row=one(-1, self.gap_caller_row))
+
     def idle_by_cause_ns(self) -> dict[str, int]:
         """Idle time per cause; the values add up to `idle_ns`."""
         length = self.gap_end_ns - self.gap_start_ns
@@ -196,8 +216,9 @@ class GpuIdle:
 
     @cached_property
     def all_gaps(self) -> AllGaps:
-        """The devices' gaps as one column (built on first use, then kept with the analysis)."""
-        return AllGaps.of(self.devices)
+        """The devices' listed gaps (`DeviceIdle.listed`: their leads too) as one column (built on first use, then
+        kept with the analysis)."""
+        return AllGaps.of(tuple(d.listed() for d in self.devices))
 
 
 def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, comm_share: float = T.GAP_COVER_SHARE,
