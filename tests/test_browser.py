@@ -213,6 +213,9 @@ def test_what_would_it_save_and_the_critical_path(samples_tb):
     assert r["bars"] == 6 and "predicted" in r["summaryLine"]
     assert r["pathStatus"] == 200
     assert r["lanesChanged"] > 1000, r["lanesChanged"]  # drawn on the lanes too, not only as the strip
+    # a CPU event picked on the lanes offers its own host edits, and one click replays the first
+    assert r["selectedEdits"] and r["selectedEdits"][0].startswith("host:") and r["selectedEdits"][0].endswith("*0")
+    assert r["boxAfter"] == r["selectedEdits"][0] and r["selectedAnswer"], r
 
 
 def test_run_verdict_with_confidence_shows_above_the_span_verdict_of_a_multi_span_run(samples_tb):

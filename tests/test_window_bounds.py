@@ -60,7 +60,9 @@ def _device_by_device(idle, t0_ns, t1_ns, ns_per_px, base):
 
 
 def _device(device: int, starts: np.ndarray, lengths: np.ndarray, rng) -> DeviceIdle:
-    fields = {f.name: None for f in dataclasses.fields(DeviceIdle)}
+    """A device of these gaps (the fields without a default None: the overlay reads only the gaps; no lead)."""
+    fields = {f.name: None for f in dataclasses.fields(DeviceIdle)
+              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     fields.update(device=device, gap_start_ns=starts, gap_end_ns=starts + lengths,
                   gap_cause=rng.integers(0, len(CAUSE_NAMES), starts.size).astype(np.int8))
     return DeviceIdle(**fields)

@@ -62,6 +62,25 @@ export function parseEditsText(text) {
 }
 
 /**
+ * @typedef {object} SelectionEdit
+ * @property {string} label what the edit stands for
+ * @property {string} edit as `kinetoscope whatif --edit` spells it
+ */
+
+/**
+ * The edits a selected event of a CPU lane stands for (an op, a Python frame of `with_stack`, an annotation): its
+ * host time gone, or halved (`host:NAME*F` matches the name exactly); none for other lanes, an unnamed selection,
+ * or a name the edits cannot carry (a line break, over MAX_EDIT_CHARS with its prefix).
+ * @param {{laneKind?: string, name?: string} | null | undefined} sel
+ * @returns {SelectionEdit[]}
+ */
+export function selectionEdits(sel) {
+  const name = typeof sel?.name === 'string' ? sel.name : '';
+  if (sel?.laneKind !== 'cpu' || !name || /[\r\n]/.test(name) || name.length + 8 > MAX_EDIT_CHARS) return [];
+  return [{ label: 'costs no host time', edit: `host:${name}*0` }, { label: 'half its host time', edit: `host:${name}*0.5` }];
+}
+
+/**
  * @typedef {object} StepBar
  * @property {string} name
  * @property {number} recordedUs

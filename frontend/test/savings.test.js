@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { routeUrl } from '../api.js';
-import { MAX_EDITS, parseEditsText, savingRows, sourceText, stepBars } from '../model/savings.js';
+import { MAX_EDITS, parseEditsText, savingRows, selectionEdits, sourceText, stepBars } from '../model/savings.js';
 
 // the ResNet sample's first savings, as the summary route answers them
 const SUMMARY = { savings: [
@@ -44,4 +44,15 @@ test('step bars scale to the longest bar', () => {
   assert.equal(bars.length, 2);
   assert.deepEqual(bars.map((b) => [b.recordedFrac, b.predictedFrac]), [[1, 0.5], [0.5, 0.25]]);
   assert.deepEqual(stepBars({ steps: [] }), []);
+});
+
+test('a selected CPU event offers its own host edits; other lanes and odd names none', () => {
+  const frame = 'transformers/models/videomae/image_processing_videomae.py(235): preprocess';
+  assert.deepEqual(selectionEdits({ laneKind: 'cpu', name: frame }).map((e) => e.edit), [`host:${frame}*0`, `host:${frame}*0.5`]);
+  assert.deepEqual(selectionEdits({ laneKind: 'gpu', name: 'k' }), []);
+  assert.deepEqual(selectionEdits({ laneKind: 'cpu', name: 'a\nb' }), []);
+  assert.deepEqual(selectionEdits({ laneKind: 'cpu', name: 'x'.repeat(MAX_EDITS * 100) }), []);
+  assert.deepEqual(selectionEdits(null), []);
+  const [first] = parseEditsText(selectionEdits({ laneKind: 'cpu', name: 'aten::mm' })[0].edit).edits;
+  assert.equal(first, 'host:aten::mm*0');
 });

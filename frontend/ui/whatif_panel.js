@@ -7,7 +7,7 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatDuration, formatShare } from '../model/format.js';
-import { parseEditsText, savingRows, sourceText, stepBars } from '../model/savings.js';
+import { parseEditsText, savingRows, selectionEdits, sourceText, stepBars } from '../model/savings.js';
 import { el, errorText, message } from './dom.js';
 
 const SPELLINGS = 'dataloader=0 · dataloader-workers=K · sync:NAME=0 · sync:NAME*F · host:NAME*F · kernel:PATTERN*F · '
@@ -23,13 +23,15 @@ export class WhatIfPanel {
     this.box = /** @type {HTMLTextAreaElement} */ (el('textarea', { class: 'ks-edits', rows: 3, spellcheck: false,
       'aria-label': 'edits, one per line', placeholder: 'dataloader=0\nsync:aten::item=0' }));
     this.result = el('div', { class: 'ks-whatif-result' });
+    this.selected = el('div', { class: 'ks-whatif-selected' });
     const run = el('button', { type: 'button', onclick: () => this.replay() }, 'Replay');
     this.root = el('section', { class: 'ks-section', dataset: { panel: 'whatif' } }, el('h3', {}, 'What would it save?'),
       el('p', { class: 'ks-hint' }, 'Each suggestion replayed from the trace\u2019s own dependencies with the edit that stands for it; '
         + 'an estimate (README, \u201cWhat would a fix save\u201d).'),
-      this.list, el('div', { class: 'ks-whatif-edit' }, this.box, run), el('div', { class: 'ks-keys' }, SPELLINGS), this.result);
+      this.list, this.selected, el('div', { class: 'ks-whatif-edit' }, this.box, run), el('div', { class: 'ks-keys' }, SPELLINGS), this.result);
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
+      if (changed.has('sel') || changed.has('span')) this.showSelected();
       if (changed.has('summary') && store.state.summary) this.showSavings(store.state.summary);
     });
   }
@@ -55,6 +57,16 @@ export class WhatIfPanel {
         el('td', {}, `${formatDuration(r.beforeUs)} \u2192 ${formatDuration(r.afterUs)}`),
         el('td', { class: 'ks-name', title: r.edits.join('\n') }, r.edits.join(', ')),
         el('td', {}, el('button', { type: 'button', onclick: () => { this.box.value = r.edits.join('\n'); this.replay(); } }, 'Apply')))))));
+  }
+
+  /** The selected CPU event's own edits (an op or a Python frame: `host:NAME*0`), each a button that replays it. */
+  showSelected() {
+    const { sel } = this.store.state;
+    const edits = selectionEdits(sel);
+    this.selected.replaceChildren(...(edits.length && sel ? [el('span', { class: 'ks-hint' }, 'The selected ',
+      el('b', { class: 'ks-name', title: sel.name }, sel.name), ': '),
+    ...edits.map((e) => el('button', { type: 'button', title: e.edit,
+      onclick: () => { this.box.value = e.edit; this.replay(); } }, e.label))] : []));
   }
 
   async replay() {

@@ -513,7 +513,36 @@ async function whatif(browser, run) {
   await page.waitForTimeout(500);
   const lanesChanged = await lanesPixels(false);
   await page.screenshot({ path: shot('whatif') });
-  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus, lanesChanged };
+  // an event clicked on a CPU lane offers its own edits (host:NAME*0); one click replays it
+  await frame.click('.ks-path-toggle input');  // the overlay off again: a click lands on an event, not on a segment
+  await page.waitForTimeout(300);
+  const g2 = await geometry(frame);
+  const cpu = g2.lanes.find((l) => l.kind === 'cpu');
+  const y = cpu.yCss + g2.lanePad / 2 + g2.rowH / 2;
+  const xs = [];
+  for (let x = g2.gutter + 2; x < g2.width - g2.right; x += 3) xs.push([x, y]);
+  const colors = await pixels(frame, '.ks-lanes-canvas', xs);
+  const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
+  let selectedEdits = [];
+  let selectedAnswer = null;
+  let selectedName = null;
+  if (hitAt >= 0) {
+    await page.mouse.click(g2.left + xs[hitAt][0] + 1, g2.top + y);
+    selectedName = await frame.waitForSelector('.ks-details-name', { timeout: 15000 }).then((h) => h.textContent(), () => null);
+    selectedEdits = await frame.waitForSelector('.ks-whatif-selected button', { timeout: 15000 })
+      .then(() => frame.$$eval('.ks-whatif-selected button', (bs) => bs.map((b) => b.title)), () => []);
+    if (selectedEdits.length) {
+      await frame.evaluate(() => { const p = document.querySelector('.ks-whatif-result p'); if (p) p.textContent = ''; });
+      await frame.click('.ks-whatif-selected button');
+      selectedAnswer = await poll(async () => {
+        const text = await frame.$eval('.ks-whatif-result p', (p) => p.textContent).catch(() => '');
+        return text && text.includes('predicted') ? text : null;
+      }, 30000, 100);
+    }
+  }
+  const boxAfter = await frame.$eval('[data-panel="whatif"] textarea', (t) => t.value);
+  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus, lanesChanged, hitAt, selectedName, selectedEdits,
+    selectedAnswer, boxAfter };
 }
 
 async function layoutFaults(frame) {

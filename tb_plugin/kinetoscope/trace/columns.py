@@ -345,7 +345,7 @@ class ColumnBuilder:
         rows = x_rows[order]
         del x_rows
         kind = kind[order]
-        gpu = meanwhile(pool, self._gpu_args.columns, rows, np.flatnonzero(_HAS_GPU_ARGS[kind]))  # the longest of them
+        gpu = meanwhile(pool, self._gpu_args.columns, rows, np.flatnonzero(np.take(_HAS_GPU_ARGS, kind)))  # the longest of them
         progress(0.7)
         heap.give_back()  # the raw columns taken so far and the lanes' temporaries: free, before the largest step
         linked = meanwhile(pool, lambda at: tuple(int64(take(key))[at] for key in ("correlation", "external_id", "source_row")),
@@ -385,13 +385,13 @@ class ColumnBuilder:
         tid_raw, tid_rid = self._tids.dense(take("tid"))  # this thread's share, while the pool's finish theirs
         (names, name_id), (cats, cat_id), (pid_raw, pid_rid) = dense.result()
         del dense
-        kind = _kinds_of(cats)[cat_id[x_rows]]
+        kind = np.take(_kinds_of(cats), cat_id[x_rows])  # np.take: int32 ids are not cast to intp first
         mem_keep = ts_ok[mem_row]
         flow_row = take("flow_row").astype(np.int64, copy=False)
         flow_keep = ts_ok[flow_row]
         del ts_ok
         progress(0.25)
-        on_gpu = _IS_GPU_KIND[kind]
+        on_gpu = np.take(_IS_GPU_KIND, kind)
         gpu_rows = x_rows[on_gpu]
         lanes = assign_lanes(RawIds(pid_raw, pid_rid, tid_raw, tid_rid), x_rows, on_gpu,
                              int64(take_rows("device", gpu_rows)), int64(take_rows("stream", gpu_rows)),

@@ -23,6 +23,7 @@ import numpy as np
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
 FORMAT_VERSION = 13  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FEW_NAMES = 4  # `name_in` compares the ids one by one up to this many names, else reads a lookup table
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
 
@@ -168,8 +169,8 @@ class TraceModel:
         trace ask for the same few sets (GPU activities, launch calls) some thirty times."""
         wanted = frozenset(int(k) for k in kinds)
         if rows is not None:
-            return self._kind_table(wanted)[self.kind[rows]]
-        return self.shared(wanted, lambda: self._kind_table(wanted)[self.kind])
+            return np.take(self._kind_table(wanted), self.kind[rows])
+        return self.shared(wanted, lambda: np.take(self._kind_table(wanted), self.kind))
 
     @staticmethod
     def _kind_table(wanted: frozenset) -> np.ndarray:
@@ -179,7 +180,7 @@ class TraceModel:
 
     def on_lanes(self, lane_kind: LaneKind) -> np.ndarray:
         """Whether each event sits on a lane of `lane_kind` (CPU threads, GPU streams): computed once, read-only."""
-        return self.shared(("mask", int(lane_kind)), lambda: self.lane_kind[self.lane] == lane_kind)
+        return self.shared(("mask", int(lane_kind)), lambda: np.take(self.lane_kind, self.lane) == lane_kind)
 
     def rows_on(self, lane_kind: LaneKind) -> np.ndarray:
         """Rows of the events on lanes of `lane_kind`, ascending: computed once, read-only."""
@@ -206,17 +207,25 @@ class TraceModel:
         return {}
 
     def name_in(self, name_ids: np.ndarray, rows: Optional[np.ndarray] = None) -> np.ndarray:
-        """Whether each event's (or each of `rows`') name id is among `name_ids` (a lookup table)."""
+        """Whether each event's (or each of `rows`') name id is among `name_ids`: one comparison per id for a few
+        ids (most callers ask for one name), else a lookup table read by `np.take` (indexing with the int32 ids
+        themselves casts them to intp first: 2-20x slower at 10^6 events)."""
         name_ids = np.asarray(name_ids, np.int64)
         if not name_ids.size:  # no such name in the trace: nothing to gather
             return np.zeros(self.name_id.size if rows is None else _selected(rows), bool)
+        ids = self.name_id if rows is None else self.name_id[rows]
+        if name_ids.size <= FEW_NAMES:
+            found = ids == int(name_ids[0])
+            for name_id in name_ids[1:].tolist():
+                found |= ids == name_id
+            return found
         table = np.zeros(len(self.names), bool)
         table[name_ids] = True
-        return table[self.name_id if rows is None else self.name_id[rows]]
+        return np.take(table, ids)
 
     def device_of_row(self) -> np.ndarray:
         """Device index of every row's lane (meaningful on GPU lanes only)."""
-        return self.lane_pid[self.lane]
+        return np.take(self.lane_pid, self.lane)  # (np.take: the int32 lanes are not cast to intp first)
 
     def lanes_of(self, lane_kind: LaneKind) -> np.ndarray:
         """Indices of the lanes of one kind."""

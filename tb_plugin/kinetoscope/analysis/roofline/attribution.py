@@ -40,7 +40,7 @@ class Works:
 
     def key_of(self, name_id: np.ndarray, inputs_id: np.ndarray) -> np.ndarray:
         """The key of each (name id among `name_ids`, inputs id or -1)."""
-        return self._dense[name_id] * self.width + (inputs_id.astype(np.int64) + 1)
+        return np.take(self._dense, name_id) * self.width + (inputs_id.astype(np.int64) + 1)  # (np.take: int32 ids uncast)
 
     def name_of(self, key: int) -> int:
         """The name id of a key."""
@@ -54,7 +54,7 @@ class Works:
 
     def named(self, name_ids: np.ndarray) -> np.ndarray:
         """Per name id (among `name_ids`): some model covers the name (`work.has_model`)."""
-        return self._named[name_ids]
+        return np.take(self._named, name_ids)
 
     def candidates(self, rows: np.ndarray) -> np.ndarray:
         """Which rows may have a model: a name some model covers and inputs recorded (their work not computed)."""
@@ -86,7 +86,7 @@ def owners(model: TraceModel, works: Works, forest: Forest, nodes: np.ndarray) -
     if not nodes.size or not model.inputs_strings:
         return issuing
     hit = works.candidates(forest.rows)
-    plain = hit & ~_dispatchers(model, forest.name_ids)[model.name_id[forest.rows]]
+    plain = hit & ~np.take(_dispatchers(model, forest.name_ids), model.name_id[forest.rows])
     chosen = forest.rows[_climb(nodes, forest.parent.astype(np.int64), hit, plain)]
     moved = np.flatnonzero(chosen != issuing)
     wrong = moved[~works.modelled(chosen[moved])] if moved.size else moved

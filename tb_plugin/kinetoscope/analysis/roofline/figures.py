@@ -55,10 +55,11 @@ class Roofline:
     act_rows: np.ndarray  # int64 GPU activity rows (kernels, memcpys, memsets on GPU lanes), ascending
     act_start_ns: np.ndarray  # int64
     act_end_ns: np.ndarray  # int64
-    act_call: np.ndarray  # int32 per activity: the call it counts under (into call_rows), -1 when no op launched it
+    act_call: np.ndarray  # int64 per activity: the call it counts under (into call_rows), -1 when no op launched it
     call_rows: np.ndarray  # int64 op rows of the calls GPU work counts under, ascending; then the replayed calls'
     # (graphs.attribution: the ops that captured graph-replayed kernels), each the row of its replay's graph launch
-    call_group: np.ndarray  # int32 per call: its (op name, inputs) group
+    call_group: np.ndarray  # int64 per call: its (op name, inputs) group (int64, as these two index arrays: numpy
+    # casts int32 indices to intp on every gather)
     group_name: np.ndarray  # int32 model name id per group
     group_inputs: np.ndarray  # int32 model inputs id per group (-1: none recorded)
     works: tuple[Optional[Work], ...]  # per group: the work of one call, None without a model
@@ -84,7 +85,7 @@ def roofline_of(model: TraceModel, index: TableIndex, choice: Choice) -> Rooflin
     positions, inverse = unique_inverse(ops.owner[owned]) if owned.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     owner = owners(model, works, ops, positions)
     call_rows, call_of = np.unique(owner, return_inverse=True)
-    act_to_call = np.full(acts.size, -1, np.int32)
+    act_to_call = np.full(acts.size, -1, np.int64)
     act_to_call[owned] = call_of.reshape(-1)[inverse]
     call_keys = works.key(call_rows)
     if graphs is not None:
@@ -96,7 +97,7 @@ def roofline_of(model: TraceModel, index: TableIndex, choice: Choice) -> Rooflin
     categories = tuple(w.category if w is not None else category_of(model.names[n]) for w, n in zip(found, names.tolist()))
     recorded = bool((inputs >= 0).any()) if call_rows.size else bool(model.inputs_strings)
     return Roofline(acts, index.act_start_ns, index.act_end_ns, act_to_call, call_rows.astype(np.int64),
-                    group.astype(np.int32), names, inputs, tuple(found), categories, choice.peaks, choice.reason,
+                    group.astype(np.int64), names, inputs, tuple(found), categories, choice.peaks, choice.reason,
                     recorded)
 
 
