@@ -168,3 +168,36 @@ def test_a_broken_capture_trace_is_named_and_the_trace_still_reports(tmp_path, c
     entry = json.loads(capsys.readouterr().out)["traces"][0]
     assert entry["error"] is None and entry["graph_attribution"]["attributed_us"] == 0
     assert "capture_rank_0.json.gz" in entry["graph_attribution"]["reference_error"]
+
+
+@pytest.mark.skipif(not list(H200.glob("cuda_graph/*.json.gz")), reason="the H200 samples are not here")
+def test_a_sidecar_is_used_only_with_the_graph_reference_it_was_computed_with(tmp_path, capsys):
+    """A capture trace put beside an indexed trace, or changed, refuses its sidecar (its op table would be stale);
+    indexed again, the sidecar holds the attribution and is used."""
+    (trace,), (eager,) = H200.glob("cuda_graph/*.json.gz"), H200.glob("launch_bound/*.json.gz")
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(trace, run / trace.name)
+
+    def report() -> tuple[dict, str]:
+        assert main(["report", str(run / trace.name), "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        return json.loads(out)["traces"][0]["graph_attribution"], err
+
+    assert main(["index", str(tmp_path), "-q"]) == 0
+    capsys.readouterr()
+    graphs, err = report()
+    assert graphs["reference"] == "self" and "1 of 1 traces read from their index sidecars" in err
+    (run / "capture_traces").mkdir()
+    shutil.copy(eager, run / "capture_traces" / eager.name)
+    graphs, err = report()
+    assert "index sidecar not used (the trace's graph reference" in err and f"none -> {eager.name!r}" in err
+    assert graphs["reference"].endswith(eager.name) and graphs["attributed_us"] >= 0.95 * graphs["replayed_us"]
+    assert main(["index", str(tmp_path), "-q"]) == 0
+    capsys.readouterr()
+    graphs, err = report()
+    assert "1 of 1 traces read from their index sidecars" in err and graphs["attributed_us"] >= 0.95 * graphs["replayed_us"]
+    with open(run / "capture_traces" / eager.name, "ab") as handle:  # the same reference, other bytes
+        handle.write(b"\0")
+    graphs, err = report()
+    assert "graph reference (the capture trace its graph replays are attributed from) changed" in err

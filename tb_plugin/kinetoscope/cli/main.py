@@ -13,6 +13,7 @@ from typing import Optional
 
 from .. import __version__
 from ..analysis.roofline.peaks import PeaksError
+from ..index.header import FOLDER as SIDECAR_FOLDER
 from ..pipeline import CAPTURE_FOLDER, GRAPH_REFERENCE_ENV, PEAKS_ENV, read_peaks
 from ..trace.budgets import CLI_OPTIONS, in_environment
 from ..trace.discovery import SkippedLink, noting_skipped_links
@@ -75,17 +76,19 @@ def _named_paths(args: argparse.Namespace) -> list[str]:
     return list(named[args.command]())
 
 
-def _capture_folders(paths: list[str]) -> list[str]:
-    """The `capture_traces/` folder beside each named trace file (where its graph replays' capture trace lies:
-    `pipeline.graph_reference_for`), when it is a real folder there (not a link out)."""
+def _companion_folders(paths: list[str]) -> list[str]:
+    """The folders beside each named trace file that belong to it, when they are real folders there (not links
+    out): `capture_traces/` (its graph replays' capture trace: `pipeline.graph_reference_for`) and `.kinetoscope/`
+    (its `kinetoscope index` sidecar: a named file's sidecar was refused as lying outside what was named)."""
     found = []
     for path in paths:
         if "://" in path or not os.path.isfile(path):
             continue
         here = os.path.realpath(os.path.dirname(os.path.abspath(path)))
-        folder = os.path.join(here, CAPTURE_FOLDER)
-        if os.path.isdir(folder) and not os.path.islink(folder) and os.path.dirname(os.path.realpath(folder)) == here:
-            found.append(folder)
+        for name in (CAPTURE_FOLDER, SIDECAR_FOLDER):
+            folder = os.path.join(here, name)
+            if os.path.isdir(folder) and not os.path.islink(folder) and os.path.dirname(os.path.realpath(folder)) == here:
+                found.append(folder)
     return found
 
 
@@ -99,7 +102,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             print(f"kinetoscope {args.command}: {refused}", file=sys.stderr)
             return 2
     args.skipped_links = set()  # links not followed, for an exit status (`index`)
-    paths = [*paths, *_capture_folders(paths)]
+    paths = [*paths, *_companion_folders(paths)]
     allowed = {LINKED_ROOTS_ENV: linked_roots_with(args.allow_links_to)} if args.allow_links_to else {}
     peaks = args.peaks or os.environ.get(PEAKS_ENV, "").strip()
     if peaks:

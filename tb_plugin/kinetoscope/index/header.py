@@ -100,6 +100,15 @@ class _Trace(msgspec.Struct):
     sha256: Optional[str] = None
 
 
+class _Reference(msgspec.Struct):
+    """The graph reference the analyses were computed with (`identity.reference_identity`)."""
+
+    path: str
+    size: Optional[int] = None
+    head_tail: Optional[str] = None
+    unreadable: bool = False
+
+
 class _Signature(msgspec.Struct):
     key: str
     hmac: str
@@ -114,6 +123,7 @@ class _Header(msgspec.Struct):
     trace: _Trace
     sections: list[_Section]
     signature: Optional[_Signature] = None
+    graph_reference: Optional[_Reference] = None
 
 
 def signed_bytes(header: dict) -> bytes:

@@ -12,8 +12,9 @@ import posixpath
 import threading
 from typing import Any, Optional
 
+from ..pipeline import graph_reference_for
 from ..trace.storage import StorageError, identity, open_local_fd, split_url
-from .header import is_local
+from .header import SidecarMiss, is_local
 
 EDGE_BYTES = 64 << 10  # head and tail checked on every open, before the full hash
 HASH_BLOCK = 8 << 20
@@ -106,3 +107,35 @@ def trace_identity(path: str, full: bool = False) -> dict[str, Any]:
     if full:
         out["sha256"] = full_sha256(path)
     return out
+
+
+def reference_identity(trace_path: str) -> Optional[dict[str, Any]]:
+    """The graph reference a trace's analyses are computed with (`pipeline.graph_reference_for`: the user's, or the
+    capture trace beside it), as a sidecar records it: its path, size and head-tail checksum (content, not mtime: a
+    copy is the same reference), `unreadable` when it cannot be read; None without one (the header's `_Reference`). A sidecar
+    computed with another reference, or none, is not used (`check_reference`): a capture trace put beside the trace
+    after it was indexed changes its op table."""
+    path = graph_reference_for(trace_path) if is_local(trace_path) else None
+    if path is None:
+        return None
+    here = os.path.dirname(os.path.abspath(trace_path))
+    shown = os.path.relpath(os.path.abspath(path), here)  # beside the trace: as the logdir holds it, wherever it is
+    shown = os.path.abspath(path) if shown.startswith(os.pardir) else shown
+    try:
+        ident = identity(path)
+        return {"path": shown, "size": ident.size, "head_tail": head_tail(path, ident.size), "unreadable": False}
+    except (StorageError, OSError):
+        return {"path": shown, "size": None, "head_tail": None, "unreadable": True}
+
+
+def check_reference(header: dict, trace_path: str) -> None:
+    """Raise SidecarMiss unless the sidecar was computed with the graph reference the trace has now
+    (`reference_identity`; a sidecar that records none was computed without one)."""
+    recorded, now = header.get("graph_reference"), reference_identity(trace_path)
+    if recorded != now:
+        def said(ref: Any) -> str:
+            return "none" if not isinstance(ref, dict) else repr(os.path.basename(str(ref.get("path")))[:80])
+        what = "changed" if isinstance(recorded, dict) and isinstance(now, dict) and recorded.get("path") == now.get("path") \
+            else f"{said(recorded)} -> {said(now)}"
+        raise SidecarMiss(f"the trace's graph reference (the capture trace its graph replays are attributed from) {what} "
+                          f"since it was indexed")

@@ -27,7 +27,7 @@ from ..trace.model import TraceModel
 from ..trace.storage import StorageError, split_url
 from . import npz, validate
 from .header import MODEL, TRACE_MEMBER, SidecarMiss, check_header, is_local, parse_header, section_cap, sidecar_path
-from .identity import full_sha256, local_handle, read_exactly, trace_identity
+from .identity import check_reference, full_sha256, local_handle, read_exactly, trace_identity
 
 
 class SidecarFile:
@@ -157,6 +157,7 @@ def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[s
         except StorageError as exc:
             raise SidecarMiss(f"cannot read the trace to check its sidecar: {exc}") from None
         check_header(header, trace)
+        check_reference(header, trace_path)
         hashing = TraceHash(trace_path) if hashed else None
         refused: Optional[SidecarMiss] = None
         try:

@@ -21,6 +21,10 @@ else the reader decodes and says why (`SidecarMiss`):
   which hold every section's sha256) under a key this reader holds (`signing`: key files outside the logdir;
   `index` signs with its user's key, or the team's one named by KINETOSCOPE_SIDECAR_KEY_FILE);
 - the code fingerprint is this installation's;
+- the graph reference its summary was computed with (the capture trace beside the trace, or the user's:
+  `pipeline.graph_reference_for`; its path, size and head-tail checksum, `identity.reference_identity`) is the
+  one the trace has now: a capture trace put beside it after it was indexed, or changed, changes its op table
+  (the model section is the trace's own: a reader attaches the reference itself);
 - the trace's bytes are the ones it was built from: size, then the head-tail checksum (first and last
   64 KiB), then the sha256 of every stored byte, computed at open while the sections are read and checked,
   and compared before anything read from the sidecar is returned (about 0.5-1 GB/s here, several times
@@ -74,7 +78,7 @@ from .header import (
     signed_bytes,
     split,
 )
-from .identity import EDGE_BYTES, HASH_BLOCK, full_sha256, head_tail, trace_identity
+from .identity import EDGE_BYTES, HASH_BLOCK, check_reference, full_sha256, head_tail, reference_identity, trace_identity
 from .reader import SidecarFile, TraceHash, open_model, open_model_bound, present, read_header, section, version, versions
 from .summary import open_all, open_summary
 from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp, write, write_file
@@ -83,7 +87,8 @@ __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_
            "SECTION_CAPS", "SIDECAR_FORMAT", "STALE_TMP_S", "SUFFIX", "TMP_RE", "TMP_SUFFIX", "SidecarFile",
            "SidecarMiss", "TraceHash", "analysis_fingerprint", "build", "check_header", "code_fingerprint", "encode_header",
            "full_sha256", "head_tail", "is_local", "open_all", "open_model", "open_model_bound", "open_prepared", "open_summary",
-           "parse_header", "present", "read_header", "remove_stale_temps", "restamp", "section", "section_cap",
+           "parse_header", "present", "read_header", "reference_identity", "check_reference", "remove_stale_temps", "restamp",
+           "section", "section_cap",
            "sidecar_path", "signed_bytes", "split", "trace_identity", "version", "versions", "with_worker", "write", "write_file"]
 
 

@@ -77,13 +77,15 @@ def _index(path: str, force: bool, verify: bool, started: float) -> Outcome:
         status, reason, digest = _check(path)
         if status in (FRESH, RESTAMPED):
             return Outcome(path, status, reason, digest, time.perf_counter() - started, current["size"], host=_where())
-    model = with_graph_reference(load_trace(path, cache_dir=None), path)
+    reference = sidecar.reference_identity(path)  # before the reference is read: a change meanwhile refuses it later
+    plain = load_trace(path, cache_dir=None)  # what the sidecar keeps: a reader attaches the graph reference itself
+    model = with_graph_reference(plain, path)
     prepared = prepare(model)  # the analyses the tab shows, as the server computes them
     after = sidecar.trace_identity(path, full=True)
     if any(after[k] != current[k] for k in ("size", "mtime", "head_tail")):
         raise StorageError("the trace changed while it was being indexed (still being written?); run index again",
                            transient=True)
-    data = sidecar.build(after, model, prepared)
+    data = sidecar.build(after, plain, prepared, reference)
     sidecar.write(path, data)
     return Outcome(path, status, reason, prepared.digest, time.perf_counter() - started, current["size"], len(data),
                    host=_where())

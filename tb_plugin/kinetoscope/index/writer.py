@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 from stat import S_ISDIR, S_ISREG
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -41,9 +41,10 @@ TMP_SUFFIX = ".kinetoscope-tmp"
 TMP_RE = re.compile(r"^\..+\.[0-9a-f]{16}" + re.escape(TMP_SUFFIX) + "$")  # what `write_file` names its temp files
 
 
-def build(trace: dict[str, Any], model: TraceModel, prepared: Any) -> bytes:
+def build(trace: dict[str, Any], model: TraceModel, prepared: Any, reference: Optional[dict[str, Any]] = None) -> bytes:
     """The bytes of a sidecar for `model` and the summary of `prepared` (a `pipeline.Prepared`), of the trace
-    `trace_identity(path, full=True)` describes."""
+    `trace_identity(path, full=True)` describes; `reference`: the graph reference its analyses were computed with
+    (`identity.reference_identity`), recorded in the header."""
     bound = trace["sha256"]
     model_buf = io.BytesIO()
     np.savez(model_buf, **model_arrays(model), **{TRACE_MEMBER: np.frombuffer(bound.encode(), np.uint8)})
@@ -55,7 +56,8 @@ def build(trace: dict[str, Any], model: TraceModel, prepared: Any) -> bytes:
         offset += len(blob)
     header = encode_header({"format": SIDECAR_FORMAT, "model_format": FORMAT_VERSION,
                             "analysis": analysis_fingerprint(), "kinetoscope": __version__,
-                            "created_unix": round(time.time(), 3), "trace": trace, "sections": table})
+                            "created_unix": round(time.time(), 3), "trace": trace, "graph_reference": reference,
+                            "sections": table})
     return b"".join([header, *(blob for _, blob in sections)])
 
 
