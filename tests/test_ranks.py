@@ -239,3 +239,96 @@ def test_the_ranks_route_builds_its_view_once_per_set_of_loads_and_again_after_a
         assert json.dumps(fresh, sort_keys=True) == json.dumps((after["view"], after["groups"]), sort_keys=True)
     finally:
         service.close()
+
+
+# A 2 x 2 job as FSDP over TP lays it out: tensor-parallel groups {0, 1} and {2, 3} ("tp", names "1" and "2"),
+# data-parallel groups {0, 2} and {1, 3} ("dp", names "3" and "4"). Every call is an all_reduce; ranks 2 and 3 issue
+# their step's dp call before the tp ones, so the k-th all_reduce of a step is another group's call on half the ranks.
+GROUPS = {0: (("1", "[0, 1]"), ("3", "[0, 2]")), 1: (("1", "[0, 1]"), ("4", "[1, 3]")),
+          2: (("2", "[2, 3]"), ("3", "[0, 2]")), 3: (("2", "[2, 3]"), ("4", "[1, 3]"))}
+
+
+def _fsdp_tp_rank(rank: int, slow_tp_ms: float = 0.0, drop_dp_seq: int = -1, ranks_text: str = "") -> dict:
+    (tp, tp_ranks), (dp, dp_ranks) = GROUPS[rank]
+    events, t = [], 0.0
+    for step in range(3):
+        events.append(op(f"ProfilerStep#{step}", t, 90 * MS, cat="user_annotation"))
+        calls = [("tp", tp, tp_ranks, 2 * step), ("tp", tp, tp_ranks, 2 * step + 1), ("dp", dp, ranks_text or dp_ranks, step)]
+        if rank >= 2:
+            calls = calls[2:] + calls[:2]
+        for desc, name, members, seq in calls:
+            dur = (3.0 if desc == "dp" else 1.0) + (slow_tp_ms if desc == "tp" and rank == 1 else 0.0)  # 1 waits for 0
+            if not (desc == "dp" and seq == drop_dp_seq):
+                fields = {"Seq": seq, "Process Group Name": name, "Process Group Description": desc,
+                          "Process Group Ranks": members, "Collective name": "allreduce", "In msg nelems": 1 << 20,
+                          "Out msg nelems": 1 << 20, "Group size": 2, "dtype": "Float"}
+                events.append(op("record_param_comms", t + 1, dur * MS + 0.004, **fields))
+                events.append(op("gloo:all_reduce", t + 1.002, dur * MS, tid=2, cat="user_annotation"))
+            t += 20 * MS
+        t += 30 * MS
+    return trace_doc(events, distributedInfo={"backend": "gloo", "rank": rank, "world_size": 4})
+
+
+def test_an_fsdp_over_tp_job_is_matched_by_group_and_sequence_number_not_by_ordinal():
+    import dataclasses
+
+    from kinetoscope.analysis.distributed import ranks as ranks_module
+    digests = [digest_of(_fsdp_tp_rank(r), f"rank{r}") for r in range(4)]
+    view = ranks_view(digests)
+    groups = {g["name"]: g for g in view["process_groups"]}
+    assert {n: (g["desc"], g["ranks"], g["ranks_said"], g["matched_instances"]) for n, g in groups.items()} == {
+        "1": ("tp", [0, 1], "[0, 1]", 6), "2": ("tp", [2, 3], "[2, 3]", 6), "3": ("dp", [0, 2], "[0, 2]", 3),
+        "4": ("dp", [1, 3], "[1, 3]", 3)}
+    assert view["matched_instances"] == 18 and view["group_health"] == []
+
+    def wrong_pairs(ds) -> int:  # matched instances holding calls of two groups
+        matched = ranks_module._match(ds)
+        bad = 0
+        for k, group in enumerate(matched["group"]):
+            members = [i for i in range(len(ds)) if matched["dur"][k, i] >= 0]
+            mine = {GROUPS[ds[i].rank][0][0] if group in ("1", "2") else GROUPS[ds[i].rank][1][0] for i in members}
+            bad += len(mine) > 1
+        return bad
+
+    assert wrong_pairs(digests) == 0
+    unnumbered = [dataclasses.replace(d, calls=dataclasses.replace(d.calls, seq=d.calls.seq * 0 - 1)) for d in digests]
+    ordinal = ranks_module._match(unnumbered)  # the fallback pairs the k-th all_reduce of a step on every rank
+    assert any(len({ds_group for ds_group in _groups_of(unnumbered, ordinal, k)}) > 1 for k in range(len(ordinal["kind"])))
+
+
+def _groups_of(digests, matched, k):
+    """The process groups of the calls an instance paired (the ordinal match's instances keep no call index: the
+    rank's k-th call of that step and type)."""
+    from kinetoscope.analysis.distributed import ranks as ranks_module
+    out = set()
+    for i, d in enumerate(digests):
+        if matched["dur"][k, i] < 0:
+            continue
+        for j, key in enumerate(ranks_module.call_keys(d.calls)):
+            if key[0] == "order" and key[1] == matched["step"][k] and d.calls.dur_ns[j] == matched["dur"][k, i] \
+                    and d.calls.start_ns[j] - d.origin_ns == matched["start"][k, i]:
+                out.add(d.calls.group[j])
+    return out
+
+
+def test_a_group_whose_ranks_disagree_or_miss_a_sequence_number_is_a_health_item():
+    digests = [digest_of(_fsdp_tp_rank(0, drop_dp_seq=1), "rank0"), digest_of(_fsdp_tp_rank(1), "rank1"),
+               digest_of(_fsdp_tp_rank(2), "rank2"), digest_of(_fsdp_tp_rank(3, ranks_text="[1, 2]"), "rank3")]
+    view = ranks_view(digests)
+    items = {(h["check"], h["group"]): h for h in view["group_health"]}
+    gap = items[("seq_gaps", "3")]
+    assert gap["rank"] == 0 and gap["missing"] == 1 and "rank 0 has no collective with Seq 1" in gap["found"]
+    assert "'dp' (3)" in gap["found"]
+    disagree = items[("group_ranks_disagree", "4")]
+    assert "rank 1 say [1, 3]" in disagree["found"] and "rank 3 say [1, 2]" in disagree["found"]
+    assert set(items) == {("seq_gaps", "3"), ("group_ranks_disagree", "4")}
+    assert {g["name"]: g["matched_instances"] for g in view["process_groups"]}["3"] == 2  # Seq 1 is on rank 2 only
+
+
+def test_a_slow_tp_rank_is_what_its_tp_group_waits_for():
+    view = ranks_view([digest_of(_fsdp_tp_rank(r, slow_tp_ms=5.0), f"rank{r}") for r in range(4)])
+    groups = {g["name"]: g for g in view["process_groups"]}
+    tp = groups["1"]
+    assert tp["waited_for"] == {"rank": 0, "instances": 6, "of": 6}
+    assert tp["wait_us"]["1"] == pytest.approx(6 * 5000, rel=0.01) and tp["wait_us"]["0"] == 0
+    assert tp["skew_us_median"] == pytest.approx(5000, rel=0.01) and groups["2"]["waited_for"] is None

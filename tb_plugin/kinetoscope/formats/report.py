@@ -186,7 +186,25 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
                      "overlap", "verdict"], rows, markdown)
     if len(view["ranks"]) > 64:
         lines.append(f"... and {len(view['ranks']) - 64} more ranks")
+    lines += _group_lines(view, markdown)
     return "\n".join(lines + [""])
+
+
+def _group_lines(view: dict, markdown: bool) -> list[str]:
+    """The ranks view's process groups (where the traces name them) and their health items."""
+    groups = view.get("process_groups") or []
+    if len(groups) < 2 and not view.get("group_health"):
+        return []
+    rows = [[g["desc"] or "-", g["name"], ", ".join(map(str, g["ranks"][:16])) + (" ..." if len(g["ranks"]) > 16 else ""),
+             str(g["collectives"]), str(g["matched_instances"]),
+             human_us(g["skew_us_median"]) if g["skew_us_median"] is not None else "-",
+             f"rank {g['waited_for']['rank']} ({g['waited_for']['instances']} of {g['waited_for']['of']})" if g["waited_for"] else "-"]
+            for g in groups]
+    lines = [""] * markdown + ["Process groups (collectives matched by group and sequence number):"] + [""] * markdown
+    lines += table_lines(["group", "name", "ranks", "collectives", "matched", "median skew", "waited for"], rows, markdown)
+    for h in view.get("group_health") or []:
+        lines.append(f"- [warn] {h['check']}: {md(h['found']) if markdown else h['found']}. {h['effect']}")
+    return lines
 
 
 def unreliable_lines(entry: dict, figure: str, markdown: bool) -> list[str]:

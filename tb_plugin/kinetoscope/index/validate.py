@@ -37,7 +37,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "piece_first": ("piece", "<i8"),
     "coll_row": ("coll", "<i8"), "coll_seq": ("coll", "<i8"), "coll_in_nelems": ("coll", "<i8"),
     "coll_out_nelems": ("coll", "<i8"), "coll_group_size": ("coll", "<i8"), "coll_pg": ("coll", "<i4"),
-    "coll_name": ("coll", "<i4"), "coll_dtype": ("coll", "<i4"),
+    "coll_name": ("coll", "<i4"), "coll_dtype": ("coll", "<i4"), "coll_pg_desc": ("coll", "<i4"),
+    "coll_pg_ranks": ("coll", "<i4"),
     "gpu_arg_row": ("gpu_arg", "<i8"), "gpu_arg_bytes": ("gpu_arg", "<f8"), "gpu_arg_grid": ("gpu_arg", "<f8"),
     "gpu_arg_block": ("gpu_arg", "<f8"), "gpu_arg_registers": ("gpu_arg", "<f8"),
     "gpu_arg_shared_mem": ("gpu_arg", "<f8"), "gpu_arg_blocks_per_sm": ("gpu_arg", "<f8"),
@@ -70,7 +71,7 @@ def check_model(model: TraceModel) -> None:
     _in_range(model, "flow_lane", 0, lanes)
     _in_range(model, "flow_cat_id", 0, len(model.cats))
     _in_range(model, "flow_phase", 0, 2)
-    for column in ("coll_pg", "coll_name", "coll_dtype"):
+    for column in ("coll_pg", "coll_name", "coll_dtype", "coll_pg_desc", "coll_pg_ranks"):
         _in_range(model, column, -1, len(model.coll_strings))
     _in_range(model, "coll_row", 0, n)
     _in_range(model, "gpu_arg_row", 0, n)

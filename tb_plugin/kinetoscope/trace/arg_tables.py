@@ -3,6 +3,7 @@ and the collective fields (`CollectiveFields`), and the reading of args' JSON te
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from typing import Any, Optional
@@ -115,10 +116,12 @@ class CollectiveFields:
             return
         for i in np.flatnonzero(np.isin(name_first, self._first_rows)).tolist():
             a = events[i].args
-            fields = (a.seq, a.in_nelems, a.out_nelems, a.group_size, a.pg_name, a.coll_name, a.dtype)
+            fields = (a.seq, a.in_nelems, a.out_nelems, a.group_size, a.pg_name, a.coll_name, a.dtype, a.pg_desc,
+                      a.pg_ranks)
             if any(v is not None for v in fields):
                 self.rows.append(off + i)
-                self.values.append(tuple(map(_int_field, fields[:4])) + tuple(map(self._string, fields[4:])))
+                self.values.append(tuple(map(_int_field, fields[:4])) + tuple(map(self._string, fields[4:8]))
+                                   + (self._string(_ranks_text(fields[8])),))
 
     def state(self) -> tuple:
         """What another process's collector hands `absorb` (rows from its own raw row 0)."""
@@ -139,7 +142,7 @@ class CollectiveFields:
     def columns(self, final_raw_rows: np.ndarray) -> dict[str, Any]:
         """The model's coll_ columns; `final_raw_rows[k]` is the raw row that became event row k."""
         raw = np.array(self.rows, np.int64)
-        values = np.array(self.values, np.int64).reshape(-1, 7)
+        values = np.array(self.values, np.int64).reshape(-1, 9)
         if raw.size:
             where = np.full(int(raw.max()) + 1, -1, np.int64)  # raw row -> event row, for these rows only
             hit = final_raw_rows <= raw.max()
@@ -153,7 +156,21 @@ class CollectiveFields:
         return {"coll_row": event_row[kept][order], "coll_seq": values[:, 0], "coll_in_nelems": values[:, 1],
                 "coll_out_nelems": values[:, 2], "coll_group_size": values[:, 3],
                 "coll_pg": values[:, 4].astype(np.int32), "coll_name": values[:, 5].astype(np.int32),
-                "coll_dtype": values[:, 6].astype(np.int32), "coll_strings": tuple(self._strings)}
+                "coll_dtype": values[:, 6].astype(np.int32), "coll_pg_desc": values[:, 7].astype(np.int32),
+                "coll_pg_ranks": values[:, 8].astype(np.int32), "coll_strings": tuple(self._strings)}
+
+
+def _ranks_text(value: Any) -> Any:
+    """A process group's ranks as text: Kineto writes a string (`"[0, 2]"`), another writer may write the list; a
+    long one is cut with the digest of the whole, so two groups that differ past the cut still differ."""
+    if isinstance(value, list) and len(value) <= 1 << 16 and all(type(v) is int for v in value):
+        value = json.dumps(value)
+    if not isinstance(value, str):
+        return None
+    if len(value) > CollectiveFields.MAX_STRING:
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        value = f"{value[:CollectiveFields.MAX_STRING - 40]}... sha256:{digest}"
+    return value
 
 
 def json_string(content: bytes) -> str:

@@ -52,6 +52,10 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
     group_size: Any = msgspec.field(default=None, name="Group size")
     dtype: Any = msgspec.field(default=None, name="dtype")
+    # ... and the process group's description (`default_pg`, `tp`, `dp`) and ranks (`[0, 2]`), Kineto's names
+    # (libkineto output_json.cpp: kProcessGroupDesc, kGroupRanks)
+    pg_desc: Any = msgspec.field(default=None, name="Process Group Description")
+    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
     # GPU activity fields for the kernel table (trace/gpu_args.py): Any, so an ill-typed one never costs its event;
     # grid and block kept as their JSON text (Raw: no list of ints built per kernel), read by `_columns.c`.
     copy_bytes: Any = msgspec.field(default=None, name="bytes")  # memcpy/memset (the memory events' is "Bytes")

@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 13  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 14  # bump when the model's layout or its decoding semantics change (invalidates caches)
 FEW_NAMES = 4  # `name_in` compares the ids one by one up to this many names, else reads a lookup table
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
@@ -86,6 +86,8 @@ class TraceModel:
     coll_pg: np.ndarray  # int32 into `coll_strings` (process group name), -1 when absent
     coll_name: np.ndarray  # int32 into `coll_strings` (collective name), -1 when absent
     coll_dtype: np.ndarray  # int32 into `coll_strings`, -1 when absent
+    coll_pg_desc: np.ndarray  # int32 into `coll_strings` (the process group's description: default_pg, tp), -1 absent
+    coll_pg_ranks: np.ndarray  # int32 into `coll_strings` (its ranks as written, `[0, 2]`), -1 when absent
     # GPU activity args (trace/gpu_args.py) of the activities that carry any: float64, -1 when absent
     gpu_arg_row: np.ndarray  # int64 event row, ascending
     gpu_arg_bytes: np.ndarray  # memcpy/memset bytes

@@ -66,6 +66,8 @@ class CollectiveCalls:
     nbytes: np.ndarray  # message size S (distributed.md), -1 when unknown
     group_size: np.ndarray  # ranks in its group, -1 when unknown
     before: tuple[tuple[tuple[str, int], ...], ...] = field(repr=False)  # per call: top (op, self ns) before it
+    group_desc: tuple[str, ...] = ()  # `Process Group Description` (default_pg, tp, dp; "" when not said)
+    group_ranks: tuple[str, ...] = ()  # `Process Group Ranks` as written (`[0, 2]`; "" when not said)
 
     @property
     def count(self) -> int:
@@ -79,7 +81,7 @@ def collective_calls(model: TraceModel, ops: Optional[OpIndex] = None) -> Collec
         empty = np.zeros(0, np.int64)
         return CollectiveCalls(kind=(), step=empty, ordinal=empty, start_ns=empty, dur_ns=empty,
                                on_device=np.zeros(0, bool), cpu_start_ns=empty, cpu_dur_ns=empty, before=(),
-                               seq=empty, group=(), nbytes=empty, group_size=empty)
+                               seq=empty, group=(), nbytes=empty, group_size=empty, group_desc=(), group_ranks=())
     order = np.argsort(model.ts_ns[rows], kind="stable")
     rows = rows[order]
     start, dur, on_device = _device_extent(model, rows)
@@ -101,7 +103,8 @@ def collective_calls(model: TraceModel, ops: Optional[OpIndex] = None) -> Collec
                            cpu_start_ns=model.ts_ns[rows].copy(), cpu_dur_ns=model.dur_ns[rows].copy(), before=before,
                            seq=np.array([f["seq"] for f in fields], np.int64), group=tuple(f["group"] for f in fields),
                            nbytes=np.array([message_bytes(kind, f) for kind, f in zip(kinds, fields)], np.int64),
-                           group_size=np.array([f["group_size"] for f in fields], np.int64))
+                           group_size=np.array([f["group_size"] for f in fields], np.int64),
+                           group_desc=tuple(f["desc"] for f in fields), group_ranks=tuple(f["ranks"] for f in fields))
 
 
 # Bytes per element of the dtype spellings of `record_param_comms` (c10 ScalarType names) and of numpy/torch.
@@ -141,7 +144,8 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
     """The collective fields of a call: its own, else its enclosing collective's on the same thread (the
     `record_param_comms` around an `nccl:*` annotation), else its paired event's on another thread
     (`_paired_field_rows`), else its first kernel's."""
-    out = {"seq": -1, "in_nelems": -1, "out_nelems": -1, "group_size": -1, "group": "", "name": "", "dtype": ""}
+    out = {"seq": -1, "in_nelems": -1, "out_nelems": -1, "group_size": -1, "group": "", "name": "", "dtype": "", "desc": "",
+           "ranks": ""}
     if model.coll_row.size == 0:
         return out
     candidates = [row]
@@ -164,7 +168,8 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
                             ("out_nelems", model.coll_out_nelems), ("group_size", model.coll_group_size)):
             if out[key] < 0 and column[k] >= 0:
                 out[key] = int(column[k])
-        for key, column in (("group", model.coll_pg), ("name", model.coll_name), ("dtype", model.coll_dtype)):
+        for key, column in (("group", model.coll_pg), ("name", model.coll_name), ("dtype", model.coll_dtype),
+                            ("desc", model.coll_pg_desc), ("ranks", model.coll_pg_ranks)):
             if not out[key] and column[k] >= 0:
                 out[key] = strings[column[k]]
     return out

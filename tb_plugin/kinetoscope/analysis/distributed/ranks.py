@@ -30,6 +30,7 @@ import numpy as np
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
+from .groups import process_groups
 from .straggler import straggler_at_median
 
 TIE_NS = 1_000  # durations within 1 µs of the shortest: no one rank was waited for
@@ -132,7 +133,9 @@ def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
             cpu_start_ns=cat([c.cpu_start_ns for c in calls]), cpu_dur_ns=cat([c.cpu_dur_ns for c in calls]),
             before=tuple(b for c in calls for b in c.before), seq=cat([c.seq for c in calls]),
             group=tuple(g for c in calls for g in c.group), nbytes=cat([c.nbytes for c in calls]),
-            group_size=cat([c.group_size for c in calls]))
+            group_size=cat([c.group_size for c in calls]),
+            group_desc=tuple(g for c in calls for g in _padded(c.group_desc, c.count)),
+            group_ranks=tuple(g for c in calls for g in _padded(c.group_ranks, c.count)))
         last = group[-1]
         merged.append(RankDigest(worker=last.worker, rank=last.rank, world_size=last.world_size, backend=last.backend,
                                  step_numbers=cat([g.step_numbers for g in group]),
@@ -183,7 +186,13 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         "stragglers": stragglers,
         "wait_by_step_us": _wait_by_step(matched, len(digests), step_numbers),
         "straggler_whatif": whatif,  # straggler_whatif.py: the steps if the stragglers were as fast as the median rank
+        **process_groups(digests, ranks, matched),
     }
+
+
+def _padded(values: tuple, n: int) -> tuple:
+    """A per-call string column as long as its calls ("" for calls a digest recorded none for)."""
+    return values if len(values) == n else tuple(values) + ("",) * (n - len(values))
 
 
 def call_keys(calls: CollectiveCalls) -> list[tuple]:
