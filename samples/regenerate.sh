@@ -20,6 +20,8 @@ rm -rf samples/logs/synthetic_ranks
   --truth samples/truth/ranks/nccl_straggler.json
 "$PY" samples/synth/multirank.py samples/logs/synthetic_ranks/nccl_missing_rank --ranks 4 --steps 5 --missing 3 \
   --no-overlap --gzip --truth samples/truth/ranks/nccl_missing_rank.json
+"$PY" samples/synth/groups.py samples/logs/synthetic_ranks/fsdp_tp --steps 3 --tp-late-ms 2 --gzip \
+  --truth samples/truth/ranks/fsdp_tp.json
 if [[ "${1:-}" == "--synthetic-only" ]]; then
   exit 0
 fi

@@ -70,3 +70,62 @@ def test_committed_samples_are_todays_generator_output_and_are_found(run):
     view = ranks_view(digests)
     assert [s["rank"] for s in view["stragglers"]] == committed["stragglers"]
     assert view["missing_ranks"] == committed["missing_ranks"]
+
+
+def test_a_2d_parallel_job_is_matched_by_group_and_sequence_number_as_planted():
+    """samples/synth/groups.py: tp groups inside dp groups, whose calls interleave differently on half the ranks.
+    Every group, its members, instances and waits are found as planted; the ordinal match would have paired calls
+    of two groups in `ordinal_instances_mixing_groups` instances, and the (group, Seq) match pairs none."""
+    import dataclasses
+
+    from kinetoscope.analysis.distributed import ranks as ranks_module
+    from synth.groups import make_job as make_2d_job
+
+    traces, truth = make_2d_job(steps=3, tp_late_ms=2.0)
+    digests = []
+    for r, doc in traces.items():
+        model = decode_bytes(json.dumps(doc).encode())
+        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+    view = ranks_view(digests)
+    found = {g["name"]: g for g in view["process_groups"]}
+    assert set(found) == set(truth["groups"]) and view["group_health"] == []
+    for name, want in truth["groups"].items():
+        got = found[name]
+        assert (got["desc"], got["ranks"], got["matched_instances"]) == (want["desc"], want["ranks"], want["instances"])
+        assert got["wait_us"] == pytest.approx(want["wait_us"], abs=0.01), name
+    assert found["1"]["waited_for"] == {"rank": 0, "instances": 6, "of": 6}  # the slow tp rank
+    assert truth["ordinal_instances_mixing_groups"] >= 1
+    unnumbered = [dataclasses.replace(d, calls=dataclasses.replace(d.calls, seq=d.calls.seq * 0 - 1)) for d in digests]
+    by_order = ranks_module._match(unnumbered)
+    mixed = [k for k in range(len(by_order["kind"]))
+             if len({GROUP_DIM[n] for n in _instance_groups(unnumbered, by_order, k)}) > 1]
+    assert len(mixed) == truth["ordinal_instances_mixing_groups"]
+
+
+GROUP_DIM = {"1": "tp", "2": "tp", "3": "dp", "4": "dp"}
+
+
+def _instance_groups(digests, matched, k):
+    """The process groups of the calls an ordinal-matched instance paired (found by each rank's start and length)."""
+    out = set()
+    for i, d in enumerate(digests):
+        if matched["dur"][k, i] < 0:
+            continue
+        starts = d.calls.start_ns - d.origin_ns
+        out |= {d.calls.group[j] for j in range(d.calls.count)
+                if starts[j] == matched["start"][k, i] and d.calls.dur_ns[j] == matched["dur"][k, i]}
+    return out
+
+
+def test_the_committed_2d_parallel_sample_is_todays_generator_output_and_is_found():
+    from synth.groups import make_job as make_2d_job
+
+    committed = json.loads((SAMPLES / "truth" / "ranks" / "fsdp_tp.json").read_text())
+    traces, truth = make_2d_job(**committed["job"])
+    assert json.loads(json.dumps(truth)) == {k: v for k, v in committed.items() if k != "job"}
+    files = sorted((SAMPLES / "logs" / "synthetic_ranks" / "fsdp_tp").iterdir())
+    assert [json.loads(gzip.decompress(f.read_bytes())) for f in files] == [traces[r] for r in sorted(traces)]
+    digests = [rank_digest(m, analyze(m), worker=f.name.split(".")[0])
+               for f in files for m in [load_trace(str(f), cache_dir=None)]]
+    found = {g["name"]: (g["desc"], g["ranks"], g["matched_instances"]) for g in ranks_view(digests)["process_groups"]}
+    assert found == {n: (g["desc"], g["ranks"], g["instances"]) for n, g in committed["groups"].items()}
