@@ -129,3 +129,37 @@ def test_the_committed_2d_parallel_sample_is_todays_generator_output_and_is_foun
                for f in files for m in [load_trace(str(f), cache_dir=None)]]
     found = {g["name"]: (g["desc"], g["ranks"], g["matched_instances"]) for g in ranks_view(digests)["process_groups"]}
     assert found == {n: (g["desc"], g["ranks"], g["instances"]) for n, g in committed["groups"].items()}
+
+
+def test_the_ranks_clock_offsets_are_found_from_the_collectives_ends():
+    """Each synthetic rank writes on its own clock (3.7 ms apart in multirank.py, 2.9 ms in groups.py, where rank 3
+    shares no group with rank 0 and is placed through its partners); collectives end together, so the offsets
+    come back to within the float precision of 1.7e15 µs timestamps, with no spread."""
+    from synth.groups import make_job as make_2d_job
+    from synth.multirank import make_job as make_1d_job
+
+    for (traces, _truth), step_us in ((make_1d_job(ranks=4, steps=5, straggler=2), 3700.0), (make_2d_job(), 2900.0)):
+        digests = []
+        for r, doc in traces.items():
+            model = decode_bytes(json.dumps(doc).encode())
+            digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+        clocks = ranks_view(digests)["clock_offsets"]
+        assert clocks["reference_rank"] == 0
+        assert [c["rank"] for c in clocks["ranks"]] == [0, 1, 2, 3]
+        assert [c["offset_us"] for c in clocks["ranks"]] == pytest.approx([0, step_us, 2 * step_us, 3 * step_us], abs=1.0)
+        assert all(c["spread_us"] <= 1.0 for c in clocks["ranks"])
+
+
+def test_ranks_whose_groups_never_meet_the_reference_have_no_offset():
+    from synth.groups import make_job as make_2d_job
+
+    traces, _ = make_2d_job()
+    digests = []
+    for r, doc in traces.items():  # keep only the tp calls: {0, 1} and {2, 3} never meet
+        doc = {**doc, "traceEvents": [e for e in doc["traceEvents"]
+                                      if (e.get("args") or {}).get("Process Group Description", "tp") == "tp"]}
+        model = decode_bytes(json.dumps(doc).encode())
+        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+    rows = {c["rank"]: c for c in ranks_view(digests)["clock_offsets"]["ranks"]}
+    assert rows[1]["offset_us"] == pytest.approx(2900.0, abs=1.0)
+    assert rows[2]["offset_us"] is None and rows[3]["offset_us"] is None and rows[3]["instances"] > 0

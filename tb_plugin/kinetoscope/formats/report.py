@@ -186,8 +186,21 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
                      "overlap", "verdict"], rows, markdown)
     if len(view["ranks"]) > 64:
         lines.append(f"... and {len(view['ranks']) - 64} more ranks")
-    lines += _group_lines(view, markdown)
+    lines += _group_lines(view, markdown) + _clock_lines(view.get("clock_offsets"))
     return "\n".join(lines + [""])
+
+
+def _clock_lines(clocks: Optional[dict]) -> list[str]:
+    """The ranks' clock offsets (analysis/distributed/clocks.py), where some rank's clock is measurably apart."""
+    if not clocks:
+        return []
+    rows = [c for c in clocks["ranks"] if c["rank"] != clocks["reference_rank"]]
+    if not any(c["offset_us"] is not None and abs(c["offset_us"]) > max(c["spread_us"] or 0.0, 1.0) for c in rows):
+        return []
+    shown = ", ".join(f"rank {c['rank']} {'?' if c['offset_us'] is None else ('+' if c['offset_us'] >= 0 else '-') + human_us(abs(c['offset_us']))}"
+                      + (f" (\u00b1{human_us(c['spread_us'])})" if c["spread_us"] else "") for c in rows[:16])
+    more = f" and {len(rows) - 16} more" if len(rows) > 16 else ""
+    return [f"Clock offsets from the collectives' ends, against rank {clocks['reference_rank']}: {shown}{more}"]
 
 
 def _group_lines(view: dict, markdown: bool) -> list[str]:

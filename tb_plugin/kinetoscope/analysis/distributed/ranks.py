@@ -30,6 +30,7 @@ import numpy as np
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
+from .clocks import clock_offsets
 from .groups import process_groups
 from .straggler import straggler_at_median
 
@@ -187,7 +188,14 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         "wait_by_step_us": _wait_by_step(matched, len(digests), step_numbers),
         "straggler_whatif": whatif,  # straggler_whatif.py: the steps if the stragglers were as fast as the median rank
         **process_groups(digests, ranks, matched),
+        **_clocks_entry(digests, ranks, matched),
     }
+
+
+def _clocks_entry(digests: list[RankDigest], ranks: list[int], matched: dict[str, Any]) -> dict[str, Any]:
+    """`clock_offsets` (clocks.py) where instances were matched by sequence number; no key otherwise."""
+    found = clock_offsets(digests, ranks, matched)
+    return {"clock_offsets": found} if found is not None else {}
 
 
 def _padded(values: tuple, n: int) -> tuple:
