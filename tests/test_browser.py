@@ -312,6 +312,17 @@ def test_the_ranks_panel_names_the_straggler_and_opens_a_rank(tmp_path):
     assert r["opened"], r
 
 
+def test_the_ranks_panel_shows_a_2d_jobs_process_groups_and_clocks(tmp_path):
+    import shutil
+    shutil.copytree(SAMPLES / "synthetic_ranks" / "fsdp_tp", tmp_path / "logdir" / "fsdp_tp")
+    for server in _server(tmp_path / "logdir", (), cache_dir=tmp_path / "cache"):
+        r = run_node("checks.mjs", "rankgroups", server.base, str(ARTIFACTS), "fsdp_tp", timeout_s=90)
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert sorted(r["groups"]) == [["1", "tp"], ["2", "tp"], ["3", "dp"], ["4", "dp"]], r["groups"]
+    assert r["clocks"] and "rank 1 +2.9" in r["clocks"] and "rank 3 +8.7" in r["clocks"], r["clocks"]
+    assert r["faults"] == [] or not any("ks-groups" in str(f) for f in r["faults"]), r["faults"]
+
+
 @pytest.fixture(scope="module")
 def tour_tb():
     """The shared traces on a server that caps window exports at 20,000 events (a ResNet span holds 44,666)."""

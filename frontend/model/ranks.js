@@ -113,3 +113,33 @@ export function relativeLuminance(rgb) {
   });
   return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 }
+
+/**
+ * The run's process groups (where its collectives name them: `process_groups` of the ranks view), as table rows.
+ * @param {any} view
+ * @returns {{name: string, desc: string, ranks: string, collectives: number, matched: number, skew: string, waitedFor: string}[]}
+ */
+export function groupRows(view) {
+  const groups = Array.isArray(view?.process_groups) ? view.process_groups : [];
+  return groups.filter((g) => g && typeof g.name === 'string').map((g) => ({
+    name: g.name, desc: typeof g.desc === 'string' ? g.desc : '\u2013',
+    ranks: (Array.isArray(g.ranks) ? g.ranks : []).slice(0, 16).join(', ') + ((g.ranks?.length ?? 0) > 16 ? ' \u2026' : ''),
+    collectives: Number(g.collectives) || 0, matched: Number(g.matched_instances) || 0,
+    skew: g.skew_us_median === null || g.skew_us_median === undefined ? '\u2013' : formatDuration(g.skew_us_median),
+    waitedFor: g.waited_for ? `rank ${g.waited_for.rank} (${g.waited_for.instances} of ${g.waited_for.of})` : '\u2013',
+  }));
+}
+
+/**
+ * The ranks' clock offsets as one sentence (`clock_offsets`), or '' when no rank's clock is measurably apart.
+ * @param {any} view
+ */
+export function clockText(view) {
+  const clocks = view?.clock_offsets;
+  const rows = (Array.isArray(clocks?.ranks) ? clocks.ranks : []).filter((/** @type {any} */ c) => c.rank !== clocks.reference_rank);
+  const apart = rows.some((/** @type {any} */ c) => typeof c.offset_us === 'number' && Math.abs(c.offset_us) > Math.max(c.spread_us || 0, 1));
+  if (!apart) return '';
+  const shown = rows.slice(0, 16).map((/** @type {any} */ c) => `rank ${c.rank} ${typeof c.offset_us === 'number'
+    ? `${c.offset_us >= 0 ? '+' : '\u2212'}${formatDuration(Math.abs(c.offset_us))}${c.spread_us ? ` \u00b1${formatDuration(c.spread_us)}` : ''}` : '?'}`);
+  return `Clocks, from the collectives' ends, against rank ${clocks.reference_rank}: ${shown.join(', ')}${rows.length > 16 ? ' \u2026' : ''}`;
+}

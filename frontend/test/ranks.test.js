@@ -70,3 +70,20 @@ test('heatmap cells: text at 4.5:1 or more on every shade, black on light cells 
   assert.deepEqual(heatStyle(Number.NaN), heatStyle(0));
   assert.equal(relativeLuminance([255, 255, 255]), 1);
 });
+
+test('the process groups, their health and the clocks of a 2-D job read as rows and one sentence', async () => {
+  const { groupRows, clockText } = await import('../model/ranks.js');
+  const view = {
+    process_groups: [{ name: '1', desc: 'tp', ranks: [0, 1], collectives: 6, matched_instances: 6, skew_us_median: 3000,
+      waited_for: { rank: 0, instances: 6, of: 6 } }, { name: '3', desc: null, ranks: [0, 2], collectives: 3, matched_instances: 2,
+      skew_us_median: null, waited_for: null }, null],
+    clock_offsets: { reference_rank: 0, ranks: [{ rank: 0, offset_us: 0, spread_us: 0 }, { rank: 1, offset_us: 2900, spread_us: 0 },
+      { rank: 3, offset_us: null, spread_us: null }] },
+  };
+  const rows = groupRows(view);
+  assert.deepEqual(rows.map((r) => [r.desc, r.name, r.ranks, r.matched, r.waitedFor]),
+    [['tp', '1', '0, 1', 6, 'rank 0 (6 of 6)'], ['\u2013', '3', '0, 2', 2, '\u2013']]);
+  assert.match(clockText(view), /against rank 0: rank 1 \+2\.9\d* ms, rank 3 \?/);
+  assert.equal(clockText({ clock_offsets: { reference_rank: 0, ranks: [{ rank: 1, offset_us: 0.2, spread_us: 0.5 }] } }), '');
+  assert.deepEqual(groupRows({}), []);
+});

@@ -6,7 +6,7 @@
  */
 import { formatDuration } from '../model/format.js';
 import { independentText } from '../model/health.js';
-import { RANK_COLUMNS, heatStyle, heatmap, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
+import { RANK_COLUMNS, clockText, groupRows, heatStyle, heatmap, ranksSummary, stragglerSavingText, stragglerText } from '../model/ranks.js';
 import { el, errorText, message } from './dom.js';
 import { RunVerdictPoller } from './run_verdict.js';
 
@@ -32,8 +32,9 @@ export class RanksPanel {
       step: el('button', { type: 'button', onclick: () => pickMetric('step') }, 'step time'),
     };
     this.heat = el('div', { class: 'ks-table-wrap ks-heat' });
+    this.groups = el('div', { class: 'ks-groups' });
     this.root = el('section', { class: 'ks-section ks-ranks', hidden: true },
-      el('h3', {}, 'Ranks'), this.stragglers, this.summary, this.table,
+      el('h3', {}, 'Ranks'), this.stragglers, this.summary, this.table, this.groups,
       el('div', { class: 'ks-heat-head' }, 'Rank \u00d7 step: ', this.metricButtons.wait, ' ', this.metricButtons.step), this.heat);
     this.poller = new RunVerdictPoller(api, (answer) => {
       if (answer?.run !== this.run) return;
@@ -58,6 +59,7 @@ export class RanksPanel {
       return;
     }
     this.stragglers.replaceChildren();
+    this.groups.replaceChildren();
     this.summary.replaceChildren();
     this.heat.replaceChildren();
     this.table.replaceChildren(message('info', 'Loading the ranks\u2026'));
@@ -81,6 +83,7 @@ export class RanksPanel {
       onclick: () => this.run && this.open(this.run, r.worker, r.id ?? null),
     }, RANK_COLUMNS.map((c) => el('td', {}, c.show(r)))));
     this.table.replaceChildren(el('table', { class: 'ks-table' }, el('thead', {}, head), el('tbody', {}, rows)));
+    this.renderGroups(view);
     for (const [metric, button] of Object.entries(this.metricButtons)) button.setAttribute('aria-pressed', String(metric === this.metric));
     const cells = heatmap(view, this.metric);
     const heatHead = el('tr', {}, el('th', {}, 'rank'), cells.steps.map((s) => el('th', {}, `#${s}`)));
@@ -91,5 +94,18 @@ export class RanksPanel {
         style: c.value === null ? {} : heatStyle(c.frac),
       }, c.value === null ? '' : formatDuration(c.value)))));
     this.heat.replaceChildren(el('table', { class: 'ks-table ks-heat-table' }, el('thead', {}, heatHead), el('tbody', {}, heatRows)));
+  }
+
+  /** The process groups (collectives matched by group and sequence number), their health items and the clocks. @param {any} view */
+  renderGroups(view) {
+    const rows = groupRows(view);
+    const health = (Array.isArray(view.group_health) ? view.group_health : []).map((/** @type {any} */ h) => message('warn', String(h.found)));
+    const clocks = clockText(view);
+    const table = rows.length < 2 ? [] : [el('p', { class: 'ks-hint' }, 'Process groups (collectives matched by group and sequence number):'),
+      el('div', { class: 'ks-table-wrap' }, el('table', { class: 'ks-table ks-compact' },
+        el('thead', {}, el('tr', {}, ['group', 'name', 'ranks', 'collectives', 'matched', 'median skew', 'waited for'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, rows.map((g) => el('tr', { dataset: { group: g.name } }, [g.desc, g.name, g.ranks, String(g.collectives), String(g.matched),
+          g.skew, g.waitedFor].map((v) => el('td', {}, v)))))))];
+    this.groups.replaceChildren(...table, ...health, ...(clocks ? [el('p', { class: 'ks-hint ks-clocks' }, clocks)] : []));
   }
 }

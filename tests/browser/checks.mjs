@@ -461,20 +461,34 @@ async function completed(browser, run, logdir, src) {
  * A 4-rank run with a straggler: the Ranks panel names it first, lists every rank, draws the heatmap,
  * and clicking a rank's row opens that rank's trace.
  */
+// A 2-D parallel job's process groups and clock offsets in the Ranks panel.
+async function rankGroups(browser, run) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
+  await waitReady(frame);
+  const groups = await frame.waitForSelector('.ks-ranks .ks-groups tbody tr', { timeout: 30000 })
+    .then(() => frame.$$eval('.ks-ranks .ks-groups tbody tr', (trs) => trs.map((tr) => [tr.dataset.group, tr.children[0].textContent])), () => []);
+  const clocks = await frame.$eval('.ks-ranks .ks-clocks', (p) => p.textContent).catch(() => null);
+  const faults = await layoutFaults(frame);
+  await page.screenshot({ path: shot('rank-groups') });
+  return { errors, httpErrors, groups, clocks, faults };
+}
+
 async function ranks(browser, run) {
   const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
   const straggler = await frame.waitForSelector('.ks-ranks .ks-stragglers .ks-msg', { timeout: 30000 })
     .then((h) => h.textContent(), () => null);
   const saving = await frame.$eval('.ks-ranks .ks-straggler-saving', (p) => p.textContent).catch(() => null);
-  const rows = await frame.$$eval('.ks-ranks .ks-table-wrap:not(.ks-heat) tbody tr', (trs) => trs.map((tr) => tr.dataset.rank));
+  const rows = await frame.$$eval('.ks-ranks > .ks-table-wrap:not(.ks-heat) tbody tr', (trs) => trs.map((tr) => tr.dataset.rank));
   const heatCells = await frame.$$eval('.ks-ranks .ks-heat td.ks-heat-cell', (tds) => tds.length);
   const workerBefore = urlState(page).worker ?? null;
-  await frame.click('.ks-ranks .ks-table-wrap:not(.ks-heat) tbody tr[data-rank="3"]');
+  const groups = await frame.$$eval('.ks-ranks .ks-groups tbody tr', (trs) => trs.map((tr) => tr.dataset.group));
+  const clocks = await frame.$eval('.ks-ranks .ks-clocks', (p) => p.textContent).catch(() => null);
+  await frame.click('.ks-ranks > .ks-table-wrap:not(.ks-heat) tbody tr[data-rank="3"]');
   const opened = await until(async () => (await frame.$eval('select[aria-label="worker"]', (s) => s.value).catch(() => null)) === 'rank3', 15000, 100);
   await waitReady(frame);
   await page.screenshot({ path: shot('ranks') });
-  return { errors, httpErrors, straggler, saving, rows, heatCells, workerBefore, opened };
+  return { errors, httpErrors, straggler, saving, rows, heatCells, workerBefore, opened, groups, clocks };
 }
 
 /**
@@ -968,6 +982,7 @@ try {
   checks.remote = remote;
   checks.scanerror = scanError;
   checks.whatif = whatif;
+  checks.rankgroups = rankGroups;
   checks.laptop = laptop;
   checks.firstview = firstView;
   checks.comparefit = compareFitCheck;
