@@ -288,7 +288,7 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[s
     loaded = _load(service, sid)
     try:
         roof = _roofline(loaded.model, loaded.prepared) if any(e.kind in ("roofline", "precision") for e in parsed) else None
-        return whatif_entry(Replayer(loaded.model, roof).apply(parsed))
+        return whatif_entry(Replayer(loaded.model, roof, loaded.prepared.tables).apply(parsed))
     except EditError as exc:
         raise BadRequest(str(exc)) from None
 

@@ -132,8 +132,13 @@ def _roofline_of(ctx: Context):
     roof = ctx.cache.get("roofline")
     if roof is None:
         model = ctx.model
-        roof = ctx.cache["roofline"] = trace_roofline(model, TableIndex.build(model))
+        roof = ctx.cache["roofline"] = trace_roofline(model, tables_of(ctx))
     return roof
+
+
+def tables_of(ctx: Context) -> TableIndex:
+    """The trace's TableIndex the replayer was given, else one built once for every plan."""
+    return cached(ctx, "tables", lambda: TableIndex.build(ctx.model))
 
 
 def roof_shares(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -240,7 +245,7 @@ def _replayed_inside(ctx: Context, names: list[str]) -> np.ndarray:
     out = np.zeros(ctx.acts.size, bool)
     if not any(n in GRAPH_LAUNCH_CALLS for n in model.names):
         return out
-    graphs = cached(ctx, "graphs", lambda: TableIndex.build(model).graphs)
+    graphs = tables_of(ctx).graphs
     if graphs is None or not graphs.size:
         return out
     wanted = set(names)

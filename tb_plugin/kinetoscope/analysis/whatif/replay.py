@@ -80,6 +80,7 @@ from ...trace import intervals
 from ...trace.model import TraceModel
 from ..core.selectors import dataloader_union
 from ..roofline.figures import Roofline
+from ..tables.index import TableIndex
 from .edits import MAX_EDITS, NO_STEPS, STRAGGLER, Edit, EditError
 from .model import Context, Plan, cached
 from .plan import disjoint, plan_of
@@ -149,11 +150,15 @@ class WhatIf:
 class Replayer:
     """One trace, ready to replay under any edits: the dependencies are read once, the unedited replay run once."""
 
-    def __init__(self, model: TraceModel, roofline: Optional[Roofline] = None) -> None:
-        """`roofline`: the trace's Roofline (analysis.roofline), for `roofline:` edits (else one is made)."""
+    def __init__(self, model: TraceModel, roofline: Optional[Roofline] = None, tables: Optional[TableIndex] = None) -> None:
+        """`roofline`: the trace's Roofline (analysis.roofline), for `roofline:` edits (else one is made); `tables`:
+        its TableIndex, whose graph attribution `kernel:in:OP` reaches replayed kernels through (else one is made
+        when the trace replays graphs)."""
         self.ctx = Context.of(model)
         if roofline is not None:
             self.ctx.cache["roofline"] = roofline
+        if tables is not None:
+            self.ctx.cache["tables"] = tables
         self.base = _replay(self.ctx, Plan())[0]
 
     def apply(self, edits: tuple[Edit, ...] = ()) -> WhatIf:
