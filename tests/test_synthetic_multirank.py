@@ -163,3 +163,27 @@ def test_ranks_whose_groups_never_meet_the_reference_have_no_offset():
     rows = {c["rank"]: c for c in ranks_view(digests)["clock_offsets"]["ranks"]}
     assert rows[1]["offset_us"] == pytest.approx(2900.0, abs=1.0)
     assert rows[2]["offset_us"] is None and rows[3]["offset_us"] is None and rows[3]["instances"] > 0
+
+
+def test_ranks_that_do_not_end_their_collectives_together_carry_a_wait_uncertainty():
+    """Rank 1's collectives end 40 µs early or late by turns: its clock offset stays within that of the planted
+    2.9 ms, its spread is about 40 µs, and its summed wait is known to within spread x sqrt(instances)."""
+    from synth.groups import KERNELS
+    from synth.groups import make_job as make_2d_job
+
+    traces, _ = make_2d_job()
+    k = 0
+    for e in traces[1]["traceEvents"]:
+        if e["name"] in KERNELS.values():
+            e["dur"] += 40.0 if k % 2 else -40.0
+            k += 1
+    digests = []
+    for r, doc in traces.items():
+        model = decode_bytes(json.dumps(doc).encode())
+        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+    view = ranks_view(digests)
+    clocks = {c["rank"]: c for c in view["clock_offsets"]["ranks"]}
+    assert clocks[1]["offset_us"] == pytest.approx(2900.0, abs=41.0) and 20.0 <= clocks[1]["spread_us"] <= 80.0
+    rows = {r["rank"]: r for r in view["ranks"]}
+    assert rows[1]["wait_uncertainty_us"] == pytest.approx(clocks[1]["spread_us"] * clocks[1]["instances"] ** 0.5, abs=0.01)
+    assert rows[0]["wait_uncertainty_us"] <= rows[1]["wait_uncertainty_us"]

@@ -15,6 +15,11 @@ Each offset carries its spread: 1.4826 times the median absolute residual of its
 of one instance's estimate for normal noise), so a figure compared across ranks, such as when a rank arrived, is
 known to within about that much. Only instances matched by (process group, `Seq`) are used: the ordinal match may
 pair calls of two groups (`groups.py`), whose ends are not one moment.
+
+The same residuals bound the ranks view's waits: a rank's wait in an instance is its duration less the instance's
+shortest (clock-free), which is exact when the instance's ranks end together; a rank's residual is how far from
+together it ends. Its waits summed over n instances are known to within about its spread times the square root of
+n (`wait_uncertainty`).
 """
 from __future__ import annotations
 
@@ -82,3 +87,14 @@ def _linked(present: np.ndarray, reference: int) -> np.ndarray:
         if not (touching & ~seen).any():
             return seen
         seen |= touching
+
+
+def wait_uncertainty(clocks: Optional[dict[str, Any]], rank: int) -> dict[str, Any]:
+    """`{"wait_uncertainty_us": ...}` for a rank's row of the ranks view (module docstring), or nothing without
+    clock offsets (the row is as it was)."""
+    if clocks is None:
+        return {}
+    row = next((c for c in clocks["ranks"] if c["rank"] == rank), None)
+    if row is None or row["spread_us"] is None:
+        return {"wait_uncertainty_us": None}
+    return {"wait_uncertainty_us": round(row["spread_us"] * float(np.sqrt(row["instances"])), 3)}

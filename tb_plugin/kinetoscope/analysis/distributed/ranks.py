@@ -30,7 +30,7 @@ import numpy as np
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
-from .clocks import clock_offsets
+from .clocks import clock_offsets, wait_uncertainty
 from .groups import process_groups
 from .straggler import straggler_at_median
 
@@ -169,13 +169,15 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
     if whatif is not None:
         for row in whatif["ranks"]:
             row["rank"] = ranks[row.pop("index")]
+    clocks = clock_offsets(digests, ranks, matched)
     rows = []
     for i, (d, r) in enumerate(zip(digests, ranks)):
         steps = dict(zip(d.step_numbers.tolist(), d.step_dur_ns.tolist()))
         rows.append({"rank": r, "worker": d.worker, "steps": int(d.step_numbers.size),
                      "step_median_us": _us(np.median(d.step_dur_ns)) if d.step_dur_ns.size else None,
                      "collectives": d.calls.count, "wait_us": _us(per_rank["wait"][i]),
-                     "waited_for": int(per_rank["last"][i]), "caused_wait_us": _us(per_rank["caused"][i]),
+                     **wait_uncertainty(clocks, r), "waited_for": int(per_rank["last"][i]),
+                     "caused_wait_us": _us(per_rank["caused"][i]),
                      **d.figures, "step_us": [_us(steps[s]) if s in steps else None for s in step_numbers]})
     return {
         "world_size": world, "ranks_present": len(digests), "missing_ranks": missing,
@@ -188,14 +190,8 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         "wait_by_step_us": _wait_by_step(matched, len(digests), step_numbers),
         "straggler_whatif": whatif,  # straggler_whatif.py: the steps if the stragglers were as fast as the median rank
         **process_groups(digests, ranks, matched),
-        **_clocks_entry(digests, ranks, matched),
+        **({"clock_offsets": clocks} if clocks is not None else {}),  # clocks.py: where instances were matched by Seq
     }
-
-
-def _clocks_entry(digests: list[RankDigest], ranks: list[int], matched: dict[str, Any]) -> dict[str, Any]:
-    """`clock_offsets` (clocks.py) where instances were matched by sequence number; no key otherwise."""
-    found = clock_offsets(digests, ranks, matched)
-    return {"clock_offsets": found} if found is not None else {}
 
 
 def _padded(values: tuple, n: int) -> tuple:
