@@ -332,3 +332,21 @@ def test_a_slow_tp_rank_is_what_its_tp_group_waits_for():
     assert tp["waited_for"] == {"rank": 0, "instances": 6, "of": 6}
     assert tp["wait_us"]["1"] == pytest.approx(6 * 5000, rel=0.01) and tp["wait_us"]["0"] == 0
     assert tp["skew_us_median"] == pytest.approx(5000, rel=0.01) and groups["2"]["waited_for"] is None
+
+
+def test_comms_id_ties_a_collective_to_its_kernel_where_no_launch_does():
+    """A collective captured in a CUDA graph: its NCCL kernel's correlation is the replay's, so no launch links the
+    call to it; the kernel carries the call's `Comms Id` and `Seq` (Kineto copies them), which tie the two."""
+    def rank(comms: bool) -> dict:
+        fields = {"Seq": 7, "Process Group Name": "0", "Collective name": "allreduce", "In msg nelems": 1024,
+                  "Out msg nelems": 1024, "Group size": 2, "dtype": "Float", **({"Comms Id": 9001} if comms else {})}
+        nccl = kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 2 * MS, 5 * MS, 999,
+                      stream=20)
+        nccl["args"].update(fields)
+        events = [op("ProfilerStep#1", 0, 20 * MS, cat="user_annotation"),
+                  op("record_param_comms", 1 * MS, 0.05 * MS, **fields), op("nccl:all_reduce", 1.01 * MS, 0.03 * MS), nccl]
+        return trace_doc(events)
+    with_id = collective_calls(decode_bytes(json.dumps(rank(True)).encode()))
+    without = collective_calls(decode_bytes(json.dumps(rank(False)).encode()))
+    assert with_id.on_device.tolist() == [True] and with_id.dur_ns.tolist() == [5_000_000]
+    assert without.on_device.tolist() == [False] and without.dur_ns.tolist() == [30_000]

@@ -448,13 +448,13 @@ enum { A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_CORRELATION, A_DEVICE, A_STREAM, A_E
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR,               /* float */
        A_NAME, A_LABELS,                                                                                /* str or null */
        A_INPUT_DIMS, A_CALL_STACK, A_INPUT_TYPE, A_INPUT_STRIDES, A_CONCRETE,                           /* raw, kept */
-       A_COLLECTIVE, A_GPU = A_COLLECTIVE + 9, A_WAIT_CORR = A_GPU + N_GPU, A_SEQ_NUMBER, N_ARGS };
+       A_COLLECTIVE, A_GPU = A_COLLECTIVE + 10, A_WAIT_CORR = A_GPU + N_GPU, A_SEQ_NUMBER, N_ARGS };
 static const char *const ARG_KEYS[N_ARGS] = {
     "External id", "external id", "correlation", "device", "stream", "Ev Idx", "Profiler Event Index",
     "Device Type", "Device Id", "Bytes", "Total Allocated", "Total Reserved", "Addr", "name", "labels",
     "Input Dims", "Call stack", "Input type", "Input Strides", "Concrete Inputs",
     "Seq", "Process Group Name", "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
-    "Process Group Description", "Process Group Ranks",
+    "Process Group Description", "Process Group Ranks", "Comms Id",
     "bytes", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "est. achieved occupancy %",
     "wait_on_cuda_event_record_corr_id", "Sequence number"};
 

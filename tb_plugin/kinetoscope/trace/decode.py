@@ -56,6 +56,7 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     # (libkineto output_json.cpp: kProcessGroupDesc, kGroupRanks)
     pg_desc: Any = msgspec.field(default=None, name="Process Group Description")
     pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    comms_id: Any = msgspec.field(default=None, name="Comms Id")  # on the call and on its NCCL kernel alike
     # GPU activity fields for the kernel table (trace/gpu_args.py): Any, so an ill-typed one never costs its event;
     # grid and block kept as their JSON text (Raw: no list of ints built per kernel), read by `_columns.c`.
     copy_bytes: Any = msgspec.field(default=None, name="bytes")  # memcpy/memset (the memory events' is "Bytes")

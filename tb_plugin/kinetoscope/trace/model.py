@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 14  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 15  # bump when the model's layout or its decoding semantics change (invalidates caches)
 FEW_NAMES = 4  # `name_in` compares the ids one by one up to this many names, else reads a lookup table
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
@@ -83,6 +83,7 @@ class TraceModel:
     coll_in_nelems: np.ndarray  # int64, -1 when absent
     coll_out_nelems: np.ndarray  # int64, -1 when absent
     coll_group_size: np.ndarray  # int64, -1 when absent
+    coll_comms_id: np.ndarray  # int64 `Comms Id` (the call's and its NCCL kernel's alike), -1 when absent
     coll_pg: np.ndarray  # int32 into `coll_strings` (process group name), -1 when absent
     coll_name: np.ndarray  # int32 into `coll_strings` (collective name), -1 when absent
     coll_dtype: np.ndarray  # int32 into `coll_strings`, -1 when absent

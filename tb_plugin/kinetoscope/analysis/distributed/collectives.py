@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...trace.kinds import CPU_OP_KINDS, LAUNCH_KINDS, STEP_RE, Kind, is_collective_name, is_comm_kernel_name
+from ...trace.kinds import ACTIVITY_KINDS, CPU_OP_KINDS, LAUNCH_KINDS, STEP_RE, Kind, is_collective_name, is_comm_kernel_name
 from ...trace.model import TraceModel, unique, unique_inverse
 from ..core.cpu_ops import self_time
 from ..core.selectors import OpIndex, cpu_rows, step_rows
@@ -88,6 +88,7 @@ def collective_calls(model: TraceModel, ops: Optional[OpIndex] = None) -> Collec
     first_kernel = _first_kernel(model, rows)
     paired = _paired_field_rows(model, rows)
     fields = [_fields_of(model, r, k, p) for r, k, p in zip(rows.tolist(), first_kernel.tolist(), paired.tolist())]
+    _by_comms_id(model, fields, start, dur, on_device, first_kernel)
     kinds = tuple(collective_type(f["name"]) if f["name"] and collective_type(f["name"]) != "collective"
                   else _call_type(model, r, k) for f, r, k in zip(fields, rows.tolist(), first_kernel.tolist()))
     step, step_start = _steps_of(model, model.ts_ns[rows])
@@ -144,8 +145,8 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
     """The collective fields of a call: its own, else its enclosing collective's on the same thread (the
     `record_param_comms` around an `nccl:*` annotation), else its paired event's on another thread
     (`_paired_field_rows`), else its first kernel's."""
-    out = {"seq": -1, "in_nelems": -1, "out_nelems": -1, "group_size": -1, "group": "", "name": "", "dtype": "", "desc": "",
-           "ranks": ""}
+    out = {"seq": -1, "in_nelems": -1, "out_nelems": -1, "group_size": -1, "comms_id": -1, "group": "", "name": "", "dtype": "",
+           "desc": "", "ranks": ""}
     if model.coll_row.size == 0:
         return out
     candidates = [row]
@@ -165,7 +166,8 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
         if k >= model.coll_row.size or model.coll_row[k] != r:
             continue
         for key, column in (("seq", model.coll_seq), ("in_nelems", model.coll_in_nelems),
-                            ("out_nelems", model.coll_out_nelems), ("group_size", model.coll_group_size)):
+                            ("out_nelems", model.coll_out_nelems), ("group_size", model.coll_group_size),
+                            ("comms_id", model.coll_comms_id)):
             if out[key] < 0 and column[k] >= 0:
                 out[key] = int(column[k])
         for key, column in (("group", model.coll_pg), ("name", model.coll_name), ("dtype", model.coll_dtype),
@@ -239,6 +241,28 @@ def _device_extent(model: TraceModel, rows: np.ndarray) -> tuple[np.ndarray, np.
         on_device[call] = True
         start[on_device], end[on_device] = first[on_device], last[on_device]
     return start, end - start, on_device
+
+
+def _by_comms_id(model: TraceModel, fields: list[dict], start: np.ndarray, dur: np.ndarray, on_device: np.ndarray,
+                 first_kernel: np.ndarray) -> None:
+    """Calls no launch links to a kernel (a collective captured in a CUDA graph: its kernel's correlation is the
+    replay's) take the kernel that carries their `Comms Id` and `Seq` (Kineto copies the call's collective fields
+    onto its NCCL kernel), in place: its start, duration and row."""
+    wanted = [i for i, f in enumerate(fields) if not on_device[i] and f["comms_id"] >= 0 and f["seq"] >= 0]
+    if not wanted:
+        return
+    kernels = model.coll_row[model.kind_in(ACTIVITY_KINDS, model.coll_row)]
+    if not kernels.size:
+        return
+    at = np.searchsorted(model.coll_row, kernels)
+    by_key: dict[tuple[int, int], int] = {}
+    for row, comms, seq in zip(kernels.tolist(), model.coll_comms_id[at].tolist(), model.coll_seq[at].tolist()):
+        if comms >= 0 and seq >= 0:
+            by_key.setdefault((comms, seq), row)  # the first kernel of that call
+    for i in wanted:
+        row = by_key.get((fields[i]["comms_id"], fields[i]["seq"]))
+        if row is not None:
+            start[i], dur[i], on_device[i], first_kernel[i] = model.ts_ns[row], model.dur_ns[row], True, row
 
 
 def _first_kernel(model: TraceModel, rows: np.ndarray) -> np.ndarray:
