@@ -350,3 +350,18 @@ def test_comms_id_ties_a_collective_to_its_kernel_where_no_launch_does():
     without = collective_calls(decode_bytes(json.dumps(rank(False)).encode()))
     assert with_id.on_device.tolist() == [True] and with_id.dur_ns.tolist() == [5_000_000]
     assert without.on_device.tolist() == [False] and without.dur_ns.tolist() == [30_000]
+
+
+def test_a_digest_whose_call_columns_differ_in_length_is_refused():
+    """A sidecar's rank digest is checked before the ranks view reads it: its per-call columns, the tuples (types,
+    groups, descriptions) as well as the arrays, hold one value per call."""
+    import dataclasses
+
+    from kinetoscope.analysis.distributed.ranks import RankDigest
+    from kinetoscope.index.validate import ModelInvalid, check_summary
+    digest = digest_of(_fsdp_tp_rank(0), "rank0")
+    check_summary({}, digest, RankDigest)
+    for column in ("group_desc", "kind"):
+        short = dataclasses.replace(digest, calls=dataclasses.replace(digest.calls, **{column: getattr(digest.calls, column)[:-1]}))
+        with pytest.raises(ModelInvalid, match="unequal lengths"):
+            check_summary({}, short, RankDigest)

@@ -26,11 +26,15 @@ Command line (from the repo root)::
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+try:
+    from .multirank import write_traces
+except ImportError:  # run as a script: python samples/synth/groups.py
+    from multirank import write_traces
 
 STEP_US = 30_000.0
 CALL_GAP_US = 4_000.0  # compute between one rank's calls
@@ -135,14 +139,7 @@ def _truth(order: dict[int, list[tuple]], arrive: dict, ends: dict, numbered: di
 def write_job(outdir: Path, gz: bool = True, **kwargs: Any) -> tuple[list[Path], dict[str, Any]]:
     """Write one trace per rank (`rank{r}.<n>.pt.trace.json[.gz]`) into `outdir`; returns the paths and the truth."""
     traces, truth = make_job(**kwargs)
-    outdir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for r, doc in traces.items():
-        path = outdir / f"rank{r}.{1_700_000_000_000 + r}.pt.trace.json{'.gz' if gz else ''}"
-        text = json.dumps(doc, separators=(",", ":")).encode()
-        path.write_bytes(gzip.compress(text, mtime=0) if gz else text)
-        paths.append(path)
-    return paths, truth
+    return write_traces(outdir, traces, gz), truth
 
 
 def main(argv: list[str]) -> int:

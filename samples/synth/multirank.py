@@ -131,6 +131,11 @@ def _truth(ranks: int, present: list[int], steps: int, straggler: Optional[int],
 def write_job(outdir: Path, gz: bool = True, **kwargs: Any) -> tuple[list[Path], dict[str, Any]]:
     """Write one trace per present rank (`rank{r}.<n>.pt.trace.json[.gz]`) into `outdir`; returns the paths."""
     traces, truth = make_job(**kwargs)
+    return write_traces(outdir, traces, gz), truth
+
+
+def write_traces(outdir: Path, traces: dict[int, dict], gz: bool = True) -> list[Path]:
+    """Each rank's trace as `rank{r}.<n>.pt.trace.json[.gz]` in `outdir` (gzip without a timestamp: reproducible)."""
     outdir.mkdir(parents=True, exist_ok=True)
     paths = []
     for r, doc in traces.items():
@@ -138,7 +143,7 @@ def write_job(outdir: Path, gz: bool = True, **kwargs: Any) -> tuple[list[Path],
         text = json.dumps(doc, separators=(",", ":")).encode()
         path.write_bytes(gzip.compress(text, mtime=0) if gz else text)
         paths.append(path)
-    return paths, truth
+    return paths
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -163,6 +163,20 @@ async function gapRow(browser, run) {
 }
 
 /**
+ * Where to click the first event drawn in the top row of the first lane of `kind` ('gpu', 'cpu'), in page pixels
+ * (the first saturated pixel along the row, from the left), or null when the row shows none.
+ */
+async function firstEventOn(frame, g, kind) {
+  const lane = g.lanes.find((l) => l.kind === kind);
+  const y = lane.yCss + g.lanePad / 2 + g.rowH / 2;
+  const xs = [];
+  for (let x = g.gutter + 2; x < g.width - g.right; x += 3) xs.push([x, y]);
+  const colors = await pixels(frame, '.ks-lanes-canvas', xs);
+  const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
+  return hitAt < 0 ? null : { x: g.left + xs[hitAt][0] + 1, y: g.top + y };
+}
+
+/**
  * Clicks the first kernel drawn in the GPU lane of a zoomed window, then reopens the link. The run verdict's
  * answers come `slowMs` late (a busy server), so the page must not move under the pointer after waitReady:
  * `moved` is how far the lanes moved down between reading where to click and the run verdict shown.
@@ -175,14 +189,9 @@ async function selectAndShare(browser, run, t0, t1, slowMs = 0) {
   const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }), undefined, undefined, slowRunVerdict);
   await waitReady(frame);
   const g = await geometry(frame);
-  const gpu = g.lanes.find((l) => l.kind === 'gpu');
-  const y = gpu.yCss + g.lanePad / 2 + g.rowH / 2;
-  const xs = [];
-  for (let x = g.gutter + 2; x < g.width - g.right; x += 3) xs.push([x, y]);
-  const colors = await pixels(frame, '.ks-lanes-canvas', xs);
-  const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
-  if (hitAt < 0) return { errors, httpErrors, clicked: false };
-  await page.mouse.click(g.left + xs[hitAt][0] + 1, g.top + y);
+  const hit = await firstEventOn(frame, g, 'gpu');
+  if (!hit) return { errors, httpErrors, clicked: false };
+  await page.mouse.click(hit.x, hit.y);
   await frame.waitForSelector('.ks-details-name', { timeout: 15000 });
   await frame.waitForSelector('.ks-run-verdict', { timeout: 15000 });
   const moved = (await geometry(frame)).top - g.top;
@@ -530,18 +539,12 @@ async function whatif(browser, run) {
   // an event clicked on a CPU lane offers its own edits (host:NAME*0); one click replays it
   await frame.click('.ks-path-toggle input');  // the overlay off again: a click lands on an event, not on a segment
   await page.waitForTimeout(300);
-  const g2 = await geometry(frame);
-  const cpu = g2.lanes.find((l) => l.kind === 'cpu');
-  const y = cpu.yCss + g2.lanePad / 2 + g2.rowH / 2;
-  const xs = [];
-  for (let x = g2.gutter + 2; x < g2.width - g2.right; x += 3) xs.push([x, y]);
-  const colors = await pixels(frame, '.ks-lanes-canvas', xs);
-  const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
+  const hit = await firstEventOn(frame, await geometry(frame), 'cpu');
   let selectedEdits = [];
   let selectedAnswer = null;
   let selectedName = null;
-  if (hitAt >= 0) {
-    await page.mouse.click(g2.left + xs[hitAt][0] + 1, g2.top + y);
+  if (hit) {
+    await page.mouse.click(hit.x, hit.y);
     selectedName = await frame.waitForSelector('.ks-details-name', { timeout: 15000 }).then((h) => h.textContent(), () => null);
     selectedEdits = await frame.waitForSelector('.ks-whatif-selected button', { timeout: 15000 })
       .then(() => frame.$$eval('.ks-whatif-selected button', (bs) => bs.map((b) => b.title)), () => []);
@@ -555,7 +558,7 @@ async function whatif(browser, run) {
     }
   }
   const boxAfter = await frame.$eval('[data-panel="whatif"] textarea', (t) => t.value);
-  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus, lanesChanged, hitAt, selectedName, selectedEdits,
+  return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus, lanesChanged, hit, selectedName, selectedEdits,
     selectedAnswer, boxAfter };
 }
 

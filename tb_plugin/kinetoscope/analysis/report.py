@@ -362,7 +362,7 @@ def shown_devices(devices) -> list:
 def _device_entry(model: TraceModel, d: DeviceIdle, comm: Communication) -> dict:
     length = d.gap_end_ns - d.gap_start_ns
     c = comm.of(d.device)
-    listed = d.listed()  # the culprits of its lead too
+    listed = d.listed  # the culprits of its lead too
     return {"device": d.device, "window_us": _us(d.window_ns), "busy_us": _us(d.busy_ns), "idle_us": _us(d.idle_ns),
             "idle_pct": d.idle_pct,
             "comm": {"kernels": c.kernels, "comm_us": _us(c.comm_ns), "compute_us": _us(c.compute_ns),

@@ -23,11 +23,11 @@ def run() -> None:
     the imports, medians of 10). The collector runs as usual from the first line of `main` on."""
     import gc
 
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         from .main import run as command
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
     command()

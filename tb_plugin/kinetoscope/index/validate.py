@@ -156,7 +156,8 @@ def check_summary(report: Any, digest: Any, digest_type: type) -> None:
     steps = {digest.step_numbers.size, digest.step_dur_ns.size, digest.step_comm_ns.size, digest.step_exposed_ns.size}
     if len(steps) != 1:
         raise ModelInvalid("the digest's step columns have unequal lengths")
-    calls = {v.size for v in vars(digest.calls).values() if isinstance(v, np.ndarray)}
+    calls = {v.size if isinstance(v, np.ndarray) else len(v) for v in vars(digest.calls).values()
+             if isinstance(v, (np.ndarray, tuple))}  # the per-call tuples (kind, group, before, ...) as well
     if len(calls) > 1:
         raise ModelInvalid("the digest's collective call columns have unequal lengths")
 

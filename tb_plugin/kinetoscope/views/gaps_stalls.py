@@ -29,7 +29,7 @@ def gaps_view(model: TraceModel, device: Any, *, causes: Optional[Sequence[int]]
         sort: one of GAP_SORTS.
         offset, limit: the page.
     """
-    device = device.listed()  # its lead, where it has one, is the first gap
+    device = device.listed  # its lead, where it has one, is the first gap
     start, end = device.gap_start_ns, device.gap_end_ns
     keep = (end - start) >= min_ns
     if causes is not None:

@@ -19,7 +19,7 @@ pair calls of two groups (`groups.py`), whose ends are not one moment.
 The same residuals bound the ranks view's waits: a rank's wait in an instance is its duration less the instance's
 shortest (clock-free), which is exact when the instance's ranks end together; a rank's residual is how far from
 together it ends. Its waits summed over n instances are known to within about its spread times the square root of
-n (`wait_uncertainty`).
+n (`wait_uncertainties`).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def clock_offsets(digests: list, ranks: list[int], matched: dict[str, Any]) -> O
     truth_ends = np.nanmedian(ends - offsets[None, :], axis=1)
     residual = ends - offsets[None, :] - truth_ends[:, None]
     rows = []
-    for i in np.argsort([ranks[i] for i in range(len(ranks))]).tolist():
+    for i in np.argsort(ranks, kind="stable").tolist():
         if not counts[i]:
             continue
         mine = residual[present[:, i], i]
@@ -89,12 +89,13 @@ def _linked(present: np.ndarray, reference: int) -> np.ndarray:
         seen |= touching
 
 
-def wait_uncertainty(clocks: Optional[dict[str, Any]], rank: int) -> dict[str, Any]:
-    """`{"wait_uncertainty_us": ...}` for a rank's row of the ranks view (module docstring), or nothing without
-    clock offsets (the row is as it was)."""
+def wait_uncertainties(clocks: Optional[dict[str, Any]], ranks: list[int]) -> list[dict[str, Any]]:
+    """Per rank of `ranks`, `{"wait_uncertainty_us": ...}` for its row of the ranks view (module docstring), or
+    nothing without clock offsets (the rows are as they were)."""
     if clocks is None:
-        return {}
-    row = next((c for c in clocks["ranks"] if c["rank"] == rank), None)
-    if row is None or row["spread_us"] is None:
-        return {"wait_uncertainty_us": None}
-    return {"wait_uncertainty_us": round(row["spread_us"] * float(np.sqrt(row["instances"])), 3)}
+        return [{} for _ in ranks]
+    rows = {c["rank"]: c for c in clocks["ranks"]}
+
+    def one(row: Optional[dict[str, Any]]) -> Optional[float]:
+        return None if row is None or row["spread_us"] is None else round(row["spread_us"] * float(np.sqrt(row["instances"])), 3)
+    return [{"wait_uncertainty_us": one(rows.get(r))} for r in ranks]

@@ -38,10 +38,8 @@ def process_groups(digests: list, ranks: list[int], matched: dict[str, Any]) -> 
     for name in names:
         members = [(i, [k for k, g in enumerate(d.calls.group) if g == name]) for i, d in enumerate(digests)]
         members = [(i, calls) for i, calls in members if calls]
-        desc = _most_common(digests[i].calls.group_desc[k] for i, calls in members for k in calls
-                            if k < len(digests[i].calls.group_desc))
-        said = {ranks[i]: _most_common(digests[i].calls.group_ranks[k] for k in calls if k < len(digests[i].calls.group_ranks))
-                for i, calls in members}
+        desc = _most_common(digests[i].calls.group_desc[k] for i, calls in members for k in calls)
+        said = {ranks[i]: _most_common(digests[i].calls.group_ranks[k] for k in calls) for i, calls in members}
         groups.append(_group_entry(name, desc, members, ranks, said, matched))
         health += _disagreement(name, desc, said) + _gaps(name, desc, digests, ranks, members)
     groups.sort(key=lambda g: (-g["collectives"], g["name"]))
@@ -62,8 +60,9 @@ def _group_entry(name: str, desc: str, members: list, ranks: list[int], said: di
     waited_for = Counter(int(i) for i in last.tolist() if i >= 0)
     top = waited_for.most_common(1)
     rows = [i for i, _ in members]
+    named = set(said.values()) - {""}
     return {"name": name, "desc": desc or None, "ranks": sorted(ranks[i] for i in rows),
-            "ranks_said": next(iter(set(said.values()) - {""}), None) if len(set(said.values()) - {""}) == 1 else None,
+            "ranks_said": next(iter(named)) if len(named) == 1 else None,
             "collectives": max(len(calls) for _, calls in members), "matched_instances": int(mine.size),
             "wait_us": {str(ranks[i]): round(float(wait[:, i].sum()) / 1e3, 3) for i in rows},
             "skew_us_median": round(float(np.median(wait.max(axis=1))) / 1e3, 3) if mine.size else None,

@@ -30,7 +30,7 @@ import numpy as np
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
 from .collectives import CollectiveCalls, collective_calls
-from .clocks import clock_offsets, wait_uncertainty
+from .clocks import clock_offsets, wait_uncertainties
 from .groups import process_groups
 from .straggler import straggler_at_median
 
@@ -135,8 +135,8 @@ def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
             before=tuple(b for c in calls for b in c.before), seq=cat([c.seq for c in calls]),
             group=tuple(g for c in calls for g in c.group), nbytes=cat([c.nbytes for c in calls]),
             group_size=cat([c.group_size for c in calls]),
-            group_desc=tuple(g for c in calls for g in _padded(c.group_desc, c.count)),
-            group_ranks=tuple(g for c in calls for g in _padded(c.group_ranks, c.count)))
+            group_desc=tuple(g for c in calls for g in c.group_desc),
+            group_ranks=tuple(g for c in calls for g in c.group_ranks))
         last = group[-1]
         merged.append(RankDigest(worker=last.worker, rank=last.rank, world_size=last.world_size, backend=last.backend,
                                  step_numbers=cat([g.step_numbers for g in group]),
@@ -170,13 +170,14 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         for row in whatif["ranks"]:
             row["rank"] = ranks[row.pop("index")]
     clocks = clock_offsets(digests, ranks, matched)
+    uncertain = wait_uncertainties(clocks, ranks)
     rows = []
     for i, (d, r) in enumerate(zip(digests, ranks)):
         steps = dict(zip(d.step_numbers.tolist(), d.step_dur_ns.tolist()))
         rows.append({"rank": r, "worker": d.worker, "steps": int(d.step_numbers.size),
                      "step_median_us": _us(np.median(d.step_dur_ns)) if d.step_dur_ns.size else None,
                      "collectives": d.calls.count, "wait_us": _us(per_rank["wait"][i]),
-                     **wait_uncertainty(clocks, r), "waited_for": int(per_rank["last"][i]),
+                     **uncertain[i], "waited_for": int(per_rank["last"][i]),
                      "caused_wait_us": _us(per_rank["caused"][i]),
                      **d.figures, "step_us": [_us(steps[s]) if s in steps else None for s in step_numbers]})
     return {
@@ -192,11 +193,6 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         **process_groups(digests, ranks, matched),
         **({"clock_offsets": clocks} if clocks is not None else {}),  # clocks.py: where instances were matched by Seq
     }
-
-
-def _padded(values: tuple, n: int) -> tuple:
-    """A per-call string column as long as its calls ("" for calls a digest recorded none for)."""
-    return values if len(values) == n else tuple(values) + ("",) * (n - len(values))
 
 
 def call_keys(calls: CollectiveCalls) -> list[tuple]:

@@ -97,7 +97,7 @@ def sync_culprit(model: TraceModel, device: Optional[DeviceIdle]) -> Optional[st
 def lead_culprit(model: TraceModel, device: DeviceIdle, cause: Cause = Cause.HOST) -> Optional[dict]:
     """The culprit of the device's lead (idle judged before its first activity, see `gpu_idle`) when the
     lead has that cause: `name`, `annotation`, `label` and `idle_us` like a `top_culprits` row, else None."""
-    if device.lead_cause != cause or device.lead_start_ns >= device.window_start_ns:
+    if device.lead_cause != cause or not device.has_lead:
         return None
     name = model.shown_names[model.name_id[device.lead_culprit_row]] if device.lead_culprit_row >= 0 else NO_OP
     annotation = model.shown_names[model.name_id[device.lead_annotation_row]] if device.lead_annotation_row >= 0 else None

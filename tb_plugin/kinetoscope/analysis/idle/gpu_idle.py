@@ -125,12 +125,14 @@ class DeviceIdle:
     def has_lead(self) -> bool:
         return self.lead_cause >= 0 and self.lead_start_ns < self.window_start_ns
 
+    @cached_property
     def listed(self) -> DeviceIdle:
         """This device with its lead (judged idle before its first activity), where it has one, as its first gap:
         its cause, culprit and annotation as judged, no next activity or launch (-1). What the gap list, the
         lanes' overlay and the culprit tables read, so the idle a verdict counts before the device's first kernel
         (TimeSformer's 215 ms of preprocessing) is listed like any other gap. The device window's own figures
-        (`idle_ns`, the gap count, `idle_by_cause_ns` of the device itself) stay the window's."""
+        (`idle_ns`, the gap count, `idle_by_cause_ns` of the device itself) stay the window's. Made once per device
+        (the report, the overlay and every `gaps` request read it)."""
         if not self.has_lead:
             return self
         one = lambda value, column: np.concatenate((np.array([value], column.dtype), column))  # noqa: E731
@@ -218,7 +220,7 @@ class GpuIdle:
     def all_gaps(self) -> AllGaps:
         """The devices' listed gaps (`DeviceIdle.listed`: their leads too) as one column (built on first use, then
         kept with the analysis)."""
-        return AllGaps.of(tuple(d.listed() for d in self.devices))
+        return AllGaps.of(tuple(d.listed for d in self.devices))
 
 
 def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, comm_share: float = T.GAP_COVER_SHARE,
