@@ -90,4 +90,4 @@ def test_the_lead_is_a_gap_of_the_report_too(traced):
     assert device["gaps"]["count"] == 2 and device["gaps"]["by_cause_us"]["host"] == 100.0
     assert {"aten::mm": 20.0, "aten::nonzero": 100.0} == {c["name"]: c["idle_us"] for c in device["gaps"]["top_culprits"]}
     text = render_entry({"path": "t", "run": "r", "worker": "w", "span": "s", "error": None, **entry})
-    assert "Before its first activity, inside the judged time: 20 µs idle (host; the CPU ran aten::mm)." in text
+    assert "Before its first activity, inside the judged time: 20 µs idle (host; culprit: aten::mm)." in text

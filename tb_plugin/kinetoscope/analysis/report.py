@@ -380,7 +380,7 @@ def _lead_entry(model: TraceModel, d: DeviceIdle) -> Optional[dict]:
     from the trace's start), how long, its cause and culprit; None without one."""
     if not d.has_lead:
         return None
-    culprit = lead_culprit(model, d, Cause(d.lead_cause))
+    culprit = lead_culprit(model, d, Cause(d.lead_cause)) if d.lead_culprit_row >= 0 or d.lead_annotation_row >= 0 else None
     return {"start_us": _us(d.lead_start_ns - model.start_ns), "idle_us": _us(d.window_start_ns - d.lead_start_ns),
             "cause": CAUSE_NAMES[d.lead_cause], "culprit": culprit["label"] if culprit else None}
 

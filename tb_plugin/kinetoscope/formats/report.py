@@ -259,7 +259,7 @@ def _lead_line(lead: Optional[dict], markdown: bool) -> list[str]:
     """The idle judged before the device's first activity, a gap of its own (its culprit is in the tables below)."""
     if not lead:
         return []
-    culprit = f"; the CPU ran {lead['culprit']}" if lead.get("culprit") else ""
+    culprit = f"; culprit: {lead['culprit']}" if lead.get("culprit") else ""
     text = f"Before its first activity, inside the judged time: {human_us(lead['idle_us'])} idle ({lead['cause']}{culprit})."
     return [md(text) if markdown else text]
 
