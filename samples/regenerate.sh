@@ -22,6 +22,9 @@ rm -rf samples/logs/synthetic_ranks
   --no-overlap --gzip --truth samples/truth/ranks/nccl_missing_rank.json
 "$PY" samples/synth/groups.py samples/logs/synthetic_ranks/fsdp_tp --steps 3 --tp-late-ms 2 --gzip \
   --truth samples/truth/ranks/fsdp_tp.json
+rm -rf samples/logs/synthetic_counters
+"$PY" samples/synth/pm_sampling.py samples/logs/synthetic_counters/pm_sampling --steps 4 --gzip \
+  --truth samples/truth/counters/pm_sampling.json
 if [[ "${1:-}" == "--synthetic-only" ]]; then
   exit 0
 fi

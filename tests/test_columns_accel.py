@@ -48,8 +48,8 @@ def _assert_same(a, b):
     for name in array_fields():
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
-    assert (a.names, a.cats, a.lane_label, a.meta, a.skipped, a.warnings, a.shape_strings, a.inputs_strings) == \
-        (b.names, b.cats, b.lane_label, b.meta, b.skipped, b.warnings, b.shape_strings, b.inputs_strings)
+    assert (a.names, a.cats, a.lane_label, a.meta, a.skipped, a.warnings, a.shape_strings, a.inputs_strings, a.hwc_names) == \
+        (b.names, b.cats, b.lane_label, b.meta, b.skipped, b.warnings, b.shape_strings, b.inputs_strings, b.hwc_names)
 
 
 @pytest.mark.parametrize("path", shared_trace_files() + SAMPLE_TRACES, ids=lambda p: f"{p.parent.name}/{p.name[:40]}")

@@ -206,6 +206,9 @@ PIECES = {
     "collective_args": (_piece(op("record_param_comms", 1, 2, Seq=3, **{"Process Group Name": "0", "Collective name": "allreduce",
                                                                        "In msg nelems": 10, "dtype": "Float"}),
                                gpu("ncclDevKernel_AllReduce", 3, 1, 9, Seq="4")), TAKEN),
+    "p2p_args": (_piece(op("record_param_comms", 1, 2, Seq=1, **{"Collective name": "send", "Dst Rank": 3, "Src Rank": 2}),
+                        op("nccl:recv", 4, 2, **{"Src Rank": "1"}), op("record_param_comms", 5, 1, **{"Dst Rank": 2**70})),
+                 TAKEN),
     "validator_args": (_piece({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "ts": 1, "dur": 0,
                                "args": {"wait_on_cuda_event_record_corr_id": 12}},
                               op("autograd::engine::evaluate_function: MmBackward0", 2, 1, **{"Sequence number": 5}),
@@ -224,6 +227,14 @@ PIECES = {
         {"Input Strides": [[1]]}, {"Concrete Inputs": None}, {}, {"Input type": "caf\u00e9"},
         {"Input Dims": [[4, 5], []], "Input type": ["c10::BFloat16", "Scalar"], "Input Strides": [[5, 1], []],
          "Concrete Inputs": ["", "2"]}]))), TAKEN),
+    # hardware counters as Kineto writes CUPTI PM samples (trace/hw_counters.py), beside counter events it must not keep
+    "hardware_counter_samples": (_piece(*({"ph": "C", "cat": "hardware_counters", "name": m, "pid": "GPU 0 Counters", "tid": 0,
+                                           "ts": t, "args": {"": v}} for t, (m, v) in enumerate(
+        [("sm__throughput.avg.pct_of_peak_sustained_elapsed", 61.5), ("sm__throughput.avg.pct_of_peak_sustained_elapsed", 0),
+         ("dram__bytes_read.sum", 2**70), ("dram__bytes_read.sum", "12"), ("x", True), ("x", None), ("x", [1]),
+         ("x", -0.0)])),
+        {"ph": "C", "name": "ctr", "pid": 1, "tid": 1, "ts": 3, "args": {"cats": 3}}, {"ph": "C", "name": "no args", "ts": 4},
+        {"ph": "C", "name": "no ts", "pid": "GPU 1 Counters", "args": {"": 1}}), TAKEN),
 }
 
 

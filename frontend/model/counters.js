@@ -7,11 +7,11 @@
 
 /**
  * @typedef {object} CounterLane
- * @property {string} kind 'utilization' | 'sm_efficiency' | 'queue_length' | 'memory_bandwidth'
+ * @property {string} kind 'utilization' | 'sm_efficiency' | 'queue_length' | 'memory_bandwidth' | 'hw_counter'
  * @property {string} label
  * @property {number} device
  * @property {number} stream
- * @property {string} unit 'fraction' | 'operations' | 'GB/s'
+ * @property {string} unit 'fraction' | 'operations' | 'GB/s', or a hardware counter's own ('cycles', 'bytes', ...)
  * @property {Float64Array} mean per bucket, time-weighted
  * @property {Float64Array} max per bucket
  * @property {number} top the value drawn at the top of the lane
@@ -133,4 +133,5 @@ const MEANING = /** @type {Record<string, string>} */ ({
   sm_efficiency: 'min(sum of the running kernels\' blocks per SM, 1), averaged over time',
   queue_length: 'operations launched on the stream and not started (HTA)',
   memory_bandwidth: 'summed GB/s of the copies running (HTA)',
+  hw_counter: 'measured by a hardware counter (PM sampling): each sample until the next',
 });

@@ -24,6 +24,34 @@ export const GPU_FIGURES = [
 ];
 
 /**
+ * The hardware-counter figures (`gpu_summary[].measured`, CUPTI PM sampling), each shown after the estimate it
+ * measures (`after`), the others after the last figure.
+ * @type {(GpuFigure & {after: string | null})[]}
+ */
+export const MEASURED_FIGURES = [
+  { key: 'utilization_pct', label: 'measured GPU active', after: 'utilization_pct', title: 'hardware counter gr__cycles_active (PM sampling): time-weighted mean over the steps window' },
+  { key: 'sm_efficiency_pct', label: 'measured SM active', after: 'sm_efficiency_pct', title: 'hardware counter sm__cycles_active (PM sampling): what the estimated SM efficiency estimates' },
+  { key: 'occupancy_pct', label: 'measured warps active', after: 'occupancy_pct', title: 'hardware counter sm__warps_active (PM sampling): the achieved occupancy measured' },
+  { key: 'sm_throughput_pct', label: 'measured SM throughput', after: null, title: 'hardware counter sm__throughput (PM sampling), share of peak' },
+  { key: 'dram_throughput_pct', label: 'measured DRAM throughput', after: null, title: 'hardware counter dram__throughput (PM sampling), share of peak' },
+  { key: 'tensor_active_pct', label: 'measured Tensor pipes active', after: null, title: 'hardware counter of the Tensor pipes (PM sampling), share of peak' },
+];
+
+/**
+ * A device's figures: torch-tb-profiler's estimates, each followed by its measured counterpart where the trace
+ * has hardware counters.
+ * @param {any} g one `gpu_summary` entry
+ */
+function deviceFigures(g) {
+  const measured = g?.measured && typeof g.measured === 'object' ? g.measured : null;
+  const shown = (/** @type {GpuFigure} */ f, /** @type {unknown} */ v, key = f.key) => ({ key, label: f.label, title: f.title, value: pctText(v) });
+  const extra = (/** @type {string | null} */ after) => (measured ? MEASURED_FIGURES
+    .filter((m) => m.after === after && typeof measured[m.key] === 'number')
+    .map((m) => shown(m, measured[m.key], `measured.${m.key}`)) : []);
+  return [...GPU_FIGURES.flatMap((f) => [shown(f, g?.[f.key]), ...extra(f.key)]), ...extra(null)];
+}
+
+/**
  * A percentage with two decimals ("55.51%"), or "–" when not measured.
  * @param {unknown} pct
  */
@@ -53,6 +81,6 @@ export function gpuSummaryRows(summary) {
   return gpus.map((/** @type {any} */ g) => ({
     heading: deviceHeading(g),
     device: String(g?.device ?? ''),
-    figures: GPU_FIGURES.map((f) => ({ key: f.key, label: f.label, title: f.title, value: pctText(g?.[f.key]) })),
+    figures: deviceFigures(g),
   }));
 }

@@ -10,7 +10,7 @@ import { COLORS } from './frame.js';
 
 /** One hue per counter kind, readable on the light and the dark ground. */
 const HUES = { utilization: '46, 160, 67', sm_efficiency: '0, 137, 123', queue_length: '123, 77, 196',
-  memory_bandwidth: '230, 124, 0' };
+  memory_bandwidth: '230, 124, 0', hw_counter: '200, 40, 90' };
 const PAD = 3;
 
 /** @param {string} kind */

@@ -34,3 +34,18 @@ test('no summary, a hostile one, and many devices', () => {
   const many = Array.from({ length: 40 }, (_, i) => ({ ...RESNET, device: i }));
   assert.equal(gpuSummaryRows({ gpu_summary: many }).length, MAX_SHOWN_DEVICES);
 });
+
+test('hardware counters: each measured figure right after the estimate it measures, the others last', () => {
+  const measured = { utilization_pct: 60.015, sm_efficiency_pct: 55.2138, occupancy_pct: null, sm_throughput_pct: 36.909,
+    dram_throughput_pct: 21.3548, tensor_active_pct: null, counters: [], counters_total: 5 };
+  const [row] = gpuSummaryRows({ gpu_summary: [{ ...RESNET, measured }] });
+  assert.deepEqual(row.figures.map((f) => f.key), ['utilization_pct', 'measured.utilization_pct', 'kinetoscope_busy_pct',
+    'sm_efficiency_pct', 'measured.sm_efficiency_pct', 'occupancy_pct', 'tensor_cores_pct', 'kinetoscope_tensor_cores_pct',
+    'measured.sm_throughput_pct', 'measured.dram_throughput_pct']);
+  assert.equal(row.figures[1].value, '60.02%');
+  assert.match(row.figures[1].title, /PM sampling/);
+  const [hostile] = gpuSummaryRows({ gpu_summary: [{ ...RESNET, measured: { utilization_pct: '90' } }] });
+  assert.equal(hostile.figures.length, GPU_FIGURES.length);  // not a number: not shown
+  const [plain] = gpuSummaryRows({ gpu_summary: [{ ...RESNET, measured: 'x' }] });
+  assert.equal(plain.figures.length, GPU_FIGURES.length);
+});

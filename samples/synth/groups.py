@@ -126,9 +126,9 @@ def _truth(order: dict[int, list[tuple]], arrive: dict, ends: dict, numbered: di
     for entry in groups.values():
         entry["seqs"].sort()
     by_ordinal: dict[tuple, set] = {}
-    for r, calls in order.items():
+    for calls in order.values():
         counts: dict[tuple, int] = {}
-        for s, dim, kind, group, _o in calls:
+        for s, dim, kind, _group, _o in calls:
             k = counts.get((s, kind), 0)
             counts[(s, kind)] = k + 1
             by_ordinal.setdefault((s, kind, k), set()).add(dim)  # a pairing across mesh dimensions is wrong

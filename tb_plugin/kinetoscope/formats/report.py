@@ -13,7 +13,7 @@ from typing import Callable, Optional
 from ..analysis.idle.gpu_idle import CAUSE_ORDER
 from ..analysis.judgement.health import FIGURES
 from ..analysis.judgement.verdict import NOT_ENOUGH_DATA
-from .tbprof import gpu_summary_lines, tbprof_step_lines
+from .tbprof import gpu_summary_lines, measured_lines, tbprof_step_lines
 from .units import human_bytes, human_us, md, percent, short, table_lines
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
@@ -54,7 +54,8 @@ def render_entry(entry: dict, markdown: bool = False) -> str:
     if entry.get("savings_shortfall"):
         lines.append(f"  Why no fix recovers more: {(md if markdown else str)(entry['savings_shortfall'])}")
     lines += unreliable_lines(entry, "verdict", markdown)
-    for section in (_health, _devices, gpu_summary_lines, _efficiency, _steps, tbprof_step_lines, _launch, _memory, _tables, _warnings):
+    for section in (_health, _devices, gpu_summary_lines, measured_lines, _efficiency, _steps, tbprof_step_lines, _launch,
+                    _memory, _tables, _warnings):
         lines += section(entry, markdown)
     return "\n".join(lines + [""])
 
@@ -190,6 +191,11 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
     return "\n".join(lines + [""])
 
 
+def _signed(offset_us: Optional[float]) -> str:
+    """A clock offset as `+1.2 ms` / `-3 µs`, `?` when unknown."""
+    return "?" if offset_us is None else ("+" if offset_us >= 0 else "-") + human_us(abs(offset_us))
+
+
 def _clock_lines(clocks: Optional[dict]) -> list[str]:
     """The ranks' clock offsets (analysis/distributed/clocks.py), where some rank's clock is measurably apart."""
     if not clocks:
@@ -197,7 +203,7 @@ def _clock_lines(clocks: Optional[dict]) -> list[str]:
     rows = [c for c in clocks["ranks"] if c["rank"] != clocks["reference_rank"]]
     if not any(c["offset_us"] is not None and abs(c["offset_us"]) > max(c["spread_us"] or 0.0, 1.0) for c in rows):
         return []
-    shown = ", ".join(f"rank {c['rank']} {'?' if c['offset_us'] is None else ('+' if c['offset_us'] >= 0 else '-') + human_us(abs(c['offset_us']))}"
+    shown = ", ".join(f"rank {c['rank']} {_signed(c['offset_us'])}"
                       + (f" (\u00b1{human_us(c['spread_us'])})" if c["spread_us"] else "") for c in rows[:16])
     more = f" and {len(rows) - 16} more" if len(rows) > 16 else ""
     return [f"Clock offsets from the collectives' ends, against rank {clocks['reference_rank']}: {shown}{more}"]

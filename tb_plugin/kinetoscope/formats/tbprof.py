@@ -40,6 +40,42 @@ def gpu_summary_lines(entry: dict, markdown: bool) -> list[str]:
                            "est. occupancy", "tensor cores", "tensor cores (kinetoscope)"], rows, markdown))
 
 
+# measured field (analysis/device/hw_counters.py MEASURED) -> (what it is, the estimate it sits beside, in the entry)
+MEASURED_HEADS = (("utilization_pct", "utilization (GPU active)", "utilization_pct"),
+                  ("sm_efficiency_pct", "SM efficiency (SM active)", "sm_efficiency_pct"),
+                  ("occupancy_pct", "occupancy (warps active)", "occupancy_pct"),
+                  ("sm_throughput_pct", "SM throughput", None), ("dram_throughput_pct", "DRAM throughput", None),
+                  ("tensor_active_pct", "Tensor pipes active", None))
+
+
+def measured_lines(entry: dict, markdown: bool) -> list[str]:
+    """The devices' hardware-counter figures (PM sampling): each measured figure beside its estimate, then every
+    counter's mean over the same window."""
+    gpus = [g for g in entry.get("gpu_summary") or [] if g.get("measured")]
+    if not gpus:
+        return []
+    pairs, counters = [], []
+    for g in gpus:
+        m = g["measured"]
+        pairs += [[str(g["device"]), head, _pct(m.get(key)), "-" if est is None else _pct(g.get(est))]
+                  for key, head, est in MEASURED_HEADS if m.get(key) is not None]
+        counters += [[str(g["device"]), c["counter"], _value(c["mean"], c["unit"]), str(c["samples"])] for c in m["counters"]]
+        if m["counters_total"] > len(m["counters"]):
+            counters.append([str(g["device"]), f"... {m['counters_total'] - len(m['counters'])} more", "", ""])
+    note = ("each counter's time-weighted mean over the same steps window, over the time its samples cover "
+            "(a sample holds until the next one)")
+    lines = _head("Measured by hardware counters (PM sampling)", markdown) + [note] + [""] * markdown
+    if pairs:
+        lines += table_lines(["device", "figure", "measured", "estimated"], pairs, markdown) + [""]
+    return lines + table_lines(["device", "counter", "mean", "samples"], counters, markdown)
+
+
+def _value(mean: Optional[float], unit: str) -> str:
+    if mean is None:
+        return "- (no sample in the window)"
+    return _pct(mean) if unit == "%" else f"{mean:,.6g} {unit}"
+
+
 def tbprof_step_lines(entry: dict, markdown: bool) -> list[str]:
     """Step time in torch-tb-profiler's categories, per step and on average (the share of the average step)."""
     tb = entry.get("tbprof_steps") or {}

@@ -37,6 +37,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "piece_first": ("piece", "<i8"),
     "coll_row": ("coll", "<i8"), "coll_seq": ("coll", "<i8"), "coll_in_nelems": ("coll", "<i8"),
     "coll_out_nelems": ("coll", "<i8"), "coll_group_size": ("coll", "<i8"), "coll_comms_id": ("coll", "<i8"),
+    "coll_src_rank": ("coll", "<i8"), "coll_dst_rank": ("coll", "<i8"),
     "coll_pg": ("coll", "<i4"),
     "coll_name": ("coll", "<i4"), "coll_dtype": ("coll", "<i4"), "coll_pg_desc": ("coll", "<i4"),
     "coll_pg_ranks": ("coll", "<i4"),
@@ -44,6 +45,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "gpu_arg_block": ("gpu_arg", "<f8"), "gpu_arg_registers": ("gpu_arg", "<f8"),
     "gpu_arg_shared_mem": ("gpu_arg", "<f8"), "gpu_arg_blocks_per_sm": ("gpu_arg", "<f8"),
     "gpu_arg_occupancy": ("gpu_arg", "<f8"),
+    "hwc_ts_ns": ("hwc", "<i8"), "hwc_series": ("hwc", "<i4"), "hwc_value": ("hwc", "<f8"),
+    "hwc_device": ("hwc_series", "<i8"),
 }
 MAX_NS = 1 << 62  # times and durations are int64 ns; sums of two must not overflow
 
@@ -76,7 +79,9 @@ def check_model(model: TraceModel) -> None:
         _in_range(model, column, -1, len(model.coll_strings))
     _in_range(model, "coll_row", 0, n)
     _in_range(model, "gpu_arg_row", 0, n)
-    for column in ("ts_ns", "mem_ts_ns", "flow_ts_ns"):
+    _in_range(model, "hwc_series", 0, len(model.hwc_names))
+    _in_range(model, "hwc_device", -1, 1 << 31)
+    for column in ("ts_ns", "mem_ts_ns", "flow_ts_ns", "hwc_ts_ns"):
         _in_range(model, column, -MAX_NS, MAX_NS)
     _in_range(model, "dur_ns", 0, MAX_NS)
     _check_orders(model)
@@ -100,6 +105,8 @@ def _check_dtypes_and_lengths(model: TraceModel) -> None:
         raise ModelInvalid(f"lane_ptr has {sizes['lane_ptr']} offsets for {sizes['lanes']} lanes")
     if len(model.lane_label) != sizes["lanes"]:
         raise ModelInvalid(f"{len(model.lane_label)} lane labels for {sizes['lanes']} lanes")
+    if len(model.hwc_names) != sizes["hwc_series"]:
+        raise ModelInvalid(f"{len(model.hwc_names)} counter names for {sizes['hwc_series']} counter series")
 
 
 def _in_range(model: TraceModel, name: str, lo: int, hi: int) -> None:
@@ -120,14 +127,20 @@ def _check_orders(model: TraceModel) -> None:
     same_lane = model.lane[1:] == model.lane[:-1]
     if np.any(same_lane & (np.diff(model.ts_ns) < 0)):
         raise ModelInvalid("events are not sorted by time within their lane")
-    for name in ("mem_ts_ns", "coll_row", "gpu_arg_row"):
+    for name in ("mem_ts_ns", "coll_row", "gpu_arg_row", "hwc_series"):
         if np.any(np.diff(getattr(model, name)) < 0):
             raise ModelInvalid(f"column {name} is not sorted")
+    same_series = model.hwc_series[1:] == model.hwc_series[:-1]
+    if np.any(same_series & (np.diff(model.hwc_ts_ns) < 0)):
+        raise ModelInvalid("hardware-counter samples are not sorted by time within their series")
+    if not np.isfinite(model.hwc_value).all():
+        raise ModelInvalid("column hwc_value holds a value that is not finite")
 
 
 def _check_tables(model: TraceModel) -> None:
     """The string tables and metadata have the types the code reads them as."""
-    for name in ("names", "cats", "lane_label", "warnings", "coll_strings", "shape_strings", "inputs_strings"):
+    for name in ("names", "cats", "lane_label", "warnings", "coll_strings", "shape_strings", "inputs_strings",
+                 "hwc_names"):
         table: Any = getattr(model, name)
         if not isinstance(table, tuple) or not all(isinstance(s, str) for s in table):
             raise ModelInvalid(f"{name} is not a table of strings")

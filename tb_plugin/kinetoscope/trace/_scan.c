@@ -448,13 +448,13 @@ enum { A_EXTERNAL_ID, A_EXTERNAL_ID_2021, A_CORRELATION, A_DEVICE, A_STREAM, A_E
        A_DEVICE_TYPE, A_DEVICE_ID, A_BYTES, A_TOTAL_ALLOCATED, A_TOTAL_RESERVED, A_ADDR,               /* float */
        A_NAME, A_LABELS,                                                                                /* str or null */
        A_INPUT_DIMS, A_CALL_STACK, A_INPUT_TYPE, A_INPUT_STRIDES, A_CONCRETE,                           /* raw, kept */
-       A_COLLECTIVE, A_GPU = A_COLLECTIVE + 10, A_WAIT_CORR = A_GPU + N_GPU, A_SEQ_NUMBER, N_ARGS };
+       A_COLLECTIVE, A_GPU = A_COLLECTIVE + 12, A_WAIT_CORR = A_GPU + N_GPU, A_SEQ_NUMBER, N_ARGS };
 static const char *const ARG_KEYS[N_ARGS] = {
     "External id", "external id", "correlation", "device", "stream", "Ev Idx", "Profiler Event Index",
     "Device Type", "Device Id", "Bytes", "Total Allocated", "Total Reserved", "Addr", "name", "labels",
     "Input Dims", "Call stack", "Input type", "Input Strides", "Concrete Inputs",
     "Seq", "Process Group Name", "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
-    "Process Group Description", "Process Group Ranks", "Comms Id",
+    "Process Group Description", "Process Group Ranks", "Comms Id", "Src Rank", "Dst Rank",
     "bytes", "grid", "block", "registers per thread", "shared memory", "blocks per SM", "est. achieved occupancy %",
     "wait_on_cuda_event_record_corr_id", "Sequence number"};
 
@@ -841,7 +841,7 @@ static int read_event(Scan *s, const unsigned char *phase_of) {
     int validated = (a.wait_corr && ((name_len == 17 && memcmp(name, "Stream Wait Event", 17) == 0) ||
                                      (name_len == 10 && memcmp(name, "Event Sync", 10) == 0))) ||
                     (a.seq_number && name_len >= BACKWARD_LEN && memcmp(name, BACKWARD_PREFIX, BACKWARD_LEN) == 0);
-    if (a.collective || a.ask || validated || (ph_len == 1 && ph[0] == 'M') || (flow && flow_id == ID_OTHER)) {
+    if (a.collective || a.ask || validated || (ph_len == 1 && (ph[0] == 'M' || ph[0] == 'C')) || (flow && flow_id == ID_OTHER)) {
         if (s->n_special == s->special_cap) {
             int64_t cap = s->special_cap ? s->special_cap * 2 : 256;
             int64_t *special = realloc(s->special, (size_t)cap * 3 * sizeof(int64_t));

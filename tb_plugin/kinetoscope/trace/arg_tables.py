@@ -116,12 +116,12 @@ class CollectiveFields:
             return
         for i in np.flatnonzero(np.isin(name_first, self._first_rows)).tolist():
             a = events[i].args
-            fields = (a.seq, a.in_nelems, a.out_nelems, a.group_size, a.comms_id, a.pg_name, a.coll_name, a.dtype,
-                      a.pg_desc, a.pg_ranks)
+            fields = (a.seq, a.in_nelems, a.out_nelems, a.group_size, a.comms_id, a.src_rank, a.dst_rank, a.pg_name,
+                      a.coll_name, a.dtype, a.pg_desc, a.pg_ranks)
             if any(v is not None for v in fields):
                 self.rows.append(off + i)
-                self.values.append(tuple(map(_int_field, fields[:5])) + tuple(map(self._string, fields[5:9]))
-                                   + (self._string(_ranks_text(fields[9])),))
+                self.values.append(tuple(map(_int_field, fields[:_INTS])) + tuple(map(self._string, fields[_INTS:-1]))
+                                   + (self._string(_ranks_text(fields[-1])),))
 
     def state(self) -> tuple:
         """What another process's collector hands `absorb` (rows from its own raw row 0)."""
@@ -132,7 +132,7 @@ class CollectiveFields:
         rows, values, strings = state
         ids = [self._strings.setdefault(s, len(self._strings)) for s in strings]
         self.rows += [row + off for row in rows]
-        self.values += [v[:5] + tuple(-1 if s < 0 else ids[s] for s in v[5:]) for v in values]
+        self.values += [v[:_INTS] + tuple(-1 if s < 0 else ids[s] for s in v[_INTS:]) for v in values]
 
     def _string(self, value: Any) -> int:
         if not isinstance(value, str):
@@ -142,7 +142,7 @@ class CollectiveFields:
     def columns(self, final_raw_rows: np.ndarray) -> dict[str, Any]:
         """The model's coll_ columns; `final_raw_rows[k]` is the raw row that became event row k."""
         raw = np.array(self.rows, np.int64)
-        values = np.array(self.values, np.int64).reshape(-1, 10)
+        values = np.array(self.values, np.int64).reshape(-1, _INTS + 5)
         if raw.size:
             where = np.full(int(raw.max()) + 1, -1, np.int64)  # raw row -> event row, for these rows only
             hit = final_raw_rows <= raw.max()
@@ -155,9 +155,13 @@ class CollectiveFields:
         values = values[kept][order]
         return {"coll_row": event_row[kept][order], "coll_seq": values[:, 0], "coll_in_nelems": values[:, 1],
                 "coll_out_nelems": values[:, 2], "coll_group_size": values[:, 3], "coll_comms_id": values[:, 4],
-                "coll_pg": values[:, 5].astype(np.int32), "coll_name": values[:, 6].astype(np.int32),
-                "coll_dtype": values[:, 7].astype(np.int32), "coll_pg_desc": values[:, 8].astype(np.int32),
-                "coll_pg_ranks": values[:, 9].astype(np.int32), "coll_strings": tuple(self._strings)}
+                "coll_src_rank": values[:, 5], "coll_dst_rank": values[:, 6],
+                "coll_pg": values[:, 7].astype(np.int32), "coll_name": values[:, 8].astype(np.int32),
+                "coll_dtype": values[:, 9].astype(np.int32), "coll_pg_desc": values[:, 10].astype(np.int32),
+                "coll_pg_ranks": values[:, 11].astype(np.int32), "coll_strings": tuple(self._strings)}
+
+
+_INTS = 7  # the int fields of a collective's values (Seq ... Dst Rank), then its five strings
 
 
 def _ranks_text(value: Any) -> Any:

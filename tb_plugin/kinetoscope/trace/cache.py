@@ -84,7 +84,8 @@ def model_from_arrays(arrays: dict[str, np.ndarray]) -> TraceModel:
                       skipped=strings["skipped"], warnings=tuple(strings["warnings"]),
                       source_bytes=strings["source_bytes"], coll_strings=tuple(strings.get("coll_strings", ())),
                       shape_strings=tuple(strings.get("shape_strings", ())),
-                      inputs_strings=tuple(strings.get("inputs_strings", ())))
+                      inputs_strings=tuple(strings.get("inputs_strings", ())),
+                      hwc_names=tuple(strings.get("hwc_names", ())))
 
 
 def model_arrays(model: TraceModel) -> dict[str, np.ndarray]:
@@ -92,7 +93,7 @@ def model_arrays(model: TraceModel) -> dict[str, np.ndarray]:
     strings = {"names": model.names, "cats": model.cats, "lane_label": model.lane_label, "meta": model.meta,
                "skipped": model.skipped, "warnings": model.warnings, "source_bytes": model.source_bytes,
                "coll_strings": model.coll_strings, "shape_strings": model.shape_strings,
-               "inputs_strings": model.inputs_strings}
+               "inputs_strings": model.inputs_strings, "hwc_names": model.hwc_names}
     blob = np.frombuffer(msgspec.json.encode(strings), dtype=np.uint8)
     return {**{name: getattr(model, name) for name in array_fields()}, _STRINGS: blob}
 

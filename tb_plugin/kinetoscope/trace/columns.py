@@ -24,7 +24,7 @@ from .arg_tables import CollectiveFields, EventIndex, inputs_texts, json_string
 from .budgets import BudgetExceeded
 from .decode import WHOLE_FILE, Event, NotSplittable, Piece, TraceDoc, decode_middle
 from .deps import MSGSPEC_REFUSALS
-from .extractors import EXTRACTED, EXTRACTED_DTYPES, ID_OTHER, MEMORY_ARGS, MEMORY_NAME, PH_F, PH_M, PH_S, PH_X, accel, scan_text
+from .extractors import EXTRACTED, EXTRACTED_DTYPES, ID_OTHER, MEMORY_ARGS, MEMORY_NAME, PH_F, PH_M, PH_OTHER, PH_S, PH_X, accel, scan_text
 from .finish import (
     COLUMN_KEYS,
     complete_rows,
@@ -39,6 +39,7 @@ from .finish import (
 )
 from .gpu_args import FIELDS as GPU_FIELDS
 from .gpu_args import GpuArgs
+from .hw_counters import counter_columns, counter_samples
 from .kinds import GPU_KINDS, Kind, kind_of_category
 from .lanes import RawIds, assign_lanes
 from .model import TraceModel
@@ -53,7 +54,7 @@ _STAND_IN = Event()  # what a consumer reads for an event the scanner kept no st
 
 def _struct_events(text, n: int, special: np.ndarray) -> Optional[list[Event]]:
     """The piece's events as the consumers after extraction read them (`ColumnBuilder._add_columns`): a struct for
-    each event the scanner reported (metadata, flows with a non-integer id, collective, GPU-launch and validator
+    each event the scanner reported (metadata, counters, flows with a non-integer id, collective, GPU-launch and validator
     args), `_STAND_IN` for the rest; None if the reported ones do not decode (never expected: the scanner checked)."""
     events = [_STAND_IN] * n
     if not special.size:
@@ -120,6 +121,7 @@ class ColumnBuilder:
         self._chunks: list[dict[str, np.ndarray]] = []  # per piece: the columns not in `_rows`
         self._pieces: list[tuple[int, int, int, int]] = []  # (kind, start, end, index of its first event)
         self._meta_events: list[tuple[str, str, str, Any]] = []
+        self._counters: list[tuple[int, str, Any, float]] = []  # hardware-counter samples: (row, name, pid, value)
         self._event_index = EventIndex()
         self.n = 0
         self._ordinal = 0  # events of the pieces so far, skipped ones included: the next piece's first ordinal
@@ -233,6 +235,7 @@ class ColumnBuilder:
         for i in np.flatnonzero(ph == PH_M).tolist():
             e = events[i]
             self._meta_events.append((e.name, str(e.pid), str(e.tid), e.args.name))
+        self._counters += counter_samples(events, np.flatnonzero(ph == PH_OTHER), off)
         self._rows.append(cols, n, piece.end - piece.start)
         self._chunks.append({key: value for key, value in cols.items() if key not in ROW_DTYPES})
         self.n += n
@@ -242,7 +245,7 @@ class ColumnBuilder:
         interners = tuple(i.table for i in (self._names, self._cats, self._pids, self._tids, self._shapes, self._frames))
         return (self.n, self._ordinal, (self._chunks, self._rows.columns()), self._pieces, interners,
                 self._flow_names.table, self._meta_events, self._event_index.state(), self._collectives.state(),
-                self._validator_args.state(), self._gpu_args.state())
+                self._validator_args.state(), self._gpu_args.state(), self._counters)
 
     def absorb(self, state: tuple) -> None:
         """Append the pieces another builder (started empty) decoded, as if `add` had been called with them here.
@@ -251,7 +254,7 @@ class ColumnBuilder:
         row of its first occurrence in the whole file (a value seen here first keeps its row here), so every id,
         row and table order equals a serial decode's.
         """
-        n, ordinal, chunks, pieces, interners, flow_names, meta_events, index, coll, checked, gpu = state
+        n, ordinal, chunks, pieces, interners, flow_names, meta_events, index, coll, checked, gpu, counters = state
         off, first = self.n, self._ordinal
         if self._max_events is not None and off + n > self._max_events:
             raise BudgetExceeded(self._refusal() if self._refusal else f"more than {self._max_events:,} events")
@@ -272,6 +275,7 @@ class ColumnBuilder:
             self._chunks.append(cols)
         self._pieces += [(kind, start, end, at + first) for kind, start, end, at in pieces]
         self._meta_events += meta_events
+        self._counters += [(row + off, *rest) for row, *rest in counters]
         self._event_index.absorb(index)
         self._collectives.absorb(coll, off)
         self._validator_args.absorb(checked, off)
@@ -339,8 +343,8 @@ class ColumnBuilder:
         chunks, self._chunks = self._chunks, []
         store, self._rows = self._rows, RowStore()
         take = partial(take_column, chunks, store)  # each key is taken by one thread only
-        base_ns, ph, ts_ns, x_rows, dur_ns, kind, (names, name_id), (cats, cat_id), flow_keep, lanes, mem = self._placed(
-            doc, take, store.take_rows, skipped, warnings, progress, pool)
+        base_ns, ph, ts_ns, x_rows, dur_ns, kind, (names, name_id), (cats, cat_id), flow_keep, lanes, mem, hwc = (
+            self._placed(doc, take, store.take_rows, skipped, warnings, progress, pool))
         order = lane_time_order(lanes.x_lane, ts_ns[x_rows], dur_ns)
         rows = x_rows[order]
         del x_rows
@@ -370,7 +374,7 @@ class ColumnBuilder:
                           piece_end=pieces[:, 2], piece_first=pieces[:, 3], names=tuple(names), cats=tuple(cats),
                           meta={**meta(doc, base_ns), **self._event_index.meta(), **checked,
                                 "metadata_events": len(self._meta_events)}, skipped=skipped, warnings=tuple(warnings),
-                          source_bytes=source_bytes, **coll)
+                          source_bytes=source_bytes, **coll, **hwc)
 
     def _placed(self, doc: TraceDoc, take: Callable[[str], np.ndarray], take_rows: Callable[[str, np.ndarray], np.ndarray],
                 skipped: dict[str, int], warnings: list[str], progress: Callable[[float], None],
@@ -378,10 +382,11 @@ class ColumnBuilder:
         """The first half of `finish`: the string ids (in the pool), the complete events' rows and ns times
         (`complete_rows`), their kinds, every event's lane (`assign_lanes`), and the memory columns started in the pool.
         Returns (base_ns, ph, ts_ns, x_rows, dur_ns, kind, (names, name_id), (cats, cat_id), flow_keep, lanes, the memory
-        columns' future)."""
+        columns' future, the hardware counters' columns)."""
         dense = meanwhile(pool, lambda: tuple(table.dense(take(key)) for table, key in (
             (self._names, "name"), (self._cats, "cat"), (self._pids, "pid"))))  # the thread ids here, below
         base_ns, ph, ts_ns, ts_ok, mem_row, x_rows, dur_ns = complete_rows(doc, take, take_rows, skipped, warnings)
+        hwc = counter_columns(self._counters, ts_ns, ts_ok, skipped)
         tid_raw, tid_rid = self._tids.dense(take("tid"))  # this thread's share, while the pool's finish theirs
         (names, name_id), (cats, cat_id), (pid_raw, pid_rid) = dense.result()
         del dense
@@ -401,7 +406,7 @@ class ColumnBuilder:
         progress(0.5)
         mem = meanwhile(pool, memory_columns, {k: take(k) for k in COLUMN_KEYS if k.startswith("mem_") and k != "mem_row"},
                         mem_row, mem_keep, ts_ns, lanes.memory_lane)
-        return base_ns, ph, ts_ns, x_rows, dur_ns, kind, (names, name_id), (cats, cat_id), flow_keep, lanes, mem
+        return base_ns, ph, ts_ns, x_rows, dur_ns, kind, (names, name_id), (cats, cat_id), flow_keep, lanes, mem, hwc
 
     def _arg_columns(self, rows: np.ndarray, take: Callable[[str], np.ndarray], names: list) -> tuple[dict, dict]:
         """The model's columns read from event args but the GPU activities' (collectives, Input Dims, call frames: new

@@ -57,6 +57,9 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     pg_desc: Any = msgspec.field(default=None, name="Process Group Description")
     pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
     comms_id: Any = msgspec.field(default=None, name="Comms Id")  # on the call and on its NCCL kernel alike
+    # a point-to-point call's ends (send, recv: global ranks; kP2pSrc, kP2pDst)
+    src_rank: Any = msgspec.field(default=None, name="Src Rank")
+    dst_rank: Any = msgspec.field(default=None, name="Dst Rank")
     # GPU activity fields for the kernel table (trace/gpu_args.py): Any, so an ill-typed one never costs its event;
     # grid and block kept as their JSON text (Raw: no list of ints built per kernel), read by `_columns.c`.
     copy_bytes: Any = msgspec.field(default=None, name="bytes")  # memcpy/memset (the memory events' is "Bytes")
@@ -79,6 +82,9 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     # or event sync waits on, and a backward node's autograd sequence number. Any: never costs its event.
     wait_corr: Any = msgspec.field(default=None, name="wait_on_cuda_event_record_corr_id")
     seq_number: Any = msgspec.field(default=None, name="Sequence number")
+    # A counter event's value (`ph: "C"`) where Kineto writes it for hardware counters (CUPTI PM sampling:
+    # libkineto output_json.cpp `handleCounterEvent` writes `args: {"": value}`); Any: never costs its event.
+    counter: Any = msgspec.field(default=None, name="")
 
 
 NO_ARGS = Args()

@@ -22,7 +22,7 @@ import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
 
-FORMAT_VERSION = 15  # bump when the model's layout or its decoding semantics change (invalidates caches)
+FORMAT_VERSION = 16  # bump when the model's layout or its decoding semantics change (invalidates caches)
 FEW_NAMES = 4  # `name_in` compares the ids one by one up to this many names, else reads a lookup table
 MAX_SHOWN_CHARS = 1000  # trace strings longer than this are cut wherever they are shown (`event?args=1` re-reads them)
 
@@ -84,6 +84,8 @@ class TraceModel:
     coll_out_nelems: np.ndarray  # int64, -1 when absent
     coll_group_size: np.ndarray  # int64, -1 when absent
     coll_comms_id: np.ndarray  # int64 `Comms Id` (the call's and its NCCL kernel's alike), -1 when absent
+    coll_src_rank: np.ndarray  # int64 a point-to-point call's `Src Rank` (global), -1 when absent
+    coll_dst_rank: np.ndarray  # int64 its `Dst Rank`, -1 when absent
     coll_pg: np.ndarray  # int32 into `coll_strings` (process group name), -1 when absent
     coll_name: np.ndarray  # int32 into `coll_strings` (collective name), -1 when absent
     coll_dtype: np.ndarray  # int32 into `coll_strings`, -1 when absent
@@ -101,6 +103,12 @@ class TraceModel:
     shape_id: np.ndarray  # int32 per event into `shape_strings`: its Input Dims (record_shapes), -1 when absent
     inputs_id: np.ndarray  # int32 per event into `inputs_strings`: all it records of its inputs, -1 when nothing
     call_frame_id: np.ndarray  # int32 per event into `names`: the first frame of its `Call stack` arg (<= 1.13 era), -1 without
+    # hardware-counter samples (`ph: "C"`, CUPTI PM sampling; trace/hw_counters.py), sorted by (series, time): each value
+    # holds from its time until the series' next sample
+    hwc_ts_ns: np.ndarray  # int64
+    hwc_series: np.ndarray  # int32 into the series: `hwc_names`, `hwc_device`
+    hwc_value: np.ndarray  # float64, finite
+    hwc_device: np.ndarray  # int64 per series: the device its pid names (`GPU N Counters`), -1 when none
     # strings and metadata
     names: tuple[str, ...]
     cats: tuple[str, ...]
@@ -114,6 +122,7 @@ class TraceModel:
     shape_strings: tuple[str, ...] = ()  # Input Dims JSON texts, as the file spells them
     # an op's recorded inputs: the JSON texts `[Input Dims, Input type, Input Strides, Concrete Inputs]` (null: absent)
     inputs_strings: tuple[str, ...] = ()
+    hwc_names: tuple[str, ...] = ()  # per hardware-counter series: its metric, as written (`sm__throughput.avg...`)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)

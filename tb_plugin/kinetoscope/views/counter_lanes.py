@@ -9,6 +9,9 @@ Each counter is a step function of time (value from each change on), built once 
   the steps does).
 - `queue_length` per GPU stream: HTA's outstanding launched-but-not-started operations (analysis/device/counters.py).
 - `memory_bandwidth` per memory type: HTA's summed GB/s of the copies running (analysis/device/counters.py).
+- `hw_counter` per hardware-counter series (CUPTI PM sampling, analysis/device/hw_counters.py), after its device's
+  estimates: measured, each sample's value until the next sample (0 after the last one's interval). Shares of a
+  peak (`pct_of_peak` metrics) are drawn as fractions, beside the estimated ones; other metrics in their own unit.
 
 A prefix integral at every change makes a bucket's mean two binary searches (I(b) - I(a)) / (b - a), and a
 range-maximum table over blocks of changes its max (`sparse_table`), so an answer costs O(buckets x log
@@ -25,6 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.device.counters import Series, memory_bandwidth, queue_length, step_series
+from ..analysis.device.hw_counters import CounterSeries, counter_series
 from ..trace.kinds import ACTIVITY_KINDS, Kind
 from ..trace.model import TraceModel, freeze_arrays, unique_inverse
 
@@ -63,6 +67,7 @@ class CounterIndex:
     ptr: np.ndarray  # int64 CSR offsets of the counters' changes
     sparse: np.ndarray  # float64: max of `value` over 2^k blocks of MAX_BLOCK changes from each block, k = 0, 1, ...
     sparse_ptr: np.ndarray  # int64 offset of level k in `sparse`
+    unit: tuple[str, ...] = ()  # per counter: what its values are in (UNITS by kind; a hardware counter's own)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -96,8 +101,9 @@ def _blocks_per_sm(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_counter_index(model: TraceModel) -> CounterIndex:
-    """The counters of a model, in drawing order: per device utilization then SM efficiency, then the queue
-    length of each stream, then the bandwidth of each memory type (the first MAX_COUNTER_LANES of them)."""
+    """The counters of a model, in drawing order: per device utilization, SM efficiency and the device's hardware
+    counters, then the queue length of each stream, then the bandwidth of each memory type (the first
+    MAX_COUNTER_LANES of them)."""
     parts: list[tuple[str, str, int, int, np.ndarray, np.ndarray]] = []
     act = np.flatnonzero(model.kind_in(ACTIVITY_KINDS))
     util_dev, util = _device_series(model, act, np.ones(act.size))
@@ -105,6 +111,10 @@ def build_counter_index(model: TraceModel) -> CounterIndex:
     sm_dev, sm = _device_series(model, sm_rows, bps)
     q, bw = queue_length(model), memory_bandwidth(model)
     sm_of = dict(zip(sm_dev.tolist(), range(sm_dev.size)))
+    measured = counter_series(model)
+    hw_of: dict[int, list] = {}
+    for s in measured:
+        hw_of.setdefault(s.device, []).append(_measured_part(s))
     for k, d in enumerate(util_dev[:MAX_COUNTER_LANES].tolist()):  # a hostile trace may have 100,000 devices
         r = util.rows(k)
         parts.append(("utilization", f"GPU {d} utilization", d, -1, util.t_ns[r], (util.value[r] > 0.5).astype(float)))
@@ -112,6 +122,8 @@ def build_counter_index(model: TraceModel) -> CounterIndex:
             r = sm.rows(sm_of[d])
             parts.append(("sm_efficiency", f"GPU {d} est. SM efficiency", d, -1, sm.t_ns[r],
                           np.clip(sm.value[r], 0.0, 1.0)))
+        parts += hw_of.pop(d, [])
+    parts += [part for rest in hw_of.values() for part in rest]  # devices with counters and no activity
     for k in range(min(len(q.series), MAX_COUNTER_LANES)):
         r = q.series.rows(k)
         d, s = int(q.device[k]), int(q.stream[k])
@@ -119,13 +131,23 @@ def build_counter_index(model: TraceModel) -> CounterIndex:
     for k, name in enumerate(bw.names[:MAX_COUNTER_LANES]):
         r = bw.series.rows(k)
         parts.append(("memory_bandwidth", f"{name} GB/s", -1, -1, bw.series.t_ns[r], np.maximum(bw.series.value[r], 0.0)))
-    total = util_dev.size + sm_dev.size + len(q.series) + len(bw.names)
+    total = util_dev.size + sm_dev.size + len(measured) + len(q.series) + len(bw.names)
     return counter_index(parts[:MAX_COUNTER_LANES], model.start_ns, total)
 
 
+def _measured_part(s: CounterSeries) -> tuple:
+    """A hardware-counter series as a counter part: its samples' values from their starts, 0 from the last one's end;
+    shares of a peak as fractions (unit 'fraction', as the estimated utilization's)."""
+    share = s.unit == "%"
+    t = np.append(s.start_ns, s.end_ns[-1:]) if s.start_ns.size else s.start_ns
+    value = np.append(s.value / 100.0 if share else s.value, np.zeros(min(s.start_ns.size, 1)))
+    label = f"GPU {s.device} {s.name}" if s.device >= 0 else s.name
+    return ("hw_counter", label, s.device, -1, t, np.maximum(value, 0.0), "fraction" if share else s.unit)
+
+
 def counter_index(parts, base_ns: int, total: Optional[int] = None) -> CounterIndex:
-    """The index of `parts`: (kind, label, device, stream, change times in ns, values) per counter, in order;
-    `total`: the trace's counters, when `parts` is the first of them."""
+    """The index of `parts`: (kind, label, device, stream, change times in ns, values[, unit]) per counter, in
+    order (the unit by the kind when not given); `total`: the trace's counters, when `parts` is the first of them."""
     total = len(parts) if total is None else int(total)
     t_all = [p[4].astype(np.int64, copy=False) - base_ns for p in parts]
     stride = int(max((int(t.max()) for t in t_all if t.size), default=0)) + 2
@@ -145,7 +167,8 @@ def counter_index(parts, base_ns: int, total: Optional[int] = None) -> CounterIn
     t += np.repeat(np.arange(len(parts), dtype=np.int64) * stride, sizes)  # the keys
     return CounterIndex(tuple(p[0] for p in parts), tuple(p[1] for p in parts),
                         np.array([p[2] for p in parts], np.int64), np.array([p[3] for p in parts], np.int64),
-                        total, int(base_ns), stride, t, v, area, ptr, *sparse_table(v))
+                        total, int(base_ns), stride, t, v, area, ptr, *sparse_table(v),
+                        tuple(p[6] if len(p) > 6 else UNITS[p[0]] for p in parts))
 
 
 def sparse_table(value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -238,7 +261,7 @@ def counters_view(counters: CounterIndex, t0_ns: int, t1_ns: int, width_px: int)
     decimals = lane_decimals(peak)
     mean, peak = rounded(mean, decimals).tolist(), rounded(peak, decimals).tolist()
     lanes = [{"kind": kind, "label": counters.label[k], "device": int(counters.device[k]),
-              "stream": int(counters.stream[k]), "unit": UNITS[kind], "mean": mean[k], "max": peak[k]}
+              "stream": int(counters.stream[k]), "unit": counters.unit[k], "mean": mean[k], "max": peak[k]}
              for k, kind in enumerate(counters.kind)]
     return {"start_us": round((t0_ns - counters.base_ns) / 1e3, 3), "bucket_us": round(span / buckets / 1e3, 6),
             "buckets": buckets, "lanes": lanes, "lanes_total": counters.total,

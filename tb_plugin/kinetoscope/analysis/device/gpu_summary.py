@@ -15,6 +15,11 @@ over its host ops. Kernels only (memcpys and memsets are not GPU busy time here)
 - Tensor Cores: the share of kernel time (kernels with a launch call, anywhere in the trace) in kernels whose
   name carries one of torch-tb-profiler's Tensor-Core signatures (TC_KERNEL_SIGNATURES).
 
+Measured beside these estimates, where the trace carries hardware-counter samples of the device (CUPTI PM
+sampling, `hw_counters.py`): `measured`, each metric's time-weighted mean over the same window, and the fields
+its metrics answer (GPU active as the measured utilization, SM active as the measured SM efficiency, warps
+active as the measured occupancy, SM and DRAM throughput).
+
 A figure is None when nothing measures it (no kernel with `blocks per SM` in the window, no occupancy,
 no kernel at all).
 """
@@ -29,6 +34,7 @@ from ...trace import intervals
 from ...trace.kinds import Kind, LaneKind
 from ...trace.model import TraceModel, unique
 from ..tables.index import uses_tensor_cores
+from .hw_counters import counter_series, measured_entry
 from .tbprof_steps import TbprofSteps
 
 # torch-tb-profiler's tensor_core.TC_Allowlist (after NVIDIA PyProf): a kernel whose name contains one of these
@@ -60,6 +66,7 @@ class GpuSummary:
     occupancy_pct: Optional[float]  # already a percentage, as the trace writes it
     tensor_core_share: Optional[float]
     tensor_core_share_any: Optional[float] = None  # by Kinetoscope's broader signatures (Hopper wgmma, bf16, AMD)
+    measured: Optional[dict[str, Any]] = None  # hardware counters over the window (hw_counters.measured_entry)
 
 
 def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ...]:
@@ -75,6 +82,7 @@ def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ..
     tc_ids = model.name_ids_where(uses_tensor_cores_tbprof)
     tc = model.name_in(tc_ids, kernels)
     tc_any = tc | model.name_in(model.name_ids_where(uses_tensor_cores), kernels)
+    series = counter_series(model)
     out = []
     for d in devices.tolist():
         on = device == d
@@ -87,7 +95,8 @@ def gpu_summaries(model: TraceModel, steps: TbprofSteps) -> tuple[GpuSummary, ..
                               _sm_efficiency(start, end, blocks[on], lo, hi),
                               _occupancy(start, end, occupancy[on], lo, hi),
                               _share(linked_ns, tc[on][mine], bool(linked.any())),
-                              _share(linked_ns, tc_any[on][mine], bool(linked.any()))))
+                              _share(linked_ns, tc_any[on][mine], bool(linked.any())),
+                              measured_entry(series, int(d), lo, hi)))
     return tuple(out)
 
 
@@ -172,4 +181,5 @@ def gpu_summary_entries(summaries: tuple[GpuSummary, ...], busy_pct: dict[int, f
              "utilization_pct": _pct(s.utilization), "kinetoscope_busy_pct": busy_pct.get(s.device),
              "sm_efficiency_pct": _pct(s.sm_efficiency), "occupancy_pct": s.occupancy_pct,
              "tensor_cores_pct": _pct(s.tensor_core_share),
-             "kinetoscope_tensor_cores_pct": _pct(s.tensor_core_share_any)} for s in summaries]
+             "kinetoscope_tensor_cores_pct": _pct(s.tensor_core_share_any),
+             **({} if s.measured is None else {"measured": s.measured})} for s in summaries]

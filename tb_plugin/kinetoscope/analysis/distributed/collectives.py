@@ -27,6 +27,7 @@ from ..core.selectors import OpIndex, cpu_rows, step_rows
 
 FAMILIES = (("nccl:", "gloo:"), ("c10d::",), ("record_param_comms",))  # which events are the calls, by preference
 TOP_BEFORE = 3  # op names kept per call
+P2P_KINDS = frozenset({"send", "recv"})  # point-to-point: matched by their ends (`Src Rank`, `Dst Rank`), never by Seq
 _KERNEL_OP = re.compile(r"(?:ncclDevKernel|ncclKernel|rcclKernel)_([A-Za-z]+?)(?:_|\(|$)", re.I)
 # c10d / annotation / kernel spellings -> one name per collective type
 _ALIASES = {
@@ -68,6 +69,8 @@ class CollectiveCalls:
     before: tuple[tuple[tuple[str, int], ...], ...] = field(repr=False)  # per call: top (op, self ns) before it
     group_desc: tuple[str, ...] = ()  # `Process Group Description` (default_pg, tp, dp; "" when not said)
     group_ranks: tuple[str, ...] = ()  # `Process Group Ranks` as written (`[0, 2]`; "" when not said)
+    src_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # a p2p call's `Src Rank`, else -1
+    dst_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its `Dst Rank`, else -1
 
     @property
     def count(self) -> int:
@@ -105,7 +108,9 @@ def collective_calls(model: TraceModel, ops: Optional[OpIndex] = None) -> Collec
                            seq=np.array([f["seq"] for f in fields], np.int64), group=tuple(f["group"] for f in fields),
                            nbytes=np.array([message_bytes(kind, f) for kind, f in zip(kinds, fields)], np.int64),
                            group_size=np.array([f["group_size"] for f in fields], np.int64),
-                           group_desc=tuple(f["desc"] for f in fields), group_ranks=tuple(f["ranks"] for f in fields))
+                           group_desc=tuple(f["desc"] for f in fields), group_ranks=tuple(f["ranks"] for f in fields),
+                           src_rank=np.array([f["src"] for f in fields], np.int64),
+                           dst_rank=np.array([f["dst"] for f in fields], np.int64))
 
 
 # Bytes per element of the dtype spellings of `record_param_comms` (c10 ScalarType names) and of numpy/torch.
@@ -145,8 +150,8 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
     """The collective fields of a call: its own, else its enclosing collective's on the same thread (the
     `record_param_comms` around an `nccl:*` annotation), else its paired event's on another thread
     (`_paired_field_rows`), else its first kernel's."""
-    out = {"seq": -1, "in_nelems": -1, "out_nelems": -1, "group_size": -1, "comms_id": -1, "group": "", "name": "", "dtype": "",
-           "desc": "", "ranks": ""}
+    out = {"seq": -1, "in_nelems": -1, "out_nelems": -1, "group_size": -1, "comms_id": -1, "src": -1, "dst": -1, "group": "",
+           "name": "", "dtype": "", "desc": "", "ranks": ""}
     if model.coll_row.size == 0:
         return out
     candidates = [row]
@@ -167,7 +172,7 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
             continue
         for key, column in (("seq", model.coll_seq), ("in_nelems", model.coll_in_nelems),
                             ("out_nelems", model.coll_out_nelems), ("group_size", model.coll_group_size),
-                            ("comms_id", model.coll_comms_id)):
+                            ("comms_id", model.coll_comms_id), ("src", model.coll_src_rank), ("dst", model.coll_dst_rank)):
             if out[key] < 0 and column[k] >= 0:
                 out[key] = int(column[k])
         for key, column in (("group", model.coll_pg), ("name", model.coll_name), ("dtype", model.coll_dtype),

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .collectives import P2P_KINDS
+
 MAX_GROUPS = 64  # groups listed (a job has a few: default_pg, dp, tp, pp, and their sub-groups)
 MAX_MISSING = 20  # sequence numbers named per rank in a `seq_gaps` item
 
@@ -87,7 +89,8 @@ def _disagreement(name: str, desc: str, said: dict[int, str]) -> list[dict[str, 
 
 def _gaps(name: str, desc: str, digests: list, ranks: list[int], members: list) -> list[dict[str, Any]]:
     """A `seq_gaps` item per rank of the group that lacks sequence numbers its other ranks recorded."""
-    seqs = {i: {int(digests[i].calls.seq[k]) for k in calls if digests[i].calls.seq[k] >= 0} for i, calls in members}
+    seqs = {i: {int(digests[i].calls.seq[k]) for k in calls if digests[i].calls.seq[k] >= 0
+                and digests[i].calls.kind[k] not in P2P_KINDS} for i, calls in members}  # p2p: each rank's own count
     seqs = {i: s for i, s in seqs.items() if s}
     if len(seqs) < 2:
         return []
@@ -96,7 +99,8 @@ def _gaps(name: str, desc: str, digests: list, ranks: list[int], members: list) 
         others = set().union(*(s for j, s in seqs.items() if j != i))
         missing = sorted(s for s in others - own if min(own) <= s <= max(own))
         if missing:
-            shown = ", ".join(map(str, missing[:MAX_MISSING])) + (f" and {len(missing) - MAX_MISSING} more" if len(missing) > MAX_MISSING else "")
+            more = len(missing) - MAX_MISSING
+            shown = ", ".join(map(str, missing[:MAX_MISSING])) + (f" and {more} more" if more > 0 else "")
             out.append({"check": "seq_gaps", "group": name, "desc": desc or None, "rank": ranks[i], "missing": len(missing),
                         "found": f"process group {_label(name, desc)}: rank {ranks[i]} has no collective with Seq {shown}, "
                                  f"which its other ranks recorded",

@@ -6,7 +6,8 @@ so a 64-rank run costs one model's memory at a time. Definitions: `../shared/doc
 - The ranks of a run are its traces; a trace's rank is `distributedInfo.rank`, else its order among the
   run's workers. Ranks of `world_size` that no trace holds are reported as missing.
 - Calls are matched across ranks by (process group, `Seq`) where the trace numbers them (torch >= 2.1),
-  else by (step number, type, ordinal among the step's calls of that type): steps align by number, and
+  point-to-point calls by their ends (`Src Rank`, `Dst Rank`; `call_keys`), else by (step number, type,
+  ordinal among the step's calls of that type): steps align by number, and
   every rank issues one type's collectives in the same order. Clocks of
   different hosts are never compared: only durations are.
 - transfer time of an instance = the shortest duration over its ranks (the rank that arrived last did not
@@ -29,8 +30,8 @@ import numpy as np
 
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
-from .collectives import CollectiveCalls, collective_calls
 from .clocks import clock_offsets, wait_uncertainties
+from .collectives import P2P_KINDS, CollectiveCalls, collective_calls
 from .groups import process_groups
 from .straggler import straggler_at_median
 
@@ -136,7 +137,8 @@ def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
             group=tuple(g for c in calls for g in c.group), nbytes=cat([c.nbytes for c in calls]),
             group_size=cat([c.group_size for c in calls]),
             group_desc=tuple(g for c in calls for g in c.group_desc),
-            group_ranks=tuple(g for c in calls for g in c.group_ranks))
+            group_ranks=tuple(g for c in calls for g in c.group_ranks),
+            src_rank=cat([c.src_rank for c in calls]), dst_rank=cat([c.dst_rank for c in calls]))
         last = group[-1]
         merged.append(RankDigest(worker=last.worker, rank=last.rank, world_size=last.world_size, backend=last.backend,
                                  step_numbers=cat([g.step_numbers for g in group]),
@@ -195,25 +197,49 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
     }
 
 
-def call_keys(calls: CollectiveCalls) -> list[tuple]:
-    """How each call is matched across ranks: by (process group, `Seq`) where the trace numbers it, else by
-    (step, type, ordinal among the step's calls of that type)."""
-    return [("seq", group, seq) if seq >= 0 else ("order", step, ordinal, kind)
-            for group, seq, step, ordinal, kind in zip(calls.group, calls.seq.tolist(), calls.step.tolist(),
-                                                      calls.ordinal.tolist(), calls.kind)]
+def call_keys(calls: CollectiveCalls, rank: Optional[int] = None) -> list[tuple]:
+    """How each call is matched across ranks: a point-to-point call by its ends, (group, source, destination, its
+    ordinal among this rank's calls between them), where the trace says them (`Src Rank`, `Dst Rank`; the side a
+    call is on is the rank itself, `rank`, when only the other end is written); any other call by (process group,
+    `Seq`) where the trace numbers it; else by (step, type, ordinal among the step's calls of that type). A p2p
+    call's `Seq` is its rank's own count of p2p calls (PyTorch's `seqP2P_`, whoever the peer): never matched on."""
+    keys: list[tuple] = []
+    pairs: dict[tuple, int] = {}
+    for k, (group, seq, step, ordinal, kind) in enumerate(zip(calls.group, calls.seq.tolist(), calls.step.tolist(),
+                                                                calls.ordinal.tolist(), calls.kind)):
+        if kind in P2P_KINDS:
+            ends = _p2p_ends(calls, k, kind, rank)
+            if ends is not None:
+                n = pairs.get((group, *ends), 0)
+                pairs[(group, *ends)] = n + 1
+                keys.append(("p2p", group, *ends, n))
+                continue
+        keys.append(("seq", group, seq) if seq >= 0 and kind not in P2P_KINDS else ("order", step, ordinal, kind))
+    return keys
+
+
+def _p2p_ends(calls: CollectiveCalls, k: int, kind: str, rank: Optional[int]) -> Optional[tuple[int, int]]:
+    """(source, destination) of p2p call k, None when the trace does not say both."""
+    src = int(calls.src_rank[k]) if calls.src_rank.size else -1
+    dst = int(calls.dst_rank[k]) if calls.dst_rank.size else -1
+    if rank is not None:
+        src, dst = (rank if src < 0 and kind == "send" else src), (rank if dst < 0 and kind == "recv" else dst)
+    return (src, dst) if src >= 0 and dst >= 0 else None
 
 
 def _match(digests: list[RankDigest]) -> dict[str, Any]:
     """Instances present on at least two ranks, with every rank's duration (-1 where a rank lacks it)."""
     keys: dict[tuple, list] = {}
     for i, d in enumerate(digests):
-        for j, key in enumerate(call_keys(d.calls)):
+        for j, key in enumerate(call_keys(d.calls, d.rank)):
             keys.setdefault(key, [None] * len(digests))[i] = j
     out: dict[str, list] = {"kind": [], "step": [], "dur": [], "start": [], "before": [], "nbytes": [], "group_size": [],
                             "group": [], "seq": []}
     for _key, members in sorted(keys.items(), key=lambda kv: _instance_order(digests, kv[1])):
         present = [(i, j) for i, j in enumerate(members) if j is not None]
         kinds = {digests[i].calls.kind[j] for i, j in present}
+        if kinds == {"send", "recv"}:
+            kinds = {"send_recv"}  # a p2p pair (`call_keys`): one instance, the sender's and the receiver's ends
         if len(present) < 2 or len(kinds) != 1:
             continue
         row = np.full(len(digests), -1, np.int64)
@@ -231,7 +257,7 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
         out["nbytes"].append(max(int(digests[i].calls.nbytes[j]) for i, j in present))
         out["group_size"].append(max(int(digests[i].calls.group_size[j]) for i, j in present))
         out["group"].append(c0.group[j0])
-        out["seq"].append(int(c0.seq[j0]))
+        out["seq"].append(-1 if _key[0] == "p2p" else int(c0.seq[j0]))
     matched: dict[str, Any] = dict(out)
     matched["dur"] = np.array(out["dur"], np.int64).reshape(-1, len(digests))
     matched["start"] = np.array(out["start"], np.int64).reshape(-1, len(digests))
