@@ -384,3 +384,10 @@ def test_names_cut_to_the_same_text_stay_two_rows_and_join_by_their_full_name(sy
     assert all(r["name_chars"] == 1202 and r["only_in"] is None and r["delta_us"] == 0 for r in rows)
     assert all(r["base_count"] == r["cand_count"] > 0 for r in rows)
     assert "name_key" not in result["ops"]["rows"][0]  # names shown whole carry no key
+
+
+@pytest.mark.parametrize("rule", ["step_time > +\u0665%", "step_time > +\uff15%", "step_time\u2003> +5%", "idle > 5\u0660ms"])
+def test_rules_read_ascii_digits_and_blanks_only(rule):
+    with pytest.raises(RuleError, match="bad rule"):
+        parse_rule(rule)
+    assert parse_rule("step_time > +5%").value == 5.0 and parse_rule("idle > 2µs").value == 2.0

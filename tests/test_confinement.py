@@ -261,3 +261,41 @@ def test_a_too_long_integer_is_a_named_content_error(tmp_path, monkeypatch):
         assert "out of memory" not in state["error"]
     finally:
         service.close()
+
+
+ADVERSARIAL = ["a" * 1_000_000, "a:" * 500_000, "x://" + "a" * 1_000_000, "k=v&" * 250_000, "a://" * 250_000,
+               ":@" * 500_000, "a=b:c" * 200_000, "u:p@" * 250_000, " x://u:p@h" * 100_000, "Ab9+.-" * 166_666 + "://",
+               "a " * 500_000, "password=" * 111_111]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:6]))
+def test_a_megabyte_is_redacted_in_linear_bounded_time(text):
+    # The patterns were quadratic on runs of letters (4 s of CPU, holding the GIL, for 60,000 characters)
+    best = min(_timed(remote.redact, text) for _ in range(3))
+    assert best < 0.010, f"{best * 1e3:.1f} ms"
+    assert len(remote.redact(text)) <= remote.MAX_REDACTED_CHARS + 64
+    # within the cut, the patterns themselves run in linear time: 100 times the text, not 10,000 times the time
+    small, large = text[:400], text[:40_000]
+    t_small = min(_timed(remote.redact, small, 10**6) for _ in range(5))
+    t_large = min(_timed(remote.redact, large, 10**6) for _ in range(3))
+    assert t_large < 400 * max(t_small, 2e-5), (t_small, t_large)
+
+
+def _timed(fn, *args) -> float:
+    t = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("cut_at", [5, 12, 20, 30])
+def test_a_cut_never_leaves_a_secrets_head(cut_at):
+    text = "x " * 10 + "s3://user:hunter2pass@bucket/key and more"
+    out = remote.redact(text, limit=20 + cut_at)
+    assert "hunter" not in out and "user:" not in out
+    assert out.endswith("characters not shown)")
+    assert remote.redact("x://u:hunter2pass@h", limit=1000) == "x://***@h"
+
+
+def test_a_schemes_whole_run_is_the_scheme():
+    assert remote.redact("9abc://u:hunter2pass@h/x") == "9abc://***@h/x"
+    assert "hunter2pass" not in remote.redact("key=user:hunter2pass@host")

@@ -203,6 +203,9 @@ PIECES = {
                                          gpu("k", 7, 2, 5, grid=None, **{"shared memory": 2**70, "blocks per SM": "6"}),
                                          {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy", "ts": 9, "dur": 1,
                                           "args": {"bytes": 1.0000000000000000001e5}}), TAKEN),
+    # 18 digits fit int64, 19 do not (signed overflow in C, issue 54 N8): those the scanner asks Python to read
+    "grid_of_18_digits": (_piece(gpu("k", 1, 2, 3, grid=[10**17 + 3, 1, 1], block=[999999999999999999, 1, 1])), TAKEN),
+    "grid_of_19_digits": (_piece(gpu("k", 1, 2, 3, grid=[9999999999999999999, 1, 1], block=[1, 1, 1])), TAKEN),
     "collective_args": (_piece(op("record_param_comms", 1, 2, Seq=3, **{"Process Group Name": "0", "Collective name": "allreduce",
                                                                        "In msg nelems": 10, "dtype": "Float"}),
                                gpu("ncclDevKernel_AllReduce", 3, 1, 9, Seq="4")), TAKEN),

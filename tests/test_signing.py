@@ -93,3 +93,32 @@ def test_a_sidecar_indexed_under_one_key_is_re_indexed_under_another(tmp_path, m
     assert "which this reader does not hold" in SidecarIndex().open_model(str(path))[1]
     assert index_trace(str(path)).status == "re-indexed"
     assert SidecarIndex().open_model(str(path))[1] is None
+
+
+def test_a_key_file_others_can_write_signs_and_trusts_nothing(tmp_path, monkeypatch):
+    key = tmp_path / "team.key"
+    key.write_text("ab" * 32 + "\n")
+    for mode in (0o666, 0o620, 0o602):
+        key.chmod(mode)
+        monkeypatch.setenv(signing.KEY_ENV, str(key))
+        signing._cache.clear()
+        with pytest.raises(signing.SigningKeyError, match="writable by others"):
+            signing.signing_key(create=False)
+        assert signing.trusted_keys() == {}
+    key.chmod(0o600)
+    assert signing.signing_key(create=False) == b"ab" * 32
+
+
+def test_an_unwritable_logdir_is_named_not_an_internal_error(tmp_path, monkeypatch):
+    from kinetoscope.index import writer
+    path = write_trace(tmp_path / "logs" / "w.1.pt.trace.json", gloo_rank(0, world=2, steps=2))
+    real_mkdir = os.mkdir
+
+    def refused(name, *args, **kwargs):
+        if str(name).endswith(".kinetoscope"):
+            raise PermissionError(13, "Permission denied")
+        return real_mkdir(name, *args, **kwargs)
+    monkeypatch.setattr(writer.os, "mkdir", refused)
+    outcome = index_trace(str(path), roots=[str(tmp_path / "logs")])
+    assert outcome.status == "failed" and "internal error" not in outcome.reason
+    assert "Permission denied" in outcome.reason and "not writable" in outcome.reason, outcome.reason

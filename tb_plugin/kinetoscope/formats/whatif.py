@@ -27,6 +27,12 @@ def render(entries: list[dict], markdown: bool = False) -> str:
         rows = [[s["name"], human_us(s["recorded_us"]), human_us(s["predicted_us"]),
                  human_us(s["recorded_us"] - s["predicted_us"])] for s in result["steps"]]
         out.extend(table_lines(["step", "recorded", "predicted", "saved"], rows, markdown))
+        if "steps_total" in result:  # a long run: the first steps listed, the rest summarised
+            most = result["most_changed_step"]
+            out.append(f"... {result['steps_total'] - len(rows):,} more of {result['steps_total']:,} steps; p90 "
+                       f"{human_us(result['recorded_p90_step_us'])} recorded, {human_us(result['p90_step_us'])} "
+                       f"predicted; changed most: {text(most['name'])} (step {most['index']:,}), "
+                       f"{human_us(most['recorded_us'])} -> {human_us(most['predicted_us'])}")
         if markdown:
             out.append("")
         share = result["saving_share"]

@@ -73,6 +73,9 @@ def _read_key(path: str) -> Optional[bytes]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SigningKeyError(f"sidecar key file {path} is not a regular file")
+        if st.st_mode & 0o022:  # anyone else who can write it can swap in their key: sign and trust nothing with it
+            raise SigningKeyError(f"sidecar key file {path} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+                                  f"not used; chmod 600 it")
         stamp = (st.st_dev, st.st_ino, st.st_mtime_ns)
         with _lock:
             hit = _cache.get(path)
@@ -165,10 +168,9 @@ def unsigned_reason(sig: object, signed: bytes) -> Optional[str]:
     if not re.fullmatch(r"[0-9a-f]{16}", kid) or not re.fullmatch(r"[0-9a-f]{64}", mac):
         return "corrupt sidecar signature"
     key = trusted_keys().get(kid)
-    if key is None:
-        where = os.pathsep.join(key_files())
-        return (f"sidecar signed with key {kid}, which this reader does not hold (keys read from {where}; "
-                f"set {KEY_ENV} to the key file of whoever indexed the logdir): not believed")
+    if key is None:  # the key files are not named: the reason reaches a browser (`status`), their paths name a home
+        return (f"sidecar signed with key {kid}, which this reader does not hold (set {KEY_ENV} to the key file of "
+                f"whoever indexed the logdir): not believed")
     if not hmac.compare_digest(hmac.new(key, signed, hashlib.sha256).hexdigest(), mac):
         return f"sidecar signature does not match its content (key {kid}): edited after it was written"
     return None

@@ -92,12 +92,18 @@ def _folder_fd(folder: str) -> int:
     parent = confined_real_path(os.path.dirname(folder))
     name = os.path.basename(folder)
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
-    parent_fd = os.open(parent, flags)
+    try:
+        parent_fd = os.open(parent, flags)
+    except OSError as exc:
+        raise StorageError(f"cannot open the folder of {folder}: {exc.strerror}") from None
     try:
         try:
             os.mkdir(name, 0o755, dir_fd=parent_fd)
         except FileExistsError:
             pass
+        except OSError as exc:  # an unwritable logdir (a teammate's, read-only storage): named, not an internal error
+            raise StorageError(f"cannot make {folder}: {exc.strerror} (the logdir is not writable here; `index` "
+                               "writes its sidecars there)") from None
         try:
             fd = os.open(name, flags | getattr(os, "O_NOFOLLOW", 0), dir_fd=parent_fd)
         except OSError as exc:
@@ -129,6 +135,8 @@ def _write_local(target: str, data: bytes) -> None:
             except OSError:
                 pass
             raise
+    except OSError as exc:  # a full disk, a folder this user may not write
+        raise StorageError(f"cannot write {target}: {exc.strerror}") from None
     finally:
         os.close(folder_fd)
 

@@ -13,6 +13,7 @@ from typing import Any, Optional
 from ..trace.remote import redact
 
 log = logging.getLogger(__name__)
+LOG_LINE_CHARS = 32_768  # a logged error keeps its traceback (redact's default cut is for what is answered)
 _logged: set = set()
 _logged_lock = threading.Lock()
 
@@ -24,10 +25,13 @@ def log_once(key: Any, message: str, *args: Any, exc_info: bool = False) -> None
     with _logged_lock:
         first = key not in _logged
         _logged.add(key)
+    level = logging.ERROR if first else logging.DEBUG
+    if not log.isEnabledFor(level):
+        return
     text = message % args if args else message
     if exc_info and first:
         text += "\n" + traceback.format_exc().rstrip()
-    log.log(logging.ERROR if first else logging.DEBUG, "%s", redact(text))
+    log.log(level, "%s", redact(text, LOG_LINE_CHARS))
 
 
 class PluginError(Exception):

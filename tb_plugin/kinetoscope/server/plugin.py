@@ -25,6 +25,7 @@ from ..analysis.tables.annotations import SCOPES, SIDES
 from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.tables.search import MAX_QUERY_CHARS
 from ..analysis.whatif.edits import MAX_EDITS
+from ..analysis.whatif.replay import MAX_WHATIF_STEPS
 from ..index.readers import SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
 from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS, TABLE_SPLITS
@@ -192,6 +193,9 @@ def causes_arg(args) -> Optional[list[int]]:
 # ---- static files -------------------------------------------------------------------------------
 
 MAX_STATIC_PATH = 256
+# What the package ships (setup.py's package_data): its top-level files and the model/render/ui modules. A
+# development checkout holds more beside them (frontend/test/: the tests and their fixtures), never served.
+STATIC_FOLDERS = ("model", "render", "ui")
 
 
 def static_parts(path: str) -> list[str]:
@@ -202,7 +206,8 @@ def static_parts(path: str) -> list[str]:
     parts = rel.split("/")
     bad = (not rel or "\\" in rel or "\x00" in rel or ":" in rel or posixpath.isabs(rel)
            or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
-           or posixpath.splitext(rel)[1] not in STATIC_TYPES)
+           or posixpath.splitext(rel)[1] not in STATIC_TYPES or len(parts) > 2
+           or (len(parts) == 2 and parts[0] not in STATIC_FOLDERS) or parts[-1].endswith(".test.js"))
     if bad:
         raise NotFound(f"no static file {rel!r}")
     return parts
@@ -413,7 +418,8 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         edits = args.getlist("edit")
         if len(edits) > MAX_EDITS:
             raise BadRequest(f"at most {MAX_EDITS} edit arguments, not {len(edits)}")
-        return routes.whatif_impl(self.service(), span_arg(args), edits)
+        return routes.whatif_impl(self.service(), span_arg(args), edits, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+                                  limit=int_arg(args, "limit", MAX_WHATIF_STEPS, 1, MAX_WHATIF_STEPS))
 
     @_route
     def critical_path_route(self, request):

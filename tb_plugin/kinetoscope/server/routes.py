@@ -30,7 +30,7 @@ from ..analysis.tables.index import TableIndex
 from ..analysis.tables.search import SearchIndex
 from ..analysis.whatif.critical_path import critical_paths
 from ..analysis.whatif.edits import EditError, parse_edit
-from ..analysis.whatif.replay import Replayer, whatif_entry
+from ..analysis.whatif.replay import MAX_WHATIF_STEPS, Replayer, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
 from ..pipeline import trace_roofline
@@ -279,8 +279,10 @@ def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int 
     return stalls_view(loaded.model, analysis.steps, analysis.verdict, offset=offset, limit=limit)
 
 
-def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[str, Any]:
-    """The steps re-timed after `edits` (analysis/whatif/replay.py): recorded and predicted per step, their medians."""
+def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: int = 0,
+                limit: int = MAX_WHATIF_STEPS) -> dict[str, Any]:
+    """The steps re-timed after `edits` (analysis/whatif/replay.py): recorded and predicted per step (steps `offset`
+    on, at most `limit`), their medians."""
     try:
         parsed = tuple(parse_edit(text) for text in edits)
     except EditError as exc:
@@ -288,7 +290,7 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str]) -> dict[s
     loaded = _load(service, sid)
     try:
         roof = _roofline(loaded.model, loaded.prepared) if any(e.kind in ("roofline", "precision") for e in parsed) else None
-        return whatif_entry(Replayer(loaded.model, roof, loaded.prepared.tables).apply(parsed))
+        return whatif_entry(Replayer(loaded.model, roof, loaded.prepared.tables).apply(parsed), offset, limit)
     except EditError as exc:
         raise BadRequest(str(exc)) from None
 
@@ -312,7 +314,10 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
     if step is None:
         t0, t1 = _window(model, start_us, end_us)
         lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
-        replayer = Replayer(model)  # one reading of the dependencies for both walks
+        try:
+            replayer = Replayer(model)  # one reading of the dependencies for both walks
+        except EditError as exc:
+            raise TraceFailed(f"{loaded.file.run}/{Path(loaded.file.path).name}: {exc}") from None
         inside = [p["index"] for p in critical_paths(model, replayer) if p["end_us"] > lo and p["start_us"] < hi]
         paths = critical_paths(model, replayer, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
         budget = MAX_PATH_SEGMENTS

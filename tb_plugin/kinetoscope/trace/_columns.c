@@ -296,7 +296,7 @@ static double gpu_product(PyObject *raw) {
         SKIP_SPACE();
         int digits = 0;
         long long v = 0;
-        while (p < end && *p >= '0' && *p <= '9' && digits < 19) v = v * 10 + (*p++ - '0'), digits++;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 18) v = v * 10 + (*p++ - '0'), digits++;
         if (digits == 0 || digits > 18 || (p < end && (*p == '.' || *p == 'e' || *p == 'E' || (*p >= '0' && *p <= '9'))))
             goto out;
         dims[k] = (double)v;

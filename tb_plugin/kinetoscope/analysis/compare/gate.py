@@ -32,7 +32,9 @@ METRIC_UNITS = {  # name -> "us" or "bytes" (the comparison's metric list, in it
     "memory_peak": "bytes",
 }
 METRIC_NAMES = tuple(METRIC_UNITS)
-_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<)\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|[A-Za-zµμ]+)\s*$")
+# ASCII digits and blanks only (re.ASCII): `\d` would read `٥%` (an Arabic-Indic five) as 5%, and float() takes it
+_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|>|<)\s*([+-]?)\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|[A-Za-zµμ]+)\s*$",
+                   re.ASCII)
 
 
 class RuleError(ValueError):

@@ -90,17 +90,27 @@ static PyObject *replay(PyObject *self, PyObject *args) {
         }
     }
 
+    int overflow = 0;  /* a time past int64 ns (a trace spanning centuries): refused, never wrapped */
     Py_BEGIN_ALLOW_THREADS
     double offset = 0.0, completion = -INFINITY;
-    for (Py_ssize_t j = 0; j <= syncs; j++) {
-        int64_t shift = (int64_t)nearbyint(offset);
+    for (Py_ssize_t j = 0; j <= syncs && !overflow; j++) {
+        double rounded = nearbyint(offset);
+        if (!(rounded > -9.2e18 && rounded < 9.2e18)) {
+            overflow = 1;
+            break;
+        }
+        int64_t shift = (int64_t)rounded;
         for (int64_t p = seg_bounds[j]; p < seg_bounds[j + 1]; p++) {
-            int64_t r = order[p], l = lane[r];
-            int64_t a = ready[r] + shift, after = carry[l] + gap[r];
-            int64_t e = (a > after ? a : after) + dur[r];
+            int64_t r = order[p], l = lane[r], a, after, e;
+            if (__builtin_add_overflow(ready[r], shift, &a) || __builtin_add_overflow(carry[l], gap[r], &after) ||
+                __builtin_add_overflow(a > after ? a : after, dur[r], &e)) {
+                overflow = 1;
+                break;
+            }
             end[r] = e;
             carry[l] = e;
         }
+        if (overflow) break;
         offsets[j] = offset;
         if (j == syncs) break;
         for (int64_t q = joined_bounds[j]; q < joined_bounds[j + 1]; q++) {
@@ -120,6 +130,10 @@ static PyObject *replay(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     release_buffers(b, N_BUFS);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "replay: a replayed time passes int64 ns");
+        return NULL;
+    }
     Py_RETURN_NONE;
 fail:
     release_buffers(b, N_BUFS);

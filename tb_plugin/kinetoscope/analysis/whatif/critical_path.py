@@ -27,6 +27,7 @@ import numpy as np
 from ...trace import intervals
 from ...trace.model import TraceModel
 from ..core.selectors import comm_mask, dataloader_union
+from .edits import EditError
 from .model import Context
 from .replay import Replayer
 
@@ -57,7 +58,10 @@ class _Walk:
 def critical_paths(model: TraceModel, replayer: Optional[Replayer] = None,
                    step_indices: Optional[list[int]] = None, with_segments: bool = False) -> list[dict[str, Any]]:
     """Per step (all, or `step_indices`): its path length, shares and (with_segments) its segments, µs."""
-    replayer = replayer or Replayer(model)
+    try:
+        replayer = replayer or Replayer(model)
+    except EditError:  # too long to replay (Context.of): no step has a path
+        return []
     ctx = replayer.ctx
     if not ctx.steps.size:
         return []

@@ -11,6 +11,9 @@ import numpy as np
 from ...trace.kinds import LaneKind
 from ...trace.model import TraceModel, unique_inverse
 from ..core.selectors import iteration_rows, launch_call_rows, sync_rows
+from .edits import EditError
+
+MAX_REPLAY_SPAN_NS = 1 << 61  # 73 years: every replayed time (span plus the edits' shifts) stays far inside int64 ns
 
 
 @dataclass
@@ -81,8 +84,15 @@ class Context:
 
     @staticmethod
     def of(model: TraceModel) -> Context:
-        """The timeline and dependencies of `model`, as the replay reads them."""
+        """The timeline and dependencies of `model`, as the replay reads them.
+
+        Raises:
+            EditError: the trace spans more than MAX_REPLAY_SPAN_NS: its replayed times would pass int64 ns.
+        """
         t0 = model.start_ns
+        if model.stop_ns - t0 > MAX_REPLAY_SPAN_NS:
+            raise EditError(f"the trace's events span {(model.stop_ns - t0) / 3.15576e16:.3g} years: too long to replay "
+                            f"(at most {MAX_REPLAY_SPAN_NS / 3.15576e16:.0f} years: its times would pass int64 ns)")
         steps = iteration_rows(model)
         main = int(np.bincount(model.lane[steps]).argmax()) if steps.size else -1
         step_start = (model.ts_ns[steps] - t0).astype(np.float64)

@@ -406,8 +406,12 @@ def _stream_ends(group: np.ndarray, starts: np.ndarray, lasts: np.ndarray, lanes
 
 
 
-def whatif_entry(result: WhatIf) -> dict:
-    """The JSON form: per step the recorded and predicted time, their medians and the saving (µs)."""
+MAX_WHATIF_STEPS = 1000  # steps one what-if answer lists (a file of 200,000 steps made a 23 MB answer); `steps_offset` pages
+
+
+def whatif_entry(result: WhatIf, offset: int = 0, limit: int = MAX_WHATIF_STEPS) -> dict:
+    """The JSON form: per step the recorded and predicted time (steps `offset` to `offset + limit`, at most
+    MAX_WHATIF_STEPS), their medians, p90s and the saving (µs), and the step the edits changed most."""
     def us(values) -> list[float]:
         return [round(float(v) / 1e3, 3) for v in values]
 
@@ -416,12 +420,17 @@ def whatif_entry(result: WhatIf) -> dict:
         return {"edits": list(result.edits), "matched": dict(result.matched), "steps": [],
                 "recorded_median_step_us": None, "median_step_us": None, "saving_us": None, "saving_share": None,
                 "replay_median_step_us": None, "device_behind": False, "note": NO_STEPS}
+    lo = min(max(int(offset), 0), predicted.size)
+    hi = min(lo + min(max(int(limit), 0), MAX_WHATIF_STEPS), predicted.size)
+    page = slice(lo, hi)
+    changed = int(np.argmax(np.abs(result.recorded_ns - predicted)))
     return {
         "edits": list(result.edits),
         "matched": dict(result.matched),
         "steps": [{"name": name, "recorded_us": rec, "predicted_us": pred, "replay_us": rep, "replay_edited_us": ed}
-                  for name, rec, pred, rep, ed in zip(result.step_names, us(result.recorded_ns), us(predicted),
-                                                       us(result.replayed_ns), us(result.edited_ns))],
+                  for name, rec, pred, rep, ed in zip(result.step_names[page], us(result.recorded_ns[page]),
+                                                       us(predicted[page]), us(result.replayed_ns[page]),
+                                                       us(result.edited_ns[page]))],
         "recorded_median_step_us": round(result.median_recorded_ns / 1e3, 3),
         "median_step_us": round(result.median_predicted_ns / 1e3, 3),
         "saving_us": round(result.saving_ns / 1e3, 3),
@@ -429,5 +438,16 @@ def whatif_entry(result: WhatIf) -> dict:
         "replay_median_step_us": round(result.median_replayed_ns / 1e3, 3),
         "device_behind": result.device_behind,
         **({"notes": dict(result.notes)} if result.notes else {}),
+        **({} if lo == 0 and hi == predicted.size else _paged(result, predicted, lo, changed, us)),
     }
 
+
+def _paged(result: WhatIf, predicted: np.ndarray, lo: int, changed: int, us) -> dict:
+    """What an answer listing part of the steps adds: where its page starts, how many steps there are, the p90s
+    and the step the edits changed most (its index into every step)."""
+    return {"steps_offset": lo, "steps_total": int(predicted.size),
+            "recorded_p90_step_us": round(float(np.percentile(result.recorded_ns, 90)) / 1e3, 3),
+            "p90_step_us": round(float(np.percentile(predicted, 90)) / 1e3, 3),
+            "most_changed_step": {"index": changed, "name": result.step_names[changed],
+                                  "recorded_us": us(result.recorded_ns[changed:changed + 1])[0],
+                                  "predicted_us": us(predicted[changed:changed + 1])[0]}}

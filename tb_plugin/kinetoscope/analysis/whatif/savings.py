@@ -50,7 +50,7 @@ from ..idle.gpu_idle import Cause
 from ..judgement.verdict import NOT_ENOUGH_DATA
 from ..roofline.precision import COVERED, amp_figures
 from ..roofline.summary import fix_candidates
-from .edits import GRAPH, OP_SEP, PREP, WARMUP, Edit, parse_edit
+from .edits import GRAPH, OP_SEP, PREP, WARMUP, Edit, EditError, parse_edit
 from .replay import Replayer
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
@@ -254,7 +254,10 @@ def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
     """Each candidate's saving, in their order (an edit list seen before, or one that matches nothing, left out)."""
     if not candidates or analysis.verdict.bound == NOT_ENOUGH_DATA:  # a trace that cannot be judged gets no saving
         return []
-    replayer = replayer or Replayer(model, getattr(analysis, "roofline", None))
+    try:
+        replayer = replayer or Replayer(model, getattr(analysis, "roofline", None))
+    except EditError:  # a trace too long to replay (centuries of timestamps): no saving, the report names the span
+        return []
     if not replayer.ctx.step_start.size:  # no thread launches device work: nothing to re-time
         return []
     seen: set[tuple[Edit, ...]] = set()
