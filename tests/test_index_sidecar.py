@@ -423,3 +423,40 @@ def test_a_killed_pool_worker_loses_no_trace(tmp_path):
     assert killed not in pids and pids - original  # the broken pool's traces ran on a new one
     for t in scan_logdir(str(tmp_path)):
         sidecar.open_summary(t.path)
+
+
+def test_a_restamp_signs_what_was_checked_never_what_is_at_the_path_after(tmp_path, monkeypatch):
+    """Issue 54 N5: `index` checked a stale-stamped sidecar, then re-opened it by path and re-signed whatever was
+    there: a sidecar swapped in the moment the check closed the file was signed with the indexer's own key."""
+    path = write_trace(tmp_path / "logs" / "w.1.pt.trace.json", gloo_rank(0, world=2, steps=3))
+    assert index_trace(str(path)).status == NEW
+    target = Path(sidecar.sidecar_path(str(path)))
+    original = target.read_bytes()
+    body = len(header.MAGIC) + 8 + struct.unpack("<Q", original[len(header.MAGIC):len(header.MAGIC) + 8])[0]
+    os.utime(path, (time.time() + 5, time.time() + 5))  # same bytes, new mtime: a re-stamp
+    real = sidecar.restamp_checked
+
+    forged = bytearray(original)
+    forged[-100:] = b"x" * 100  # the attacker's content
+
+    def swapped_then_restamped(*args):  # a new file renamed over the path the moment the check is done
+        spare = target.with_name("forged.tmp")
+        spare.write_bytes(bytes(forged))
+        os.replace(spare, target)
+        return real(*args)
+    monkeypatch.setattr(sidecar, "restamp_checked", swapped_then_restamped)
+    assert index_trace(str(path)).status == RESTAMPED
+    stamped = target.read_bytes()
+    new_body = len(header.MAGIC) + 8 + struct.unpack("<Q", stamped[len(header.MAGIC):len(header.MAGIC) + 8])[0]
+    assert stamped[new_body:] == original[body:]  # the checked sections, not the forgery
+    monkeypatch.setattr(sidecar, "restamp_checked", real)
+    assert index_trace(str(path)).status == FRESH  # and it is believed as it is
+
+    def overwritten_then_restamped(*args):  # the same file written over in place: its sections fail their checksums
+        target.write_bytes(bytes(forged))
+        return real(*args)
+    os.utime(path, (time.time() + 9, time.time() + 9))
+    monkeypatch.setattr(sidecar, "restamp_checked", overwritten_then_restamped)
+    assert index_trace(str(path)).status == CHANGED  # not re-stamped: decoded and written afresh
+    monkeypatch.setattr(sidecar, "restamp_checked", real)
+    assert index_trace(str(path)).status == FRESH

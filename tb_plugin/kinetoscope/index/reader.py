@@ -144,12 +144,15 @@ def _short(value: Any) -> str:
 
 
 def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[str, bytes]], Any],
-             early: Optional[Callable[[Any], None]] = None, hashed: bool = True) -> tuple[dict, Any]:
+             early: Optional[Callable[[Any], None]] = None, hashed: bool = True,
+             then: Optional[Callable[[SidecarFile, dict, int], None]] = None) -> tuple[dict, Any]:
     """(header, use(header, {section name: bytes})) of the trace's sidecar once every check holds: the header's
     shape and versions, the trace's size and head-tail checksum, each section's cap and checksum, whatever `use`
     checks, and the sha256 of every stored byte of the trace, computed meanwhile (raises SidecarMiss). `early`
     gets use's result once it holds, before the hash is compared: nothing it makes may reach a user unless this
-    returns. With `hashed` false the trace's full hash is left to the caller (`open_model_bound`)."""
+    returns. With `hashed` false the trace's full hash is left to the caller (`open_model_bound`). `then(reader,
+    header, body offset)` runs once every check held, on the same open sidecar and the header checked (never a
+    second open by path: `writer.restamp_checked`)."""
     with SidecarFile(sidecar_path(trace_path)) as reader:
         header, body = parse_header(reader.read, reader.size)
         try:
@@ -168,10 +171,12 @@ def checked(trace_path: str, names: tuple[str, ...], use: Callable[[dict, dict[s
             refused = miss
         finally:
             sha = hashing.result() if hashing is not None else None  # a changed trace is the reason, before any
-    if sha is not None:
-        check_header(header, {**trace, "sha256": sha})
-    if refused is not None:
-        raise refused
+        if sha is not None:
+            check_header(header, {**trace, "sha256": sha})
+        if refused is not None:
+            raise refused
+        if then is not None:
+            then(reader, header, body)
     return header, out
 
 

@@ -81,13 +81,13 @@ from .header import (
 from .identity import EDGE_BYTES, HASH_BLOCK, check_reference, full_sha256, head_tail, reference_identity, trace_identity
 from .reader import SidecarFile, TraceHash, open_model, open_model_bound, present, read_header, section, version, versions
 from .summary import open_all, open_summary
-from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp, write, write_file
+from .writer import STALE_TMP_S, TMP_RE, TMP_SUFFIX, build, remove_stale_temps, restamp_checked, write, write_file
 
 __all__ = ["EDGE_BYTES", "FINGERPRINTED", "FOLDER", "HASH_BLOCK", "MAGIC", "MAX_HEADER_BYTES", "SECTIONS",
            "SECTION_CAPS", "SIDECAR_FORMAT", "STALE_TMP_S", "SUFFIX", "TMP_RE", "TMP_SUFFIX", "SidecarFile",
            "SidecarMiss", "TraceHash", "analysis_fingerprint", "build", "check_header", "code_fingerprint", "encode_header",
            "full_sha256", "head_tail", "is_local", "open_all", "open_model", "open_model_bound", "open_prepared", "open_summary",
-           "parse_header", "present", "read_header", "reference_identity", "check_reference", "remove_stale_temps", "restamp",
+           "parse_header", "present", "read_header", "reference_identity", "check_reference", "remove_stale_temps", "restamp_checked",
            "section", "section_cap",
            "sidecar_path", "signed_bytes", "split", "trace_identity", "version", "versions", "with_worker", "write", "write_file"]
 

@@ -4,13 +4,13 @@ ranks view read without the model), and every section at once with one hash of t
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional
 
 from ..analysis.distributed.ranks import RankDigest
 from ..trace.model import TraceModel
 from . import codec, validate
 from .header import MODEL, SUMMARY, SidecarMiss
-from .reader import check_bound, checked, read_model
+from .reader import SidecarFile, check_bound, checked, read_model
 
 
 def _summary(header: dict, blob: bytes) -> tuple[dict, Any]:
@@ -34,16 +34,19 @@ def open_summary(trace_path: str) -> tuple[dict, Any]:
     return checked(trace_path, (SUMMARY,), lambda header, blobs: _summary(header, blobs[SUMMARY]))[1]
 
 
-def open_all(trace_path: str) -> tuple[dict, dict, Any, TraceModel]:
+def open_all(trace_path: str, then: Optional[Callable[[SidecarFile, dict, int], None]] = None
+             ) -> tuple[dict, dict, Any, TraceModel]:
     """(header, report entry, rank digest, model): every section, with one hash of the trace (what `index`
     checks before it calls a sidecar up to date: what `open_summary` and `open_model` would both accept).
 
     Raises:
         SidecarMiss: no usable sidecar for this version of the trace (the reason says why).
+
+    `then`: what `reader.checked` runs on the open, checked sidecar (`index` re-stamps it there).
     """
     def use(header: dict, blobs: dict[str, bytes]) -> tuple:
         return (*_summary(header, blobs[SUMMARY]), read_model(header, blobs[MODEL]))
-    header, (report, digest, model) = checked(trace_path, (SUMMARY, MODEL), use)
+    header, (report, digest, model) = checked(trace_path, (SUMMARY, MODEL), use, then=then)
     return header, report, digest, model
 
 

@@ -104,15 +104,21 @@ def _check(path: str) -> tuple[str, Optional[str], Any]:
     when they would and only its recorded mtime was stale (its header is re-stamped), else (NEW or CHANGED,
     why not, None). The same checks as the readers, `open_summary` (report) and `open_model` (TensorBoard), in
     one pass that hashes the trace once (`open_all`)."""
+    stamped: list[bool] = []
+
+    def restamp_if_stale(reader: Any, header: dict, body: int) -> None:
+        # on the sidecar open_all checked, while it is open (issue 54 N5: re-opening it by path let a sidecar
+        # swapped in after the check be signed); its full sha256 was just compared: reused, not a second hash
+        current = {**sidecar.trace_identity(path), "sha256": header["trace"]["sha256"]}
+        if header["trace"].get("mtime") != current["mtime"]:
+            sidecar.restamp_checked(path, reader, header, body, current)
+            stamped.append(True)
     try:
-        header, _report, digest, _model = sidecar.open_all(path)  # one hash of the trace for both sections
+        _header, _report, digest, _model = sidecar.open_all(path, then=restamp_if_stale)  # one hash for both sections
     except sidecar.SidecarMiss as miss:
         return (NEW if miss.reason.startswith("not indexed") else CHANGED), miss.reason, None
-    # open_all has just compared the trace's full sha256 with the recorded one: reuse it, not a second hash
-    current = {**sidecar.trace_identity(path), "sha256": header["trace"]["sha256"]}
-    if header["trace"].get("mtime") == current["mtime"]:
+    if not stamped:
         return FRESH, None, digest
-    sidecar.restamp(path, current)
     return RESTAMPED, "trace's mtime changed, same content (sha256): header re-stamped", digest
 
 

@@ -28,10 +28,10 @@ from .header import (
     SIDECAR_FORMAT,
     SUMMARY,
     TRACE_MEMBER,
+    SidecarMiss,
     analysis_fingerprint,
     encode_header,
     is_local,
-    parse_header,
     sidecar_path,
 )
 from .reader import SidecarFile
@@ -141,13 +141,17 @@ def _write_local(target: str, data: bytes) -> None:
         os.close(folder_fd)
 
 
-def restamp(trace_path: str, trace: dict[str, Any]) -> str:
-    """Rewrite a sidecar's header with a new trace identity (same content, e.g. a copy with a new mtime)."""
-    with SidecarFile(sidecar_path(trace_path)) as reader:
-        header, body = parse_header(reader.read, reader.size)
-        raw = reader.read(body, reader.size - body)
-    header["trace"] = trace
-    return write(trace_path, encode_header(header) + raw)
+def restamp_checked(trace_path: str, reader: SidecarFile, header: dict, body: int, trace: dict[str, Any]) -> str:
+    """Rewrite a sidecar that `reader.checked` has just checked with a new trace identity (same content, e.g. a copy
+    with a new mtime), from what was checked: the header in memory, never parsed again, and the sections read from
+    the same open file, each compared with the checked header's checksum again (a remote object replaced meanwhile
+    is refused). A sidecar swapped in by path after the check is never the one signed."""
+    raw = reader.read(body, reader.size - body)
+    for entry in header["sections"]:
+        blob = raw[entry["offset"]:entry["offset"] + entry["bytes"]]
+        if len(blob) != entry["bytes"] or hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+            raise SidecarMiss("the sidecar changed while it was checked: not re-stamped")
+    return write(trace_path, encode_header({**header, "trace": trace}) + raw)
 
 
 def remove_stale_temps(trace_path: str) -> None:
