@@ -101,6 +101,15 @@ class TraceFailed(PluginError):
     http_code = 422
 
 
+class Busy(PluginError):
+    """A costly route's slots are all taken for longer than its wait: the client retries (no thread is held)."""
+
+    http_code = 503
+
+    def headers(self) -> list[tuple[str, str]]:
+        return [("Retry-After", "2")]
+
+
 class InternalError(PluginError):
     """Anything unexpected: the body stays generic, details go to the server log only."""
 

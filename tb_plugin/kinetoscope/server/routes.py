@@ -8,7 +8,9 @@ per loaded trace, in the background.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
@@ -47,7 +49,7 @@ from ..views.lanes import lanes_view, window_ns
 from ..views.profiler_tables import MAX_LIMIT, full_name_view, search_view, tables_view
 from ..views.roofline_table import roofline_view
 from ..views.series import log_histogram, memory_view
-from .errors import BadRequest, NotFound, NotReady, TraceFailed
+from .errors import BadRequest, Busy, NotFound, NotReady, TraceFailed
 from .service import TraceService
 from .spans import Loaded
 
@@ -288,17 +290,50 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: i
     except EditError as exc:
         raise BadRequest(str(exc)) from None
     loaded = _load(service, sid)
-    try:
-        roof = _roofline(loaded.model, loaded.prepared) if any(e.kind in ("roofline", "precision") for e in parsed) else None
-        return whatif_entry(Replayer(loaded.model, roof, loaded.prepared.tables).apply(parsed), offset, limit)
-    except EditError as exc:
-        raise BadRequest(str(exc)) from None
+    with _costly_slot("whatif"):
+        replayer = _replayer(service, sid, loaded)
+        if any(e.kind in ("roofline", "precision") for e in parsed):
+            replayer.ctx.cache.setdefault("roofline", _roofline(loaded.model, loaded.prepared))
+
+        def answer() -> dict[str, Any]:
+            try:
+                return whatif_entry(replayer.apply(parsed), offset, limit)
+            except EditError as exc:
+                raise BadRequest(str(exc)) from None
+        return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)
 
 
 MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
 
 
 MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its steps
+# Routes that replay the trace (critical_path, whatif) run at most this many at once; a request that waits longer
+# than COSTLY_WAIT_S for a slot is answered 503 (`Busy`), so a burst of them never holds every thread of the server.
+# What they compute is kept per span (`service.derived`): the replayer, the whole-trace paths, each what-if answer.
+COSTLY_SLOTS = 2
+COSTLY_WAIT_S = 10.0
+_costly = threading.BoundedSemaphore(COSTLY_SLOTS)
+
+
+@contextmanager
+def _costly_slot(route: str):
+    if not _costly.acquire(timeout=COSTLY_WAIT_S):
+        raise Busy(f"{route}: {COSTLY_SLOTS} replays are running and none ended within {COSTLY_WAIT_S:g} s; retry")
+    try:
+        yield
+    finally:
+        _costly.release()
+
+
+def _replayer(service: TraceService, sid: str, loaded: Loaded) -> Replayer:
+    """The span's Replayer (its dependencies read once per load), kept while the span's model is the same; a
+    trace too long to replay is a 422 naming it."""
+    def build() -> Replayer:
+        try:
+            return Replayer(loaded.model, None, loaded.prepared.tables)
+        except EditError as exc:
+            raise TraceFailed(f"{loaded.file.run}/{Path(loaded.file.path).name}: {exc}") from None
+    return service.derived(("replayer", sid), [loaded.model], build)
 
 
 def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = None, start_us: Optional[float] = None,
@@ -308,17 +343,20 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
     (the lane overlay)."""
     loaded = _load(service, sid)
     model = loaded.model
+    with _costly_slot("critical_path"):
+        replayer = _replayer(service, sid, loaded)
+        every = service.derived(("critical_paths", sid), [model], lambda: critical_paths(model, replayer))
+        return _paths_answer(service, sid, model, replayer, every, step, start_us, end_us)
+
+
+def _paths_answer(service: TraceService, sid: str, model: TraceModel, replayer: Replayer, every: list,
+                  step: Optional[int], start_us: Optional[float], end_us: Optional[float]) -> dict[str, Any]:
     if step is None and start_us is None and end_us is None:
-        paths = critical_paths(model)
-        return {"steps": paths[:MAX_PATH_STEPS], "total": len(paths)}
+        return {"steps": every[:MAX_PATH_STEPS], "total": len(every)}
     if step is None:
         t0, t1 = _window(model, start_us, end_us)
         lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
-        try:
-            replayer = Replayer(model)  # one reading of the dependencies for both walks
-        except EditError as exc:
-            raise TraceFailed(f"{loaded.file.run}/{Path(loaded.file.path).name}: {exc}") from None
-        inside = [p["index"] for p in critical_paths(model, replayer) if p["end_us"] > lo and p["start_us"] < hi]
+        inside = [p["index"] for p in every if p["end_us"] > lo and p["start_us"] < hi]
         paths = critical_paths(model, replayer, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
         budget = MAX_PATH_SEGMENTS
         for p in paths:
@@ -326,7 +364,7 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
             budget -= len(kept)
             p["segments"] = kept
         return {"steps": paths, "total": len(inside)}
-    paths = critical_paths(model, step_indices=[step], with_segments=True)
+    paths = critical_paths(model, replayer, step_indices=[step], with_segments=True)
     if not paths:
         raise NotFound(f"span {sid} has no step {step}")
     return {"steps": paths, "total": 1}
