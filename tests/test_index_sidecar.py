@@ -460,3 +460,38 @@ def test_a_restamp_signs_what_was_checked_never_what_is_at_the_path_after(tmp_pa
     assert index_trace(str(path)).status == CHANGED  # not re-stamped: decoded and written afresh
     monkeypatch.setattr(sidecar, "restamp_checked", real)
     assert index_trace(str(path)).status == FRESH
+
+
+def test_a_refused_summary_is_read_once_until_its_sidecar_changes(tmp_path, monkeypatch):
+    """Issue 54 N6: every ranks request re-read a refused summary section (up to its cap) in TensorBoard's process."""
+    logdir = tmp_path / "logs"
+    path = write_trace(logdir / "run" / "w.1.pt.trace.json", gloo_rank(0, world=2, steps=2))
+    assert index_trace(str(path)).status == NEW
+    target = Path(sidecar.sidecar_path(str(path)))
+    data = bytearray(target.read_bytes())
+    with sidecar.SidecarFile(str(target)) as reader:
+        head, body = header.parse_header(reader.read, reader.size)
+    summary = next(s for s in head["sections"] if s["name"] == "summary")
+    data[body + summary["offset"] + summary["bytes"] // 2] ^= 0xFF  # no longer matches its checksum: refused
+    target.write_bytes(bytes(data))
+    service = TraceService(str(logdir), cache_dir=None, rescan_s=3600, decode_in_child=False, prepare=pipeline.prepare,
+                           index=SidecarIndex())
+    try:
+        service.scan_now()
+        (sid, _, _), = service.snapshot()
+        monkeypatch.setattr(service, "request_load", lambda *a, **k: None)  # the span never loads: only the sidecar
+        reads = []
+        real = SidecarIndex.digest
+        monkeypatch.setattr(SidecarIndex, "digest", lambda self, p: reads.append(p) or real(self, p))
+        assert [service.digest(sid) for _ in range(5)] == [None] * 5
+        assert len(reads) == 1
+        os.utime(target, (time.time() + 5, time.time() + 5))  # the sidecar changed: read again, once
+        assert [service.digest(sid) for _ in range(3)] == [None] * 3
+        assert len(reads) == 2
+    finally:
+        service.close()
+
+
+def test_a_summary_section_larger_than_an_eighth_of_its_trace_is_refused_unread():
+    assert header.section_cap("summary", 8 << 20) == (1 << 20) + (1 << 20)
+    assert header.section_cap("model", 1000) == (8 << 20) + 32_000

@@ -31,7 +31,10 @@ TRACE_MEMBER = "__trace__"  # the model section's copy of the trace's sha256
 # event and a trace at most KINETOSCOPE_MAX_EVENTS_PER_KB (250) events per KiB stored, about 20 bytes per
 # stored byte; measured: 4.2x for a gzip ResNet trace, 2.8x for a modern one. The summary is kilobytes (2% of
 # the trace measured). A larger claim is refused before a byte of it is read.
-SECTION_CAPS = {SUMMARY: (1 << 20, 1), MODEL: (8 << 20, 32)}
+# A section's cap: fixed bytes plus a share of the trace's stored bytes. A summary (the report entry and the rank
+# digest, whose collective calls grow with the trace) is far below an eighth of it: a section claiming more is
+# refused before a byte of it is read (issue 54 N6: the cap was the trace's whole size).
+SECTION_CAPS = {SUMMARY: (1 << 20, 0.125), MODEL: (8 << 20, 32)}
 FINGERPRINTED = ("trace/*.py", "analysis/**/*.py", "analysis/**/*.json", "views/*.py", "pipeline.py")  # what computes a sidecar's content
 _analysis_fp: Optional[str] = None
 
@@ -60,7 +63,7 @@ def sidecar_path(trace_path: str) -> str:
 def section_cap(name: str, trace_size: int) -> int:
     """The most bytes section `name` of a sidecar may hold for a trace of `trace_size` stored bytes."""
     fixed, ratio = SECTION_CAPS[name]
-    return fixed + ratio * max(0, int(trace_size))
+    return fixed + int(ratio * max(0, int(trace_size)))
 
 
 def analysis_fingerprint() -> str:
