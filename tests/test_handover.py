@@ -5,6 +5,10 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +28,9 @@ def _roundtrip(outcome: tuple) -> tuple:
 
 
 def _left(folder) -> list[str]:
-    return [n for n in os.listdir(folder) if n.startswith(handover.PREFIX)]
+    """Handover files left in the shared folder or in this user's folder inside it."""
+    private = os.path.join(folder, f"kinetoscope-{os.getuid()}")
+    return [n for f in (folder, private) if os.path.isdir(f) for n in os.listdir(f) if n.startswith(handover.PREFIX)]
 
 
 def test_large_columns_come_through_shared_memory_read_only(tmp_path, monkeypatch):
@@ -53,7 +59,7 @@ def test_small_outcomes_and_a_missing_folder_go_through_the_pipe(tmp_path, monke
 def test_a_frame_that_does_not_hold_together_is_refused(forgery, tmp_path, monkeypatch):
     monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
     name = handover.PREFIX + "0" * 24
-    (tmp_path / name).write_bytes(b"x" * 10)
+    (Path(handover.private_dir()) / name).write_bytes(b"x" * 10)
     frame = {"not_a_handover_name": ("shm", "passwd", [(0, 10)], b""),
              "traversal": ("shm", handover.PREFIX + "/../../etc/passwd", [(0, 10)], b""),
              "short_file": ("shm", name, [(0, 1 << 20)], b""),
@@ -61,6 +67,45 @@ def test_a_frame_that_does_not_hold_together_is_refused(forgery, tmp_path, monke
     stream = io.BytesIO(pickle.dumps(frame))
     with pytest.raises((ValueError, OSError)):
         handover.receive(stream)
+
+
+def test_the_files_live_in_a_folder_only_this_user_may_enter(tmp_path, monkeypatch):
+    # issue 54 N7: in a shared folder without the sticky bit another user could put a file of the same owner (a
+    # hard link to another handover file) at the name the parent then maps
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    big = ("ok", np.arange(2_000_000, dtype=np.int64))
+    folder = Path(handover.private_dir())
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and folder.parent == tmp_path
+    stream = io.BytesIO()
+    handover.send(big, stream)
+    assert stream.getbuffer().nbytes < 4096 and len(_left(tmp_path)) == 1  # through the private folder
+    stream.seek(0)
+    folder.chmod(0o755)  # opened to others meanwhile: refused, never mapped
+    with pytest.raises(ValueError, match="open to others"):
+        handover.receive(stream)
+    (_, got), sent = _roundtrip(big)  # a folder open to others takes nothing: the pipe carries it
+    assert sent > big[1].nbytes and np.array_equal(got, big[1])
+    folder.chmod(0o700)
+    for leftover in folder.iterdir():
+        leftover.unlink()
+    folder.rmdir()
+    os.symlink(tmp_path / "elsewhere", folder)  # a link at the folder's name: not followed, the pipe again
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (_, got), sent = _roundtrip(big)
+    assert sent > big[1].nbytes and os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_sweep_removes_the_files_of_children_no_longer_running(tmp_path, monkeypatch):
+    # issue 54 N9: a killed child's file stayed an hour in shared memory
+    monkeypatch.setenv(handover.SHM_DIR_ENV, str(tmp_path))
+    folder = Path(handover.private_dir())
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    dead, alive = folder / f"{handover.PREFIX}{done.pid}-ab", folder / f"{handover.PREFIX}{os.getpid()}-cd"
+    for path in (dead, alive):
+        path.write_bytes(b"x")
+    handover.sweep()
+    assert not dead.exists() and alive.exists()
 
 
 def test_sweep_removes_only_stale_handover_files_of_this_user(tmp_path, monkeypatch):

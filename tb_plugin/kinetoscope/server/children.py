@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 from ..trace.loader import TraceError
 from ..trace.model import TraceModel
-from . import decoder
+from . import decoder, handover
 from .errors import log_once
 
 
@@ -27,6 +27,8 @@ class DecoderChildren:
         self.stop = stop
         self.popens: set[subprocess.Popen] = set()  # every child started and not yet done with, the spare's included
         self.spare: Optional[decoder.Child] = None  # a decoder child waiting for its job (`take`)
+        if enabled:
+            handover.sweep()  # what the children of a server that was killed left in shared memory
 
     def run(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None,
             on_model: Optional[Callable[[TraceModel], None]] = None) -> Any:

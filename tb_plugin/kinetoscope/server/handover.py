@@ -10,6 +10,13 @@ opens the file (no link followed; owned by this user, mode 0600, the size it was
 removes its name at once, and unpickles the head over views of the mapping: no copy, read-only columns. The
 pages are freed when the model is.
 
+The files live in a folder of this user's own inside that one (`kinetoscope-<uid>`, mode 0700, checked on every
+use: a link, another owner or a mode others may enter makes the handover go in-band), so no other user can swap
+one while a child writes it or the parent opens it, in whatever folder KINETOSCOPE_SHM_DIR names (issue 54 N7: a
+shared folder without the sticky bit let another user substitute a file of the same owner). Each file's name
+carries its child's pid: `sweep` removes the files of children that are no longer running, at every spawn and when
+a server starts, and any left over STALE_S (issue 54 N9).
+
 Outcomes under SHM_MIN_BYTES (KINETOSCOPE_SHM_MIN_BYTES), or when the folder is missing, full (tmpfs is often small in containers) or not
 writable, go in-band through the pipe as before. A file a child made and never handed over (it was killed
 between writing and sending) is removed by the child itself on any error; a killed child's file is left in
@@ -24,7 +31,7 @@ import pickle
 import secrets
 import stat
 import time
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Optional
 
 SHM_DIR_ENV = "KINETOSCOPE_SHM_DIR"
 DEFAULT_SHM_DIR = "/dev/shm"
@@ -38,6 +45,26 @@ TAG = "shm"
 
 def shm_dir() -> str:
     return os.environ.get(SHM_DIR_ENV) or DEFAULT_SHM_DIR
+
+
+def private_dir(create: bool = True) -> Optional[str]:
+    """This user's handover folder inside `shm_dir()` (made mode 0700 when missing and `create`), or None when it
+    cannot be made or is not safe: a link, not a folder, another owner, or open to others."""
+    folder = os.path.join(shm_dir(), f"kinetoscope-{os.getuid()}")
+    if create:
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder
 
 
 def send(outcome: tuple, stream: BinaryIO) -> None:
@@ -62,8 +89,10 @@ def send(outcome: tuple, stream: BinaryIO) -> None:
 
 def _write_shm(views: list[memoryview], head: bytes) -> Any:
     """(TAG, name, [(offset, length)], head), or None when the shared-memory folder cannot take it."""
-    folder = shm_dir()
-    name = PREFIX + secrets.token_hex(12)
+    folder = private_dir()
+    if folder is None:
+        return None
+    name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(12)}"
     path = os.path.join(folder, name)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
@@ -105,7 +134,10 @@ def receive(stream: BinaryIO) -> Any:
     _, name, spans, head = outcome
     if not isinstance(name, str) or not name.startswith(PREFIX) or "/" in name:
         raise ValueError("a handover frame names no handover file")
-    path = os.path.join(shm_dir(), name)
+    folder = private_dir(create=False)
+    if folder is None:
+        raise ValueError("the handover folder is missing or open to others")
+    path = os.path.join(folder, name)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         os.unlink(path)  # the mapping keeps the pages; nothing is left behind
@@ -121,18 +153,36 @@ def receive(stream: BinaryIO) -> Any:
 
 
 def sweep() -> None:
-    """Removes handover files of this user older than STALE_S (left by children killed between writing and
-    sending)."""
-    folder = shm_dir()
+    """Removes this user's handover files that no child will hand over: those of children no longer running (the
+    pid in the name) and any older than STALE_S; and the files an older version left in the shared folder itself."""
     now = time.time()
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith(PREFIX)]
-    except OSError:
-        return
-    for name in names:
+    for folder in (private_dir(create=False), shm_dir()):
+        if folder is None:
+            continue
         try:
-            st = os.stat(os.path.join(folder, name), follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > STALE_S:
-                os.unlink(os.path.join(folder, name))
+            names = [n for n in os.listdir(folder) if n.startswith(PREFIX)]
         except OSError:
             continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.stat(path, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and (
+                        now - st.st_mtime > STALE_S or not _running(name)):
+                    os.unlink(path)
+            except OSError:
+                continue
+
+
+def _running(name: str) -> bool:
+    """Whether the child a handover file's name carries is still running (names without one: assumed so)."""
+    pid = name[len(PREFIX):].split("-", 1)[0]
+    if not pid.isdigit() or not name[len(PREFIX):].count("-"):
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
