@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import kernel, launch, one_span_service, op, plugin_apps, trace_doc, write_trace
 from kinetoscope.cli.main import main
-from kinetoscope.server import routes
+from kinetoscope.server import replays, routes
 from kinetoscope.trace.model import MAX_SHOWN_CHARS
 from werkzeug.test import Client
 
@@ -83,16 +83,16 @@ def test_a_whatif_of_many_steps_is_summarised_and_paged(tmp_path, capsys):
     # issue 54 N3: a what-if answer listed every step (200,000 steps: 23 MB per answer)
     root = tmp_path / "logs"
     with one_span_service(many_steps_doc(5_000), root) as (service, sid):
-        whole = routes.whatif_impl(service, sid, ["host:aten::add*0"])
+        whole = replays.whatif_impl(service, sid, ["host:aten::add*0"])
         assert len(whole["steps"]) == 1000 and whole["steps_total"] == 5_000 and whole["steps_offset"] == 0
         assert len(json.dumps(whole)) < 2 * BOUND
         assert set(whole["most_changed_step"]) == {"index", "name", "recorded_us", "predicted_us"}
         assert whole["p90_step_us"] <= whole["recorded_p90_step_us"]
-        page = routes.whatif_impl(service, sid, ["host:aten::add*0"], offset=4_990, limit=50)
+        page = replays.whatif_impl(service, sid, ["host:aten::add*0"], offset=4_990, limit=50)
         assert (page["steps_offset"], len(page["steps"])) == (4_990, 10)
         assert page["median_step_us"] == whole["median_step_us"]  # over every step, whichever page
     with one_span_service(many_steps_doc(20), tmp_path / "few") as (service, sid):
-        few = routes.whatif_impl(service, sid, [])
+        few = replays.whatif_impl(service, sid, [])
         assert len(few["steps"]) == 20 and "steps_total" not in few  # a short run's answer is as it was
     assert main(["whatif", str(root), "--edit", "host:aten::add*0", "--no-cache"]) == 0
     out = capsys.readouterr().out

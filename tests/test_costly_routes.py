@@ -11,7 +11,7 @@ import threading
 import pytest
 from conftest import one_span_service, one_step_doc
 from kinetoscope.analysis.whatif import critical_path
-from kinetoscope.server import routes
+from kinetoscope.server import replays, routes
 from kinetoscope.server.errors import Busy
 
 
@@ -25,40 +25,40 @@ def test_the_critical_path_is_walked_once_per_span(span, monkeypatch):
     service, sid = span
     walks = []
     real = critical_path.critical_paths
-    monkeypatch.setattr(routes, "critical_paths", lambda *a, **k: walks.append(k) or real(*a, **k))
-    first = routes.critical_path_impl(service, sid)
-    again = routes.critical_path_impl(service, sid)
+    monkeypatch.setattr(replays, "critical_paths", lambda *a, **k: walks.append(k) or real(*a, **k))
+    first = replays.critical_path_impl(service, sid)
+    again = replays.critical_path_impl(service, sid)
     assert first == again and len([w for w in walks if not w]) == 1  # the whole-trace walk: once
-    window = routes.critical_path_impl(service, sid, start_us=0.0, end_us=500.0)
+    window = replays.critical_path_impl(service, sid, start_us=0.0, end_us=500.0)
     assert window["total"] >= 1 and len([w for w in walks if not w]) == 1  # the window reads the kept walk
 
 
 def test_a_whatif_answer_is_kept_per_edit_list(span, monkeypatch):
     service, sid = span
-    replayer = routes._replayer(service, sid, routes._load(service, sid))
+    replayer = replays._replayer(service, sid, routes.load_ready(service, sid))
     applied = []
     real = type(replayer).apply
     monkeypatch.setattr(type(replayer), "apply", lambda self, edits=(): applied.append(edits) or real(self, edits))
-    a = routes.whatif_impl(service, sid, ["host:aten::mm*0"])
-    b = routes.whatif_impl(service, sid, ["host:aten::mm*0"])
-    c = routes.whatif_impl(service, sid, ["host:aten::mm*0.5"])
+    a = replays.whatif_impl(service, sid, ["host:aten::mm*0"])
+    b = replays.whatif_impl(service, sid, ["host:aten::mm*0"])
+    c = replays.whatif_impl(service, sid, ["host:aten::mm*0.5"])
     assert a == b and a != c and len(applied) == 2
-    assert routes._replayer(service, sid, routes._load(service, sid)) is replayer  # the dependencies read once
+    assert replays._replayer(service, sid, routes.load_ready(service, sid)) is replayer  # the dependencies read once
 
 
 def test_a_request_that_waits_too_long_for_a_slot_is_a_named_503(span, monkeypatch):
     service, sid = span
-    monkeypatch.setattr(routes, "COSTLY_WAIT_S", 0.05)
-    held = [routes._costly.acquire(timeout=1) for _ in range(routes.COSTLY_SLOTS)]
+    monkeypatch.setattr(replays, "COSTLY_WAIT_S", 0.05)
+    held = [replays._costly.acquire(timeout=1) for _ in range(replays.COSTLY_SLOTS)]
     try:
         with pytest.raises(Busy, match="replays are running") as busy:
-            routes.critical_path_impl(service, sid)
+            replays.critical_path_impl(service, sid)
         assert busy.value.http_code == 503 and ("Retry-After", "2") in busy.value.headers()
     finally:
         for ok in held:
             if ok:
-                routes._costly.release()
-    assert routes.critical_path_impl(service, sid)["total"] == 1  # a slot free again: answered
+                replays._costly.release()
+    assert replays.critical_path_impl(service, sid)["total"] == 1  # a slot free again: answered
 
 
 def test_concurrent_requests_share_the_slots(span):
@@ -67,7 +67,7 @@ def test_concurrent_requests_share_the_slots(span):
 
     def ask():
         try:
-            answers.append(routes.whatif_impl(service, sid, ["host:aten::mm*0"])["saving_us"])
+            answers.append(replays.whatif_impl(service, sid, ["host:aten::mm*0"])["saving_us"])
         except Exception as exc:  # noqa: BLE001 - collected and asserted on below
             errors.append(exc)
     threads = [threading.Thread(target=ask) for _ in range(8)]

@@ -481,8 +481,8 @@ def test_a_refused_summary_is_read_once_until_its_sidecar_changes(tmp_path, monk
         (sid, _, _), = service.snapshot()
         monkeypatch.setattr(service, "request_load", lambda *a, **k: None)  # the span never loads: only the sidecar
         reads = []
-        real = SidecarIndex.digest
-        monkeypatch.setattr(SidecarIndex, "digest", lambda self, p: reads.append(p) or real(self, p))
+        real = SidecarIndex._read_digest
+        monkeypatch.setattr(SidecarIndex, "_read_digest", staticmethod(lambda p: reads.append(p) or real(p)))
         assert [service.digest(sid) for _ in range(5)] == [None] * 5
         assert len(reads) == 1
         os.utime(target, (time.time() + 5, time.time() + 5))  # the sidecar changed: read again, once

@@ -122,3 +122,36 @@ def test_an_unwritable_logdir_is_named_not_an_internal_error(tmp_path, monkeypat
     outcome = index_trace(str(path), roots=[str(tmp_path / "logs")])
     assert outcome.status == "failed" and "internal error" not in outcome.reason
     assert "Permission denied" in outcome.reason and "not writable" in outcome.reason, outcome.reason
+
+
+def test_a_task_elsewhere_gets_the_key_id_never_the_key(tmp_path, monkeypatch):
+    """Issue 54: the signing key travelled to Dask workers in plain task arguments; now a task gets the key's id
+    and signs with its own key file's key of that id, or fails by name."""
+    from kinetoscope.index import runner
+    path = write_trace(tmp_path / "logs" / "w.1.pt.trace.json", gloo_rank(0, world=2, steps=2))
+    outcome = index_trace(str(path), roots=[str(tmp_path / "logs")], key_id="0" * 16)
+    assert outcome.status == "failed" and "holds no sidecar key 0000000000000000" in outcome.reason
+    kid = signing.key_id(signing.signing_key())
+    assert index_trace(str(path), roots=[str(tmp_path / "logs")], key_id=kid).status == "indexed"
+    write_trace(tmp_path / "logs" / "w.2.pt.trace.json", gloo_rank(1, world=2, steps=2))  # two: a pool runs them
+    sent = []
+    monkeypatch.setattr(runner, "_on_pool", lambda *args: sent.append(args) or iter(()))
+    runner.run_index(str(tmp_path / "logs"), jobs=2)
+    (args,) = sent
+    assert args[-1] == kid and not any(isinstance(a, bytes) for a in args)
+
+
+def test_a_key_file_inside_the_logdir_signs_and_trusts_nothing(tmp_path, monkeypatch):
+    from kinetoscope.index import runner
+    logdir = tmp_path / "logs"
+    write_trace(logdir / "w.1.pt.trace.json", gloo_rank(0, world=2, steps=2))
+    key = logdir / "team.key"
+    key.write_text("cd" * 32 + "\n")
+    key.chmod(0o600)
+    monkeypatch.setenv(signing.KEY_ENV, str(key))
+    monkeypatch.setattr(signing, "_logdirs", set())
+    signing._cache.clear()
+    assert signing.signing_key(create=False) == b"cd" * 32  # outside any logdir this process serves: used
+    with pytest.raises(signing.SigningKeyError, match="lies inside the logdir"):
+        runner.run_index(str(logdir), jobs=1)
+    assert signing.trusted_keys() == {}

@@ -14,6 +14,7 @@ from typing import Optional
 from .. import __version__
 from ..analysis.roofline.peaks import PeaksError
 from ..index.header import FOLDER as SIDECAR_FOLDER
+from ..index.signing import refuse_inside as refuse_keys_inside
 from ..pipeline import CAPTURE_FOLDER, GRAPH_REFERENCE_ENV, PEAKS_ENV, read_peaks
 from ..trace.budgets import CLI_OPTIONS, in_environment
 from ..trace.discovery import SkippedLink, noting_skipped_links
@@ -119,6 +120,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             return 2
         allowed[GRAPH_REFERENCE_ENV] = reference
         paths = [*paths, reference]
+    refuse_keys_inside(roots_for(paths))  # a sidecar key file inside a logdir read here signs and trusts nothing
     with in_environment(allowed), confined(roots_for(paths)), \
             noting_skipped_links(partial(_say_skipped, args.command, args.skipped_links)):
         if args.command == "index":

@@ -5,18 +5,28 @@ write access to the logdir. A sidecar that does not match gives its reason inste
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Optional
 
 from ..pipeline import prepare
 from ..trace.loader import resource_message
 from ..trace.model import TraceModel
-from . import sidecar
+from . import sidecar, signing
 
 log = logging.getLogger(__name__)
 
 
 class SidecarIndex:
     """The sidecar reader TraceService is given (`TraceService(..., index=SidecarIndex())`)."""
+
+    MAX_MISSES = 4096  # refused summaries remembered (`digest`)
+
+    def __init__(self) -> None:
+        # summaries whose digest was refused, by trace: (the sidecar's version then, why), so a ranks request never
+        # reads a refused section again until the sidecar changes (issue 54 N6: every request re-read one of up
+        # to its cap, 445 MB, in TensorBoard's process: 8 requests held 6.75 GB); one such read at a time
+        self._misses: dict[str, tuple[Any, Optional[str]]] = {}
+        self._reading = threading.Lock()
 
     def open(self, path: str) -> tuple[Optional[TraceModel], Any, Optional[str]]:
         """(model, prepared, None) from the trace's sidecar (the analyses computed from its checked model), or
@@ -43,6 +53,11 @@ class SidecarIndex:
         return sidecar.TraceHash(path)
 
     @staticmethod
+    def refuse_keys_inside(roots: tuple[str, ...]) -> None:
+        """Trust no key file inside these folders (a served logdir: `signing.refuse_inside`)."""
+        signing.refuse_inside(roots)
+
+    @staticmethod
     def present(path: str) -> bool:
         """Whether the trace has something at its sidecar's path (worth a child to read it)."""
         return sidecar.present(path)
@@ -58,7 +73,22 @@ class SidecarIndex:
         return sidecar.versions(paths)
 
     def digest(self, path: str) -> tuple[Any, Optional[str]]:
-        """(rank digest, None) from the sidecar's summary section alone, or (None, why not)."""
+        """(rank digest, None) from the sidecar's summary section alone, or (None, why not): a sidecar refused once
+        is not read again while it stays the same."""
+        with self._reading:
+            version = sidecar.version(path)
+            held = self._misses.get(path)
+            if version is None or (held is not None and held[0] == version):
+                return None, held[1] if held is not None else "not indexed (no sidecar)"
+            digest, reason = self._read_digest(path)
+            if digest is None:
+                self._misses[path] = (version, reason)
+                while len(self._misses) > self.MAX_MISSES:
+                    self._misses.pop(next(iter(self._misses)))
+            return digest, reason
+
+    @staticmethod
+    def _read_digest(path: str) -> tuple[Any, Optional[str]]:
         try:
             return sidecar.open_summary(path)[1], None
         except sidecar.SidecarMiss as miss:

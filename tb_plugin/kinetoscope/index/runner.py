@@ -63,7 +63,8 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
     started = time.perf_counter()
     timings: dict[str, float] = {}
     roots = roots_for([logdir])  # nothing outside the logdir is read or written (`storage.confined`)
-    key = signing.signing_key()  # every sidecar of this run signed alike, wherever its task runs
+    signing.refuse_inside(roots)  # a key file inside the logdir signs nothing
+    key = signing.signing_key()  # every sidecar of this run signed alike, wherever its task runs: by its id elsewhere
     with confined(roots):
         traces = scan_logdir(logdir)  # never lists `.kinetoscope/` folders, nor links out of the logdir
     by_path = {t.path: t for t in traces}
@@ -74,11 +75,11 @@ def run_index(logdir: str, *, jobs: Optional[int] = None, scheduler: Optional[st
         results = (index_trace(p, force, verify, roots, key) for p in paths)
     elif scheduler or dask_local:
         executor = f"dask {scheduler}" if scheduler else f"local dask cluster of {dask_local} workers"
-        results = _on_dask(paths, force, verify, scheduler, dask_local, timings, roots, key)
+        results = _on_dask(paths, force, verify, scheduler, dask_local, timings, roots, signing.key_id(key))
     else:
         n = min(jobs or os.cpu_count() or 1, len(paths))
         executor = f"{n} local processes"
-        results = _on_pool(paths, force, verify, n, roots, key)
+        results = _on_pool(paths, force, verify, n, roots, signing.key_id(key))
     summary = Summary(logdir=logdir, executor=executor)
     width = len(str(len(paths)))
     for outcome in results:
@@ -151,7 +152,7 @@ def _json_default(value):
 # ---- executors -----------------------------------------------------------------------------------
 
 def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tuple[str, ...],
-             key: Optional[bytes] = None) -> Iterator[Outcome]:
+             kid: Optional[str] = None) -> Iterator[Outcome]:
     """The tasks on a local process pool (spawned: no fork of a process holding threads). A worker that
     dies breaks the pool: the unfinished tasks go to a new one, and after POOL_RESTARTS breaks each runs in
     a pool of its own, so the trace that kills its worker is the one reported."""
@@ -163,7 +164,7 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tupl
         pending = []
         for batch in batches:
             with ProcessPoolExecutor(1 if solo else min(jobs, len(batch)), mp_context=context) as pool:
-                futures = {pool.submit(index_trace, p, force, verify, roots, key): p for p in batch}
+                futures = {pool.submit(index_trace, p, force, verify, roots, None, kid): p for p in batch}
                 for future in as_completed(futures):
                     try:
                         yield future.result()
@@ -177,7 +178,7 @@ def _on_pool(paths: list[str], force: bool, verify: bool, jobs: int, roots: tupl
 
 def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[str],
              local: Optional[int], timings: Optional[dict] = None, roots: tuple[str, ...] = (),
-             key: Optional[bytes] = None) -> Iterator[Outcome]:
+             kid: Optional[str] = None) -> Iterator[Outcome]:
     """The tasks on a Dask cluster: Dask schedules them, moves them off a worker that dies, and hands back
     each outcome as it completes. A task that Dask gives up on (`KilledWorker`) is reported as failed."""
     import dask
@@ -193,7 +194,7 @@ def _on_dask(paths: list[str], force: bool, verify: bool, scheduler: Optional[st
         if timings is not None:
             timings["startup_s"] = time.perf_counter() - started
         try:
-            futures = client.map(index_trace, paths, force=force, verify=verify, roots=roots, sign_key=key, pure=False,
+            futures = client.map(index_trace, paths, force=force, verify=verify, roots=roots, key_id=kid, pure=False,
                                  key=[f"kinetoscope-index-{i}-{posixpath.basename(p)[:80]}" for i, p in enumerate(paths)])
             where = {f.key: p for f, p in zip(futures, paths)}
             for future in dask_completed(futures):

@@ -29,7 +29,7 @@ import secrets
 import stat
 import threading
 from collections.abc import Iterator
-from typing import Optional
+from typing import Any, Optional
 
 KEY_ENV = "KINETOSCOPE_SIDECAR_KEY_FILE"
 MIN_KEY_BYTES = 16  # a key file shorter than this is refused (not a key anyone meant)
@@ -38,6 +38,7 @@ MAX_KEY_BYTES = 4096
 _lock = threading.Lock()
 _cache: dict[str, tuple[tuple[int, int, int], bytes]] = {}  # key file -> ((dev, ino, mtime_ns), key)
 _extra: list[bytes] = []  # keys handed in by the caller (`using`): an index task gets its driver's key
+_logdirs: set[str] = set()  # real paths of the logdirs this process reads or indexes (`refuse_inside`)
 
 
 class SigningKeyError(Exception):
@@ -57,12 +58,32 @@ def key_id(key: bytes) -> str:
     return hashlib.sha256(key).hexdigest()[:16]
 
 
+def refuse_inside(roots: Any) -> None:
+    """Refuse, from now on, key files that lie inside these folders (the logdirs this process serves or indexes):
+    whoever may write a logdir could read the key there and sign a forgery, or put their own key in its place."""
+    with _lock:
+        for root in roots:
+            if isinstance(root, str) and "://" not in root:
+                _logdirs.add(os.path.realpath(root))
+        _cache.clear()
+
+
+def _inside_a_logdir(path: str) -> Optional[str]:
+    real = os.path.realpath(path)
+    with _lock:
+        return next((d for d in _logdirs if real == d or real.startswith(d.rstrip(os.sep) + os.sep)), None)
+
+
 def _read_key(path: str) -> Optional[bytes]:
     """The key in a key file, None when there is none (cached while the file is unchanged).
 
     Raises:
         SigningKeyError: the file exists but is no regular file, or holds no usable key.
     """
+    logdir = _inside_a_logdir(path)
+    if logdir is not None and os.path.lexists(path):
+        raise SigningKeyError(f"sidecar key file {path} lies inside the logdir {logdir}: not used (keep it outside, "
+                              f"e.g. in ~/.config/kinetoscope)")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:

@@ -37,7 +37,7 @@ def _where() -> str:
 
 
 def index_trace(path: str, force: bool = False, verify: bool = False, roots: tuple[str, ...] = (),
-                sign_key: Optional[bytes] = None) -> Outcome:
+                sign_key: Optional[bytes] = None, key_id: Optional[str] = None) -> Outcome:
     """Bring one trace's sidecar up to date. Never raises for a bad trace: the outcome says FAILED and why.
 
     Args:
@@ -46,11 +46,19 @@ def index_trace(path: str, force: bool = False, verify: bool = False, roots: tup
         verify: kept for compatibility: every check, the full sha256 included, runs anyway.
         roots: the folders it may read and write inside (`storage.confined`; the logdir): a link out of them is
             refused, not followed.
-        sign_key: the key to sign the sidecar with (`signing`; the driver's, so that every sidecar of one `index`
-            is signed alike wherever the task runs); None: this process's own.
+        sign_key: the key to sign the sidecar with (`signing`), given in the same process; None: this process's own.
+        key_id: the id of the driver's key, for a task that runs in another process or machine: the key itself
+            never travels in a task's arguments (issue 54); the worker signs with its own key file's key of that
+            id, and fails by name when it holds none.
     """
     started = time.perf_counter()
     try:
+        if key_id is not None and sign_key is None:
+            sign_key = signing.trusted_keys().get(key_id)
+            if sign_key is None:
+                raise signing.SigningKeyError(
+                    f"this worker ({_where()}) holds no sidecar key {key_id}, which the indexing run signs with: give "
+                    f"it the driver's key file ({signing.KEY_ENV})")
         with confined(roots), signing.using(sign_key):
             return _index(path, force, verify, started)
     except signing.SigningKeyError as exc:

@@ -29,15 +29,14 @@ from ..analysis.whatif.replay import MAX_WHATIF_STEPS
 from ..index.readers import SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
 from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS, TABLE_SPLITS
-from . import routes
+from . import replays, routes
 from .bundle import BundleError, bundle
 from .compare_route import compare_impl
 from .errors import BadRequest, InternalError, MethodNotAllowed, NotFound, PluginError, log_once
 from .service import TraceService
+from .static_files import STATIC_TYPES, read_static, static_parts
 
 JSON = "application/json"
-STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
-STATIC_MARKER = "/data/plugin/kinetoscope/static/"
 SPAN_RE = re.compile(r"^[0-9a-f]{12}$")
 NAME_KEY_RE = re.compile(r"^[0-9a-f]{16}$")  # a table row's name_key (analysis/tables.name_key)
 MAX_US = 1e15  # ~30 years: keeps every time parameter far inside int64 nanoseconds
@@ -188,45 +187,6 @@ def causes_arg(args) -> Optional[list[int]]:
     if unknown:
         raise BadRequest(f"cause must be a comma-separated subset of {','.join(CAUSE_NAMES)}, not {value!r}")
     return sorted({CAUSE_NAMES.index(n) for n in names})
-
-
-# ---- static files -------------------------------------------------------------------------------
-
-MAX_STATIC_PATH = 256
-# What the package ships (setup.py's package_data): its top-level files and the model/render/ui modules. A
-# development checkout holds more beside them (frontend/test/: the tests and their fixtures), never served.
-STATIC_FOLDERS = ("model", "render", "ui")
-
-
-def static_parts(path: str) -> list[str]:
-    """The validated parts of a static path relative to the frontend package (raises NotFound)."""
-    rel = path.split(STATIC_MARKER, 1)[1] if STATIC_MARKER in path else path.split("/static/", 1)[-1]
-    if len(rel) > MAX_STATIC_PATH:  # no frontend file has such a name; never echo it whole
-        raise NotFound(f"no static file {rel[:64]!r}...")
-    parts = rel.split("/")
-    bad = (not rel or "\\" in rel or "\x00" in rel or ":" in rel or posixpath.isabs(rel)
-           or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
-           or posixpath.splitext(rel)[1] not in STATIC_TYPES or len(parts) > 2
-           or (len(parts) == 2 and parts[0] not in STATIC_FOLDERS) or parts[-1].endswith(".test.js"))
-    if bad:
-        raise NotFound(f"no static file {rel!r}")
-    return parts
-
-
-def read_static(parts: list[str]) -> bytes:
-    """A file of the `kinetoscope.frontend` package, never anything outside it (raises NotFound)."""
-    root = importlib.resources.files("kinetoscope.frontend")
-    resource = root.joinpath(*parts)
-    if isinstance(root, os.PathLike):  # on disk: refuse symlinks that lead out of the package
-        real_root = os.path.realpath(root)
-        if os.path.commonpath([real_root, os.path.realpath(resource)]) != real_root:
-            raise NotFound(f"no static file {'/'.join(parts)!r}")
-    try:
-        if not resource.is_file():
-            raise NotFound(f"no static file {'/'.join(parts)!r}")
-        return resource.read_bytes()
-    except OSError:  # a name the filesystem refuses (too long, bad bytes) names no file of ours
-        raise NotFound(f"no static file {'/'.join(parts)[:64]!r}") from None
 
 
 class FrontendBundle:
@@ -418,14 +378,14 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
         edits = args.getlist("edit")
         if len(edits) > MAX_EDITS:
             raise BadRequest(f"at most {MAX_EDITS} edit arguments, not {len(edits)}")
-        return routes.whatif_impl(self.service(), span_arg(args), edits, offset=int_arg(args, "offset", 0, 0, 1 << 40),
+        return replays.whatif_impl(self.service(), span_arg(args), edits, offset=int_arg(args, "offset", 0, 0, 1 << 40),
                                   limit=int_arg(args, "limit", MAX_WHATIF_STEPS, 1, MAX_WHATIF_STEPS))
 
     @_route
     def critical_path_route(self, request):
         args = request.args
         start, end = window_args(args)
-        return routes.critical_path_impl(self.service(), span_arg(args), step=int_arg(args, "step", None, 0, 1 << 40),
+        return replays.critical_path_impl(self.service(), span_arg(args), step=int_arg(args, "step", None, 0, 1 << 40),
                                          start_us=start, end_us=end)
 
     @_route

@@ -8,9 +8,7 @@ per loaded trace, in the background.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
@@ -30,9 +28,6 @@ from ..analysis.judgement.verdict import harmonized_by_worker, run_verdict
 from ..analysis.report import verdict_entry
 from ..analysis.tables.index import TableIndex
 from ..analysis.tables.search import SearchIndex
-from ..analysis.whatif.critical_path import critical_paths
-from ..analysis.whatif.edits import EditError, parse_edit
-from ..analysis.whatif.replay import MAX_WHATIF_STEPS, Replayer, whatif_entry
 from ..formats.report import render_entry, title_of, verdict_lines
 from ..formats.units import md
 from ..pipeline import trace_roofline
@@ -49,7 +44,7 @@ from ..views.lanes import lanes_view, window_ns
 from ..views.profiler_tables import MAX_LIMIT, full_name_view, search_view, tables_view
 from ..views.roofline_table import roofline_view
 from ..views.series import log_histogram, memory_view
-from .errors import BadRequest, Busy, NotFound, NotReady, TraceFailed
+from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .service import TraceService
 from .spans import Loaded
 
@@ -68,7 +63,7 @@ MAX_EXPORT_BYTES = 2_000_000  # the gzipped file, like every other answer: a win
 
 
 
-def _load(service: TraceService, sid: str) -> Loaded:
+def load_ready(service: TraceService, sid: str) -> Loaded:
     return service.get(sid, wait_s=LOAD_WAIT_S)
 
 
@@ -126,7 +121,7 @@ def status_impl(service: TraceService, sid: Optional[str] = None, *, load: bool 
 
 def summary_impl(service: TraceService, sid: str) -> dict[str, Any]:
     """The analysis report of one span."""
-    return _summary(sid, _load(service, sid))
+    return _summary(sid, load_ready(service, sid))
 
 
 def _summary(sid: str, loaded: Loaded) -> dict[str, Any]:
@@ -137,7 +132,7 @@ def _summary(sid: str, loaded: Loaded) -> dict[str, Any]:
 def markdown_impl(service: TraceService, sid: str) -> dict[str, Any]:
     """The span's summary as markdown, from the one renderer the CLI uses (`formats.report.render_entry`): the
     run's verdict first when the run has several spans, then the span's, harmonized as the tab shows it."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     f = loaded.file
     summary = _summary(sid, loaded)
     run = run_verdict_impl(service, f.run)
@@ -238,7 +233,7 @@ def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[
               min_us: float = 0.0, start_us: Optional[float] = None, end_us: Optional[float] = None,
               sort: str = "start", offset: int = 0, limit: int = 100) -> dict[str, Any]:
     """One page of a device's idle gaps."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     found = [d for d in loaded.prepared.analysis.idle.devices if d.device == device]
     if not found:
         raise NotFound(f"span {sid} has no GPU activity on device {device!r}")
@@ -251,7 +246,7 @@ def gaps_impl(service: TraceService, sid: str, device: int, *, causes: Optional[
 
 def launches_impl(service: TraceService, sid: str, *, bins: int = 60, top: int = 50) -> dict[str, Any]:
     """Launch-offset percentiles, histogram, and the per-kernel and per-op tables."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     launch = loaded.prepared.analysis.launch
     series = {"offset": launch.offset_ns, "queued": launch.queued_ns, "latency": launch.latency_ns}
     return {"pairs": launch.pairs, "short_kernels": int(np.count_nonzero(launch.short)),
@@ -264,7 +259,7 @@ def launches_impl(service: TraceService, sid: str, *, bins: int = 60, top: int =
 def memory_impl(service: TraceService, sid: str, *, max_points: int = 2000, device: Optional[str] = None,
                 start_us: Optional[float] = None, end_us: Optional[float] = None) -> dict[str, Any]:
     """Memory curves, downsampled to `max_points` per device."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     memory = loaded.prepared.analysis.memory
     if device is not None and all(s.device != device for s in memory):
         raise NotFound(f"span {sid} has no memory data for device {device!r}")
@@ -276,98 +271,9 @@ def memory_impl(service: TraceService, sid: str, *, max_points: int = 2000, devi
 
 def stalls_impl(service: TraceService, sid: str, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
     """Per-step DataLoader waits and stalls."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     analysis = loaded.prepared.analysis
     return stalls_view(loaded.model, analysis.steps, analysis.verdict, offset=offset, limit=limit)
-
-
-def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: int = 0,
-                limit: int = MAX_WHATIF_STEPS) -> dict[str, Any]:
-    """The steps re-timed after `edits` (analysis/whatif/replay.py): recorded and predicted per step (steps `offset`
-    on, at most `limit`), their medians."""
-    try:
-        parsed = tuple(parse_edit(text) for text in edits)
-    except EditError as exc:
-        raise BadRequest(str(exc)) from None
-    loaded = _load(service, sid)
-    with _costly_slot("whatif"):
-        replayer = _replayer(service, sid, loaded)
-        if any(e.kind in ("roofline", "precision") for e in parsed):
-            replayer.ctx.cache.setdefault("roofline", _roofline(loaded.model, loaded.prepared))
-
-        def answer() -> dict[str, Any]:
-            try:
-                return whatif_entry(replayer.apply(parsed), offset, limit)
-            except EditError as exc:
-                raise BadRequest(str(exc)) from None
-        return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)
-
-
-MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
-
-
-MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its steps
-# Routes that replay the trace (critical_path, whatif) run at most this many at once; a request that waits longer
-# than COSTLY_WAIT_S for a slot is answered 503 (`Busy`), so a burst of them never holds every thread of the server.
-# What they compute is kept per span (`service.derived`): the replayer, the whole-trace paths, each what-if answer.
-COSTLY_SLOTS = 2
-COSTLY_WAIT_S = 10.0
-_costly = threading.BoundedSemaphore(COSTLY_SLOTS)
-
-
-@contextmanager
-def _costly_slot(route: str):
-    if not _costly.acquire(timeout=COSTLY_WAIT_S):
-        raise Busy(f"{route}: {COSTLY_SLOTS} replays are running and none ended within {COSTLY_WAIT_S:g} s; retry")
-    try:
-        yield
-    finally:
-        _costly.release()
-
-
-def _replayer(service: TraceService, sid: str, loaded: Loaded) -> Replayer:
-    """The span's Replayer (its dependencies read once per load), kept while the span's model is the same; a
-    trace too long to replay is a 422 naming it."""
-    def build() -> Replayer:
-        try:
-            return Replayer(loaded.model, None, loaded.prepared.tables)
-        except EditError as exc:
-            raise TraceFailed(f"{loaded.file.run}/{Path(loaded.file.path).name}: {exc}") from None
-    return service.derived(("replayer", sid), [loaded.model], build)
-
-
-def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = None, start_us: Optional[float] = None,
-                       end_us: Optional[float] = None) -> dict[str, Any]:
-    """Each step's critical path and its shares (analysis/whatif/critical_path.py); with `step` (an index), that step's
-    path segments too; with a window (`start_us`/`end_us`), the steps whose path meets it, with their segments
-    (the lane overlay)."""
-    loaded = _load(service, sid)
-    model = loaded.model
-    with _costly_slot("critical_path"):
-        replayer = _replayer(service, sid, loaded)
-        every = service.derived(("critical_paths", sid), [model], lambda: critical_paths(model, replayer))
-        return _paths_answer(service, sid, model, replayer, every, step, start_us, end_us)
-
-
-def _paths_answer(service: TraceService, sid: str, model: TraceModel, replayer: Replayer, every: list,
-                  step: Optional[int], start_us: Optional[float], end_us: Optional[float]) -> dict[str, Any]:
-    if step is None and start_us is None and end_us is None:
-        return {"steps": every[:MAX_PATH_STEPS], "total": len(every)}
-    if step is None:
-        t0, t1 = _window(model, start_us, end_us)
-        lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
-        inside = [p["index"] for p in every if p["end_us"] > lo and p["start_us"] < hi]
-        paths = critical_paths(model, replayer, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
-        budget = MAX_PATH_SEGMENTS
-        for p in paths:
-            kept = [s for s in p["segments"] if s["end_us"] > lo and s["start_us"] < hi][:max(budget, 0)]
-            budget -= len(kept)
-            p["segments"] = kept
-        return {"steps": paths, "total": len(inside)}
-    paths = critical_paths(model, replayer, step_indices=[step], with_segments=True)
-    if not paths:
-        raise NotFound(f"span {sid} has no step {step}")
-    return {"steps": paths, "total": 1}
 
 
 def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = None, end_us: Optional[float] = None,
@@ -376,7 +282,7 @@ def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = N
     gap and step overlays are empty and `analysed` is false: ask again once the span is ready."""
     loaded = _load_lanes(service, sid)
     model, prepared = loaded.model, loaded.prepared
-    t0, t1 = _window(model, start_us, end_us)
+    t0, t1 = span_window(model, start_us, end_us)
     analysis = getattr(prepared, "analysis", None)
     idle, steps = (None, None) if analysis is None else (analysis.idle, analysis.steps)
     out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps, counters=counters)
@@ -390,14 +296,14 @@ def counters_impl(service: TraceService, sid: str, *, start_us: Optional[float] 
     summaries (as in `summary`)."""
     loaded = _load_lanes(service, sid)
     model = loaded.model
-    t0, t1 = _window(model, start_us, end_us)
+    t0, t1 = span_window(model, start_us, end_us)
     return {**counters_view(loaded.prepared.index.counters, t0, t1, width_px), "summary": counters_summary(model)}
 
 
 def event_impl(service: TraceService, sid: str, row: int, *, with_args: bool = False) -> dict[str, Any]:
     """Details of one event row; `with_args` adds its full `args` re-read from the file (`args_error`
     says why not). Hover boxes skip them: re-reading a gzip file can take a few hundred ms."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     if not 0 <= row < loaded.model.n_events:
         raise NotFound(f"span {sid} has no event row {row!r}")
     tables = getattr(loaded.prepared, "tables", None)
@@ -414,7 +320,7 @@ def export_impl(service: TraceService, sid: str, *, start_us: Optional[float] = 
     """A window as a Chrome trace, and the file name to save it under (`.json.gz`: see `gzip_export`)."""
     loaded = _load_lanes(service, sid)
     model = loaded.model
-    t0, t1 = _window(model, start_us, end_us)
+    t0, t1 = span_window(model, start_us, end_us)
     rows = window_rows(model, loaded.prepared.index, t0, t1)
     limit = export_max_events()
     records = export_records(model, rows)
@@ -430,7 +336,7 @@ def export_check_impl(service: TraceService, sid: str, *, start_us: Optional[flo
                       end_us: Optional[float] = None) -> dict[str, Any]:
     """Whether a window can be exported, before the user asks: its event count against the limit."""
     loaded = _load_lanes(service, sid)
-    t0, t1 = _window(loaded.model, start_us, end_us)
+    t0, t1 = span_window(loaded.model, start_us, end_us)
     rows = window_rows(loaded.model, loaded.prepared.index, t0, t1)
     limit = export_max_events()
     return {"events": int(rows.size), "max_events": limit, "fits": export_records(loaded.model, rows) <= limit}
@@ -467,7 +373,7 @@ def gzip_export(text: bytes) -> bytes:
     return packed
 
 
-def _window(model: TraceModel, start_us: Optional[float], end_us: Optional[float]) -> tuple[int, int]:
+def span_window(model: TraceModel, start_us: Optional[float], end_us: Optional[float]) -> tuple[int, int]:
     t0, t1 = window_ns(model, start_us, end_us)
     if t1 <= t0:
         raise BadRequest(f"empty window: start_us={start_us!r} end_us={end_us!r} (the trace ends at "
@@ -488,10 +394,10 @@ def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Op
     """One page of the operator, kernel or module table (`views/profiler_tables`), or of the module tree, memory
     per op, user annotations or kernel sequences (`views/extra_tables`; `options`: side, scope, min_len,
     max_len, top), for the whole span or a window."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     model, prepared = loaded.model, loaded.prepared
     index = prepared.tables or TableIndex.build(model)
-    window = None if start_us is None and end_us is None else _window(model, start_us, end_us)
+    window = None if start_us is None and end_us is None else span_window(model, start_us, end_us)
     try:
         if by in ("op", "kernel", "module"):
             return tables_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
@@ -499,7 +405,7 @@ def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Op
         if group != "name" or split != "name":
             raise ValueError(f"group and split apply to the op and kernel tables, not by={by!r}")
         if by == "roofline":
-            return roofline_view(model, _roofline(model, prepared), window=window, sort=sort, query=query,
+            return roofline_view(model, span_roofline(model, prepared), window=window, sort=sort, query=query,
                                  offset=offset, limit=limit, max_limit=MAX_LIMIT)
         return extra_view(model, index, by=by, window=window, sort=sort, query=query, offset=offset, limit=limit,
                           max_limit=MAX_LIMIT, **options)
@@ -507,7 +413,7 @@ def tables_impl(service: TraceService, sid: str, *, by: str = "op", start_us: Op
         raise BadRequest(str(exc)) from None
 
 
-def _roofline(model: TraceModel, prepared: Any) -> Any:
+def span_roofline(model: TraceModel, prepared: Any) -> Any:
     """The span's Roofline as its analysis made it (with the user's peaks file), else made now."""
     found = getattr(prepared.analysis, "roofline", None)
     if found is not None:
@@ -517,7 +423,7 @@ def _roofline(model: TraceModel, prepared: Any) -> Any:
 
 def name_impl(service: TraceService, sid: str, key: str) -> dict[str, Any]:
     """The full text of a name the other routes cut, by its `name_key` (404 for a key no name of the trace has)."""
-    found = full_name_view(_load(service, sid).model, key)
+    found = full_name_view(load_ready(service, sid).model, key)
     if found is None:
         raise NotFound(f"no name of span {sid} has the key {key!r}")
     return found
@@ -525,6 +431,6 @@ def name_impl(service: TraceService, sid: str, key: str) -> dict[str, Any]:
 
 def search_impl(service: TraceService, sid: str, query: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
     """The op and kernel occurrences whose name contains `query`, in time order, one page at a time."""
-    loaded = _load(service, sid)
+    loaded = load_ready(service, sid)
     index = loaded.prepared.search or SearchIndex.build(loaded.model)
     return search_view(loaded.model, index, query, offset=offset, limit=limit)

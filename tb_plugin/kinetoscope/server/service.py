@@ -88,14 +88,12 @@ class TraceService:
         self._prepare = prepare
         self._preload_first = preload_first  # load the span a tab opens by default as soon as it is found
         self._index = index  # `index.readers.SidecarIndex`: models and analyses from `kinetoscope index` sidecars
+        if index is not None:
+            index.refuse_keys_inside(self.roots)  # a key file inside the logdir is trusted by no reader
         # (first, rest): a load publishes first(model) for the lane routes, then stores rest(model, first's
         # result) as the span's prepared analyses; `prepare` is then unused.
         self._stages = stages
         self._lock = threading.RLock()
-        # sidecar summaries whose digest could not be used, by span: (the sidecar's version then, why), so a ranks
-        # request never reads a refused section again until the sidecar changes; one such read at a time
-        self._digest_misses: dict[str, tuple[Any, Optional[str]]] = {}
-        self._digest_read = threading.Lock()
         self._spans = SpanTable(self._lock, memory_budget_bytes)
         self._sniff_cache: dict = {}
         self._derived: OrderedDict[Any, tuple[tuple, Any]] = OrderedDict()  # `derived`
@@ -464,7 +462,8 @@ class TraceService:
             if entry is not None and entry.digest is not None:
                 return entry.digest
         if entry is not None and self._index is not None:  # a sidecar's summary: no model loaded
-            digest = self._sidecar_digest(sid, entry.file)
+            with confined(self.roots):
+                digest, _reason = self._index.digest(entry.file.path)
             if digest is not None and self._spans.update(sid, entry.file, digest=digest):
                 return digest
         self.request_load(sid)
@@ -473,22 +472,6 @@ class TraceService:
             if entry is not None and entry.state == "error":
                 raise TraceFailed(entry.error or LOAD_FAILED)
             return entry.digest if entry is not None else None
-
-    def _sidecar_digest(self, sid: str, file: Any) -> Any:
-        """The digest in the span's sidecar summary, None when it has none to use. Read one at a time, and never again
-        for a sidecar already refused until that sidecar changes (issue 54 N6: every ranks request re-read a refused
-        section of up to its cap, 445 MB, in TensorBoard's process: 8 requests held 6.75 GB)."""
-        with self._digest_read:
-            with confined(self.roots):
-                version = self._index.version(file.path)
-                if version is None or self._digest_misses.get(sid, (object(),))[0] == version:
-                    return None
-                digest, reason = self._index.digest(file.path)
-            if digest is None:
-                self._digest_misses[sid] = (version, reason)
-                while len(self._digest_misses) > 4 * DERIVED_ENTRIES:
-                    self._digest_misses.pop(next(iter(self._digest_misses)))
-            return digest
 
     def derived(self, key: Any, inputs: Sequence[Any], build: Callable[[], Any]) -> Any:
         """`build()`, a value made only from `inputs` (digests: a reload replaces a span's digest, never
