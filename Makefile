@@ -9,7 +9,7 @@ ACCEL := $(VENV)/.columns-built
 PORT ?= 6006
 LOGDIR ?= samples/logs
 
-.PHONY: install install-min browser-deps test test-min test-python test-js demo serve bench loadtest lint clean
+.PHONY: install install-min browser-deps test test-min test-sanitize test-python test-js demo serve bench loadtest lint clean
 
 install: $(STAMP) $(ACCEL)
 
@@ -47,6 +47,11 @@ test-python: install
 
 test-js:
 	@if [ -d frontend/test ]; then node --test frontend/test/; fi
+
+# The C passes under AddressSanitizer and UndefinedBehaviorSanitizer, driven by the hostile and fuzzed inputs
+# (tests/sanitize/run.sh; the sanitized build goes to .sanitize/, the regular one is left as it is).
+test-sanitize: install
+	PYTHON=$(BIN)/python tests/sanitize/run.sh
 
 # The declared minimums: a second venv on the oldest Python setup.py allows, every floor of setup.py
 # (install_requires and the test extra) pinned exactly by tests/min-versions.txt, no torch; the suite less the

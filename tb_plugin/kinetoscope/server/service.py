@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -356,8 +357,9 @@ class TraceService:
         except TraceError as exc:
             self._fail(sid, file, redact(f"{file.run}/{Path(file.path).name}: {exc.message}"), transient=exc.transient)
         except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
-            log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
-            self._fail(sid, file, LOAD_FAILED)
+            if not (self._stop.is_set() or sys.is_finalizing()):  # shutting down (SIGTERM) cut the load: no bug
+                log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
+                self._fail(sid, file, LOAD_FAILED)
 
     def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel, early: Any = None) -> Any:
         """Stage one (unless `early` holds it already), published for the lane routes at once; then stage two, the
