@@ -178,6 +178,23 @@ def test_more_events_than_the_budget_is_a_named_error(tmp_path, monkeypatch):
     assert budgets.EventBudget(per_kb=250).limit(1000) == budgets.EVENTS_FLOOR
 
 
+@pytest.mark.parametrize("pieces", [False, True], ids=["one piece", "many pieces"])
+def test_more_distinct_names_than_the_budget_is_a_named_error(tmp_path, monkeypatch, pieces):
+    # issue 54 N4: 1.75M `ProfilerStep#N` annotations (9.7 MB gzipped, inside the event budget) took 1.3 GB
+    from kinetoscope.trace import budgets, loader
+    if pieces:
+        monkeypatch.setattr(loader, "CHUNK_BYTES", 1 << 14)
+        monkeypatch.setattr(loader, "MIN_CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(budgets, "NAMES_FLOOR", 1000)
+    events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1, "ts": 10 * i,
+               "dur": 9} for i in range(3000)]
+    path = write_trace(tmp_path / "steps.pt.trace.json", trace_doc(events))
+    _budget_error(path, monkeypatch, budgets.NAMES_PER_KB_ENV, "1", r"names more than its budget of 1,000 distinct")
+    assert budgets.EventBudget().name_limit(10_000_000) == 244_140  # 25 per KiB of a 10 MB file
+    monkeypatch.undo()
+    assert budgets.EventBudget().name_limit(1000) == budgets.NAMES_FLOOR == 200_000
+
+
 @pytest.mark.parametrize("where", ["a-string", "whitespace-between-events", "the-first-event"])
 def test_one_event_longer_than_the_budget_is_a_named_error(tmp_path, monkeypatch, where):
     from kinetoscope.trace import budgets, loader

@@ -57,6 +57,7 @@ def setting(name: str, default: float) -> float:
 EVENTS_PER_KB_ENV = "KINETOSCOPE_MAX_EVENTS_PER_KB"
 MAX_EVENTS_ENV = "KINETOSCOPE_MAX_EVENTS"
 EVENT_BYTES_ENV = "KINETOSCOPE_MAX_EVENT_BYTES"
+NAMES_PER_KB_ENV = "KINETOSCOPE_MAX_NAMES_PER_KB"
 WHOLE_BYTES_ENV = "KINETOSCOPE_MAX_WHOLE_BYTES"
 # Real traces hold one event per 15-30 bytes of gzip (per 220-470 bytes of text); a model costs about 250
 # bytes per event while it is built. 250 events per KiB (4 bytes each) is 4x the densest real trace and keeps
@@ -64,6 +65,12 @@ WHOLE_BYTES_ENV = "KINETOSCOPE_MAX_WHOLE_BYTES"
 DEFAULT_EVENTS_PER_KB = 250.0
 EVENTS_FLOOR = 1_000_000  # any file may hold this many, whatever its size
 DEFAULT_MAX_EVENTS = 400_000_000
+# Distinct event names: each costs a string and its table entries in every process that holds the model (about
+# 400 bytes with the analyses' per-name lists), beside the 250 bytes of its event. Real traces name a few thousand
+# (ResNet: 300; with_stack Python frames: tens of thousands); a file of 1.75M `ProfilerStep#N` annotations (9.7 MB
+# gzipped, inside the event budget) took 1.3 GB. 25 per KiB keeps a 10 MB file under 250,000 names.
+DEFAULT_NAMES_PER_KB = 25.0
+NAMES_FLOOR = 200_000  # any file may name this many
 # Kineto's largest events (a templated kernel name, a long call stack) are kilobytes; 16 MiB also bounds one
 # string and one whitespace run, the two ways a small gzip becomes one huge token.
 DEFAULT_EVENT_BYTES = 16 << 20
@@ -84,9 +91,18 @@ class EventBudget:
     max_events: int = DEFAULT_MAX_EVENTS
     event_bytes: int = DEFAULT_EVENT_BYTES
     whole_bytes: int = DEFAULT_WHOLE_BYTES
+    names_per_kb: float = DEFAULT_NAMES_PER_KB
 
     def limit(self, stored_bytes: int) -> int:
         return int(min(self.max_events, max(EVENTS_FLOOR, self.per_kb * max(stored_bytes, 0) / 1024)))
+
+    def name_limit(self, stored_bytes: int) -> int:
+        return int(max(NAMES_FLOOR, self.names_per_kb * max(stored_bytes, 0) / 1024))
+
+    def too_many_names(self, stored_bytes: int) -> str:
+        return (f"names more than its budget of {self.name_limit(stored_bytes):,} distinct events ({self.names_per_kb:g} "
+                f"per KiB of the {stored_bytes:,}-byte file, at least {NAMES_FLOOR:,}; real traces name a few thousand): "
+                f"a hostile file? To read it anyway raise {NAMES_PER_KB_ENV}")
 
     def too_many(self, stored_bytes: int) -> str:
         return (f"holds more than its budget of {self.limit(stored_bytes):,} events ({self.per_kb:g} per KiB of the "
@@ -107,7 +123,8 @@ def event_budget() -> EventBudget:
     return EventBudget(per_kb=setting(EVENTS_PER_KB_ENV, DEFAULT_EVENTS_PER_KB),
                        max_events=int(setting(MAX_EVENTS_ENV, DEFAULT_MAX_EVENTS)),
                        event_bytes=int(setting(EVENT_BYTES_ENV, DEFAULT_EVENT_BYTES)),
-                       whole_bytes=int(setting(WHOLE_BYTES_ENV, DEFAULT_WHOLE_BYTES)))
+                       whole_bytes=int(setting(WHOLE_BYTES_ENV, DEFAULT_WHOLE_BYTES)),
+                       names_per_kb=setting(NAMES_PER_KB_ENV, DEFAULT_NAMES_PER_KB))
 
 
 # The budgets the CLI takes as options (option, environment variable, metavar, what it bounds); TensorBoard's
@@ -117,6 +134,7 @@ CLI_OPTIONS = (
     ("--max-inflate-bytes", INFLATE_BYTES_ENV, "N", "the most a .gz may inflate to"),
     ("--max-events-per-kb", EVENTS_PER_KB_ENV, "N", "events a file may hold per KiB of its size"),
     ("--max-events", MAX_EVENTS_ENV, "N", "the most events a file may hold"),
+    ("--max-names-per-kb", NAMES_PER_KB_ENV, "N", "distinct event names a file may hold per KiB of its size"),
     ("--max-event-bytes", EVENT_BYTES_ENV, "N", "the longest one event's text (a string, a whitespace run) may be"),
     ("--max-whole-bytes", WHOLE_BYTES_ENV, "N", "the most text of a file that cannot be cut into events"),
 )

@@ -111,10 +111,12 @@ class ColumnBuilder:
     """Accumulates chunks of decoded events; `finish` builds the model."""
 
     def __init__(self, max_events: Optional[int] = None, refusal: Optional[Callable[[], str]] = None,
-                 text_bytes: Optional[int] = None) -> None:
+                 text_bytes: Optional[int] = None, max_names: Optional[int] = None,
+                 names_refusal: Optional[Callable[[], str]] = None) -> None:
         """`max_events`: refuse (`BudgetExceeded`, with `refusal()` as its message) a file holding more; `text_bytes`:
         the length of the text, when known (from RESERVED_TEXT_BYTES on, the row columns are reserved: `RowStore`)."""
         self._max_events, self._refusal = max_events, refusal
+        self._max_names, self._names_refusal = max_names, names_refusal  # distinct event names (budgets.py)
         self._rows = RowStore(text_bytes, narrow=max_events is not None and max_events < NARROW_ROWS, limit=max_events)
         self._names, self._cats, self._pids, self._tids, self._flow_names, self._shapes, self._frames = (
             _Interner() for _ in range(7))
@@ -191,6 +193,9 @@ class ColumnBuilder:
     def _check_budget(self, n: int) -> None:
         if self._max_events is not None and self.n + n > self._max_events:
             raise BudgetExceeded(self._refusal() if self._refusal else f"more than {self._max_events:,} events")
+        if self._max_names is not None and len(self._names.table) > self._max_names:
+            raise BudgetExceeded(self._names_refusal() if self._names_refusal else
+                                 f"more than {self._max_names:,} distinct event names")
 
     def _tables(self) -> tuple[dict, ...]:
         """The interning tables, in `_INTERNED` order."""
@@ -282,6 +287,7 @@ class ColumnBuilder:
         self._gpu_args.absorb(gpu, off)
         self.n += n
         self._ordinal += ordinal
+        self._check_budget(0)  # the names it brought
 
     def _shape_columns(self, first: np.ndarray) -> dict[str, Any]:
         """Each event row's recorded inputs from first-seen rows: `inputs_id` (into `inputs_strings`, the JSON
@@ -339,6 +345,7 @@ class ColumnBuilder:
         the correlation, External id and source row gathers and the launch links, while this thread gathers the other
         event columns and reads the other arguments): numpy releases the GIL in them.
         """
+        self._check_budget(0)  # the last piece's names
         skipped, warnings = dict(skipped), list(warnings)
         chunks, self._chunks = self._chunks, []
         store, self._rows = self._rows, RowStore()

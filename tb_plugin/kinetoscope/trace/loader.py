@@ -189,6 +189,7 @@ def _build(blocks, path: str, source_bytes, size_hint: Optional[int], stored_byt
     `stored_bytes` (the file's size as stored, gzip or not) sets how many events it may hold.
     """
     builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes),
+                            max_names=budget.name_limit(stored_bytes), names_refusal=lambda: budget.too_many_names(stored_bytes),
                             text_bytes=text_bytes or size_hint)
     chunk = _chunk_bytes(size_hint, text_bytes, stored_bytes)
     offloader = helpers = None
@@ -264,7 +265,8 @@ def _build_whole(raw, path: str, stored_bytes: Optional[int] = None, budget: Opt
         raise TraceError(path, str(exc), exc.transient) from None
     except (RecursionError, MemoryError) as exc:
         raise TraceError(path, resource_message(exc)) from None
-    builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes))
+    builder = ColumnBuilder(max_events=budget.limit(stored_bytes), refusal=lambda: budget.too_many(stored_bytes),
+                            max_names=budget.name_limit(stored_bytes), names_refusal=lambda: budget.too_many_names(stored_bytes))
     builder.add(decoded.doc.traceEvents, decoded.legacy_external_id, source_index=decoded.source_index,
                 piece_events=decoded.total or None)
     decoded.doc.traceEvents = []
