@@ -76,3 +76,20 @@ def test_concurrent_requests_share_the_slots(span):
     for t in threads:
         t.join(30)
     assert not errors and len(set(answers)) == 1 and len(answers) == 8
+
+
+def test_a_kept_answer_needs_no_slot(span, monkeypatch):
+    service, sid = span
+    first = replays.critical_path_impl(service, sid)
+    shown = replays.whatif_impl(service, sid, ["host:aten::mm*0"])
+    monkeypatch.setattr(replays, "COSTLY_WAIT_S", 0.05)
+    held = [replays._costly.acquire(timeout=1) for _ in range(replays.COSTLY_SLOTS)]
+    try:  # every slot taken by long replays: what is kept is still answered at once
+        assert replays.critical_path_impl(service, sid) == first
+        assert replays.whatif_impl(service, sid, ["host:aten::mm*0"]) == shown
+        with pytest.raises(Busy):
+            replays.whatif_impl(service, sid, ["host:aten::mm*0.25"])  # a new one waits for a slot
+    finally:
+        for ok in held:
+            if ok:
+                replays._costly.release()

@@ -33,17 +33,17 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: i
     except EditError as exc:
         raise BadRequest(str(exc)) from None
     loaded = load_ready(service, sid)
-    with _costly_slot("whatif"):
-        replayer = _replayer(service, sid, loaded)
-        if any(e.kind in ("roofline", "precision") for e in parsed):
-            replayer.ctx.cache.setdefault("roofline", span_roofline(loaded.model, loaded.prepared))
+    replayer = _replayer(service, sid, loaded)
 
-        def answer() -> dict[str, Any]:
+    def answer() -> dict[str, Any]:
+        with _costly_slot("whatif"):
+            if any(e.kind in ("roofline", "precision") for e in parsed):
+                replayer.ctx.cache.setdefault("roofline", span_roofline(loaded.model, loaded.prepared))
             try:
                 return whatif_entry(replayer.apply(parsed), offset, limit)
             except EditError as exc:
                 raise BadRequest(str(exc)) from None
-        return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)
+    return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)  # a kept one: no slot
 
 
 MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
@@ -69,10 +69,11 @@ def _replayer(service: TraceService, sid: str, loaded: Loaded) -> Replayer:
     """The span's Replayer (its dependencies read once per load), kept while the span's model is the same; a
     trace too long to replay is a 422 naming it."""
     def build() -> Replayer:
-        try:
-            return Replayer(loaded.model, None, loaded.prepared.tables)
-        except EditError as exc:
-            raise TraceFailed(f"{loaded.file.run}/{Path(loaded.file.path).name}: {exc}") from None
+        with _costly_slot("replay"):
+            try:
+                return Replayer(loaded.model, None, loaded.prepared.tables)
+            except EditError as exc:
+                raise TraceFailed(f"{loaded.file.run}/{Path(loaded.file.path).name}: {exc}") from None
     return service.derived(("replayer", sid), [loaded.model], build)
 
 
@@ -83,16 +84,20 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
     (the lane overlay)."""
     loaded = load_ready(service, sid)
     model = loaded.model
+    replayer = _replayer(service, sid, loaded)  # each part in a slot of its own while it is computed, none when kept
+
+    def walk() -> list:
+        with _costly_slot("critical_path"):
+            return critical_paths(model, replayer)
+    every = service.derived(("critical_paths", sid), [model], walk)
+    if step is None and start_us is None and end_us is None:
+        return {"steps": every[:MAX_PATH_STEPS], "total": len(every)}
     with _costly_slot("critical_path"):
-        replayer = _replayer(service, sid, loaded)
-        every = service.derived(("critical_paths", sid), [model], lambda: critical_paths(model, replayer))
         return _paths_answer(service, sid, model, replayer, every, step, start_us, end_us)
 
 
 def _paths_answer(service: TraceService, sid: str, model: TraceModel, replayer: Replayer, every: list,
                   step: Optional[int], start_us: Optional[float], end_us: Optional[float]) -> dict[str, Any]:
-    if step is None and start_us is None and end_us is None:
-        return {"steps": every[:MAX_PATH_STEPS], "total": len(every)}
     if step is None:
         t0, t1 = span_window(model, start_us, end_us)
         lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
