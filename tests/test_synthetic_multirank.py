@@ -187,3 +187,32 @@ def test_ranks_that_do_not_end_their_collectives_together_carry_a_wait_uncertain
     rows = {r["rank"]: r for r in view["ranks"]}
     assert rows[1]["wait_uncertainty_us"] == pytest.approx(clocks[1]["spread_us"] * clocks[1]["instances"] ** 0.5, abs=0.01)
     assert rows[0]["wait_uncertainty_us"] <= rows[1]["wait_uncertainty_us"]
+
+
+def test_each_instance_carries_how_far_apart_its_ranks_ended():
+    """Each matched instance's waits are known to within how far apart its ranks ended once the clocks are aligned
+    (clocks.instance_uncertainty): 0 where the planted collectives end together; rank 1's instances, which end 40 µs
+    early or late by turns, about 40 µs plus what its offset absorbs."""
+    from synth.groups import KERNELS
+    from synth.groups import make_job as make_2d_job
+
+    def view_of(traces):
+        digests = []
+        for r, doc in traces.items():
+            model = decode_bytes(json.dumps(doc).encode())
+            digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+        return ranks_view(digests)
+    exact = view_of(make_2d_job()[0])
+    assert [i["wait_uncertainty_us"] for i in exact["instances"]] == pytest.approx([0.0] * len(exact["instances"]), abs=0.5)
+    assert "instance_spread_ns" not in exact["clock_offsets"]
+    traces, _ = make_2d_job()
+    k = 0
+    for e in traces[1]["traceEvents"]:
+        if e["name"] in KERNELS.values():
+            e["dur"] += 40.0 if k % 2 else -40.0
+            k += 1
+    jittered = view_of(traces)
+    with_rank1 = [i for i in jittered["instances"] if i["dur_us"][1] is not None]
+    without = [i for i in jittered["instances"] if i["dur_us"][1] is None]
+    assert all(30.0 <= i["wait_uncertainty_us"] <= 90.0 for i in with_rank1)
+    assert all(i["wait_uncertainty_us"] <= 0.5 for i in without)

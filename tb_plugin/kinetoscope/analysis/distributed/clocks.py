@@ -19,7 +19,8 @@ pair calls of two groups (`groups.py`), whose ends are not one moment.
 The same residuals bound the ranks view's waits: a rank's wait in an instance is its duration less the instance's
 shortest (clock-free), which is exact when the instance's ranks end together; a rank's residual is how far from
 together it ends. Its waits summed over n instances are known to within about its spread times the square root of
-n (`wait_uncertainties`).
+n (`wait_uncertainties`); each instance's waits within the range of its ranks' residuals (`instance_uncertainty`:
+how far apart they ended once the clocks are aligned).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from typing import Any, Optional
 import numpy as np
 
 MAX_ROUNDS = 50
+INSTANCE_SPREAD = "instance_spread_ns"  # clock_offsets' per-instance spreads (by matched instance), for the view's instances
 MAD_TO_SIGMA = 1.4826
 
 
@@ -59,7 +61,26 @@ def clock_offsets(digests: list, ranks: list[int], matched: dict[str, Any]) -> O
         rows.append({"rank": ranks[i], "offset_us": round(float(offsets[i]) / 1e3, 3) if linked[i] else None,
                      "spread_us": round(spread / 1e3, 3) if spread is not None and linked[i] else None,
                      "instances": int(counts[i])})
-    return {"reference_rank": ranks[reference], "ranks": rows}
+    spread = np.where(present & linked[None, :], residual, np.nan)
+    with np.errstate(invalid="ignore"):
+        within = np.nanmax(spread, axis=1) - np.nanmin(spread, axis=1)
+    instance_spread = {int(k): float(w) for k, w, n in zip(numbered.tolist(), within.tolist(),
+                                                          (present & linked[None, :]).sum(axis=1).tolist()) if n >= 2}
+    return {"reference_rank": ranks[reference], "ranks": rows, INSTANCE_SPREAD: instance_spread}
+
+
+def instance_uncertainty(clocks: Optional[dict[str, Any]], k: int) -> Optional[float]:
+    """How far apart instance k's ranks ended once their clocks are aligned (µs): each of its waits is known to within
+    about that much (module docstring); None for an instance not matched by sequence number or without offsets."""
+    if clocks is None:
+        return None
+    ns = clocks[INSTANCE_SPREAD].get(k)
+    return None if ns is None else round(ns / 1e3, 3)
+
+
+def public(clocks: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The clock offsets as the ranks view shows them (without the per-instance spreads, which its instances carry)."""
+    return None if clocks is None else {k: v for k, v in clocks.items() if k != INSTANCE_SPREAD}
 
 
 def _alternating_medians(ends: np.ndarray, present: np.ndarray) -> np.ndarray:

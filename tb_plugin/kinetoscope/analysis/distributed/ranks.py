@@ -30,7 +30,7 @@ import numpy as np
 
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
-from .clocks import clock_offsets, wait_uncertainties
+from .clocks import clock_offsets, instance_uncertainty, public, wait_uncertainties
 from .collectives import P2P_KINDS, CollectiveCalls, collective_calls
 from .groups import process_groups
 from .straggler import straggler_at_median
@@ -188,12 +188,12 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
         "steps": step_numbers, "median_step_us": _us(median_step) if median_step else None,
         "ranks": rows, "matched_instances": len(matched["kind"]),
         "partial": bool(missing),  # figures among the ranks present only
-        "instances": _instances_entry(matched, ranks, world),
+        "instances": _instances_entry(matched, ranks, world, clocks),
         "stragglers": stragglers,
         "wait_by_step_us": _wait_by_step(matched, len(digests), step_numbers),
         "straggler_whatif": whatif,  # straggler_whatif.py: the steps if the stragglers were as fast as the median rank
         **process_groups(digests, ranks, matched),
-        **({"clock_offsets": clocks} if clocks is not None else {}),  # clocks.py: where instances were matched by Seq
+        **({"clock_offsets": public(clocks)} if clocks is not None else {}),  # clocks.py: instances matched by Seq
     }
 
 
@@ -349,7 +349,8 @@ def _slow_outside_comm(mine: np.ndarray, peers: list[np.ndarray]) -> Optional[bo
     return float(np.median(mine)) - float(np.median(medians)) > spread
 
 
-def _instances_entry(matched: dict[str, Any], ranks: list[int], world: int) -> list[dict[str, Any]]:
+def _instances_entry(matched: dict[str, Any], ranks: list[int], world: int,
+                     clocks: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
     out = []
     for k in range(min(len(matched["kind"]), MAX_INSTANCES)):
         dur = matched["dur"][k]
@@ -365,7 +366,8 @@ def _instances_entry(matched: dict[str, Any], ranks: list[int], world: int) -> l
                     "last_rank": ranks[int(matched["last"][k])] if matched["last"][k] >= 0 else None,
                     "start_us": [_us(v) if d >= 0 else None for v, d in zip(matched["start"][k].tolist(), dur.tolist())],
                     "dur_us": [_us(v) if v >= 0 else None for v in dur.tolist()],
-                    "wait_us": [_us(w) if v >= 0 else None for v, w in zip(dur.tolist(), matched["wait"][k].tolist())]})
+                    "wait_us": [_us(w) if v >= 0 else None for v, w in zip(dur.tolist(), matched["wait"][k].tolist())],
+                    **({} if clocks is None else {"wait_uncertainty_us": instance_uncertainty(clocks, k)})})
     return out
 
 
