@@ -11,12 +11,8 @@ to r + 1 after RECV_TO_SEND_US of compute; each transfer ends TRANSFER_US after 
 """
 from __future__ import annotations
 
-import json
-
 import pytest
-from kinetoscope.analysis.distributed.ranks import rank_digest, ranks_view
-from kinetoscope.analysis.report import analyze
-from kinetoscope.trace.loader import decode_bytes
+from test_synthetic_multirank import ranks_view_of
 
 STAGES, STEPS, MICRO = 3, 2, 4
 STEP_US, SLOT_US, RECV_TO_SEND_US, TRANSFER_US, STAGE_DELAY_US = 40_000.0, 3_000.0, 1_200.0, 300.0, 700.0
@@ -69,18 +65,10 @@ def _job(both_ends: bool = True) -> tuple[dict[int, dict], dict[tuple, float]]:
     return traces, {k: send_at[k] - recv_at[k] for k in send_at}
 
 
-def _view(traces: dict[int, dict]) -> dict:
-    digests = []
-    for r, doc in traces.items():
-        model = decode_bytes(json.dumps(doc).encode())
-        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
-    return ranks_view(digests)
-
-
 @pytest.mark.parametrize("both_ends", [True, False], ids=["both ends written", "the far end only"])
 def test_each_transfer_pairs_its_sender_with_its_receiver(both_ends):
     traces, waits = _job(both_ends)
-    view = _view(traces)
+    view = ranks_view_of(traces)
     instances = view["instances"]
     assert len(instances) == view["matched_instances"] == (STAGES - 1) * STEPS * MICRO
     assert {i["kind"] for i in instances} == {"send_recv"}

@@ -16,13 +16,36 @@ sys.path.insert(0, str(SAMPLES))
 from synth.multirank import make_job  # noqa: E402
 
 
-def view_and_truth(**kwargs):
-    traces, truth = make_job(**kwargs)
+def digests_of(traces: dict) -> list:
+    """The rank digests of a job's traces (by rank), each decoded from its JSON text."""
     digests = []
     for r, doc in traces.items():
         model = decode_bytes(json.dumps(doc).encode())
         digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
-    return ranks_view(digests), truth
+    return digests
+
+
+def ranks_view_of(traces: dict) -> dict:
+    return ranks_view(digests_of(traces))
+
+
+def jittered_2d_job() -> dict:
+    """The 2-D job's traces with rank 1's collective kernels ending 40 µs early or late by turns."""
+    from synth.groups import KERNELS
+    from synth.groups import make_job as make_2d_job
+
+    traces, _ = make_2d_job()
+    k = 0
+    for e in traces[1]["traceEvents"]:
+        if e["name"] in KERNELS.values():
+            e["dur"] += 40.0 if k % 2 else -40.0
+            k += 1
+    return traces
+
+
+def view_and_truth(**kwargs):
+    traces, truth = make_job(**kwargs)
+    return ranks_view_of(traces), truth
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -82,10 +105,7 @@ def test_a_2d_parallel_job_is_matched_by_group_and_sequence_number_as_planted():
     from synth.groups import make_job as make_2d_job
 
     traces, truth = make_2d_job(steps=3, tp_late_ms=2.0)
-    digests = []
-    for r, doc in traces.items():
-        model = decode_bytes(json.dumps(doc).encode())
-        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
+    digests = digests_of(traces)
     view = ranks_view(digests)
     found = {g["name"]: g for g in view["process_groups"]}
     assert set(found) == set(truth["groups"]) and view["group_health"] == []
@@ -139,11 +159,7 @@ def test_the_ranks_clock_offsets_are_found_from_the_collectives_ends():
     from synth.multirank import make_job as make_1d_job
 
     for (traces, _truth), step_us in ((make_1d_job(ranks=4, steps=5, straggler=2), 3700.0), (make_2d_job(), 2900.0)):
-        digests = []
-        for r, doc in traces.items():
-            model = decode_bytes(json.dumps(doc).encode())
-            digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
-        clocks = ranks_view(digests)["clock_offsets"]
+        clocks = ranks_view_of(traces)["clock_offsets"]
         assert clocks["reference_rank"] == 0
         assert [c["rank"] for c in clocks["ranks"]] == [0, 1, 2, 3]
         assert [c["offset_us"] for c in clocks["ranks"]] == pytest.approx([0, step_us, 2 * step_us, 3 * step_us], abs=1.0)
@@ -154,13 +170,10 @@ def test_ranks_whose_groups_never_meet_the_reference_have_no_offset():
     from synth.groups import make_job as make_2d_job
 
     traces, _ = make_2d_job()
-    digests = []
-    for r, doc in traces.items():  # keep only the tp calls: {0, 1} and {2, 3} never meet
-        doc = {**doc, "traceEvents": [e for e in doc["traceEvents"]
-                                      if (e.get("args") or {}).get("Process Group Description", "tp") == "tp"]}
-        model = decode_bytes(json.dumps(doc).encode())
-        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
-    rows = {c["rank"]: c for c in ranks_view(digests)["clock_offsets"]["ranks"]}
+    tp_only = {r: {**doc, "traceEvents": [e for e in doc["traceEvents"]  # {0, 1} and {2, 3} never meet
+                                          if (e.get("args") or {}).get("Process Group Description", "tp") == "tp"]}
+               for r, doc in traces.items()}
+    rows = {c["rank"]: c for c in ranks_view_of(tp_only)["clock_offsets"]["ranks"]}
     assert rows[1]["offset_us"] == pytest.approx(2900.0, abs=1.0)
     assert rows[2]["offset_us"] is None and rows[3]["offset_us"] is None and rows[3]["instances"] > 0
 
@@ -168,20 +181,7 @@ def test_ranks_whose_groups_never_meet_the_reference_have_no_offset():
 def test_ranks_that_do_not_end_their_collectives_together_carry_a_wait_uncertainty():
     """Rank 1's collectives end 40 µs early or late by turns: its clock offset stays within that of the planted
     2.9 ms, its spread is about 40 µs, and its summed wait is known to within spread x sqrt(instances)."""
-    from synth.groups import KERNELS
-    from synth.groups import make_job as make_2d_job
-
-    traces, _ = make_2d_job()
-    k = 0
-    for e in traces[1]["traceEvents"]:
-        if e["name"] in KERNELS.values():
-            e["dur"] += 40.0 if k % 2 else -40.0
-            k += 1
-    digests = []
-    for r, doc in traces.items():
-        model = decode_bytes(json.dumps(doc).encode())
-        digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
-    view = ranks_view(digests)
+    view = ranks_view_of(jittered_2d_job())
     clocks = {c["rank"]: c for c in view["clock_offsets"]["ranks"]}
     assert clocks[1]["offset_us"] == pytest.approx(2900.0, abs=41.0) and 20.0 <= clocks[1]["spread_us"] <= 80.0
     rows = {r["rank"]: r for r in view["ranks"]}
@@ -193,25 +193,12 @@ def test_each_instance_carries_how_far_apart_its_ranks_ended():
     """Each matched instance's waits are known to within how far apart its ranks ended once the clocks are aligned
     (clocks.instance_uncertainty): 0 where the planted collectives end together; rank 1's instances, which end 40 µs
     early or late by turns, about 40 µs plus what its offset absorbs."""
-    from synth.groups import KERNELS
     from synth.groups import make_job as make_2d_job
 
-    def view_of(traces):
-        digests = []
-        for r, doc in traces.items():
-            model = decode_bytes(json.dumps(doc).encode())
-            digests.append(rank_digest(model, analyze(model), worker=f"rank{r}"))
-        return ranks_view(digests)
-    exact = view_of(make_2d_job()[0])
+    exact = ranks_view_of(make_2d_job()[0])
     assert [i["wait_uncertainty_us"] for i in exact["instances"]] == pytest.approx([0.0] * len(exact["instances"]), abs=0.5)
     assert "instance_spread_ns" not in exact["clock_offsets"]
-    traces, _ = make_2d_job()
-    k = 0
-    for e in traces[1]["traceEvents"]:
-        if e["name"] in KERNELS.values():
-            e["dur"] += 40.0 if k % 2 else -40.0
-            k += 1
-    jittered = view_of(traces)
+    jittered = ranks_view_of(jittered_2d_job())
     with_rank1 = [i for i in jittered["instances"] if i["dur_us"][1] is not None]
     without = [i for i in jittered["instances"] if i["dur_us"][1] is None]
     assert all(30.0 <= i["wait_uncertainty_us"] <= 90.0 for i in with_rank1)
