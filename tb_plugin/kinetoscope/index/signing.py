@@ -31,6 +31,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from ..trace.storage import contained, is_remote, real_root
+
 KEY_ENV = "KINETOSCOPE_SIDECAR_KEY_FILE"
 MIN_KEY_BYTES = 16  # a key file shorter than this is refused (not a key anyone meant)
 MAX_KEY_BYTES = 4096
@@ -62,16 +64,14 @@ def refuse_inside(roots: Any) -> None:
     """Refuse, from now on, key files that lie inside these folders (the logdirs this process serves or indexes):
     whoever may write a logdir could read the key there and sign a forgery, or put their own key in its place."""
     with _lock:
-        for root in roots:
-            if isinstance(root, str) and "://" not in root:
-                _logdirs.add(os.path.realpath(root))
+        _logdirs.update(real_root(r) for r in roots if isinstance(r, str) and r and not is_remote(r))
         _cache.clear()
 
 
 def _inside_a_logdir(path: str) -> Optional[str]:
     real = os.path.realpath(path)
     with _lock:
-        return next((d for d in _logdirs if real == d or real.startswith(d.rstrip(os.sep) + os.sep)), None)
+        return next((d for d in _logdirs if contained(real, [d])), None)
 
 
 def _read_key(path: str) -> Optional[bytes]:

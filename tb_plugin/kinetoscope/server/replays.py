@@ -23,6 +23,12 @@ from .routes import load_ready, span_roofline, span_window
 from .service import TraceService
 from .spans import Loaded
 
+MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
+MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its steps
+COSTLY_SLOTS = 2  # replays computing at once
+COSTLY_WAIT_S = 10.0  # how long a request waits for a slot before its 503
+_costly = threading.BoundedSemaphore(COSTLY_SLOTS)
+
 
 def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: int = 0,
                 limit: int = MAX_WHATIF_STEPS) -> dict[str, Any]:
@@ -44,15 +50,6 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: i
             except EditError as exc:
                 raise BadRequest(str(exc)) from None
     return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)  # a kept one: no slot
-
-
-MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
-
-
-MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its steps
-COSTLY_SLOTS = 2
-COSTLY_WAIT_S = 10.0
-_costly = threading.BoundedSemaphore(COSTLY_SLOTS)
 
 
 @contextmanager
@@ -93,11 +90,12 @@ def critical_path_impl(service: TraceService, sid: str, step: Optional[int] = No
     if step is None and start_us is None and end_us is None:
         return {"steps": every[:MAX_PATH_STEPS], "total": len(every)}
     with _costly_slot("critical_path"):
-        return _paths_answer(service, sid, model, replayer, every, step, start_us, end_us)
+        return _paths_answer(sid, model, replayer, every, step, start_us, end_us)
 
 
-def _paths_answer(service: TraceService, sid: str, model: TraceModel, replayer: Replayer, every: list,
-                  step: Optional[int], start_us: Optional[float], end_us: Optional[float]) -> dict[str, Any]:
+def _paths_answer(sid: str, model: TraceModel, replayer: Replayer, every: list, step: Optional[int],
+                  start_us: Optional[float], end_us: Optional[float]) -> dict[str, Any]:
+    """A windowed answer (the steps whose path meets it, their segments inside it) or one step's, with segments."""
     if step is None:
         t0, t1 = span_window(model, start_us, end_us)
         lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3

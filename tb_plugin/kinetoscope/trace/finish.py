@@ -43,6 +43,7 @@ COLUMN_KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "correlation", "e
                "mem_row", *(f"mem_{k}" for k in MEMORY_ARGS), "flow_row", "flow_id", "source_row")
 
 
+UNSUPPORTED_PHASE = "unsupported phase (B/E/C/other)"  # the skipped reason of every event of another phase
 _INT_LIMIT = 2.0**62  # ns times and durations (146 years) or byte counts beyond this are unusable, not int64 overflows
 
 
@@ -60,7 +61,7 @@ def complete_rows(doc: TraceDoc, take: Callable[[str], np.ndarray], take_rows: C
     mem_row = take("mem_row").astype(np.int64, copy=False)
     is_memory = np.zeros(ph.size, bool)
     is_memory[mem_row] = True
-    _count(skipped, "unsupported phase (B/E/C/other)", int(np.count_nonzero(ph == PH_OTHER)))
+    _count(skipped, UNSUPPORTED_PHASE, int(np.count_nonzero(ph == PH_OTHER)))
     _count(skipped, "missing, non-finite or out-of-range ts", int(np.count_nonzero(~(ts_ok | (ph == PH_M)))))
     x_rows = np.flatnonzero((ph == PH_X) & ~is_memory & ts_ok)
     del is_memory

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-UNSUPPORTED = "unsupported phase (B/E/C/other)"  # the skipped reason `complete_rows` counts every other phase under
+from .finish import UNSUPPORTED_PHASE as UNSUPPORTED  # what `complete_rows` counted the samples it keeps under
+
 _DEVICE_PID = re.compile(r"GPU (\d{1,9}) Counters")
 MAX_SERIES = 4096  # distinct (pid, metric) series kept; samples of any further series are skipped by name
 TOO_MANY = f"hardware counter beyond the first {MAX_SERIES} series"

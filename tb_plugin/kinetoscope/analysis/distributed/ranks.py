@@ -235,7 +235,7 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
             keys.setdefault(key, [None] * len(digests))[i] = j
     out: dict[str, list] = {"kind": [], "step": [], "dur": [], "start": [], "before": [], "nbytes": [], "group_size": [],
                             "group": [], "seq": []}
-    for _key, members in sorted(keys.items(), key=lambda kv: _instance_order(digests, kv[1])):
+    for instance, members in sorted(keys.items(), key=lambda kv: _instance_order(digests, kv[1])):
         present = [(i, j) for i, j in enumerate(members) if j is not None]
         kinds = {digests[i].calls.kind[j] for i, j in present}
         if kinds == {"send", "recv"}:
@@ -257,7 +257,7 @@ def _match(digests: list[RankDigest]) -> dict[str, Any]:
         out["nbytes"].append(max(int(digests[i].calls.nbytes[j]) for i, j in present))
         out["group_size"].append(max(int(digests[i].calls.group_size[j]) for i, j in present))
         out["group"].append(c0.group[j0])
-        out["seq"].append(-1 if _key[0] == "p2p" else int(c0.seq[j0]))
+        out["seq"].append(-1 if instance[0] == "p2p" else int(c0.seq[j0]))
     matched: dict[str, Any] = dict(out)
     matched["dur"] = np.array(out["dur"], np.int64).reshape(-1, len(digests))
     matched["start"] = np.array(out["start"], np.int64).reshape(-1, len(digests))

@@ -438,16 +438,16 @@ def whatif_entry(result: WhatIf, offset: int = 0, limit: int = MAX_WHATIF_STEPS)
         "replay_median_step_us": round(result.median_replayed_ns / 1e3, 3),
         "device_behind": result.device_behind,
         **({"notes": dict(result.notes)} if result.notes else {}),
-        **({} if lo == 0 and hi == predicted.size else _paged(result, predicted, lo, changed, us)),
+        **({} if lo == 0 and hi == predicted.size else _paged(result, predicted, lo, changed)),
     }
 
 
-def _paged(result: WhatIf, predicted: np.ndarray, lo: int, changed: int, us) -> dict:
+def _paged(result: WhatIf, predicted: np.ndarray, lo: int, changed: int) -> dict:
     """What an answer listing part of the steps adds: where its page starts, how many steps there are, the p90s
     and the step the edits changed most (its index into every step)."""
+    def us(value) -> float:
+        return round(float(value) / 1e3, 3)
     return {"steps_offset": lo, "steps_total": int(predicted.size),
-            "recorded_p90_step_us": round(float(np.percentile(result.recorded_ns, 90)) / 1e3, 3),
-            "p90_step_us": round(float(np.percentile(predicted, 90)) / 1e3, 3),
+            "recorded_p90_step_us": us(np.percentile(result.recorded_ns, 90)), "p90_step_us": us(np.percentile(predicted, 90)),
             "most_changed_step": {"index": changed, "name": result.step_names[changed],
-                                  "recorded_us": us(result.recorded_ns[changed:changed + 1])[0],
-                                  "predicted_us": us(predicted[changed:changed + 1])[0]}}
+                                  "recorded_us": us(result.recorded_ns[changed]), "predicted_us": us(predicted[changed])}}
