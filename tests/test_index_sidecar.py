@@ -242,7 +242,7 @@ def test_a_sidecar_far_larger_than_its_trace_is_not_read(job, monkeypatch):
     assert reason.startswith("sidecar refused: its model section claims") and "more than a sidecar of" in reason
     with pytest.raises(codec.CodecError, match="not a kinetoscope class"):
         codec._class("os:system")
-    with pytest.raises(codec.CodecError, match="is not a dataclass"):
+    with pytest.raises(codec.CodecError, match="is not a record class"):
         codec._class("kinetoscope.index.sidecar:SidecarMiss")
 
 

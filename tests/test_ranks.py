@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from conftest import MS, SHARED_TRACES, gloo_rank, kernel, launch, op, requires_shared, trace_doc, write_trace
 from kinetoscope.analysis.distributed.collectives import collective_calls, collective_type
@@ -234,7 +235,7 @@ def test_the_ranks_route_builds_its_view_once_per_set_of_loads_and_again_after_a
         after = settled()
         assert after["view"] is not first["view"]
         assert [s["rank"] for s in after["view"]["stragglers"]] == [2]
-        fresh = routes._ranks_of([routes.replace(service.digest(sid), worker=f.worker) for sid, f, _ in service.snapshot()],
+        fresh = routes._ranks_of([msgspec.structs.replace(service.digest(sid), worker=f.worker) for sid, f, _ in service.snapshot()],
                                  {f.worker: sid for sid, f, _ in service.snapshot()})
         assert json.dumps(fresh, sort_keys=True) == json.dumps((after["view"], after["groups"]), sort_keys=True)
     finally:
@@ -270,8 +271,7 @@ def _fsdp_tp_rank(rank: int, slow_tp_ms: float = 0.0, drop_dp_seq: int = -1, ran
 
 
 def test_an_fsdp_over_tp_job_is_matched_by_group_and_sequence_number_not_by_ordinal():
-    import dataclasses
-
+    import msgspec
     from kinetoscope.analysis.distributed import ranks as ranks_module
     digests = [digest_of(_fsdp_tp_rank(r), f"rank{r}") for r in range(4)]
     view = ranks_view(digests)
@@ -291,7 +291,7 @@ def test_an_fsdp_over_tp_job_is_matched_by_group_and_sequence_number_not_by_ordi
         return bad
 
     assert wrong_pairs(digests) == 0
-    unnumbered = [dataclasses.replace(d, calls=dataclasses.replace(d.calls, seq=d.calls.seq * 0 - 1)) for d in digests]
+    unnumbered = [msgspec.structs.replace(d, calls=msgspec.structs.replace(d.calls, seq=d.calls.seq * 0 - 1)) for d in digests]
     ordinal = ranks_module._match(unnumbered)  # the fallback pairs the k-th all_reduce of a step on every rank
     assert any(len({ds_group for ds_group in _groups_of(unnumbered, ordinal, k)}) > 1 for k in range(len(ordinal["kind"])))
 
@@ -355,13 +355,12 @@ def test_comms_id_ties_a_collective_to_its_kernel_where_no_launch_does():
 def test_a_digest_whose_call_columns_differ_in_length_is_refused():
     """A sidecar's rank digest is checked before the ranks view reads it: its per-call columns, the tuples (types,
     groups, descriptions) as well as the arrays, hold one value per call."""
-    import dataclasses
-
+    import msgspec
     from kinetoscope.analysis.distributed.ranks import RankDigest
     from kinetoscope.index.validate import ModelInvalid, check_summary
     digest = digest_of(_fsdp_tp_rank(0), "rank0")
     check_summary({}, digest, RankDigest)
     for column in ("group_desc", "kind"):
-        short = dataclasses.replace(digest, calls=dataclasses.replace(digest.calls, **{column: getattr(digest.calls, column)[:-1]}))
+        short = msgspec.structs.replace(digest, calls=msgspec.structs.replace(digest.calls, **{column: getattr(digest.calls, column)[:-1]}))
         with pytest.raises(ModelInvalid, match="unequal lengths"):
             check_summary({}, short, RankDigest)

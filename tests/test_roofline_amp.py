@@ -10,7 +10,6 @@ native kernels instead of cuDNN's), and the casts add copies, while the elementw
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from kinetoscope.analysis.whatif.edits import parse_edit
 from kinetoscope.analysis.whatif.replay import Replayer
 from kinetoscope.pipeline import trace_roofline
 from kinetoscope.trace.loader import load_trace
+from msgspec.structs import replace
 
 H200 = Path(__file__).resolve().parent.parent / "samples" / "logs" / "cuda_h200"
 

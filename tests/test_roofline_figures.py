@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 
 import pytest
 from conftest import kernel, launch, op, trace_doc, write_trace
@@ -21,6 +20,7 @@ from kinetoscope.analysis.whatif.replay import Replayer
 from kinetoscope.cli.main import main
 from kinetoscope.pipeline import trace_roofline
 from kinetoscope.trace.loader import load_trace
+from msgspec.structs import replace
 
 H100 = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045870592, "computeMajor": 9, "computeMinor": 0,
          "numSms": 132}]

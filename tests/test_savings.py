@@ -142,9 +142,8 @@ def test_the_savings_replayed_ahead_are_the_savings(folder):
 
 
 def test_when_no_listed_fix_recovers_half_the_lost_share_one_line_says_why():
-    from dataclasses import replace as with_
-
     from kinetoscope.analysis.whatif.savings import savings, shortfall
+    from msgspec.structs import replace as with_
     (trace,) = (SAMPLES / "logs" / "cuda_h200" / "launch_bound").glob("*.json.gz")
     model = load_trace(str(trace), cache_dir=None)
     analysis = analyze(model)

@@ -99,8 +99,7 @@ def test_a_2d_parallel_job_is_matched_by_group_and_sequence_number_as_planted():
     """samples/synth/groups.py: tp groups inside dp groups, whose calls interleave differently on half the ranks.
     Every group, its members, instances and waits are found as planted; the ordinal match would have paired calls
     of two groups in `ordinal_instances_mixing_groups` instances, and the (group, Seq) match pairs none."""
-    import dataclasses
-
+    import msgspec
     from kinetoscope.analysis.distributed import ranks as ranks_module
     from synth.groups import make_job as make_2d_job
 
@@ -115,7 +114,7 @@ def test_a_2d_parallel_job_is_matched_by_group_and_sequence_number_as_planted():
         assert got["wait_us"] == pytest.approx(want["wait_us"], abs=0.01), name
     assert found["1"]["waited_for"] == {"rank": 0, "instances": 6, "of": 6}  # the slow tp rank
     assert truth["ordinal_instances_mixing_groups"] >= 1
-    unnumbered = [dataclasses.replace(d, calls=dataclasses.replace(d.calls, seq=d.calls.seq * 0 - 1)) for d in digests]
+    unnumbered = [msgspec.structs.replace(d, calls=msgspec.structs.replace(d.calls, seq=d.calls.seq * 0 - 1)) for d in digests]
     by_order = ranks_module._match(unnumbered)
     mixed = [k for k in range(len(by_order["kind"]))
              if len({GROUP_DIM[n] for n in _instance_groups(unnumbered, by_order, k)}) > 1]

@@ -3,8 +3,7 @@ names it writes (a trace of one-event processes), and the lanes' gap overlay rea
 trace of one-kernel devices) with the same answer as device by device."""
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec
 import numpy as np
 import pytest
 from conftest import op, trace_doc, write_trace
@@ -61,8 +60,7 @@ def _device_by_device(idle, t0_ns, t1_ns, ns_per_px, base):
 
 def _device(device: int, starts: np.ndarray, lengths: np.ndarray, rng) -> DeviceIdle:
     """A device of these gaps (the fields without a default None: the overlay reads only the gaps; no lead)."""
-    fields = {f.name: None for f in dataclasses.fields(DeviceIdle)
-              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    fields = {f.name: None for f in msgspec.structs.fields(DeviceIdle) if f.required}
     fields.update(device=device, gap_start_ns=starts, gap_end_ns=starts + lengths,
                   gap_cause=rng.integers(0, len(CAUSE_NAMES), starts.size).astype(np.int8))
     return DeviceIdle(**fields)
@@ -76,7 +74,7 @@ def test_the_gap_overlay_reads_every_device_at_once_as_device_by_device():
         starts = np.cumsum(lengths + rng.integers(1, 3000, count)) - lengths  # sorted, disjoint
         devices.append(_device(device, starts.astype(np.int64), lengths.astype(np.int64), rng))
     devices += [_device(100 + k, np.array([k * 7], np.int64), np.array([3], np.int64), rng) for k in range(2000)]
-    idle = GpuIdle(**{**{f.name: None for f in dataclasses.fields(GpuIdle)}, "devices": tuple(devices)})
+    idle = GpuIdle(**{**{name: None for name in GpuIdle.__struct_fields__}, "devices": tuple(devices)})
     assert idle.all_gaps.start_key is not None  # one binary search per device
     far = GpuIdle(devices=(*devices[:6], _device(7, np.array([-4 * 10**18, 4 * 10**18], np.int64),
                                                   np.array([10, 10**9], np.int64), rng)))

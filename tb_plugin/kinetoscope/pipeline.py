@@ -13,9 +13,10 @@ import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
+import msgspec
 import numpy as np
 
 from .analysis.distributed.ranks import RankDigest, rank_digest
@@ -32,7 +33,7 @@ from .trace import heap
 from .trace.gpu_args import shape_size
 from .trace.kinds import GRAPH_LAUNCH_CALLS
 from .trace.loader import TraceError, load_trace
-from .trace.model import TraceModel
+from .trace.model import TraceModel, record_values
 from .trace.source import SourceError, events_args
 from .views.lane_index import LaneIndex, TraceTooLong, build_lane_index
 
@@ -49,8 +50,7 @@ log = logging.getLogger(__name__)
 _peaks_cache: dict[tuple, tuple[tuple, str]] = {}
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(msgspec.Struct, frozen=True):
     """Everything derived from one model, computed once when it loads."""
 
     analysis: Analysis
@@ -67,21 +67,20 @@ class Prepared:
 
 
 def _nbytes(obj: Any) -> int:
-    """Bytes held by the numpy arrays of a dataclass (nested ones included)."""
+    """Bytes held by the numpy arrays of a record (nested ones included)."""
     if obj is None:
         return 0
     total = 0
-    for value in vars(obj).values():
+    for value in record_values(obj):
         for item in (list(value.values()) if isinstance(value, dict) else (value,)):  # a dict: what it caches
             if isinstance(item, np.ndarray):
                 total += item.nbytes
-            elif hasattr(item, "__dataclass_fields__"):
+            elif isinstance(item, msgspec.Struct):
                 total += _nbytes(item)
     return total
 
 
-@dataclass(frozen=True)
-class LanesStage:
+class LanesStage(msgspec.Struct, frozen=True):
     """What the lane routes (`lanes`, `export`) need, published by the service before the analyses."""
 
     index: LaneIndex
@@ -112,8 +111,7 @@ def prepare_lanes(model: TraceModel) -> LanesStage:
         raise TraceError("<trace>", str(exc)) from None
 
 
-@dataclass(frozen=True)
-class Analysed:
+class Analysed(msgspec.Struct, frozen=True):
     """`analyze`'s result, the model's TableIndex and its report entry (`analyze_and_report`)."""
 
     analysis: Analysis
@@ -146,7 +144,7 @@ def analyze_and_report(model: TraceModel, search: bool = False) -> Analysed:
             wait([future])  # the thread reads the model until it is done
         raise
     part, index = future.result()
-    analysis = replace(analysis, roofline=part.roofline)
+    analysis = msgspec.structs.replace(analysis, roofline=part.roofline)
     return Analysed(analysis, part.tables, report_entry(model, analysis, part=part, ahead=ahead), index)
 
 

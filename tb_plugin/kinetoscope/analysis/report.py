@@ -5,9 +5,9 @@ prints and the `summary` route serves (times in µs relative to the trace start)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
+import msgspec
 import numpy as np
 
 from ..trace import intervals
@@ -40,8 +40,7 @@ from .tables.top_rows import tables_entry
 from .whatif.savings import saving_entries, savings, savings_ahead, shortfall
 
 
-@dataclass(frozen=True)
-class Analysis:
+class Analysis(msgspec.Struct, frozen=True):
     """All analyses of one trace."""
 
     idle: GpuIdle
@@ -72,7 +71,7 @@ def analyze(model: TraceModel) -> Analysis:
                        judged_ends(model, acts[busiest.device], steps.start_ns, steps.end_ns), calls) if busiest else None)
     verdict = _verdict(model, ops, idle, steps, launch, comm, parts, acts)
     analysis = Analysis(idle=idle, launch=launch, memory=memory, steps=steps, comm=comm, breakdown=parts, verdict=verdict)
-    return replace(analysis, insights=insights(model, analysis, ops))
+    return msgspec.structs.replace(analysis, insights=insights(model, analysis, ops))
 
 
 def _verdict(model, ops, idle, steps, launch, comm, parts, acts) -> Verdict:
@@ -160,8 +159,7 @@ def _us(ns, origin: int = 0) -> float:
     return (float(ns) - origin) / 1e3
 
 
-@dataclass(frozen=True)
-class TablesPart:
+class TablesPart(msgspec.Struct, frozen=True):
     """The parts of a report that read only the model and its TableIndex, not `analyze`'s result: computed
     beside `analyze` (`pipeline.analyze_and_report`), joined by `report_entry`. (Health and counters read only
     the model too; they are in `ReportAhead`, after `analyze`, which balances the two halves better on the x30
@@ -186,8 +184,7 @@ def tables_part(model: TraceModel, tables: Optional[TableIndex] = None, peaks: t
                       roofline=roof)
 
 
-@dataclass(frozen=True)
-class ReportAhead:
+class ReportAhead(msgspec.Struct, frozen=True):
     """The parts of a report that need no tables: computed after `analyze` while the other thread still builds
     them (`pipeline.analyze_and_report`), joined by `report_entry`. The savings' replays are here
     (`savings_ahead`): on a 6M-event trace the tables take 1.7 s longer than `analyze`, and the replays (1.8 s)
@@ -222,7 +219,7 @@ def report_entry(model: TraceModel, analysis: Analysis, tables: Optional[TableIn
     launch = analysis.launch
     part = part if part is not None else tables_part(model, tables)
     if analysis.roofline is None:
-        analysis = replace(analysis, roofline=part.roofline)
+        analysis = msgspec.structs.replace(analysis, roofline=part.roofline)
     ahead = ahead if ahead is not None else report_ahead(model, analysis)
     tbprof = part.tbprof
     amp = with_roofline(part.amp, amp_figures(analysis.roofline))
@@ -272,7 +269,7 @@ def _with_roof_fix(model: TraceModel, analysis: Analysis, found: list[dict]) -> 
     if verdict.bound != "compute-bound":
         return verdict
     words = verdict_fix(fix_facts(model, analysis.roofline), found)
-    return replace(verdict, suggestion=words) if words else verdict
+    return msgspec.structs.replace(verdict, suggestion=words) if words else verdict
 
 
 def verdict_entry(v: Verdict) -> dict:

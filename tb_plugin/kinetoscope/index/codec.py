@@ -1,7 +1,7 @@
-"""Storing what `pipeline.prepare` derives from a model (frozen dataclasses of numpy arrays, tuples, dicts and
-scalars) as one uncompressed `.npz`: each array raw (loading is a read, not a parse), the rest one JSON tree.
+"""Storing what `pipeline.prepare` derives from a model (frozen records, msgspec Structs, of numpy arrays, tuples,
+dicts and scalars) as one uncompressed `.npz`: each array raw (loading is a read, not a parse), the rest one JSON tree.
 
-The tree names each dataclass by `module:qualname`. Decoding rebuilds only dataclasses of this package
+The tree names each record by `module:qualname`. Decoding rebuilds only records of this package
 (`kinetoscope.*`), through their constructors, with exactly the fields they declare; anything else is a
 `CodecError` naming what it met. No pickle: a sidecar comes from a shared folder anyone may write to.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 import importlib
 import io
 import math
-from dataclasses import fields, is_dataclass
 from typing import Any, Optional
 
 import msgspec
 import numpy as np
 
 from ..trace.deps import MSGSPEC_REFUSALS
+from ..trace.model import field_names
 from . import npz
 
 _TREE = "__tree__"
@@ -84,12 +84,12 @@ def _enc(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
         return [_enc(x, arrays) for x in obj]
     if isinstance(obj, dict):
         return {"$d": [[_enc(k, arrays), _enc(v, arrays)] for k, v in obj.items()]}
-    if is_dataclass(obj) and not isinstance(obj, type):
+    if isinstance(obj, msgspec.Struct):
         cls = type(obj)
         if not cls.__module__.startswith(PACKAGE):
             raise TypeError(f"cannot store {cls.__module__}.{cls.__qualname__}: not a kinetoscope class")
         return {"$c": f"{cls.__module__}:{cls.__qualname__}",
-                "f": {f.name: _enc(getattr(obj, f.name), arrays) for f in fields(obj)}}
+                "f": {name: _enc(getattr(obj, name), arrays) for name in obj.__struct_fields__}}
     raise TypeError(f"cannot store a {type(obj).__name__}")
 
 
@@ -129,7 +129,7 @@ def _dec(node: Any, arrays: dict[str, np.ndarray], depth: int) -> Any:
             raise CodecError(f"bad scalar type {dtype}")
         return dtype.type(_dec(node.get("v"), arrays, depth + 1))
     if "$c" in node:
-        return _dataclass(node, arrays, depth)
+        return _record(node, arrays, depth)
     raise CodecError(f"unexpected node {str(node)[:80]!r}")
 
 
@@ -139,29 +139,25 @@ def _list(value: Any) -> list:
     return value
 
 
-def _dataclass(node: dict, arrays: dict[str, np.ndarray], depth: int) -> Any:
+def _record(node: dict, arrays: dict[str, np.ndarray], depth: int) -> Any:
     cls = _class(node["$c"])
     stored = node.get("f")
     if not isinstance(stored, dict):
         raise CodecError(f"{node['$c']}: no fields")
-    declared = [f for f in fields(cls)]
-    names = {f.name for f in declared}
+    names = set(cls.__struct_fields__)
     if set(stored) != names:
         missing, extra = sorted(names - set(stored)), sorted(set(stored) - names)
         raise CodecError(f"{cls.__qualname__} has other fields in this version (missing {missing[:5]}, extra {extra[:5]})")
     values = {name: _dec(value, arrays, depth + 1) for name, value in stored.items()}
     try:
-        obj = cls(**{f.name: values[f.name] for f in declared if f.init})
-        for f in declared:
-            if not f.init:
-                object.__setattr__(obj, f.name, values[f.name])
+        obj = cls(**values)
     except (TypeError, ValueError) as exc:
         raise CodecError(f"{cls.__qualname__}: {exc}") from None
     return obj
 
 
 def _class(name: Any) -> type:
-    """The dataclass `module:qualname` names, only from this package."""
+    """The record class `module:qualname` names, only from this package."""
     if not isinstance(name, str) or ":" not in name:
         raise CodecError(f"bad class name {str(name)[:80]!r}")
     module_name, qualname = name.split(":", 1)
@@ -173,14 +169,14 @@ def _class(name: Any) -> type:
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
         raise CodecError(f"class {name[:80]!r} does not exist in this version") from None
-    if not (isinstance(obj, type) and is_dataclass(obj)):
-        raise CodecError(f"{name[:80]!r} is not a dataclass")
+    if not (isinstance(obj, type) and issubclass(obj, msgspec.Struct)):
+        raise CodecError(f"{name[:80]!r} is not a record class")
     return obj
 
 
 def difference(a: Any, b: Any, path: str = "") -> Optional[str]:
     """Where two trees differ (the path of the first difference), or None when they are equal: arrays by
-    dtype, shape and values (NaN equals NaN), floats likewise, dataclasses by type and fields."""
+    dtype, shape and values (NaN equals NaN), floats likewise, records by type and fields."""
     if type(a) is not type(b):
         return f"{path or '.'}: {type(a).__name__} != {type(b).__name__}"
     if isinstance(a, np.ndarray):
@@ -188,9 +184,9 @@ def difference(a: Any, b: Any, path: str = "") -> Optional[str]:
             return f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
         same = np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
         return None if same else f"{path}: values differ"
-    if is_dataclass(a):
-        for f in fields(a):
-            found = difference(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    if field_names(a):
+        for name in field_names(a):
+            found = difference(getattr(a, name), getattr(b, name), f"{path}.{name}")
             if found:
                 return found
         return None

@@ -18,8 +18,9 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from typing import Callable, Optional
+
+import msgspec
 
 from ..analysis.distributed.jobs import job_groups, multi_rank_jobs
 from ..analysis.distributed.ranks import ranks_view
@@ -32,16 +33,15 @@ POOL_RESTARTS = 3  # a worker process that dies breaks the pool: restart it this
 DIED = "the worker process died while indexing it (out of memory?)"
 
 
-@dataclass
-class Summary:
+class Summary(msgspec.Struct):
     """What one `index` run did."""
 
     logdir: str
     executor: str
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[Outcome] = msgspec.field(default_factory=list)
     wall_s: float = 0.0
     startup_s: float = 0.0  # until the executor could take tasks (a Dask cluster started or reached)
-    ranks: dict[str, dict] = field(default_factory=dict)  # run -> ranks view (multi-rank runs)
+    ranks: dict[str, dict] = msgspec.field(default_factory=dict)  # run -> ranks view (multi-rank runs)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

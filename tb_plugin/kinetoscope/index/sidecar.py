@@ -52,8 +52,9 @@ files of Kinetoscope's own naming, in that folder, are ever removed.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+import msgspec
 
 from ..pipeline import Prepared, prepare
 from ..trace.model import TraceModel
@@ -104,4 +105,4 @@ def open_prepared(trace_path: str) -> tuple[TraceModel, Prepared]:
 
 def with_worker(digest: Any, worker: str) -> Any:
     """The digest as the ranks view wants it: named by the trace's worker."""
-    return replace(digest, worker=worker)
+    return msgspec.structs.replace(digest, worker=worker)

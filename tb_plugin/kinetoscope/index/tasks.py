@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import dataclass
 from typing import Any, Optional
+
+import msgspec
 
 from ..pipeline import prepare, with_graph_reference
 from ..trace.loader import TraceError, load_trace, resource_message
@@ -18,8 +19,7 @@ from . import sidecar, signing
 FRESH, NEW, CHANGED, RESTAMPED, FAILED = "up to date", "indexed", "re-indexed", "re-stamped", "failed"
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """What indexing one trace did."""
 
     path: str

@@ -10,13 +10,13 @@ Vectorised: a pass over each column, well under the cost of reading it.
 from __future__ import annotations
 
 import typing
-from dataclasses import fields, is_dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from ..trace.kinds import Kind, LaneKind
-from ..trace.model import TraceModel, array_fields
+from ..trace.model import TraceModel, array_fields, record_values
 
 # Column -> (table it belongs to, dtype as the builder makes it). Tables: events (n rows), lanes, mem, flow,
 # piece, coll, gpu_arg; lane_ptr is the lanes' CSR offsets (lanes + 1).
@@ -169,7 +169,7 @@ def check_summary(report: Any, digest: Any, digest_type: type) -> None:
     steps = {digest.step_numbers.size, digest.step_dur_ns.size, digest.step_comm_ns.size, digest.step_exposed_ns.size}
     if len(steps) != 1:
         raise ModelInvalid("the digest's step columns have unequal lengths")
-    calls = {v.size if isinstance(v, np.ndarray) else len(v) for v in vars(digest.calls).values()
+    calls = {v.size if isinstance(v, np.ndarray) else len(v) for v in record_values(digest.calls)
              if isinstance(v, (np.ndarray, tuple))}  # the per-call tuples (kind, group, before, ...) as well
     if len(calls) > 1:
         raise ModelInvalid("the digest's collective call columns have unequal lengths")
@@ -188,13 +188,13 @@ def _json_like(value: Any, depth: int) -> bool:
 
 
 def _conforms(obj: Any, where: str) -> None:
-    """Each field of a dataclass instance against its annotation: arrays numeric and 1-D, scalars of their
-    type, nested dataclasses likewise (what the ranks view and `report` read without checking)."""
+    """Each field of a record (a msgspec Struct) against its annotation: arrays numeric and 1-D, scalars of their
+    type, nested records likewise (what the ranks view and `report` read without checking)."""
     hints = typing.get_type_hints(type(obj))
-    for f in fields(obj):
-        value, hint = getattr(obj, f.name), hints[f.name]
-        name = f"{where}.{f.name}"
-        if is_dataclass(hint):
+    for field in obj.__struct_fields__:
+        value, hint = getattr(obj, field), hints[field]
+        name = f"{where}.{field}"
+        if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
             if type(value) is not hint:
                 raise ModelInvalid(f"{name} is a {type(value).__name__}, not a {hint.__name__}")
             _conforms(value, name)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 try:  # ISA-L's gzip is several times faster than zlib's at the same size
@@ -171,7 +171,7 @@ def run_verdict_impl(service: TraceService, run: str) -> dict[str, Any]:
             failed += 1
             rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "error", "verdict": None})
             continue
-        ready.append((len(rows), loaded.prepared.analysis.verdict, f.worker, replace(loaded.prepared.digest, worker=f.worker)))
+        ready.append((len(rows), loaded.prepared.analysis.verdict, f.worker, msgspec.structs.replace(loaded.prepared.digest, worker=f.worker)))
         rows.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready", "verdict": None})
     found = job_groups([d for *_, d in ready])
     group_of = group_of_worker(found)
@@ -211,7 +211,8 @@ def ranks_impl(service: TraceService, run: str) -> dict[str, Any]:
         spans.append({"id": sid, "worker": f.worker, "span": f.span_text, "state": "ready"})
     ids = {f.worker: sid for sid, f in members}
     key = ("ranks", run, tuple((sid, worker) for sid, worker, _ in loaded), tuple(sorted(ids.items())))
-    view, groups = service.derived(key, [d for *_, d in loaded], lambda: _ranks_of([replace(d, worker=w) for _, w, d in loaded], ids))
+    view, groups = service.derived(key, [d for *_, d in loaded],
+                                   lambda: _ranks_of([msgspec.structs.replace(d, worker=w) for _, w, d in loaded], ids))
     return {"run": run, "spans": spans, "pending": pending, "failed": failed, "view": view, "groups": groups}
 
 

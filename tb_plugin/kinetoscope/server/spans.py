@@ -10,9 +10,9 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ..trace.discovery import TraceFile
@@ -41,8 +41,7 @@ def model_duration_us(model: TraceModel) -> float:
     return (float(model.stop_ns) - model.start_ns) / 1e3
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(msgspec.Struct, frozen=True):
     """A ready span: its file version, model and whatever `prepare` derived from it (or, from `get_lanes`
     while a staged load analyses, what its first stage derived)."""
 
@@ -52,8 +51,7 @@ class Loaded:
     nbytes: int
 
 
-@dataclass
-class Entry:
+class Entry(msgspec.Struct):
     file: TraceFile
     state: str = "unloaded"
     phase: Optional[str] = None

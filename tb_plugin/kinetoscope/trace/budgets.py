@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+
+import msgspec
 
 INFLATE_RATIO_ENV = "KINETOSCOPE_MAX_INFLATE_RATIO"
 INFLATE_BYTES_ENV = "KINETOSCOPE_MAX_INFLATE_BYTES"
@@ -22,8 +23,7 @@ INFLATE_FLOOR_BYTES = 256 << 20
 DEFAULT_INFLATE_BYTES = 16 << 30
 
 
-@dataclass(frozen=True)
-class InflateBudget:
+class InflateBudget(msgspec.Struct, frozen=True):
     """How many uncompressed bytes a gzip file of a given size may produce."""
 
     ratio: float = DEFAULT_INFLATE_RATIO
@@ -83,8 +83,7 @@ class BudgetExceeded(Exception):
     """A file went past one of these budgets; the message names it and how to raise it."""
 
 
-@dataclass(frozen=True)
-class EventBudget:
+class EventBudget(msgspec.Struct, frozen=True):
     """How many events a file of a given stored size may hold, and how large one event's text may be."""
 
     per_kb: float = DEFAULT_EVENTS_PER_KB

@@ -12,7 +12,6 @@ Here: the schema, the whole-text decode and the decoder of one piece. A streamed
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional, Union
 
 import msgspec
@@ -127,14 +126,13 @@ class _ExactDoc(TraceDoc, gc=False):
     traceEvents: list[_ExactEvent]
 
 
-@dataclass
-class Decoded:
+class Decoded(msgspec.Struct):
     """What the decoder hands the model builder."""
 
     doc: TraceDoc
     legacy_external_id: bool = False  # the 2021 spelling "external id" occurs (else its column is skipped)
-    skipped: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = msgspec.field(default_factory=dict)
+    warnings: list[str] = msgspec.field(default_factory=list)
     source_index: Optional[list[int]] = None  # each kept event's index in the file's traceEvents (None: all kept)
     total: int = 0  # the events in the text, skipped ones included
 

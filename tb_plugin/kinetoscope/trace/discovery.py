@@ -19,9 +19,10 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from stat import S_ISREG
 from typing import Callable, Optional
+
+import msgspec
 
 from .deps import INFLATE_ERRORS
 from .storage import (
@@ -47,8 +48,7 @@ SNIFF_BYTES = 64 * 1024
 INDEX_FOLDER = ".kinetoscope"  # `kinetoscope index` sidecars: never traces, never a run
 
 
-@dataclass(frozen=True)
-class SkippedLink:
+class SkippedLink(msgspec.Struct, frozen=True):
     """A link in a local logdir that the scan did not follow: its real path lies outside the logdir (and outside
     the folders KINETOSCOPE_ALLOW_LINKS_TO or --allow-links-to name). A shared logdir must not be able to point
     the server at `/proc/self/environ` or a home folder, so such links are refused unless the user trusts them."""
@@ -83,8 +83,7 @@ def _skipped(link: str, target: str, root: str) -> None:
         sink(SkippedLink(link, target, posixpath.relpath(link, root)))
 
 
-@dataclass(frozen=True)
-class TraceFile:
+class TraceFile(msgspec.Struct, frozen=True):
     """One trace file of a run: one span of one worker."""
 
     run: str
@@ -326,8 +325,7 @@ def _sniff(path: str, key: tuple, cache: Optional[dict]) -> bool:
     return verdict
 
 
-@dataclass(frozen=True)
-class ScanDiff:
+class ScanDiff(msgspec.Struct, frozen=True):
     """What changed between two scans of one logdir."""
 
     added: tuple[TraceFile, ...]

@@ -7,10 +7,10 @@ those survive Kineto's 2024 tid sanitisation, pid/tid do not.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from .kinds import LaneKind
@@ -21,8 +21,7 @@ _STRING = np.iinfo(np.int64).min  # canonical value of a pid/tid that is not a n
 MAX_SPELLINGS = 64  # raw (pid, tid) pairs sharing lanes that `_by_pairs` orders (2021 files have a few)
 
 
-@dataclass
-class RawIds:
+class RawIds(msgspec.Struct):
     """Distinct raw pid/tid values (as written) and each event's index into them."""
 
     pid_raw: list
@@ -31,8 +30,7 @@ class RawIds:
     tid_rid: np.ndarray
 
 
-@dataclass
-class Lanes:
+class Lanes(msgspec.Struct):
     """The lane table and the lane of every placed event."""
 
     kind: np.ndarray

@@ -14,10 +14,11 @@ driver call that launched GPU activity `i` (-1 when none); one launch may own ma
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
 from typing import Any, Callable, Optional
 
+import msgspec
 import numpy as np
 
 from .kinds import ACTIVITY_KINDS, Kind, LaneKind
@@ -270,11 +271,24 @@ def whole(value: Any) -> Optional[int]:
 
 
 def freeze_arrays(obj) -> None:
-    """Make every numpy field of a dataclass instance read-only (cached results are shared between threads)."""
-    for f in fields(obj):
-        value = getattr(obj, f.name)
+    """Make every numpy field of a record (a msgspec Struct, or this module's dataclass) read-only: cached results
+    are shared between threads."""
+    for name in field_names(obj):
+        value = getattr(obj, name)
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
+
+
+def field_names(obj: Any) -> tuple[str, ...]:
+    """The fields of a record: a msgspec Struct, or this module's dataclass (empty for anything else)."""
+    if isinstance(obj, msgspec.Struct):
+        return obj.__struct_fields__
+    return tuple(f.name for f in fields(obj)) if is_dataclass(obj) else ()
+
+
+def record_values(obj: msgspec.Struct) -> list:
+    """What a record holds: its fields' values, then what its cached properties keep (a Struct with `dict=True`)."""
+    return [getattr(obj, name) for name in obj.__struct_fields__] + list(getattr(obj, "__dict__", {}).values())
 
 
 def unique(values: Any) -> np.ndarray:

@@ -7,9 +7,10 @@ import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISREG
 from typing import Optional
+
+import msgspec
 
 from .budgets import inflate_budget
 from .deps import INFLATE_ERRORS
@@ -32,8 +33,7 @@ class StorageError(Exception):
         self.transient = transient
 
 
-@dataclass(frozen=True)
-class FileIdentity:
+class FileIdentity(msgspec.Struct, frozen=True):
     """What identifies one version of a file: a change in size, mtime, inode or ctime means new content.
 
     Size and mtime alone miss a file replaced by another of the same size with its mtime kept (`cp -p`,

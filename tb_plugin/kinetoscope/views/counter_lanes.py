@@ -22,15 +22,15 @@ counters, at most MAX_BUCKETS buckets of COUNTER_PX pixels each, values rounded 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ..analysis.device.counters import Series, memory_bandwidth, queue_length, step_series
 from ..analysis.device.hw_counters import CounterSeries, counter_series
 from ..trace.kinds import ACTIVITY_KINDS, Kind
-from ..trace.model import TraceModel, freeze_arrays, unique_inverse
+from ..trace.model import TraceModel, freeze_arrays, record_values, unique_inverse
 
 try:
     from . import _counters as _accel
@@ -48,8 +48,7 @@ MAX_BLOCK = 16  # values per block of the range-maximum table (see sparse_table)
 RESOLUTION = 5  # decimals kept below each counter's largest value in the window (see lane_decimals)
 
 
-@dataclass(frozen=True)
-class CounterIndex:
+class CounterIndex(msgspec.Struct, frozen=True):
     """The counters' step functions (the first MAX_COUNTER_LANES, in drawing order), concatenated in one
     sorted key column `key = counter * stride + (t - base_ns)` as lane_index.py packs its groups, so the
     buckets of every counter are one `searchsorted`; with each change's prefix integral."""
@@ -74,7 +73,7 @@ class CounterIndex:
 
     @property
     def nbytes(self) -> int:
-        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+        return sum(v.nbytes for v in record_values(self) if isinstance(v, np.ndarray))
 
     def __len__(self) -> int:
         return len(self.kind)

@@ -19,13 +19,12 @@ picture as merging the raw events (what a level merged is below the query's own 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ..trace.intervals import packed_window, ranges
 from ..trace.kinds import ACTIVITY_KINDS, LaneKind
-from ..trace.model import TraceModel, freeze_arrays, stable_order
+from ..trace.model import TraceModel, freeze_arrays, record_values, stable_order
 from .counter_lanes import CounterIndex, build_counter_index
 
 _KEY_LIMIT = 1 << 62
@@ -41,11 +40,10 @@ class _Frozen:
     @property
     def nbytes(self) -> int:
         """Bytes held by the arrays."""
-        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+        return sum(v.nbytes for v in record_values(self) if isinstance(v, np.ndarray))
 
 
-@dataclass(frozen=True)
-class Level(_Frozen):
+class Level(_Frozen, msgspec.Struct, frozen=True):
     """Items (events, or blocks of merged events) sorted by (group, start); parallel arrays."""
 
     threshold_ns: float  # what this level merged below (0: nothing, the raw events)
@@ -64,8 +62,7 @@ class Level(_Frozen):
         return int(self.start_ns.size)
 
 
-@dataclass(frozen=True)
-class LaneIndex(_Frozen):
+class LaneIndex(_Frozen, msgspec.Struct, frozen=True):
     """Window search structure of one model (read-only, shared between requests)."""
 
     levels: tuple[Level, ...]

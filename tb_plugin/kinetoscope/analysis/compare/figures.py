@@ -18,9 +18,9 @@ several streams the kernels overlap, so only shares of the compute union can add
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Optional, Union
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -68,8 +68,7 @@ def join_name(shown: str, full: str) -> JoinName:
     return shown if key is None else CutName(shown, key, len(full))
 
 
-@dataclass(frozen=True)
-class TraceFigures:
+class TraceFigures(msgspec.Struct, frozen=True):
     """One trace's per-step figures (ns) and summary figures."""
 
     worker: str
@@ -82,10 +81,10 @@ class TraceFigures:
     launches: int
     memory_peak_bytes: Optional[int]  # allocated, the largest over devices (not the CPU)
     verdict: Verdict
-    kernels: dict[JoinName, tuple[float, int]] = field(default_factory=dict)  # compute kernel -> (time ns, calls)
-    ops: dict[JoinName, tuple[float, int, float]] = field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
+    kernels: dict[JoinName, tuple[float, int]] = msgspec.field(default_factory=dict)  # compute kernel -> (time ns, calls)
+    ops: dict[JoinName, tuple[float, int, float]] = msgspec.field(default_factory=dict)  # CPU op -> (CPU ns, calls, GPU ns)
     tables: bool = False  # kernels and ops were filled from the op/kernel tables
-    digest: Any = field(default=None, repr=False)  # the trace's `ranks.RankDigest` (multi-rank sides: stragglers)
+    digest: Any = None  # the trace's `ranks.RankDigest` (multi-rank sides: stragglers)
     from_steps: bool = True  # False: no ProfilerStep, the one unit is the device window (else the trace)
 
 
@@ -144,7 +143,7 @@ def with_tables(model: TraceModel, figures: TraceFigures, analysis: Analysis,
         name = join_name(shown[name_id], full[name_id])
         before = ops.get(name, (0.0, 0, 0.0))
         ops[name] = (before[0] + cpu, before[1] + calls, before[2] + gpu)
-    return replace(figures, kernels=_top(kernels, OTHER_KERNELS), ops=_top(ops, OTHER_OPS), tables=True)
+    return msgspec.structs.replace(figures, kernels=_top(kernels, OTHER_KERNELS), ops=_top(ops, OTHER_OPS), tables=True)
 
 
 def figures_of(model: TraceModel, analysis: Analysis, worker: str, index: Optional[TableIndex] = None,
@@ -153,8 +152,8 @@ def figures_of(model: TraceModel, analysis: Analysis, worker: str, index: Option
     digest, named by `worker`. `index` and `digest` are the trace's own when the caller has them already
     (the server's prepared ones); else they are built here."""
     figures = with_tables(model, trace_figures(model, analysis, worker=worker, rank=model.rank), analysis, index)
-    digest = rank_digest(model, analysis, worker=worker) if digest is None else replace(digest, worker=worker)
-    return replace(figures, digest=digest)
+    digest = rank_digest(model, analysis, worker=worker) if digest is None else msgspec.structs.replace(digest, worker=worker)
+    return msgspec.structs.replace(figures, digest=digest)
 
 
 def _top(rows: dict[JoinName, tuple], other: str) -> dict[JoinName, tuple]:
@@ -167,8 +166,7 @@ def _top(rows: dict[JoinName, tuple], other: str) -> dict[JoinName, tuple]:
     return kept
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(msgspec.Struct, frozen=True):
     """One rank's figures over a side's spans, in time order (steps concatenated)."""
 
     worker: str
@@ -187,8 +185,7 @@ class Series:
         return np.concatenate([getattr(s, name) for s in self.spans])
 
 
-@dataclass(frozen=True)
-class Side:
+class Side(msgspec.Struct, frozen=True):
     """A baseline or a candidate: its label and its ranks (one Series per worker), rank order."""
 
     label: str

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
+
+import msgspec
 
 TIME_UNITS = {"ns": 1e-3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}  # -> µs
 BYTE_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
@@ -41,8 +42,7 @@ class RuleError(ValueError):
     """A rule that does not parse; the message quotes it and says what is wrong."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     text: str
     metric: str
     op: str

@@ -19,9 +19,9 @@ a zero-length call on the boundary between two ops, and a call inside ops that s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.intervals import compiled_innermost, compiled_subtree_ends, nesting_depth
@@ -29,8 +29,7 @@ from ...trace.model import TraceModel, freeze_arrays, unique, unique_inverse
 from .nesting import parents_by_depth
 
 
-@dataclass(frozen=True)
-class Forest:
+class Forest(msgspec.Struct, frozen=True):
     """Nested CPU events of one role (ops, or modules) in preorder, and each GPU activity's owner among them.
 
     Positions index these arrays; `rows` maps them back to model rows.

@@ -26,9 +26,9 @@ every change equally, so a burst of launches counts more than a long steady queu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import ACTIVITY_KINDS
@@ -49,8 +49,7 @@ MIN_COPY_NS = 1_000  # HTA stretches a 0-duration copy to 1 µs (its issue #20)
 MAX_SERIES = 64  # streams / memory types a summary lists (a hostile trace may have 100,000 streams)
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(msgspec.Struct, frozen=True):
     """Step functions, one per key, concatenated: rows of series k are `ptr[k]:ptr[k+1]`, time-sorted."""
 
     t_ns: np.ndarray  # int64 time of each change
@@ -67,8 +66,7 @@ class Series:
         return slice(int(self.ptr[k]), int(self.ptr[k + 1]))
 
 
-@dataclass(frozen=True)
-class QueueLength:
+class QueueLength(msgspec.Struct, frozen=True):
     """Queue length per GPU lane: `lane[k]` (model lane), `device[k]`, `stream[k]` and its series."""
 
     lane: np.ndarray
@@ -77,8 +75,7 @@ class QueueLength:
     series: Series
 
 
-@dataclass(frozen=True)
-class MemoryBandwidth:
+class MemoryBandwidth(msgspec.Struct, frozen=True):
     """Bandwidth (GB/s) per memory operation type `names[k]`, with totals over its operations."""
 
     names: tuple[str, ...]

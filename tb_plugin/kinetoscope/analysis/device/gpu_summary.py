@@ -25,9 +25,9 @@ no kernel at all).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -52,8 +52,7 @@ def uses_tensor_cores_tbprof(name: str) -> bool:
     return any(sig in name for sig in TC_KERNEL_SIGNATURES)
 
 
-@dataclass(frozen=True)
-class GpuSummary:
+class GpuSummary(msgspec.Struct, frozen=True):
     """One device's summary; shares are fractions (0..1), None when nothing measures them."""
 
     device: int

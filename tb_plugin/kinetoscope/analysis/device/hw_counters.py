@@ -15,9 +15,9 @@ efficiency" measured), achieved occupancy (`sm__warps_active`), SM and DRAM thro
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.model import TraceModel
@@ -44,8 +44,7 @@ def unit_of(name: str) -> str:
     return next((unit for word, unit in _UNITS if word in name), "count")
 
 
-@dataclass(frozen=True)
-class CounterSeries:
+class CounterSeries(msgspec.Struct, frozen=True):
     """One metric of one device: its samples' start and end times (ns) and values."""
 
     name: str

@@ -6,8 +6,9 @@ coming from it finds its numbers; Kinetoscope's own (busy %, the step breakdown)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
+
+import msgspec
 
 from ...trace.model import TraceModel
 from ..judgement.insights import Insight, mixed_precision
@@ -17,8 +18,7 @@ from .tbprof_steps import TbprofSteps, tbprof_steps, tbprof_steps_entry
 from .tensor_cores import TcEligibility, tc_eligibility
 
 
-@dataclass(frozen=True)
-class Overview:
+class Overview(msgspec.Struct, frozen=True):
     """torch-tb-profiler's figures of one trace."""
 
     steps: TbprofSteps

@@ -24,8 +24,7 @@ torch-tb-profiler (its `event_parser.StepParser` and `overall_parser.OverallPars
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -42,8 +41,7 @@ DATALOADER_PREFIX, DATALOADER_SUFFIX, DATAPIPE_PREFIX = "enumerate(DataLoader)#"
 TAIL_KEEP_RATIO = 0.8  # a last step with under 80% of the activities of the one before lost kernels to the stop
 
 
-@dataclass(frozen=True)
-class TbprofSteps:
+class TbprofSteps(msgspec.Struct, frozen=True):
     """torch-tb-profiler's steps (after extension to their device work) and their time per category (ns)."""
 
     name_id: np.ndarray  # int32 the host step's name id, -1 for the one whole-trace step of a trace without steps

@@ -11,8 +11,7 @@ A large share on a GPU that ran no Tensor-Core kernel is what automatic mixed pr
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace.kinds import Kind
@@ -36,8 +35,7 @@ TC_ELIGIBLE_OPS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class TcEligibility:
+class TcEligibility(msgspec.Struct, frozen=True):
     """Kernel time launched by Tensor-Core eligible ops, and by every op (ns)."""
 
     eligible_ns: int

@@ -15,9 +15,9 @@ what a rank the others waited for was doing meanwhile.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import ACTIVITY_KINDS, CPU_OP_KINDS, LAUNCH_KINDS, STEP_RE, Kind, is_collective_name, is_comm_kernel_name
@@ -50,8 +50,7 @@ def collective_type(name: str) -> str:
     return _ALIASES.get(key, "collective")
 
 
-@dataclass(frozen=True)
-class CollectiveCalls:
+class CollectiveCalls(msgspec.Struct, frozen=True):
     """Parallel arrays, one entry per call, in start order (times in ns)."""
 
     kind: tuple[str, ...]  # collective type
@@ -66,11 +65,11 @@ class CollectiveCalls:
     group: tuple[str, ...]  # `Process Group Name` ("" when the trace does not say)
     nbytes: np.ndarray  # message size S (distributed.md), -1 when unknown
     group_size: np.ndarray  # ranks in its group, -1 when unknown
-    before: tuple[tuple[tuple[str, int], ...], ...] = field(repr=False)  # per call: top (op, self ns) before it
+    before: tuple[tuple[tuple[str, int], ...], ...]  # per call: top (op, self ns) before it
     group_desc: tuple[str, ...] = ()  # `Process Group Description` (default_pg, tp, dp; "" when not said)
     group_ranks: tuple[str, ...] = ()  # `Process Group Ranks` as written (`[0, 2]`; "" when not said)
-    src_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # a p2p call's `Src Rank`, else -1
-    dst_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its `Dst Rank`, else -1
+    src_rank: np.ndarray = msgspec.field(default_factory=lambda: np.zeros(0, np.int64))  # a p2p call's `Src Rank`, else -1
+    dst_rank: np.ndarray = msgspec.field(default_factory=lambda: np.zeros(0, np.int64))  # its `Dst Rank`, else -1
 
     @property
     def count(self) -> int:

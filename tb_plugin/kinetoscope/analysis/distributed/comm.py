@@ -19,10 +19,10 @@ backward goes on; only the time the host did nothing else was spent waiting for 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -31,8 +31,7 @@ from ...trace.model import TraceModel
 from ..core.selectors import activity_rows_by_device, collective_union, comm_mask, cpu_compute_union
 
 
-@dataclass(frozen=True)
-class DeviceComm:
+class DeviceComm(msgspec.Struct, frozen=True):
     """One device's communication figures, with the unions they come from (for per-step clipping)."""
 
     device: int
@@ -40,12 +39,12 @@ class DeviceComm:
     comm_ns: int
     compute_ns: int
     exposed_ns: int
-    comm_starts_ns: np.ndarray = field(repr=False)
-    comm_ends_ns: np.ndarray = field(repr=False)
-    compute_starts_ns: np.ndarray = field(repr=False)
-    compute_ends_ns: np.ndarray = field(repr=False)
-    exposed_starts_ns: np.ndarray = field(repr=False)
-    exposed_ends_ns: np.ndarray = field(repr=False)
+    comm_starts_ns: np.ndarray
+    comm_ends_ns: np.ndarray
+    compute_starts_ns: np.ndarray
+    compute_ends_ns: np.ndarray
+    exposed_starts_ns: np.ndarray
+    exposed_ends_ns: np.ndarray
 
     @property
     def overlap_pct(self) -> Optional[float]:
@@ -53,15 +52,14 @@ class DeviceComm:
         return 100.0 * (self.comm_ns - self.exposed_ns) / self.comm_ns if self.comm_ns else None
 
 
-@dataclass(frozen=True)
-class Communication:
+class Communication(msgspec.Struct, frozen=True, dict=True):  # dict: its cached property
     """Per-device figures, and the CPU-side collectives' union."""
 
     devices: tuple[DeviceComm, ...]
-    cpu_starts_ns: np.ndarray = field(repr=False)
-    cpu_ends_ns: np.ndarray = field(repr=False)
-    cpu_exposed_starts_ns: np.ndarray = field(repr=False)  # the collectives no CPU operator hid
-    cpu_exposed_ends_ns: np.ndarray = field(repr=False)
+    cpu_starts_ns: np.ndarray
+    cpu_ends_ns: np.ndarray
+    cpu_exposed_starts_ns: np.ndarray  # the collectives no CPU operator hid
+    cpu_exposed_ends_ns: np.ndarray
 
     @property
     def cpu_collective_ns(self) -> int:

@@ -18,8 +18,9 @@ only those a `distributedInfo.world_size` names (`ranks.ranks_view`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
+
+import msgspec
 
 from .ranks import RankDigest, call_keys, merge_spans, rank_from_name
 
@@ -30,8 +31,7 @@ COLLECTIVE_MATCH_SHARE = 0.5
 DISTRIBUTED, NAMING, COLLECTIVES, INDEPENDENT = "distributedInfo", "naming", "collectives", "independent"
 
 
-@dataclass(frozen=True)
-class JobGroup:
+class JobGroup(msgspec.Struct, frozen=True):
     """Workers of one run that are one job (or one independent worker), and what says so."""
 
     workers: tuple[str, ...]

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import STEP_RE
@@ -47,8 +47,7 @@ MAX_INSTANCES = 200  # instances listed in the view (the figures count them all)
 RANK_NAME_RE = re.compile(r"^(?P<stem>.*?(?:rank|worker))[-_.]?(?P<number>\d+)(?!\d)", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class RankDigest:
+class RankDigest(msgspec.Struct, frozen=True):
     """What the ranks view needs from one trace (kilobytes, whatever the trace's size)."""
 
     worker: str

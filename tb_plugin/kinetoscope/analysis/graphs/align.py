@@ -18,8 +18,7 @@ reference holding the same kernels twice, from different ops): `Alignment.ambigu
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 WILDCARD = -2  # a reference launch whose kernel is not named: it matches any kernel, by position
@@ -29,8 +28,7 @@ MAX_OCCURRENCES = 256  # occurrences of an anchor's key in the reference that vo
 WALKS = 3  # diagonals walked
 
 
-@dataclass(frozen=True)
-class Keys:
+class Keys(msgspec.Struct, frozen=True):
     """A kernel sequence: name ids (WILDCARD allowed in a reference), grid and block sizes (-1: not recorded)."""
 
     name: np.ndarray  # int64
@@ -42,8 +40,7 @@ class Keys:
         return int(self.name.size)
 
 
-@dataclass(frozen=True)
-class Alignment:
+class Alignment(msgspec.Struct, frozen=True):
     """Per replay kernel, the reference position it is (-1: unmatched), and whether another placement fit as well."""
 
     mapping: np.ndarray  # int64

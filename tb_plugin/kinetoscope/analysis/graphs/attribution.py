@@ -17,9 +17,10 @@ is attributed, and `reference` says where the kernels were looked for.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import GRAPH_LAUNCH_CALLS
@@ -32,8 +33,7 @@ META_KEY = "graph_reference"  # model.meta: the ReferenceCalls a door attached (
 REFERENCE_ERROR_KEY = "graph_reference_error"  # model.meta: why the reference a door looked for was not used
 
 
-@dataclass(frozen=True, eq=False)
-class GraphAttribution:
+class GraphAttribution(msgspec.Struct, frozen=True, eq=False):
     """The replayed calls of one trace's graph replays and the activities they issued."""
 
     reference: str  # "self" or the reference trace's path

@@ -15,9 +15,9 @@ by position). Graph launches themselves are never items.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import GRAPH_LAUNCH_CALLS, LAUNCH_CALLS, LAUNCH_KINDS
@@ -28,8 +28,7 @@ from .align import WILDCARD
 MAX_ITEMS = 2_000_000  # reference launches kept (the earliest)
 
 
-@dataclass(frozen=True)
-class ReferenceCalls:
+class ReferenceCalls(msgspec.Struct, frozen=True):
     """A reference's launches in program order and the op calls around them; strings are its own (`strings`)."""
 
     source: str  # "self", or the reference trace's path as the user named it

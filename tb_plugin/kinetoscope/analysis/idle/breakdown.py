@@ -19,9 +19,9 @@ A trace without steps is judged as one unit: the device window.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -31,8 +31,7 @@ from .gpu_idle import CAUSE_NAMES, Cause, DeviceIdle
 CATEGORIES = ("compute", "exposed_comm", *CAUSE_NAMES)
 
 
-@dataclass(frozen=True)
-class Breakdown:
+class Breakdown(msgspec.Struct, frozen=True):
     """`ns[i, c]`: time of unit i (a step, or the window) in category CATEGORIES[c]."""
 
     device: int
@@ -40,7 +39,7 @@ class Breakdown:
     end_ns: np.ndarray
     ns: np.ndarray  # int64 (units, categories)
     from_steps: bool
-    host_in_launch_ns: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # per unit: host idle inside launch calls
+    host_in_launch_ns: np.ndarray = msgspec.field(default_factory=lambda: np.zeros(1, np.int64))  # per unit: host idle inside launch calls
 
     @property
     def units(self) -> int:

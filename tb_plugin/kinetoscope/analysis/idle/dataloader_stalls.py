@@ -13,9 +13,9 @@ clipped to the step. A step is stalled when that wait is at least 5% of the step
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -47,8 +47,7 @@ def judged_ends(model: TraceModel, rows: np.ndarray, start_ns: np.ndarray, end_n
     return np.maximum(end_ns, np.minimum(ends, following))
 
 
-@dataclass(frozen=True)
-class Steps:
+class Steps(msgspec.Struct, frozen=True):
     """Parallel per-step arrays, sorted by start."""
 
     name_id: np.ndarray

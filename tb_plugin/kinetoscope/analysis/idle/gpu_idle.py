@@ -44,10 +44,10 @@ it. A sync gap's culprit is the sync call, with the operator that made it.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -85,8 +85,7 @@ CAUSE_NAMES = ("dataloader", "sync", "host", "launch", "unlinked", "comm", "grap
 CAUSE_ORDER = ("dataloader", "comm", "sync", "host", "launch", "graph", "unlinked")
 
 
-@dataclass(frozen=True)
-class DeviceIdle:
+class DeviceIdle(msgspec.Struct, frozen=True, dict=True):  # dict: its cached properties
     """One device's window, busy/idle totals and gaps (gap arrays are parallel)."""
 
     device: int
@@ -103,10 +102,10 @@ class DeviceIdle:
     gap_annotation_row: np.ndarray  # the innermost user annotation around the culprit, -1
     gap_culprit_after: np.ndarray  # bool: no op ran at the midpoint; the culprit is the op T finished last
     gap_caller_row: np.ndarray  # sync: the innermost op that made the call; else -1
-    busy_starts_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
-    busy_ends_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
-    unseen_starts_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)  # see `unseen_work`
-    unseen_ends_ns: np.ndarray = field(repr=False, default_factory=lambda: intervals.EMPTY)
+    busy_starts_ns: np.ndarray = msgspec.field(default_factory=lambda: intervals.EMPTY)
+    busy_ends_ns: np.ndarray = msgspec.field(default_factory=lambda: intervals.EMPTY)
+    unseen_starts_ns: np.ndarray = msgspec.field(default_factory=lambda: intervals.EMPTY)  # see `unseen_work`
+    unseen_ends_ns: np.ndarray = msgspec.field(default_factory=lambda: intervals.EMPTY)
     lead_start_ns: int = 0  # judged idle before the window (== window_start_ns: none), see the module docstring
     lead_cause: int = -1  # Cause of the lead, -1 without one
     lead_culprit_row: int = -1  # host/comm: what its thread was doing (as gap_culprit_row)
@@ -136,7 +135,7 @@ class DeviceIdle:
         if not self.has_lead:
             return self
         one = lambda value, column: np.concatenate((np.array([value], column.dtype), column))  # noqa: E731
-        return replace(self, gap_start_ns=one(self.lead_start_ns, self.gap_start_ns),
+        return msgspec.structs.replace(self, gap_start_ns=one(self.lead_start_ns, self.gap_start_ns),
                        gap_end_ns=one(self.window_start_ns, self.gap_end_ns), gap_cause=one(self.lead_cause, self.gap_cause),
                        gap_next_row=one(-1, self.gap_next_row), gap_launch_row=one(-1, self.gap_launch_row),
                        gap_culprit_row=one(self.lead_culprit_row, self.gap_culprit_row),
@@ -150,8 +149,7 @@ class DeviceIdle:
         return {name: int(sums[c]) for c, name in enumerate(CAUSE_NAMES)}
 
 
-@dataclass(frozen=True)
-class AllGaps:
+class AllGaps(msgspec.Struct, frozen=True):
     """Every device's gaps end to end, device after device (each device's in time order, as its DeviceIdle holds
     them), read together wherever a window spans all devices: a trace of 100,000 one-kernel devices made a loop
     over the devices 1.5 s a request.
@@ -206,8 +204,7 @@ class AllGaps:
         return np.searchsorted(self.ptr, positions, side="right") - 1
 
 
-@dataclass(frozen=True)
-class GpuIdle:
+class GpuIdle(msgspec.Struct, frozen=True, dict=True):  # dict: its cached properties
     """Idle analysis of every device with GPU activity."""
 
     devices: tuple[DeviceIdle, ...]
@@ -249,8 +246,7 @@ def gpu_idle(model: TraceModel, *, dataloader_share: float = T.GAP_COVER_SHARE, 
     return GpuIdle(tuple(devices))
 
 
-@dataclass(frozen=True)
-class _Context:
+class _Context(msgspec.Struct, frozen=True):
     """What classifying gaps needs from the whole trace, computed once for every device."""
 
     dl: tuple[np.ndarray, np.ndarray]
@@ -343,7 +339,7 @@ def _lead(model, first_row: int, judged_from_ns: Optional[int], window_s: int, c
         return {"lead_start_ns": window_s}
     start, end = np.array([judged_from_ns], np.int64), np.array([window_s], np.int64)
     row, launch = np.array([first_row]), model.launch_idx[[first_row]]
-    no_syncs = replace(context, syncs=np.zeros(0, np.int64))  # no device work before it: no sync drained any
+    no_syncs = msgspec.structs.replace(context, syncs=np.zeros(0, np.int64))  # no device work before it: no sync drained any
     cause = int(_classify(model, start, end, row, launch, no_syncs)[0][0])
     culprit = annotation = -1
     if cause in (Cause.HOST, Cause.COMM) and launch[0] >= 0:

@@ -14,8 +14,7 @@ start when the graph's dependencies allow). Offsets are measured per launch, at 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace.kinds import Kind
@@ -25,8 +24,7 @@ from ..core.selectors import enclosing_of_kind, first_of_launch, parent_rows, pe
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0))
 
 
-@dataclass(frozen=True)
-class LaunchOffsets:
+class LaunchOffsets(msgspec.Struct, frozen=True):
     """One row per launch call with device work: its first GPU activity (parallel arrays, sorted by GPU start)."""
 
     gpu_row: np.ndarray

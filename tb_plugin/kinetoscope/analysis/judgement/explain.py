@@ -5,15 +5,15 @@ CPU-only runs are judged here too: what bounds the CPU when there is no device w
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
+
+import msgspec
 
 from ..core import thresholds as T
 from .verdict import Verdict
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(msgspec.Struct, frozen=True):
     """The figures the sentences quote, gathered once by the report facade."""
 
     device: int
@@ -104,8 +104,7 @@ def _suggestion(bound: str, facts: Facts) -> str:
     }[bound]
 
 
-@dataclass(frozen=True)
-class CpuFacts:
+class CpuFacts(msgspec.Struct, frozen=True):
     """What a CPU-only verdict quotes."""
 
     steps: int

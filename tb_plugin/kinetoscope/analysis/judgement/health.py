@@ -30,9 +30,9 @@ checks (issue 25, item 3):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import ACTIVITY_KINDS, LAUNCH_KINDS, Kind, LaneKind
@@ -61,8 +61,7 @@ EVENT_RECORD_PREFIXES = ("cudaEventRecord", "hipEventRecord", "cuEventRecord")
 NCCL_FIELDS = ("coll_name", "coll_dtype", "coll_in_nelems", "coll_out_nelems", "coll_group_size")
 
 
-@dataclass(frozen=True)
-class HealthItem:
+class HealthItem(msgspec.Struct, frozen=True):
     """One finding: which check, how bad, what was found, which figures it affects and how."""
 
     check: str

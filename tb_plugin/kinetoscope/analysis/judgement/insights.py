@@ -15,9 +15,9 @@ They add to the verdict's "what to do next"; they never change the verdict. Ever
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import Kind, LaneKind
@@ -28,14 +28,13 @@ from ..core.selectors import OpIndex, graph_launch_mask
 ELEMENTWISE = re.compile(r"elementwise_kernel")  # at::native's vectorized_/unrolled_/plain elementwise kernels
 
 
-@dataclass(frozen=True)
-class Insight:
+class Insight(msgspec.Struct, frozen=True):
     """One pattern found: what it is, the figures that show it, and one suggestion."""
 
     kind: str  # fusion, warm-up, fragmentation, tiny-batch, mixed-precision
     evidence: str
     suggestion: str
-    figures: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def insights(model: TraceModel, analysis: Any, ops: Optional[OpIndex] = None) -> tuple[Insight, ...]:

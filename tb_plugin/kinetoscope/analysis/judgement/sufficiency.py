@@ -21,9 +21,9 @@ A confident wrong answer costs more trust than "not enough data". A trace cannot
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -36,8 +36,7 @@ RECORD_ADVICE = ("record with torch.profiler.schedule(wait=1, warmup=2, active=5
                  "are warmed up, with every event kept (no sampling)")
 
 
-@dataclass(frozen=True)
-class Insufficient:
+class Insufficient(msgspec.Struct, frozen=True):
     """Why a trace cannot be judged: short reason codes and sentences saying what was seen."""
 
     codes: tuple[str, ...]

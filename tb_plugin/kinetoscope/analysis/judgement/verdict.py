@@ -28,9 +28,9 @@ judged (`cpu_verdict`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ..core import thresholds as T
@@ -50,8 +50,7 @@ DEVICE_SIDE = ("compute-bound", "communication-bound")
 LEVELS = ("low", "medium", "high")
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     """What bounds the run. `shares` are fractions of the judged time per bound (empty for CPU-only)."""
 
     bound: str
@@ -61,7 +60,7 @@ class Verdict:
     runner_up: Optional[str] = None
     runner_up_share: Optional[float] = None
     share: Optional[float] = None
-    shares: dict = field(default_factory=dict)
+    shares: dict = msgspec.field(default_factory=dict)
     judged_ns: int = 0
     step_agreement: Optional[float] = None  # share of the steps judged the same way (None: under MIN_STEPS)
     reasons: tuple[str, ...] = ()  # not enough data: why
@@ -157,7 +156,7 @@ def few_activities(judged: Verdict, activities: int) -> Verdict:
     """A verdict on fewer than MIN_DEVICE_ACTIVITIES device activities (judged because they keep the device
     busy for MIN_DEVICE_BUSY_MS): one call of a few long kernels, so at most medium, and with nothing else
     to name second, `not enough data` is the runner-up."""
-    return replace(judged, confidence=LEVELS[min(LEVELS.index(judged.confidence), 1)],
+    return msgspec.structs.replace(judged, confidence=LEVELS[min(LEVELS.index(judged.confidence), 1)],
                    runner_up=judged.runner_up or NOT_ENOUGH_DATA,
                    evidence=f"{judged.evidence}; only {activities} device activities: one call, no repeated steps")
 
@@ -236,7 +235,7 @@ def not_enough(reasons: tuple[str, ...], codes: tuple[str, ...], would_be: Optio
     suggestion = (f"{steps}; then record with torch.profiler.schedule(wait=1, warmup=2, active=5)")
     which = "figures"
     if "sampled" in codes and would_be is not None and device_lean is not None:
-        would_be, which = replace(would_be, bound=device_lean[0], share=device_lean[1]), "device's own figures"
+        would_be, which = msgspec.structs.replace(would_be, bound=device_lean[0], share=device_lean[1]), "device's own figures"
     lean = (f"; the {which} lean to {would_be.bound} ({100 * would_be.share:.0f}% of the judged time)"
             if would_be is not None and would_be.share is not None else "")
     return Verdict(bound=NOT_ENOUGH_DATA, evidence="; ".join(reasons) + lean, suggestion=suggestion, confidence="high",
@@ -309,6 +308,6 @@ def harmonized(span: Verdict, run: Verdict) -> Verdict:
     run's bound is its runner-up, its figures support the run's bound too, so it says that."""
     if span.bound == run.bound or span.confidence == "high" or span.runner_up != run.bound or span.bound == NOT_ENOUGH_DATA:
         return span
-    return replace(span, bound=run.bound, runner_up=span.bound, share=span.runner_up_share, runner_up_share=span.share,
+    return msgspec.structs.replace(span, bound=run.bound, runner_up=span.bound, share=span.runner_up_share, runner_up_share=span.share,
                    evidence=f"{span.evidence} (on its own a close call for {span.bound}; {run.bound} as the other "
                             f"spans of this worker)", suggestion=run.suggestion, confidence="low")

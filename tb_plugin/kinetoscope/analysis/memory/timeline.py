@@ -7,9 +7,9 @@ memory is not recorded at all (None, never 0).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.model import TraceModel, unique
@@ -18,8 +18,7 @@ from ..core.selectors import OpIndex, names_of
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "cuda", 12: "xpu", 13: "mps", 19: "mtia", 20: "privateuseone"}
 
 
-@dataclass(frozen=True)
-class MemorySeries:
+class MemorySeries(msgspec.Struct, frozen=True):
     """One device's memory curve (parallel arrays sorted by time) and its peak."""
 
     device: str

@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import LaneKind
@@ -48,8 +48,7 @@ MAX_KERNEL_NAMES = 8  # kernels a row names, by time
 MAX_INPUT_TEXT = 2000  # characters of a row's input dims or types text
 
 
-@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a cache key for its whole-trace rows
-class Roofline:
+class Roofline(msgspec.Struct, frozen=True, eq=False, weakref=True):  # compared and hashed by identity: a cache key for its whole-trace rows
     """The op calls of one trace that launched GPU work, each with its group and the group's work per call."""
 
     act_rows: np.ndarray  # int64 GPU activity rows (kernels, memcpys, memsets on GPU lanes), ascending
@@ -173,8 +172,7 @@ def _peak(work: Work, peaks: Peaks) -> Optional[float]:
     return peaks.compute_peak(work.dtype, work.matrix)
 
 
-@dataclass(frozen=True)
-class CallTimes:
+class CallTimes(msgspec.Struct, frozen=True):
     """Per call of a Roofline: its GPU time in a window (ns, float64) and whether it counts there."""
 
     ns: np.ndarray
@@ -264,8 +262,7 @@ def _row_keys(model: TraceModel, roof: Roofline) -> tuple[np.ndarray, list[tuple
     return np.array(row_of, np.int32), list(keys)
 
 
-@dataclass(frozen=True)
-class GroupWork:
+class GroupWork(msgspec.Struct, frozen=True):
     """Per group of a Roofline: its work per call as arrays (NaN without a model), and its time at the roof."""
 
     flops: np.ndarray

@@ -54,8 +54,9 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
+
+import msgspec
 
 DTYPES = ("fp64", "fp64_vector", "fp32", "fp32_matrix", "tf32", "bf16", "fp16", "fp8", "int8")
 ADVICE = "add it with --peaks FILE or KINETOSCOPE_PEAKS"
@@ -79,8 +80,7 @@ class PeaksError(ValueError):
     """A peaks file that cannot be used; the message names the file, the entry and what is wrong with it."""
 
 
-@dataclass(frozen=True)
-class Peaks:
+class Peaks(msgspec.Struct, frozen=True):
     """One device's ceilings: peak dense FLOP/s by dtype (keys among `DTYPES`), memory bandwidth in bytes/s, where
     the figures come from (a datasheet's title and address, or the user file) and the clock they are at.
 
@@ -128,8 +128,7 @@ class Peaks:
         return None if peak is None else peak / self.bandwidth
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True):
     """One device of a peaks file: the name patterns (case-folded, white space removed) and SM count it is
     recognised by, the clock its figures are at (MHz, where known), its figures and the file it comes from."""
 
@@ -141,8 +140,7 @@ class Entry:
     user: bool
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(msgspec.Struct, frozen=True):
     """The figures chosen for a trace's device, or None; `reason` says to a person why these, or why none."""
 
     peaks: Optional[Peaks]

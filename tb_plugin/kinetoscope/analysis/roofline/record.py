@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
+
+import msgspec
 
 GEMM, ATTENTION, CONV, ELEMENTWISE, NORM = "gemm", "attention", "conv", "elementwise", "norm"
 REDUCE, COPY, COMMUNICATION, OTHER = "reduce", "copy", "communication", "other"
@@ -44,8 +45,7 @@ MATRIX_DTYPES = {
 MAX_DIM, MAX_RANK = 2**48, 12
 
 
-@dataclass(frozen=True)
-class Work:
+class Work(msgspec.Struct, frozen=True):
     """One call's work: its category, floating-point operations, bytes moved (the least a kernel must move: each
     operand read once and each result written once), the dtype its arithmetic runs at (None without float
     arithmetic) and whether it runs on matrix units (tensor cores / MFMA) or on vector units."""

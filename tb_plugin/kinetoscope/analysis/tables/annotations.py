@@ -19,8 +19,7 @@ events; their names tell them apart (`selectors.legacy_annotation_mask`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace.kinds import STEP_RE, Kind, LaneKind
@@ -33,8 +32,7 @@ SIDES = ("gpu", "cpu")
 SCOPES = ("all", "top")
 
 
-@dataclass(frozen=True)
-class AnnotationTable:
+class AnnotationTable(msgspec.Struct, frozen=True):
     """Per annotation name, sorted by total time (descending), then name id."""
 
     name_id: np.ndarray  # int32

@@ -62,9 +62,9 @@ An op is a `cpu_op` (aten::, c10d::, autograd nodes; 2021 `Operator` events that
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import LAUNCH_KINDS, Kind, LaneKind
@@ -93,8 +93,7 @@ def uses_tensor_cores(name: str) -> bool:
     return _TENSOR_CORE.search(name) is not None
 
 
-@dataclass(frozen=True)
-class Groups:
+class Groups(msgspec.Struct, frozen=True):
     """Members sorted by group, for per-group min/max with one `reduceat`."""
 
     order: np.ndarray  # int64 member positions sorted by group
@@ -110,8 +109,7 @@ class Groups:
         return Groups(order, bounds)
 
 
-@dataclass(frozen=True, eq=False)  # compared and hashed by identity: a cache key for its whole-trace tables
-class TableIndex:
+class TableIndex(msgspec.Struct, frozen=True, eq=False, weakref=True):  # compared and hashed by identity: a cache key for its whole-trace tables
     """What every table of one model needs, computed once (O(events)); windows then cost O(ops + activities)."""
 
     act_rows: np.ndarray  # int64 GPU activity rows (kernel, memcpy, memset on GPU lanes), ascending
@@ -133,7 +131,7 @@ class TableIndex:
     graphs: Optional[GraphAttribution] = None  # graph-replayed kernels given to the ops that captured them, or None
     # op calls grouped by (name, a second key), made by `sub_groups` on first use (a report reads none of them):
     # "stack" (top user frame), "shape" (Input Dims), "module" (innermost nn.Module) -> SubGroups, or None
-    sub: dict = field(default_factory=dict, repr=False)
+    sub: dict = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -200,8 +198,7 @@ def _activity_args(model: TraceModel, act: np.ndarray) -> tuple[np.ndarray, np.n
     return out, present
 
 
-@dataclass(frozen=True)
-class SubGroups:
+class SubGroups(msgspec.Struct, frozen=True):
     """Op calls grouped by (op name, a second key: the innermost user Python frame around the call, or the
     call's input shapes)."""
 

@@ -25,9 +25,9 @@ kernel by kernel, so a hash collision never merges two sequences. O(kernels x le
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import Kind
@@ -40,8 +40,7 @@ _P = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier (golden ratio): spre
 _CANDIDATES = 4  # candidates per returned row checked exactly (ranked first by the sum over occurrences)
 
 
-@dataclass(frozen=True)
-class KernelSequence:
+class KernelSequence(msgspec.Struct, frozen=True):
     """One recurring sequence: its kernel names (ids), occurrences and time."""
 
     name_ids: tuple[int, ...]  # kernel name ids in order
@@ -167,8 +166,7 @@ def _exact(ids: np.ndarray, cs: np.ndarray, stream_no: np.ndarray, length: int, 
     return tuple(int(i) for i in want.tolist()), starts, total, summed
 
 
-@dataclass(frozen=True)
-class OpPattern:
+class OpPattern(msgspec.Struct, frozen=True):
     """HTA's frequent CUDA kernel pattern: an op name and the GPU activities its calls launched, in order."""
 
     op_name_id: int

@@ -2,17 +2,16 @@
 and the ops that launched each kernel (`kernel_launchers`); `index.py` says what each column counts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.model import TraceModel, freeze_arrays, unique_inverse
 from .index import ARG_FIELDS, Groups, TableIndex, Window, clip, group_extreme, group_sum
 
 
-@dataclass(frozen=True)
-class KernelTable:
+class KernelTable(msgspec.Struct, frozen=True):
     """Per GPU activity name; see the module docstring for every field."""
 
     name_id: np.ndarray

@@ -34,8 +34,7 @@ A launch call belongs to the innermost node running when it starts (time), as to
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace.kinds import CPU_OP_KINDS, LAUNCH_KINDS, LaneKind
@@ -46,8 +45,7 @@ from .index import MODULE_PREFIX, TableIndex, Window, clip, module_rows
 MAX_NODES = 20_000  # tree nodes kept (in preorder): a deeper hierarchy is cut, and says so (`truncated`)
 
 
-@dataclass(frozen=True)
-class ModuleTree:
+class ModuleTree(msgspec.Struct, frozen=True):
     """Tree nodes in preorder; see the module docstring for every field."""
 
     name_id: np.ndarray  # int32 model name id of the node's module (`nn.Module: ...`)

@@ -33,8 +33,7 @@ A window keeps the calls overlapping it and the memory events inside [start, end
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace.kinds import CPU_OP_KINDS, LaneKind
@@ -45,8 +44,7 @@ from .index import TableIndex, Window, clip, module_rows
 CPU, CUDA = 0, 1  # c10 DeviceType values counted
 
 
-@dataclass(frozen=True)
-class OpMemoryTable:
+class OpMemoryTable(msgspec.Struct, frozen=True):
     """Rows per (op name, device); see the module docstring for every field. Sorted by device, then
     allocated bytes with children (descending), then name id."""
 

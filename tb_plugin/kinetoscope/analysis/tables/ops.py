@@ -2,9 +2,9 @@
 second key); `index.py` says what each column counts."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.model import TraceModel, freeze_arrays
@@ -13,8 +13,7 @@ from ..graphs.attribution import GraphAttribution, subtree_sums
 from .index import OP_GROUPS, SUB_GROUP_MAKERS, Groups, SubGroups, TableIndex, Window, clip, group_extreme, group_sum
 
 
-@dataclass(frozen=True)
-class OpTable:
+class OpTable(msgspec.Struct, frozen=True):
     """Per op (or module) name; see the module docstring for every field."""
 
     name_id: np.ndarray
@@ -136,7 +135,7 @@ def op_table(model: TraceModel, index: TableIndex, window: Window = None, group:
     column, sub = SUB_GROUP_MAKERS[group][0], index.sub_groups(model, group)
     if sub is None:
         plain = _forest_table(model, index, index.ops, index.op_groups, window)
-        return replace(plain, **{column: np.full(plain.name_id.size, -1, np.int32)})
+        return msgspec.structs.replace(plain, **{column: np.full(plain.name_id.size, -1, np.int32)})
     return _forest_table(model, index, index.ops, index.op_groups, window, sub, column)
 
 

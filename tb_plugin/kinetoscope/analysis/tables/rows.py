@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields
 from typing import Any, Optional
 
 import numpy as np
@@ -15,7 +14,7 @@ from .ops import OpTable
 
 def records(model: TraceModel, table: Any) -> list[dict[str, Any]]:
     """A table's rows as plain dicts: `name` (the shown name) and every per-row field, in row order."""
-    per_row = [f.name for f in fields(table) if isinstance(getattr(table, f.name), np.ndarray)]
+    per_row = [name for name in table.__struct_fields__ if isinstance(getattr(table, name), np.ndarray)]
     extra = ["cpu_mean_ns", "gpu_mean_ns"] if isinstance(table, OpTable) else ["mean_ns"]
     columns = {key: getattr(table, key).tolist() for key in per_row + extra}
     if "kind" in columns:

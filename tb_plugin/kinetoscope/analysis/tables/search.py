@@ -6,8 +6,7 @@ searchable row.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from ...trace.kinds import Kind
@@ -17,8 +16,7 @@ SEARCH_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.KERNEL, Kind.MEMCPY, Kin
 MAX_QUERY_CHARS = 200
 
 
-@dataclass(frozen=True)
-class SearchIndex:
+class SearchIndex(msgspec.Struct, frozen=True):
     """Searchable rows in (start, row) order and the lower-cased names."""
 
     rows: np.ndarray  # int64 model rows, by start time
@@ -35,8 +33,7 @@ class SearchIndex:
         return SearchIndex(rows, model.name_id[rows], tuple(n.lower() for n in model.names))
 
 
-@dataclass(frozen=True)
-class Matches:
+class Matches(msgspec.Struct, frozen=True):
     """The occurrences of a query: `rows` (model rows, by start time) and the distinct names matched."""
 
     rows: np.ndarray

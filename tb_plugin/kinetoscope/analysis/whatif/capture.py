@@ -19,8 +19,8 @@ and the median gap between consecutive nodes of one replay), else from the H200 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -31,8 +31,7 @@ GRAPH_LAUNCH_NS = 36_766.0  # median cudaGraphLaunch call, samples/logs/cuda_h20
 NODE_GAP_NS = 256.0  # median gap between consecutive kernels of one replay there
 
 
-@dataclass(frozen=True)
-class CapturePlan:
+class CapturePlan(msgspec.Struct, frozen=True):
     """Host cuts, the activities whose stream gap becomes a graph node's, and why some steps stay eager."""
 
     cut_start: np.ndarray  # float64 ns from the trace start

@@ -19,9 +19,9 @@ Launches from other threads are followed to their call, and from there along the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -35,8 +35,7 @@ MAX_SEGMENTS = 2000  # segments of one step's path in an answer (a step may hold
 MAX_WALK = 1_000_000  # nodes one step's walk may visit
 
 
-@dataclass(frozen=True)
-class _Walk:
+class _Walk(msgspec.Struct, frozen=True):
     """What every step's walk reads: the replay's context, the activities' ends and kinds, the intervals that
     name a wait (communication, DataLoader), each sync's awaited activity and each step's done point."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 from ..roofline.work import CATEGORIES, COMMUNICATION
 
@@ -29,8 +30,7 @@ class EditError(ValueError):
     """An edit that cannot be read or applied; the message names it."""
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(msgspec.Struct, frozen=True):
     """One change to replay: `kind` is dataloader, dataloader-workers, sync, host, kernel, kernel-in, fuse, comm,
     roofline, precision, warmup or straggler."""
 

@@ -3,9 +3,9 @@ launches, main-thread syncs, steps), read once per trace (`Context`); and what a
 `replay.py` holds the replay itself and lists the dependencies."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import LaneKind
@@ -16,25 +16,23 @@ from .edits import EditError
 MAX_REPLAY_SPAN_NS = 1 << 61  # 73 years: every replayed time (span plus the edits' shifts) stays far inside int64 ns
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     """What the edits change: host intervals with their new share of length, a per-activity duration scale,
     and per-sync factors on the waits."""
 
-    cut_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    cut_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    cut_factor: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cut_start: np.ndarray = msgspec.field(default_factory=lambda: np.zeros(0))
+    cut_end: np.ndarray = msgspec.field(default_factory=lambda: np.zeros(0))
+    cut_factor: np.ndarray = msgspec.field(default_factory=lambda: np.zeros(0))
     dur_scale: Optional[np.ndarray] = None  # per activity (ctx order)
     sync_factor: Optional[np.ndarray] = None  # per main-thread sync
     fused_into: Optional[np.ndarray] = None  # per activity: the activity it is fused into (itself: the fused kernel), -1
     gap_i: Optional[np.ndarray] = None  # per activity: its stream gap, where an edit changes it (comm=hidden)
     latency_i: Optional[np.ndarray] = None  # per activity: its launch latency, where an edit changes it
     unawaited: Optional[np.ndarray] = None  # per activity: no sync and no step end waits for it (comm=hidden)
-    notes: dict = field(default_factory=dict)  # edit -> what it could not change, and why
+    notes: dict = msgspec.field(default_factory=dict)  # edit -> what it could not change, and why
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """The trace's timeline relative to its start (float64 ns, exact at these sizes)."""
 
     model: TraceModel
@@ -74,7 +72,7 @@ class Context:
     by_step: np.ndarray  # those activities, grouped by step
     step_bounds: np.ndarray  # where each step's begin in by_step
     step_has_work: np.ndarray  # bool per step
-    cache: dict = field(default_factory=dict)  # what plans share (`cached`)
+    cache: dict = msgspec.field(default_factory=dict)  # what plans share (`cached`)
     # where the first step's time starts, in every replay alike: the first step's host start, or the end of the
     # backlog the device was still running then (work launched before the window, or outside any step, that
     # started before the first step's own work ended), as recorded

@@ -71,9 +71,9 @@ Edits, as the CLI and the routes spell them:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Optional
 
+import msgspec
 import numpy as np
 
 from ...trace import intervals
@@ -95,8 +95,7 @@ DEVICE_BEHIND = 1.05  # replayed / recorded median step above which the device r
 
 
 
-@dataclass(frozen=True)
-class WhatIf:
+class WhatIf(msgspec.Struct, frozen=True):
     """Per step (in time order): the recorded time, the replay's step time without and with the edits, and the
     predicted time: the recorded one less what the edits saved in the replay (ns)."""
 
@@ -106,8 +105,8 @@ class WhatIf:
     edited_ns: np.ndarray  # the same with the edits applied
     edited_host_ns: np.ndarray  # the edited replay's host time per step (ProfilerStep start to end)
     edits: tuple[str, ...]
-    matched: dict[str, int] = field(default_factory=dict)  # edit -> how many events it changed
-    notes: dict[str, str] = field(default_factory=dict)  # edit -> what it could not change, and why
+    matched: dict[str, int] = msgspec.field(default_factory=dict)  # edit -> how many events it changed
+    notes: dict[str, str] = msgspec.field(default_factory=dict)  # edit -> what it could not change, and why
 
     @property
     def device_behind(self) -> bool:

@@ -37,9 +37,9 @@ analysis/distributed/straggler.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
+import msgspec
 import numpy as np
 
 from ...trace.kinds import LAUNCH_CALLS, Kind
@@ -63,8 +63,7 @@ AMP_SOURCE = "insight:mixed-precision"
 _AMP_UNKNOWN = object()  # the mixed-precision insight not known yet (`savings_ahead`): replayed as if it applied
 
 
-@dataclass(frozen=True)
-class Saving:
+class Saving(msgspec.Struct, frozen=True):
     """One suggestion's estimate: the median step before and after its edits, and the saving summed over the
     steps (ns). Its saving per step is the mean: removing a wait can move work from one step into the next,
     so a median can rise while the whole run gets shorter."""
