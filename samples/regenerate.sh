@@ -31,6 +31,7 @@ fi
 rm -rf samples/logs/torch213_cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/stall --num-workers 0 --item-delay-ms 25 --gzip --device cpu
 "$PY" samples/record_profile.py samples/logs/torch213_cpu/workers2 --num-workers 2 --item-delay-ms 25 --gzip --device cpu
-rm -rf samples/logs/ddp_gloo_4 samples/logs/ddp_gloo_4_straggler
+rm -rf samples/logs/ddp_gloo_4 samples/logs/ddp_gloo_4_straggler samples/logs/ddp_gloo_2_straggler
 "$PY" samples/record_distributed.py samples/logs/ddp_gloo_4
 "$PY" samples/record_distributed.py samples/logs/ddp_gloo_4_straggler --slow-rank 2
+"$PY" samples/record_distributed.py samples/logs/ddp_gloo_2_straggler --ranks 2 --slow-rank 1

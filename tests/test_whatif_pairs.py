@@ -57,33 +57,66 @@ def test_the_straggler_pair():
     assert predicted == pytest.approx(measured, rel=0.02)
 
 
-def _reference_waits(matched, late, i, step):
-    """Rank i's lost time in one step, spelled out: the union of its waits where a straggler came last."""
-    from kinetoscope.trace import intervals
-    k = np.flatnonzero(late & (matched["step"] == step) & (matched["dur"][:, i] >= 0) & (matched["last"] != i))
-    start = matched["start"][k, i]
-    return intervals.total(*intervals.union(start, start + matched["wait"][k, i])) if k.size else 0
+def _reference_extra(work, g, s, stragglers):
+    """Straggler g's extra work in step s, spelled out: per side, each name's excess over the median of the other
+    ranks' (a name a rank lacks is 0 for it), the positive ones summed; the larger side."""
+    peers = [work[j][s] for j in range(len(work)) if j not in stragglers and s in work[j]]
+    if s not in work[g] or not peers:
+        return 0
+    best = 0
+    for side in ("host", "device"):
+        mine = getattr(work[g][s], side)
+        total = 0
+        for name, ns in mine.items():
+            values = sorted(getattr(p, side).get(name, 0) for p in peers)
+            mid = len(values) // 2
+            median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+            total += int(ns - median) if ns > median else 0
+        best = max(best, total)
+    return best
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_straggler_prediction_equals_a_union_per_rank_and_step(seed):
-    """`straggler_at_median` groups each rank's waits by step once; every (rank, step) it predicts is the step
-    less the union of that rank's waits in the step (overlapping, touching, negative and absent waits alike)."""
-    from kinetoscope.analysis.distributed.straggler import straggler_at_median
+def test_the_straggler_prediction_removes_its_extra_work_from_every_rank(seed):
+    """Every (rank, step) `straggler_at_median` predicts: in a step where a straggler came last, the step less the
+    stragglers' largest extra work, at most the longest time another rank spent in that step's collectives, and at
+    most the rank's own time in them (a straggler: plus its own extra work), never below 0; every other step as
+    recorded."""
+    from kinetoscope.analysis.distributed.straggler import StepWork, straggler_at_median
+    from kinetoscope.trace import intervals
     rng = np.random.default_rng(seed)
     n, m, steps = int(rng.integers(2, 9)), int(rng.integers(0, 80)), list(range(int(rng.integers(1, 6))))
+    names = ["aten::mm", "aten::add", "(untraced)", "gemm", "copy"]
+
+    def side():
+        return {nm: int(rng.integers(0, 3000)) for nm in names if rng.random() < 0.7}
+
     matched = {"dur": rng.integers(-1, 50, (m, n)), "start": rng.integers(0, 1000, (m, n)),
-               "wait": rng.integers(-5, 200, (m, n)), "last": rng.integers(0, n, m), "step": rng.choice(steps + [99], m)}
-    step_ns = [{s: int(rng.integers(500, 5000)) for s in steps if rng.random() < 0.9} for _ in range(n)]
+               "last": rng.integers(-1, n, m), "step": rng.choice(steps + [99], m)}
+    work = [{s: StepWork(int(rng.integers(500, 5000)), side(), side()) for s in steps if rng.random() < 0.9}
+            for _ in range(n)]
     stragglers = sorted(set(rng.integers(0, n, 2).tolist()))[:n - 1]  # at least one rank that is not
-    got = straggler_at_median(matched, steps, step_ns, stragglers)
-    if got is None:  # no step recorded on any rank that is not a straggler: nothing to predict
-        assert not any(step_ns[j] for j in range(n) if j not in stragglers)
+    got = straggler_at_median(matched, steps, work, stragglers)
+    if got is None:
+        assert not any(work)
         return
-    late = np.isin(matched["last"], stragglers)
     for rank in got["ranks"]:
         i = rank["index"]
         for row in rank["steps"]:
-            if i not in stragglers:
-                expected = step_ns[i][row["step"]] - _reference_waits(matched, late, i, row["step"])
-                assert row["predicted_us"] == round(expected / 1e3, 3), (i, row)
+            s = row["step"]
+            late = {int(g) for g, st in zip(matched["last"].tolist(), matched["step"].tolist())
+                    if g in stragglers and st == s}
+            def in_collectives(j, s=s):
+                k = np.flatnonzero((matched["dur"][:, j] >= 0) & (matched["step"] == s))
+                start = matched["start"][k, j]
+                return intervals.total(*intervals.union(start, start + matched["dur"][k, j])) if k.size else 0
+
+            removed = min(max((_reference_extra(work, g, s, stragglers) for g in late), default=0),
+                          max((in_collectives(j) for j in range(n) if j not in stragglers), default=0))
+            room = in_collectives(i)
+            if i in stragglers and late:  # a straggler loses its own extra work too
+                room += _reference_extra(work, i, s, stragglers)
+            recorded = work[i][s].ns
+            expected = recorded - min(removed, room, recorded)
+            assert row["predicted_us"] == round(expected / 1e3, 3), (i, row)
+            assert 0 <= row["predicted_us"] <= row["recorded_us"]

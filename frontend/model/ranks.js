@@ -74,7 +74,18 @@ export function stragglerSavingText(view) {
   const share = Number.isFinite(w.saving_share) ? ` (${(100 * w.saving_share).toFixed(1)}%)` : '';
   return `What a fix would save: with the stragglers as fast as the median rank (${w.edit ?? 'straggler=median'}), `
     + `the job's median step goes from ${formatDuration(w.recorded_median_step_us)} to ${formatDuration(w.median_step_us)}: `
-    + `${formatDuration(Math.max(0, w.saving_us))} per step${share}.`;
+    + `${formatDuration(Math.max(0, w.saving_us))} per step${share}.${extraWorkText(w)}`;
+}
+
+/** The straggler's extra work the prediction removes, by name (` Rank 1's extra work per step: ...`), or ''. @param {any} w */
+function extraWorkText(w) {
+  const parts = (Array.isArray(w.extra_work) ? w.extra_work : []).map((e) => {
+    const names = (Array.isArray(e?.names) ? e.names : []).slice(0, 3)
+      .filter((n) => typeof n?.name === 'string' && Number.isFinite(n.per_step_us))
+      .map((n) => `${n.name} ${formatDuration(n.per_step_us)}`);
+    return names.length ? ` Rank ${e.rank}'s extra work per step, beyond the median rank's: ${names.join(', ')}.` : '';
+  });
+  return parts.join('');
 }
 
 /** The line above the table: how many ranks, which are missing, whether anyone held the others back. @param {any} view */

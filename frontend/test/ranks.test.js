@@ -53,6 +53,10 @@ test('the straggler carries its saving, replayed with straggler=median', () => {
   assert.match(text, /straggler=median/);
   assert.match(text, /14\.2 ms to 12\.1 ms/);
   assert.match(text, /2\.1 ms per step \(14\.8%\)/);
+  assert.doesNotMatch(text, /extra work/);
+  const named = stragglerSavingText({ straggler_whatif: { ...view.straggler_whatif, removed_us: 2100,
+    extra_work: [{ rank: 2, names: [{ name: 'aten::mm', per_step_us: 1800 }, { name: '(untraced)', per_step_us: 300 }] }] } });
+  assert.match(named, /Rank 2's extra work per step, beyond the median rank's: aten::mm 1\.8 ms, \(untraced\) 300 µs\./);
   assert.equal(stragglerSavingText({}), '');
   assert.equal(stragglerSavingText({ straggler_whatif: { saving_us: 'x' } }), '');
 });

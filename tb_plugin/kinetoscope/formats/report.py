@@ -15,6 +15,7 @@ from ..analysis.judgement.health import FIGURES
 from ..analysis.judgement.verdict import NOT_ENOUGH_DATA
 from .tbprof import gpu_summary_lines, measured_lines, tbprof_step_lines
 from .units import human_bytes, human_us, md, percent, short, table_lines
+from .whatif import extra_work_lines
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
 
@@ -174,6 +175,7 @@ def render_ranks(run: str, view: dict, markdown: bool = False) -> str:
             lines.append(f"If the straggler were as fast as the median rank: median step "
                          f"{human_us(saving['recorded_median_step_us'])} -> {human_us(saving['median_step_us'])} "
                          f"({percent(saving['saving_share'] or 0)} saved) [straggler=median]")
+            lines += [f"  {line}" for line in extra_work_lines(saving)]
     elif view["matched_instances"]:
         lines.append(f"No straggler: {view['matched_instances']} collectives matched across ranks, no rank held the others back")
     else:

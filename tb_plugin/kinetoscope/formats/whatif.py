@@ -69,5 +69,16 @@ def render_runs(runs: list[dict], markdown: bool = False) -> str:
             out.append("")
         out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
                    f"{human_us(result['median_step_us'])} predicted ({percent(result['saving_share'] or 0)} saved)")
+        out += extra_work_lines(result)
         out.append("")
     return "\n".join(out)
+
+
+def extra_work_lines(result: dict) -> list[str]:
+    """What `straggler=median` removes, one line per straggler: its extra work by name, and the step's loss."""
+    out = []
+    for entry in result.get("extra_work") or []:
+        names = ", ".join(f"{n['name']} {human_us(n['per_step_us'])}" for n in entry["names"][:4]) or "nothing by name"
+        out.append(f"rank {entry['rank']}'s extra work per step, beyond the median rank's: {names}; "
+                   f"every rank's step loses {human_us(result.get('removed_us') or 0)} (median)")
+    return out

@@ -19,7 +19,7 @@ from ..pipeline import user_peaks
 from ..trace.model import FORMAT_VERSION
 from . import signing
 
-SIDECAR_FORMAT = 3  # bump when the layout of the file or of a section changes
+SIDECAR_FORMAT = 4  # bump when the layout of the file or of a section changes
 MAGIC = b"KINETOSCOPE-SIDECAR\n"
 FOLDER = ".kinetoscope"
 SUFFIX = ".kidx"

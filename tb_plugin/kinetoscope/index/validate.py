@@ -169,10 +169,20 @@ def check_summary(report: Any, digest: Any, digest_type: type) -> None:
     steps = {digest.step_numbers.size, digest.step_dur_ns.size, digest.step_comm_ns.size, digest.step_exposed_ns.size}
     if len(steps) != 1:
         raise ModelInvalid("the digest's step columns have unequal lengths")
+    if any(len(w) not in (0, digest.step_numbers.size) for w in (digest.step_host_work, digest.step_device_work)):
+        raise ModelInvalid("the digest's step work is not one entry per step")
+    if not all(_named_ns(step) for w in (digest.step_host_work, digest.step_device_work) for step in w):
+        raise ModelInvalid("the digest's step work is not (name, ns) pairs")
     calls = {v.size if isinstance(v, np.ndarray) else len(v) for v in record_values(digest.calls)
              if isinstance(v, (np.ndarray, tuple))}  # the per-call tuples (kind, group, before, ...) as well
     if len(calls) > 1:
         raise ModelInvalid("the digest's collective call columns have unequal lengths")
+
+
+def _named_ns(step: Any) -> bool:
+    """One step's work: (name, ns) pairs, ns a non-negative int (what `straggler._beyond` sums)."""
+    return isinstance(step, tuple) and all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int and p[1] >= 0 for p in step)
 
 
 def _json_like(value: Any, depth: int) -> bool:

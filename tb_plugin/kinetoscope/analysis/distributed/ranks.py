@@ -30,10 +30,12 @@ import numpy as np
 
 from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
+from ..core.selectors import OpIndex
 from .clocks import clock_offsets, instance_uncertainty, public, wait_uncertainties
 from .collectives import P2P_KINDS, CollectiveCalls, collective_calls
 from .groups import process_groups
-from .straggler import straggler_at_median
+from .step_work import Work, step_work
+from .straggler import StepWork, straggler_at_median
 
 TIE_NS = 1_000  # durations within 1 µs of the shortest: no one rank was waited for
 STRAGGLER_SHARE = 0.5  # of the matched instances
@@ -64,6 +66,10 @@ class RankDigest(msgspec.Struct, frozen=True):
     # `jobs.job_signature` of its distributedInfo: what all ranks of its job share; "" when the info says it is
     # no rank of a job of two or more, None when the trace has no distributedInfo
     signature: Optional[str] = None
+    # per step (step_numbers' order), what the rank worked on by name (`step_work.py`): its host ops' self time and
+    # untraced time, its device's kernels; () for a trace without collectives (no straggler to judge)
+    step_host_work: Work = ()
+    step_device_work: Work = ()
 
 
 def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
@@ -86,12 +92,15 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
         "dataloader_us": _us(int(steps.dataloader_ns.sum())), "memory_peak_bytes": memory_peak,
         "verdict": analysis.verdict.bound, "confidence": analysis.verdict.confidence,
     }
+    calls = collective_calls(model)
+    host, device = step_work(model, steps.start_ns, steps.end_ns, OpIndex(model)) if calls.count else ((), ())
     return RankDigest(worker=worker, rank=model.rank, world_size=model.world_size,
                       backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
                       step_numbers=numbers, step_dur_ns=steps.end_ns - steps.start_ns, step_comm_ns=steps.comm_ns,
-                      step_exposed_ns=steps.exposed_comm_ns, figures=figures, calls=collective_calls(model),
+                      step_exposed_ns=steps.exposed_comm_ns, figures=figures, calls=calls,
                       origin_ns=model.start_ns if model.n_events else 0,
-                      signature=job_signature(info) if model.meta.get("distributed_info") is not None else None)
+                      signature=job_signature(info) if model.meta.get("distributed_info") is not None else None,
+                      step_host_work=host, step_device_work=device)
 
 
 def job_signature(info: dict) -> str:
@@ -145,7 +154,9 @@ def merge_spans(digests: list[RankDigest]) -> list[RankDigest]:
                                  step_comm_ns=cat([g.step_comm_ns for g in group]),
                                  step_exposed_ns=cat([g.step_exposed_ns for g in group]),
                                  figures=last.figures, calls=joined, origin_ns=group[0].origin_ns,
-                                 signature=last.signature))
+                                 signature=last.signature,
+                                 step_host_work=tuple(w for g in group for w in _work_of(g, "step_host_work")),
+                                 step_device_work=tuple(w for g in group for w in _work_of(g, "step_device_work"))))
     return merged
 
 
@@ -165,10 +176,9 @@ def ranks_view(digests: list[RankDigest]) -> dict[str, Any]:
     median_step = _median_step_ns(digests)
     stragglers = _stragglers(digests, ranks, matched, per_rank, median_step)
     straggler_rows = [i for i, r in enumerate(ranks) if any(s["rank"] == r for s in stragglers)]
-    whatif = straggler_at_median(matched, step_numbers, [dict(zip(d.step_numbers.tolist(), d.step_dur_ns.tolist()))
-                                                         for d in digests], straggler_rows)
+    whatif = straggler_at_median(matched, step_numbers, [_step_work(d) for d in digests], straggler_rows)
     if whatif is not None:
-        for row in whatif["ranks"]:
+        for row in whatif["ranks"] + whatif["extra_work"]:
             row["rank"] = ranks[row.pop("index")]
     clocks = clock_offsets(digests, ranks, matched)
     uncertain = wait_uncertainties(clocks, ranks)
@@ -332,6 +342,19 @@ def _stragglers(digests, ranks, matched, per_rank, median_step) -> list[dict[str
                     "doing": [{"name": name, "self_us": _us(ns)} for name, ns in top],
                     "slow_steps": _slow_outside_comm(outside, peers)})
     return out
+
+
+def _work_of(d: RankDigest, field: str) -> Work:
+    """A span's per-step work, or one empty entry per step where it has none (a span without collectives)."""
+    work = getattr(d, field)
+    return work if len(work) == d.step_numbers.size else ((),) * int(d.step_numbers.size)
+
+
+def _step_work(d: RankDigest) -> dict[int, StepWork]:
+    """Step number -> the rank's recorded step and its work (`straggler.StepWork`)."""
+    host, device = _work_of(d, "step_host_work"), _work_of(d, "step_device_work")
+    return {s: StepWork(int(ns), dict(h), dict(g))
+            for s, ns, h, g in zip(d.step_numbers.tolist(), d.step_dur_ns.tolist(), host, device)}
 
 
 def _outside_comm_ns(d: RankDigest) -> np.ndarray:
