@@ -70,8 +70,17 @@ const COLUMNS = {
   ],
 };
 
-/** @param {string} by @returns {TableColumn[] | undefined} the columns of an extra table, undefined for the others */
-export function extraColumns(by) {
+/** The module tree's column for a trace that replays graphs (the route's totals carry `attributed_from`). */
+const REPLAYED_COLUMN = { key: 'replayed_device_us', sort: '', head: 'From graph replays', kind: 'dur',
+  title: 'device time graph replays ran in the module, attributed from the reference run' };
+
+/**
+ * The columns of an extra table, undefined for the others; a module tree of graph replays adds its replayed time.
+ * @param {string} by @param {any} [totals] the answer's totals
+ * @returns {TableColumn[] | undefined}
+ */
+export function extraColumns(by, totals) {
+  if (by === 'module_tree' && totals && typeof totals.attributed_from === 'string') return [...COLUMNS[by], REPLAYED_COLUMN];
   return COLUMNS[by];
 }
 

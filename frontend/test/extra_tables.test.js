@@ -8,6 +8,10 @@ test('every extra tab has columns, the tree keeps its order and the others sort 
   assert.equal(extraColumns('op'), undefined);
   assert.equal(extraColumns('module_tree')[0].kind, 'tree');
   assert.ok(extraColumns('module_tree').every((c) => c.sort === ''));
+  assert.ok(!extraColumns('module_tree').some((c) => c.key === 'replayed_device_us'));
+  const replayed = extraColumns('module_tree', { attributed_from: 'self', replayed_device_us: 12 });
+  assert.equal(replayed.at(-1).key, 'replayed_device_us');
+  assert.equal(extraColumns('module_tree', { rows: 3 }).length, extraColumns('module_tree').length);
   assert.equal(extraDefaultSort('module_tree'), '');
   assert.equal(extraDefaultSort('annotation'), '-total');
   const memory = extraColumns('memory');

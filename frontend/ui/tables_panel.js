@@ -180,7 +180,7 @@ export class TablesPanel {
   /** @param {any} body */
   render(body) {
     this.body = body;
-    let columns = extraColumns(this.by) ?? tableColumns(this.by, body.group, this.withDevice());
+    let columns = extraColumns(this.by, body.totals) ?? tableColumns(this.by, body.group, this.withDevice());
     if (this.by === 'kernel' && body.split === 'op_launch') columns = [columns[0], OP_COLUMN, ...columns.slice(1)];
     this.table.dataset.window = body.window ? `${body.window.start_us},${body.window.end_us}` : '';
     if (!body.rows.length) {

@@ -81,6 +81,8 @@ def write(rows: list[dict[str, Any]], totals: dict[str, Any], by: str, fmt: str,
     if by == "sequences" and fmt == "csv":
         extra = ("kernels",)
     columns = ("name", *extra, *TEXT_COLUMNS[by][1:])
+    if by == "module_tree" and "replayed_device_us" in totals:  # the trace replays graphs: their share per node
+        columns = (*columns, "replayed_device_us")
     if by == "roofline" and fmt == "csv":
         columns = (*columns[:-1], "peak_source", "kernel_count", "kernels")
     if fmt == "csv":

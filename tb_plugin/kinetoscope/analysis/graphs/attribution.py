@@ -42,7 +42,7 @@ class GraphAttribution(msgspec.Struct, frozen=True, eq=False):
     call_name: np.ndarray  # int32 model name id of each replayed call
     call_inputs: np.ndarray  # int32 model inputs id (-1: none recorded)
     call_parent: np.ndarray  # int32 enclosing replayed call (same replay), -1 for top-level ones
-    call_module: np.ndarray  # int32 model name id of its innermost nn.Module, -1 none
+    call_module: np.ndarray  # int32 its innermost nn.Module's path in the reference (into module_*), -1 none
     call_replay: np.ndarray  # int32 the replay (into replay_launch)
     call_start_ns: np.ndarray  # int64 the first start of the kernels it or its descendants issued
     call_end_ns: np.ndarray  # int64 their last end
@@ -52,6 +52,8 @@ class GraphAttribution(msgspec.Struct, frozen=True, eq=False):
     replay_ambiguous: np.ndarray  # bool: another placement in the reference fit as well
     replayed_ns: int  # time of every graph-replayed activity
     attributed_ns: int  # of that, the time of the attributed ones
+    module_name: np.ndarray  # int32 per reference module path: model name id of its last module
+    module_parent: np.ndarray  # int32 per path: the path one module shorter, -1 for a top-level module
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -73,7 +75,7 @@ def with_reference(model: TraceModel, ref: ReferenceCalls) -> TraceModel:
     """The model with another trace's reference attached: the strings the replayed calls need (op and module names,
     recorded inputs) appended to its name and inputs tables (no event refers to them), the reference in its meta."""
     names, inputs = strings_to_ids(model.names), strings_to_ids(model.inputs_strings)
-    wanted = set(ref.call_name.tolist()) | set(ref.call_module[ref.call_module >= 0].tolist())
+    wanted = set(ref.call_name.tolist()) | set(ref.module_name.tolist())
     new_names = tuple(t for t in dict.fromkeys(ref.strings[i] for i in sorted(wanted)) if t not in names)
     texts = set(ref.call_inputs[ref.call_inputs >= 0].tolist())
     new_inputs = tuple(t for t in dict.fromkeys(ref.strings[i] for i in sorted(texts)) if t not in inputs)
@@ -99,7 +101,7 @@ def attribute(model: TraceModel, act_rows: np.ndarray, act_start: np.ndarray, ac
     label = np.where(ref.item_call >= 0, ref.call_name[np.maximum(ref.item_call, 0)], -1) if ref.call_name.size else \
         np.full(ref.size, -1, np.int64)
     call_name = _ids(ref, ref.call_name, names)
-    call_inputs, call_module = _ids(ref, ref.call_inputs, inputs), _ids(ref, ref.call_module, names)
+    call_inputs = _ids(ref, ref.call_inputs, inputs)
     kernel_name = model.name_id[act_rows[replayed]].astype(np.int64)
     templates: dict[bytes, tuple] = {}
     act_call = np.full(act_rows.size, -1, np.int32)
@@ -126,10 +128,11 @@ def attribute(model: TraceModel, act_rows: np.ndarray, act_start: np.ndarray, ac
     dur = act_end[replayed] - act_start[replayed]
     i32 = np.int32
     return GraphAttribution(ref.source, act_rows, act_call, call_name[refs].astype(i32), call_inputs[refs].astype(i32),
-                            parent.astype(i32), call_module[refs].astype(i32), replay.astype(i32), start, end,
+                            parent.astype(i32), ref.call_module[refs].astype(i32), replay.astype(i32), start, end,
                             launch[replayed[bounds[:-1]]], np.diff(bounds).astype(np.int64),
                             np.array(matched, np.int64), np.array(ambiguous, bool), int(dur.sum()),
-                            int(dur[act_call[replayed] >= 0].sum()))
+                            int(dur[act_call[replayed] >= 0].sum()), _ids(ref, ref.module_name, names).astype(i32),
+                            ref.module_parent.astype(i32))
 
 
 def _enclosing_names(model: TraceModel, ops: Forest, launch_row: int) -> set[int]:

@@ -2,7 +2,8 @@
 
 What a graph replays was launched once by ops, eagerly or into a capture. A reference is that record: each launch
 (its kernel name, grid and block where recorded), the op call that issued it (the profiler tables' issuing op) and
-that call's enclosing ops and innermost nn.Module. It holds its own strings, so a reference read from one trace
+that call's enclosing ops and its nn.Module path (the modules around it, outermost first, as the module tree keys
+its nodes). It holds its own strings, so a reference read from one trace
 file attributes the replays of another:
 
     ref = reference_calls(model, act_rows, act_grid, act_block, ops, modules, source="self")
@@ -40,8 +41,10 @@ class ReferenceCalls(msgspec.Struct, frozen=True):
     call_name: np.ndarray  # int64 string index of the op name
     call_inputs: np.ndarray  # int64 string index of its recorded inputs text (the model's inputs key), -1 none
     call_parent: np.ndarray  # int64 the enclosing op call, -1 for top-level ones
-    call_module: np.ndarray  # int64 string index of its innermost nn.Module, -1 outside every module
+    call_module: np.ndarray  # int64 its innermost nn.Module's path (into module_*), -1 outside every module
     call_row: np.ndarray  # int64 the call's row in the reference model (for "self": this model's rows)
+    module_name: np.ndarray  # int64 per module path: string index of its last module's name
+    module_parent: np.ndarray  # int64 per module path: the path one module shorter, -1 for a top-level module
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -85,10 +88,25 @@ def reference_calls(model: TraceModel, act_rows: np.ndarray, act_grid: np.ndarra
     parent = _parents(ops, calls)
     module = innermost_at(model, modules, model.lane[ops.rows[calls]], ops.start_ns[calls]) if modules.size else \
         np.full(calls.size, -1, np.int64)
-    module_names = [sid(model.names[modules.name_ids[modules.name_ix[m]]]) if m >= 0 else -1 for m in module.tolist()]
+    path_of, path_name, path_parent = _module_paths(model, modules, module, sid)
     return ReferenceCalls(source, tuple(strings), item_kernel, np.array(grid, np.float64)[order],
                           np.array(block, np.float64)[order], item_call, np.array(names, np.int64),
-                          np.array(texts, np.int64), parent, np.array(module_names, np.int64), ops.rows[calls])
+                          np.array(texts, np.int64), parent, path_of, ops.rows[calls], path_name, path_parent)
+
+
+def _module_paths(model: TraceModel, modules: Forest, innermost: np.ndarray, sid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The module paths of the calls' innermost modules (positions of `modules`, -1 none): each call's path
+    (-1 none), and per path its last module's string index and its parent path. Only the paths the calls sit
+    in, and the paths above them, are numbered (a module forest is in preorder: a parent before its children)."""
+    used = with_ancestors(modules.parent.astype(np.int64), innermost) if modules.size else np.zeros(0, np.int64)
+    paths: dict[tuple[int, int], int] = {}
+    path_at = np.full(modules.size + 1, -1, np.int64)
+    for m, up in zip(used.tolist(), modules.parent[used].tolist()):
+        name = sid(model.names[modules.name_ids[modules.name_ix[m]]])
+        path_at[m] = paths.setdefault((int(path_at[up]) if up >= 0 else -1, name), len(paths))
+    keys = list(paths)
+    return (path_at[np.where(innermost >= 0, innermost, modules.size)], np.array([n for _, n in keys], np.int64),
+            np.array([p for p, _ in keys], np.int64))
 
 
 def captured_launch_rows(model: TraceModel) -> np.ndarray:

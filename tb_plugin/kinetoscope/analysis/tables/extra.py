@@ -49,16 +49,22 @@ def extra_rows(model: TraceModel, index: TableIndex, by: str, window: Window = N
 def module_tree_rows(model: TraceModel, index: TableIndex, window: Window = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The module tree in preorder: `name` (without `nn.Module: `), `index` (the row's place in preorder),
     `parent` (-1 for a root), `depth`, `occurrences`, `operators`, `host_us`, `self_host_us`, `device_us`,
-    `self_device_us`; totals: `rows`, `truncated`, and `host_us`, `device_us` of the roots."""
+    `self_device_us`, and where the trace replays graphs `replayed_device_us` (the node's device time graph replays
+    ran, attributed from the reference); totals: `rows`, `truncated`, and `host_us`, `device_us` of the roots, and
+    with replays `replayed_device_us` of the roots and `attributed_from` (the reference)."""
     tree = module_tree(model, index, window)
     names = [module_label(model.shown_names[i]) for i in tree.name_id.tolist()]
+    kinds = ("host", "self_host", "device", "self_device") + (("replayed_device",) if index.graphs is not None else ())
     columns = {"parent": tree.parent.tolist(), "depth": tree.depth.tolist(), "occurrences": tree.occurrences.tolist(),
-               "operators": tree.operators.tolist(),
-               **{f"{k}_us": (getattr(tree, f"{k}_ns") / 1e3).tolist() for k in ("host", "self_host", "device", "self_device")}}
+               "operators": tree.operators.tolist(), **{f"{k}_us": (getattr(tree, f"{k}_ns") / 1e3).tolist() for k in kinds}}
     rows = [{"name": name, "index": i, **{k: v[i] for k, v in columns.items()}} for i, name in enumerate(names)]
     roots = tree.parent < 0
-    return rows, {"rows": len(rows), "truncated": tree.truncated, "host_us": float(tree.host_ns[roots].sum()) / 1e3,
-                  "device_us": float(tree.device_ns[roots].sum()) / 1e3}
+    totals = {"rows": len(rows), "truncated": tree.truncated, "host_us": float(tree.host_ns[roots].sum()) / 1e3,
+              "device_us": float(tree.device_ns[roots].sum()) / 1e3}
+    if index.graphs is not None:
+        totals |= {"replayed_device_us": float(tree.replayed_device_ns[roots].sum()) / 1e3,
+                   "attributed_from": index.graphs.reference}
+    return rows, totals
 
 
 MEMORY_FIELDS = ("calls", "self_alloc_count", "self_alloc_bytes", "self_freed_bytes", "self_increase_bytes",

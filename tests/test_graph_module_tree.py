@@ -1,0 +1,62 @@
+"""The module tree of a trace that replays graphs: the replayed kernels sit in the module paths their reference ran
+them in (analysis/tables/module_tree.py, `_grafted`), on the real H200 graph sample and the Flux serving trace."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kinetoscope.analysis.tables.extra import module_tree_rows
+from kinetoscope.analysis.tables.index import TableIndex
+from kinetoscope.pipeline import with_graph_reference
+from kinetoscope.trace.loader import load_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "samples" / "logs" / "cuda_h200"
+FLUX = ROOT.parent / "shared" / "traces" / "modern" / "inference" / "xdit_flux.1_aiter_sage"
+
+
+def _tree(model):
+    index = TableIndex.build(model)
+    rows, totals = module_tree_rows(model, index)
+    return index, rows, totals
+
+
+@pytest.mark.skipif(not list(H200.glob("cuda_graph/*.json.gz")), reason="the H200 samples are not here")
+def test_graph_replays_take_the_module_tree_of_their_eager_twin(monkeypatch):
+    (trace,), (eager,) = H200.glob("cuda_graph/*.json.gz"), H200.glob("launch_bound/*.json.gz")
+    bare = load_trace(str(trace), cache_dir=None)
+    _, rows, _ = _tree(bare)
+    assert rows == []  # the graph trace records no module: without a reference there is no tree
+    monkeypatch.setenv("KINETOSCOPE_GRAPH_REFERENCE", str(eager))
+    index, rows, totals = _tree(with_graph_reference(bare, str(trace)))
+    _, twin, _ = _tree(load_trace(str(eager), cache_dir=None))
+    assert [(r["name"], r["depth"], r["operators"]) for r in rows] == [(r["name"], r["depth"], r["operators"]) for r in twin]
+    assert [r["occurrences"] for r in rows] == [24] * len(rows)  # 24 replays, each module once per replay
+    assert totals["attributed_from"] == str(eager)
+    assert totals["device_us"] == totals["replayed_device_us"] == pytest.approx(index.graphs.attributed_ns / 1e3, abs=0.01)
+    for row in rows:
+        assert row["host_us"] == row["self_host_us"] == 0  # a replay spends no host time in its modules
+        assert row["replayed_device_us"] == row["device_us"]
+        if row["depth"] == 1:  # Linear_i, GELU_i: their ops' kernels are their own
+            assert row["self_device_us"] == row["device_us"] > 0
+    children = sum(r["device_us"] for r in rows if r["depth"] == 1)
+    assert children == pytest.approx(rows[0]["device_us"], abs=0.01)
+
+
+@pytest.mark.skipif(not FLUX.is_dir(), reason="../shared/traces is not beside the repo")
+def test_a_capture_that_ran_in_the_replays_own_modules_continues_them():
+    # Flux replays its transformer inside OptimizedModule_0 / xFuserFlux1Transformer2DWrapper_0, the modules its
+    # capture trace ran in too: the tree keeps one such path, which holds the replayed kernels, and moves nothing
+    trace = FLUX / "profile_trace_rank_0.json.gz"
+    plain = load_trace(str(trace), cache_dir=None)
+    index, rows, totals = _tree(with_graph_reference(plain, str(trace)))
+    assert totals["attributed_from"].endswith("capture_trace_rank_0.json.gz")
+    assert totals["replayed_device_us"] == pytest.approx(index.graphs.attributed_ns / 1e3, abs=0.01)
+    replayed = [r for r in rows if r["replayed_device_us"] > 0]
+    assert [(r["name"], r["depth"]) for r in replayed] == [("OptimizedModule_0", 0), ("xFuserFlux1Transformer2DWrapper_0", 1)]
+    for row in rows:
+        assert row["self_device_us"] >= 0
+        assert row["parent"] < 0 or rows[row["parent"]]["name"] != row["name"]
+    _, alone, alone_totals = _tree(plain)  # no reference attached: the same modules and device time
+    assert alone_totals["device_us"] == pytest.approx(totals["device_us"], abs=0.01)
+    assert [r["name"] for r in alone] == [r["name"] for r in rows]
