@@ -550,3 +550,30 @@ def test_a_name_cut_at_1000_characters_shows_whole_on_demand(tmp_path):
     assert all("cut: the trace's name has 1,511 characters" in t for t in r["shown"])
     assert r["whole"] == stem + "A>()" and "1,511 characters" in r["head"]
     assert r["drawer"] == stem + "A>()"  # the Selection drawer of the first occurrence shows it whole too
+
+
+@pytest.fixture()
+def graphs_tb(tmp_path):
+    """A logdir with the H200 graph-replay sample and, in its `capture_traces/`, its eager twin as reference."""
+    (trace,), (eager,) = (SAMPLES / "cuda_h200" / "cuda_graph").glob("*.json.gz"), (SAMPLES / "cuda_h200" / "launch_bound").glob("*.json.gz")
+    run = tmp_path / "logdir" / "graphs"
+    (run / "capture_traces").mkdir(parents=True)
+    shutil.copy(trace, run / trace.name)
+    shutil.copy(eager, run / "capture_traces" / eager.name)
+    yield from _server(tmp_path / "logdir")
+
+
+def test_the_ops_graph_replays_ran_are_drawn_above_their_stream_and_named_on_hover(graphs_tb, tmp_path):
+    from kinetoscope.analysis.tables.index import TableIndex
+    from kinetoscope.pipeline import with_graph_reference
+    from kinetoscope.trace.loader import load_trace
+    (trace,) = (tmp_path / "logdir" / "graphs").glob("*.json.gz")
+    model = with_graph_reference(load_trace(str(trace), cache_dir=None), str(trace))
+    graphs = TableIndex.build(model).graphs
+    first = graphs.call_replay == 0
+    t0, t1 = ((int(graphs.call_start_ns[first].min()) - model.start_ns) / 1e3, (int(graphs.call_end_ns[first].max()) - model.start_ns) / 1e3)
+    r = _check("replayed", graphs_tb, "graphs", round(t0 - 1, 3), round(t1 + 1, 3))
+    assert r["errors"] == [] and r["httpErrors"] == []
+    assert r["ids"] is not None and r["drawn"] and r["above"] and r["pixels"] > 500
+    assert r["tooltip"] and "replayed_op" in r["tooltip"] and "launch_bound" in r["tooltip"]
+    assert "aten::linear" in r["tooltip"] or "aten::gelu" in r["tooltip"]

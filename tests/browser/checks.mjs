@@ -149,6 +149,44 @@ async function interact(browser, run) {
     laneH: [g.lanes[0].hCss, collapsedH, expandedH], rowH: g.rowH, lanePad: g.lanePad };
 }
 
+/**
+ * A graph-replay trace zoomed to [t0, t1] (µs): the lane of the ops its replays ran is drawn right above its stream,
+ * and hovering its first bar names the op, `replayed_op` and the lane of the reference.
+ */
+async function replayed(browser, run, t0, t1) {
+  const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run, t: `${t0},${t1}` }));
+  await waitReady(frame);
+  const ids = await frame.evaluate(async ([a, b]) => {
+    const span = document.querySelector('select[aria-label=span]').value;
+    const body = await (await fetch(`lanes?span=${span}&start_us=${a}&end_us=${b}&width_px=800`)).json();
+    const at = body.lanes.findIndex((l) => l.replayed_ops);
+    return at < 0 ? null : { replayed: body.lanes[at].id, stream: body.lanes[at + 1]?.id };
+  }, [t0, t1]);
+  let g = await geometry(frame);
+  for (let i = 0; i < 40 && ids && !g.lanes.some((l) => l.laneId === ids.replayed); i++) {
+    await page.waitForTimeout(250);
+    g = await geometry(frame);
+  }
+  const order = g.lanes.map((l) => l.laneId);
+  const lane = ids && g.lanes.find((l) => l.laneId === ids.replayed);
+  let tooltip = null;
+  if (lane) {
+    const y = lane.yCss + g.lanePad / 2 + g.rowH / 2;
+    const xs = [];
+    for (let x = g.gutter + 2; x < g.width - g.right; x += 2) xs.push([x, y]);
+    const colors = await pixels(frame, '.ks-lanes-canvas', xs);
+    const hitAt = xs.findIndex((_, i) => { const [r, gg, b] = colors[i]; return Math.max(r, gg, b) - Math.min(r, gg, b) > 60; });
+    if (hitAt >= 0) {
+      await page.mouse.move(g.left + xs[hitAt][0] + 2, g.top + y);
+      await frame.waitForSelector('.ks-tooltip:not([hidden])', { timeout: 5000 }).catch(() => null);
+      tooltip = await frame.$eval('.ks-tooltip:not([hidden])', (e) => e.textContent).catch(() => null);
+    }
+  }
+  await page.screenshot({ path: shot('replayed-ops') });
+  return { errors, httpErrors, ids, drawn: Boolean(lane), above: lane ? order.indexOf(ids.stream) === order.indexOf(ids.replayed) + 1 : false,
+    tooltip, pixels: lane ? await saturated(frame, g.gutter, lane.yCss, g.width - g.right, lane.yCss + lane.hCss) : 0 };
+}
+
 async function gapRow(browser, run) {
   const { page, frame, errors, httpErrors } = await openPlugin(browser, base, ksSuffix({ run }));
   await waitReady(frame);
@@ -990,6 +1028,7 @@ try {
   checks.firstview = firstView;
   checks.comparefit = compareFitCheck;
   checks.fullname = fullName;
+  checks.replayed = replayed;
   if (!checks[check]) throw new Error(`unknown check ${check}`);
   console.log(JSON.stringify(await checks[check](browser, ...args.map((a) => (/^-?\d+(\.\d+)?$/.test(a) ? Number(a) : a)))));
 } finally {

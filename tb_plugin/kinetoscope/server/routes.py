@@ -286,7 +286,9 @@ def lanes_impl(service: TraceService, sid: str, *, start_us: Optional[float] = N
     t0, t1 = span_window(model, start_us, end_us)
     analysis = getattr(prepared, "analysis", None)
     idle, steps = (None, None) if analysis is None else (analysis.idle, analysis.steps)
-    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps, counters=counters)
+    tables = getattr(prepared, "tables", None)  # graph replays' op calls, once the tables are built
+    out = lanes_view(model, prepared.index, t0, t1, width_px, idle, steps, counters=counters,
+                     graphs=tables.graphs if tables is not None else None)
     out["analysed"] = analysis is not None
     return out
 

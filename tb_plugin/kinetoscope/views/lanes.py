@@ -22,6 +22,7 @@ from ..trace.model import TraceModel, unique
 from .counter_lanes import counters_view
 from .lane_index import LaneIndex, Level, owned_activities, window_positions
 from .overlays import gaps_overlay, steps_overlay
+from .replayed_lanes import replayed_lanes
 
 RECTS_PER_PX = 4  # per lane, across its depths
 # Worst-case JSON: 8000 rects x 70 B + names 100 KB + flows 1000 x 80 B + gaps 1500 x 45 B + steps: < 850 KB.
@@ -34,7 +35,7 @@ LANE_KIND_NAMES = {LaneKind.CPU: "cpu", LaneKind.GPU: "gpu", LaneKind.MARKER: "m
 
 
 def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, width_px: int,
-               idle: Any = None, steps: Any = None, counters: bool = True) -> dict[str, Any]:
+               idle: Any = None, steps: Any = None, counters: bool = True, graphs: Any = None) -> dict[str, Any]:
     """The `lanes` payload (see HTTP_API.md) for the window [t0_ns, t1_ns) at `width_px` pixels.
 
     Args:
@@ -43,6 +44,8 @@ def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, widt
         width_px: drawing width in pixels.
         idle, steps: the GpuIdle and Steps analyses for the overlays (optional).
         counters: whether to add the counter lanes (counter_lanes.py; off, the answer has `counters` None).
+        graphs: the tables' GraphAttribution: the calls graph replays ran, as lanes before their streams'
+            (replayed_lanes.py; None: none).
     """
     ns_per_px = (t1_ns - t0_ns) / width_px
     level = index.level_for(ns_per_px)
@@ -52,6 +55,9 @@ def lanes_view(model: TraceModel, index: LaneIndex, t0_ns: int, t1_ns: int, widt
     names, name_ix = _names(model, rects["row"], rects["width_px"])
     base = model.start_ns
     lanes = _lane_payload(model, index, rects, name_ix, base)
+    replayed = replayed_lanes(model, graphs, t0_ns, t1_ns, width_px, names)
+    if replayed:  # each right before the stream that ran its kernels
+        lanes = [entry for lane in lanes for entry in ((replayed[lane["id"]], lane) if lane["id"] in replayed else (lane,))]
     flows = _flows(model, rects["row"][rects["row"] >= 0], index, base)
     gaps = gaps_overlay(idle, t0_ns, t1_ns, ns_per_px, base)
     merged = bool((rects["count"] > 1).any()) or gaps["hidden"] > 0
