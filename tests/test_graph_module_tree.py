@@ -60,3 +60,23 @@ def test_a_capture_that_ran_in_the_replays_own_modules_continues_them():
     _, alone, alone_totals = _tree(plain)  # no reference attached: the same modules and device time
     assert alone_totals["device_us"] == pytest.approx(totals["device_us"], abs=0.01)
     assert [r["name"] for r in alone] == [r["name"] for r in rows]
+
+
+@pytest.mark.skipif(not list(H200.glob("cuda_graph/*.json.gz")), reason="the H200 samples are not here")
+def test_the_op_table_groups_replayed_calls_by_the_references_modules_and_shapes(monkeypatch):
+    from kinetoscope.analysis.tables.ops import op_table
+    (trace,), (eager,) = H200.glob("cuda_graph/*.json.gz"), H200.glob("launch_bound/*.json.gz")
+    monkeypatch.setenv("KINETOSCOPE_GRAPH_REFERENCE", str(eager))
+    model = with_graph_reference(load_trace(str(trace), cache_dir=None), str(trace))
+    index = TableIndex.build(model)
+    plain = op_table(model, index)
+    by_module, by_shape = op_table(model, index, group="module"), op_table(model, index, group="shape")
+    for grouped in (by_module, by_shape):  # the groupings split the name rows, they add or lose nothing
+        for column in ("calls", "gpu_self_ns", "gpu_total_ns", "cpu_total_ns"):
+            assert int(getattr(grouped, column).sum()) == int(getattr(plain, column).sum()), column
+    addmm = [i for i, n in enumerate(by_module.name_id.tolist()) if model.names[n] == "aten::addmm"]
+    modules = {model.names[by_module.module_id[i]] for i in addmm}
+    assert modules == {f"nn.Module: Linear_{k}" for k in range(24)}  # the recording itself has no module
+    assert {int(by_module.calls[i]) for i in addmm} == {24}
+    gelu = [i for i, n in enumerate(by_shape.name_id.tolist()) if model.names[n] == "aten::gelu"]
+    assert [(model.shape_strings[by_shape.shape_id[i]], int(by_shape.calls[i])) for i in gelu] == [("[[4, 64], []]", 576)]

@@ -45,6 +45,7 @@ class ReferenceCalls(msgspec.Struct, frozen=True):
     call_row: np.ndarray  # int64 the call's row in the reference model (for "self": this model's rows)
     module_name: np.ndarray  # int64 per module path: string index of its last module's name
     module_parent: np.ndarray  # int64 per module path: the path one module shorter, -1 for a top-level module
+    call_shape: np.ndarray  # int64 string index of the call's input shapes text (`Input Dims`), -1 none
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -89,9 +90,11 @@ def reference_calls(model: TraceModel, act_rows: np.ndarray, act_grid: np.ndarra
     module = innermost_at(model, modules, model.lane[ops.rows[calls]], ops.start_ns[calls]) if modules.size else \
         np.full(calls.size, -1, np.int64)
     path_of, path_name, path_parent = _module_paths(model, modules, module, sid)
+    shapes = [sid(model.shape_strings[k]) if k >= 0 else -1 for k in model.shape_id[ops.rows[calls]].tolist()]
     return ReferenceCalls(source, tuple(strings), item_kernel, np.array(grid, np.float64)[order],
                           np.array(block, np.float64)[order], item_call, np.array(names, np.int64),
-                          np.array(texts, np.int64), parent, path_of, ops.rows[calls], path_name, path_parent)
+                          np.array(texts, np.int64), parent, path_of, ops.rows[calls], path_name, path_parent,
+                          np.array(shapes, np.int64))
 
 
 def _module_paths(model: TraceModel, modules: Forest, innermost: np.ndarray, sid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -297,9 +297,19 @@ def group_extreme(groups: Groups, values: np.ndarray, mask: np.ndarray, largest:
 # first use: `TableIndex.sub_groups`).
 SUB_GROUP_MAKERS = {
     "stack": ("frame_id", lambda model, index: _stack_groups(model, index.ops)),
-    "shape": ("shape_id", lambda model, index: _shape_groups(model, index.ops)),
-    "module": ("module_id", lambda model, index: _module_groups(model, index.ops, index.modules)),
+    "shape": ("shape_id", lambda model, index: _shape_groups(model, index.ops) or _replays_only(model, index, "shape")),
+    "module": ("module_id", lambda model, index: _module_groups(model, index.ops, index.modules)
+               or _replays_only(model, index, "module")),
 }
+
+
+def _replays_only(model: TraceModel, index: TableIndex, group: str) -> Optional[SubGroups]:
+    """For a trace that records no second key of its own but replays graphs whose calls have one (the reference's
+    modules, shapes): every op call under -1, so the replayed calls' keys make the rows; else None."""
+    graphs = index.graphs
+    if graphs is None or not (graphs.call_sub(group) >= 0).any() or index.ops.size == 0:
+        return None
+    return _sub_groups(index.ops, np.full(index.ops.size, -1, np.int32), len(model.names))
 
 
 SUB_GROUPS = tuple(SUB_GROUP_MAKERS)

@@ -67,25 +67,42 @@ def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: 
     table = dict(calls=calls, cpu_total_ns=group_sum(name, dur, n_names), cpu_self_ns=group_sum(name, self_ns, n_names),
                  cpu_max_ns=group_extreme(groups, dur, inside, True), gpu_self_ns=group_sum(name, gpu_self, n_names),
                  gpu_total_ns=group_sum(name, gpu_total, n_names), launches=group_sum(name, launches_total, n_names))
-    replayed = index.graphs if forest is index.ops and sub is None else None
+    sub_ids = None if sub is None else sub.sub_ids
+    replayed = index.graphs if forest is index.ops else None
     if replayed is not None:
-        name_ids, table, top = _with_replayed(index, replayed, name_ids, table, act_dur, top, window)
+        rows = _Rows(name_ids, sub_ids, name if sub is None else sub.group_ix)
+        name_ids, sub_ids, table, top = _with_replayed(index, replayed, rows, sub_field, table, act_dur, top, window)
         calls = table["calls"]
     keep = np.flatnonzero((calls > 0) | (table["gpu_total_ns"] > 0))
     keep = keep[np.lexsort((keep, name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
     return OpTable(name_id=name_ids[keep], **{k: v[keep] for k, v in table.items()}, linked_gpu_ns=linked_ns,
                    top_level_gpu_ns=top, unowned_gpu_ns=linked_ns - top, window=window,
-                   **({} if sub is None else {sub_field: sub.sub_ids[keep]}))
+                   **({} if sub_ids is None else {sub_field: sub_ids[keep]}))
 
 
-def _with_replayed(index: TableIndex, graphs: GraphAttribution, name_ids: np.ndarray, table: dict, act_dur: np.ndarray,
-                   top: int, window: Window) -> tuple[np.ndarray, dict, int]:
-    """The name table with the graph replays' calls added (`graphs.attribution`): each replayed call counts as a call
-    of its op (inside the window when its kernels are), with no host time; the kernels it issued are its GPU self
-    time and, with its replayed descendants', its GPU total. The kernels leave the self time of the op that issued
-    the graph launch (its total keeps them: the replay ran inside it)."""
-    ids = np.union1d(name_ids, graphs.call_name)
-    at = np.searchsorted(ids, name_ids)
+class _Rows(msgspec.Struct, frozen=True):
+    """A table's rows before the replays: their name ids, second keys (None: by name only), each op position's row."""
+
+    name_ids: np.ndarray
+    sub_ids: Optional[np.ndarray]
+    of_position: np.ndarray
+
+
+def _with_replayed(index: TableIndex, graphs: GraphAttribution, rows: _Rows, sub_field: str, table: dict,
+                   act_dur: np.ndarray, top: int, window: Window) -> tuple[np.ndarray, Optional[np.ndarray], dict, int]:
+    """The table with the graph replays' calls added (`graphs.attribution`): each replayed call counts as a call of
+    its op (inside the window when its kernels are), in the row of its name and, grouped, of its second key
+    (`GraphAttribution.call_sub`), with no host time; the kernels it issued are its GPU self time and, with its
+    replayed descendants', its GPU total. The kernels leave the self time of the op that issued the graph launch
+    (its total keeps them: the replay ran inside it). Returns the rows' name ids, second keys, columns and the
+    top-level GPU time."""
+    group = next((g for g, (field, _) in SUB_GROUP_MAKERS.items() if field == sub_field), "name")
+    mine_sub = np.full(rows.name_ids.size, -1, np.int64) if rows.sub_ids is None else rows.sub_ids.astype(np.int64)
+    span = int(max(mine_sub.max(initial=-1), graphs.call_sub(group).max(initial=-1))) + 2
+    keys = rows.name_ids.astype(np.int64) * span + mine_sub + 1
+    call_keys = graphs.call_name.astype(np.int64) * span + graphs.call_sub(group).astype(np.int64) + 1
+    ids = np.union1d(keys, call_keys)
+    at = np.searchsorted(ids, keys)
     out = {}
     for key, values in table.items():
         out[key] = np.zeros(ids.size, np.int64)
@@ -93,15 +110,15 @@ def _with_replayed(index: TableIndex, graphs: GraphAttribution, name_ids: np.nda
     forest = index.ops
     mine = np.flatnonzero(graphs.act_call >= 0)
     owned = mine[forest.owner[mine] >= 0]
-    issuer = forest.name_ix[forest.owner[owned]]
-    np.subtract.at(out["gpu_self_ns"], at[issuer], act_dur[owned])
+    np.subtract.at(out["gpu_self_ns"], at[rows.of_position[forest.owner[owned]]], act_dur[owned])
     own = group_sum(graphs.act_call[mine].astype(np.int64), act_dur[mine], graphs.size)
     inside, _ = clip(graphs.call_start_ns, graphs.call_end_ns, window)
-    name = np.searchsorted(ids, graphs.call_name)
-    out["calls"] += np.bincount(name[inside & (graphs.call_end_ns > 0)], minlength=ids.size).astype(np.int64)
-    out["gpu_self_ns"] += group_sum(name, own, ids.size)
-    out["gpu_total_ns"] += group_sum(name, subtree_sums(graphs.call_parent, own), ids.size)
-    return ids, out, top + int(act_dur[mine[forest.owner[mine] < 0]].sum())
+    row = np.searchsorted(ids, call_keys)
+    out["calls"] += np.bincount(row[inside & (graphs.call_end_ns > 0)], minlength=ids.size).astype(np.int64)
+    out["gpu_self_ns"] += group_sum(row, own, ids.size)
+    out["gpu_total_ns"] += group_sum(row, subtree_sums(graphs.call_parent, own), ids.size)
+    sub_ids = None if rows.sub_ids is None else (ids % span - 1).astype(np.int32)
+    return (ids // span).astype(np.int32), sub_ids, out, top + int(act_dur[mine[forest.owner[mine] < 0]].sum())
 
 
 def _subtree_totals(forest: Forest, per_node: np.ndarray) -> np.ndarray:
