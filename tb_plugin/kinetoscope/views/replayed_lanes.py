@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.graphs.attribution import call_depths
 from ..trace.model import TraceModel
 
 MAX_REPLAYED_RECTS = 4_000  # bars across the replayed lanes of one answer
@@ -31,7 +32,7 @@ def replayed_lanes(model: TraceModel, graphs: Any, t0_ns: int, t1_ns: int, width
     if graphs is None or graphs.size == 0:
         return {}
     lane = _replay_lanes(model, graphs)[graphs.call_replay]
-    depth = _depths(graphs.call_parent)
+    depth = call_depths(graphs.call_parent)
     keep = np.flatnonzero((lane >= 0) & (graphs.call_end_ns > t0_ns) & (graphs.call_start_ns < t1_ns)
                           & (graphs.call_end_ns > graphs.call_start_ns))
     ns_per_px = (t1_ns - t0_ns) / max(width_px, 1)
@@ -84,15 +85,6 @@ def _replay_lanes(model: TraceModel, graphs: Any) -> np.ndarray:
     first = order[np.flatnonzero(np.concatenate(([True], replay[order][1:] != replay[order][:-1])))]
     out[replay[first]] = model.lane[rows[first]]
     return out
-
-
-def _depths(parent: np.ndarray) -> np.ndarray:
-    depth = np.zeros(parent.size, np.int64)
-    up = parent.astype(np.int64)
-    while (up >= 0).any():
-        depth[up >= 0] += 1
-        up = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
-    return depth
 
 
 def _bars(graphs: Any, keep: np.ndarray, lane: np.ndarray, depth: np.ndarray, ns_per_px: float,

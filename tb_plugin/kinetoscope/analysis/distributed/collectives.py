@@ -78,7 +78,7 @@ class CollectiveCalls(msgspec.Struct, frozen=True):
 
 def collective_calls(model: TraceModel, ops: Optional[OpIndex] = None) -> CollectiveCalls:
     """The collective calls of one trace (see the module docstring)."""
-    rows = _call_rows(model)
+    rows = collective_call_rows(model)
     if rows.size == 0:
         empty = np.zeros(0, np.int64)
         return CollectiveCalls(kind=(), step=empty, ordinal=empty, start_ns=empty, dur_ns=empty,
@@ -181,7 +181,7 @@ def _fields_of(model: TraceModel, row: int, kernel: int, paired: int = -1) -> di
     return out
 
 
-def _call_rows(model: TraceModel) -> np.ndarray:
+def collective_call_rows(model: TraceModel) -> np.ndarray:
     """The outermost collective events of the first family the trace has (see FAMILIES)."""
     cpu = cpu_rows(model)
     cpu = cpu[model.kind_in(CPU_OP_KINDS, cpu)]

@@ -32,7 +32,7 @@ from ...trace.kinds import STEP_RE
 from ...trace.model import TraceModel, whole
 from ..core.selectors import OpIndex
 from .clocks import clock_offsets, instance_uncertainty, public, wait_uncertainties
-from .collectives import P2P_KINDS, CollectiveCalls, collective_calls
+from .collectives import P2P_KINDS, CollectiveCalls, collective_call_rows, collective_calls
 from .groups import process_groups
 from .step_work import Work, step_work
 from .straggler import StepWork, straggler_at_median
@@ -92,8 +92,9 @@ def rank_digest(model: TraceModel, analysis: Any, worker: str) -> RankDigest:
         "dataloader_us": _us(int(steps.dataloader_ns.sum())), "memory_peak_bytes": memory_peak,
         "verdict": analysis.verdict.bound, "confidence": analysis.verdict.confidence,
     }
-    calls = collective_calls(model)
-    host, device = step_work(model, steps.start_ns, steps.end_ns, OpIndex(model)) if calls.count else ((), ())
+    ops = OpIndex(model) if collective_call_rows(model).size else None  # one index for the calls and the work
+    calls = collective_calls(model, ops)
+    host, device = step_work(model, steps.start_ns, steps.end_ns, ops) if ops is not None else ((), ())
     return RankDigest(worker=worker, rank=model.rank, world_size=model.world_size,
                       backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
                       step_numbers=numbers, step_dur_ns=steps.end_ns - steps.start_ns, step_comm_ns=steps.comm_ns,

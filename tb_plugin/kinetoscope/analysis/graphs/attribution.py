@@ -217,12 +217,18 @@ def subtree_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
     return total
 
 
-def _levels_deepest_first(parent: np.ndarray) -> list[np.ndarray]:
-    """The calls that have a parent, one array per nesting depth, deepest first."""
+def call_depths(parent: np.ndarray) -> np.ndarray:
+    """Each replayed call's nesting depth (`parent`: the enclosing call, -1 at the top): 0 for top-level calls."""
     parent = parent.astype(np.int64)
     depth = np.zeros(parent.size, np.int64)
     up = parent.copy()
     while (up >= 0).any():
         depth[up >= 0] += 1
         up = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
+    return depth
+
+
+def _levels_deepest_first(parent: np.ndarray) -> list[np.ndarray]:
+    """The calls that have a parent, one array per nesting depth, deepest first."""
+    depth = call_depths(parent)
     return [np.flatnonzero(depth == d) for d in range(int(depth.max()) if parent.size else 0, 0, -1)]

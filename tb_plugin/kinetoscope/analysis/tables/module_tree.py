@@ -137,7 +137,8 @@ def _grafted(graphs: GraphAttribution, forest: Forest, node: np.ndarray, is_modu
     own = np.bincount(graphs.act_call[mine], weights=act_dur[mine], minlength=graphs.size)
     inside, _ = clip(graphs.call_start_ns, graphs.call_end_ns, window)
     parent_at = np.where(graphs.call_parent >= 0, at[np.maximum(graphs.call_parent, 0)], -2)
-    entries: dict[tuple[int, int], list] = {}  # (replay, node) -> [occurs, operators, self, device, first]
+    # (replay, node) -> [occurs, operators, self device, device, first start, device of the replay's calls below it]
+    entries: dict[tuple[int, int], list] = {}
     for c in np.flatnonzero(grafted).tolist():
         r, n = int(graphs.call_replay[c]), int(at[c])
         chain = graft.up_to(n, int(call_base[c]))
