@@ -75,17 +75,28 @@ def test_work_every_rank_does_is_not_extra():
     assert whatif["median_step_us"] == pytest.approx(WORK_US + 3_000.0 + TRANSFER_US, abs=1)
 
 
-def test_the_step_loses_no_more_than_the_others_waited():
-    # rank 1 of 2 does 10 ms of `slow`, rank 0 8 ms of its own `other`: rank 1 is the last by 2 ms. Without `slow`
-    # rank 0 would be the last: every step loses what rank 0 spent in the all-reduce (its 2 ms wait and the
-    # transfer), not the 10 ms
+def test_the_straggler_becomes_the_median_rank_not_faster():
+    # rank 1 of 2 does 10 ms of `slow`, rank 0 8 ms of its own `other`: rank 1 is the last by 2 ms. Made the median
+    # rank (rank 0's work, `other` instead of `slow`), it arrives with rank 0: every step loses the 2 ms rank 0
+    # waited, not the 10 ms of `slow` (rank 0 would then be the last) nor the transfer both ranks still see
     view = view_of(gloo_job(2, 8, lambda r: [("slow", 10_000.0)] if r == 1 else [("other", 8_000.0)]))
     assert [s["rank"] for s in view["stragglers"]] == [1]
     whatif = view["straggler_whatif"]
-    assert whatif["removed_us"] == pytest.approx(2_000.0 + TRANSFER_US, abs=1)
+    assert whatif["removed_us"] == pytest.approx(2_000.0, abs=1)
+    assert [n["name"] for n in whatif["extra_work"][0]["names"]] == ["slow"]  # what it spent less on is not listed
     for rank in whatif["ranks"]:
         for row in rank["steps"]:
-            assert row["recorded_us"] - row["predicted_us"] == pytest.approx(2_000.0 + TRANSFER_US, abs=1)
+            assert row["recorded_us"] - row["predicted_us"] == pytest.approx(2_000.0, abs=1)
+
+
+def test_a_straggler_quicker_at_its_other_work_keeps_its_lateness_only():
+    # rank 2 of 4 does 10 ms of `slow` but its `aten::add` took 1 ms where its peers' took 3 ms (it ran while they
+    # waited): it arrived 8 ms late, and the step loses those 8 ms
+    view = view_of(gloo_job(4, 8, lambda r: [("aten::add", 1_000.0), ("slow", 10_000.0)] if r == 2
+                            else [("aten::add", 3_000.0)]))
+    whatif = view["straggler_whatif"]
+    assert whatif["removed_us"] == pytest.approx(8_000.0, abs=1)
+    assert whatif["median_step_us"] == pytest.approx(WORK_US + 3_000.0 + TRANSFER_US, abs=1)
 
 
 def test_a_digest_keeps_each_steps_work_in_a_bounded_list():

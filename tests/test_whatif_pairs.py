@@ -58,8 +58,8 @@ def test_the_straggler_pair():
 
 
 def _reference_extra(work, g, s, stragglers):
-    """Straggler g's extra work in step s, spelled out: per side, each name's excess over the median of the other
-    ranks' (a name a rank lacks is 0 for it), the positive ones summed; the larger side."""
+    """Straggler g's extra work in step s, spelled out: per side, each name's difference from the median of the other
+    ranks' (a name a rank lacks is 0 for it; negative where it spent less), summed; the larger side, at least 0."""
     peers = [work[j][s] for j in range(len(work)) if j not in stragglers and s in work[j]]
     if s not in work[g] or not peers:
         return 0
@@ -67,11 +67,11 @@ def _reference_extra(work, g, s, stragglers):
     for side in ("host", "device"):
         mine = getattr(work[g][s], side)
         total = 0
-        for name, ns in mine.items():
+        for name in set(mine).union(*(getattr(p, side) for p in peers)):
             values = sorted(getattr(p, side).get(name, 0) for p in peers)
             mid = len(values) // 2
             median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-            total += int(ns - median) if ns > median else 0
+            total += int(mine.get(name, 0) - median)
         best = max(best, total)
     return best
 

@@ -7,8 +7,8 @@ torch >= 2.1 fields (`Seq`, `Process Group Name`, `In msg nelems`, `dtype`, `Gro
 time is one timeline: every rank's all-reduce kernel ends when the last rank has arrived plus the transfer
 time, so a rank that arrives early waits on the device. The straggler arrives `straggler_ms` late (extra
 compute first). Each rank writes its events on its own clock (an offset per rank), so nothing may compare
-raw timestamps across ranks. With `overlap`, a backward kernel on stream 7 runs during the first half of
-each all-reduce.
+raw timestamps across ranks. With `overlap`, a backward kernel on stream 7 runs from the rank's all-reduce
+start for half the transfer time: its own work, the same on every rank however long the rank then waits.
 
 The truth is computed from this construction (durations by arrival, unions of the kernel intervals), not by
 the analysis; `tests/test_synthetic_multirank.py` compares the two.
@@ -86,8 +86,8 @@ def make_job(ranks: int = 4, steps: int = 4, straggler: Optional[int] = None, st
             ev.append({"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": PID_CPU, "tid": TID_MAIN,
                        "ts": call + 5, "dur": 40.0})
             launch(r, call + 10, arrive[r], durations[-1][r], NCCL_KERNEL, STREAM_NCCL)
-            if overlap:  # backward work during the first half of the all-reduce
-                launch(r, call + 30, arrive[r], durations[-1][r] / 2, "backward_gemm", STREAM_COMPUTE)
+            if overlap:  # backward work inside the all-reduce, as long on every rank
+                launch(r, call + 30, arrive[r], TRANSFER_US / 2, "backward_gemm", STREAM_COMPUTE)
     traces = {}
     for r in present:
         shift = 1_700_000_000_000_000.0 + r * 3_700.0  # each rank's own clock
@@ -119,7 +119,7 @@ def _truth(ranks: int, present: list[int], steps: int, straggler: Optional[int],
     for r in present:
         comm = sum(d[r] for d in durations)
         compute = steps * FORWARD_US + (steps * late if r == straggler else 0.0)
-        overlapped = sum(d[r] / 2 for d in durations) if overlap else 0.0
+        overlapped = steps * TRANSFER_US / 2 if overlap else 0.0
         per_rank.append({"rank": r, "comm_us": comm, "compute_us": compute + overlapped,
                          "exposed_comm_us": comm - overlapped, "overlap_pct": 100 * overlapped / comm if comm else None,
                          "wait_us": wait[r], "waited_for": last_count[r]})
