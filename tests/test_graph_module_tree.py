@@ -71,7 +71,8 @@ def test_the_op_table_groups_replayed_calls_by_the_references_modules_and_shapes
     index = TableIndex.build(model)
     plain = op_table(model, index)
     by_module, by_shape = op_table(model, index, group="module"), op_table(model, index, group="shape")
-    for grouped in (by_module, by_shape):  # the groupings split the name rows, they add or lose nothing
+    by_stack = op_table(model, index, group="stack")
+    for grouped in (by_module, by_shape, by_stack):  # the groupings split the name rows, they add or lose nothing
         for column in ("calls", "gpu_self_ns", "gpu_total_ns", "cpu_total_ns"):
             assert int(getattr(grouped, column).sum()) == int(getattr(plain, column).sum()), column
     addmm = [i for i, n in enumerate(by_module.name_id.tolist()) if model.names[n] == "aten::addmm"]
@@ -80,3 +81,38 @@ def test_the_op_table_groups_replayed_calls_by_the_references_modules_and_shapes
     assert {int(by_module.calls[i]) for i in addmm} == {24}
     gelu = [i for i, n in enumerate(by_shape.name_id.tolist()) if model.names[n] == "aten::gelu"]
     assert [(model.shape_strings[by_shape.shape_id[i]], int(by_shape.calls[i])) for i in gelu] == [("[[4, 64], []]", 576)]
+    # the stack grouping: each replayed call under the Python frame its eager twin ran it in
+    frames = {(model.names[n], model.names[f]): int(c) for n, f, c in
+              zip(by_stack.name_id.tolist(), by_stack.frame_id.tolist(), by_stack.calls.tolist()) if f >= 0}
+    assert frames[("aten::addmm", "torch/nn/modules/linear.py(130): forward")] == 576
+    assert frames[("aten::gelu", "torch/nn/modules/activation.py(812): forward")] == 576
+
+
+@pytest.mark.skipif(not list(H200.glob("cuda_graph/*.json.gz")), reason="the H200 samples are not here")
+def test_the_module_table_counts_the_replays_in_the_references_modules(monkeypatch):
+    from kinetoscope.analysis.tables.ops import module_table
+    (trace,), (eager,) = H200.glob("cuda_graph/*.json.gz"), H200.glob("launch_bound/*.json.gz")
+    bare = load_trace(str(trace), cache_dir=None)
+    assert module_table(bare, TableIndex.build(bare)).name_id.size == 0  # the recording itself has no module
+    monkeypatch.setenv("KINETOSCOPE_GRAPH_REFERENCE", str(eager))
+    model = with_graph_reference(bare, str(trace))
+    index = TableIndex.build(model)
+    table, twin_model = module_table(model, index), load_trace(str(eager), cache_dir=None)
+    twin = module_table(twin_model, TableIndex.build(twin_model))
+    assert sorted(model.names[n] for n in table.name_id) == sorted(twin_model.names[n] for n in twin.name_id)
+    assert set(table.calls.tolist()) == {24}  # each module once per replay, as the eager twin ran it once a step
+    assert int(table.cpu_total_ns.sum()) == 0  # a replay spends no host time
+    top = [i for i, n in enumerate(table.name_id.tolist()) if model.names[n] == "nn.Module: Sequential_0"]
+    assert int(table.gpu_total_ns[top[0]]) == index.graphs.attributed_ns
+    assert int(table.gpu_self_ns.sum()) == index.graphs.attributed_ns  # every attributed kernel in one module
+
+
+@pytest.mark.skipif(not FLUX.is_dir(), reason="../shared/traces is not beside the repo")
+def test_the_module_table_does_not_count_a_continued_module_twice():
+    from kinetoscope.analysis.tables.ops import module_table
+    trace = FLUX / "profile_trace_rank_0.json.gz"
+    plain = load_trace(str(trace), cache_dir=None)
+    model = with_graph_reference(plain, str(trace))
+    alone, table = module_table(plain, TableIndex.build(plain)), module_table(model, TableIndex.build(model))
+    for column in ("calls", "gpu_self_ns", "gpu_total_ns", "cpu_total_ns"):
+        assert getattr(table, column).tolist() == getattr(alone, column).tolist(), column

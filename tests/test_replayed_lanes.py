@@ -58,3 +58,39 @@ def test_the_whole_trace_stays_bounded_and_a_trace_without_replays_has_no_such_l
     plain = lanes_view(model, index, model.start_ns, end, 1600)
     assert not any(lane.get("replayed_ops") for lane in plain["lanes"])
     assert len(json.dumps(out)) < 1_000_000
+
+
+def _forked_graph_trace() -> bytes:
+    """An eager step whose two ops launch on streams 7 and 8, then one replay of the same two kernels (a graph
+    that forks onto both streams): the trace's own launches are the reference."""
+    def op(name, ts, dur):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+    def call(name, ts, corr):
+        return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 2,
+                "args": {"correlation": corr}}
+
+    def kernel(name, ts, dur, stream, corr):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                "args": {"correlation": corr, "stream": stream, "device": 0}}
+
+    events = [op("aten::mm", 10, 20), call("cudaLaunchKernel", 12, 1), kernel("gemm_a", 40, 10, 7, 1),
+              op("aten::add", 32, 10), call("cudaLaunchKernel", 34, 2), kernel("add_b", 52, 5, 8, 2),
+              call("cudaGraphLaunch", 100, 3), kernel("gemm_a", 110, 10, 7, 3), kernel("add_b", 112, 5, 8, 3)]
+    return json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
+
+
+def test_a_graph_that_forks_onto_two_streams_draws_each_call_above_its_own_stream():
+    from kinetoscope.trace.loader import decode_bytes
+    model = decode_bytes(_forked_graph_trace())
+    graphs = TableIndex.build(model).graphs
+    assert graphs.attributed_ns == graphs.replayed_ns == 15_000
+    out = lanes_view(model, build_lane_index(model), model.start_ns, model.start_ns + 200_000, 1000, graphs=graphs)
+    drawn = {}
+    for k, lane in enumerate(out["lanes"]):
+        if lane.get("replayed_ops"):
+            below = out["lanes"][k + 1]
+            assert (below["kind"], below["stream"]) == ("gpu", lane["stream"])
+            ev = lane["events"]
+            drawn[lane["stream"]] = [(out["names"][n], d, s) for n, d, s in zip(ev["name"], ev["depth"], ev["start_us"])]
+    assert drawn == {7: [("aten::mm", 0, 100.0)], 8: [("aten::add", 0, 102.0)]}  # µs from the trace's start

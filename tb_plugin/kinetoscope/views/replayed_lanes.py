@@ -1,8 +1,10 @@
 """The op calls a graph replayed, drawn as op bars above the stream that ran their kernels (`lanes` answers).
 
 A graph replay's kernels carry no op; `analysis/graphs` gives each to a *replayed call* of the reference that captured
-it. Each replay's calls become one more lane, placed right before the GPU lane of the replay's first attributed
-kernel, nested as the reference nested them, each bar spanning its kernels (device time), named by its op:
+it. The replayed calls become one more lane per stream, placed right before that stream's GPU lane: each call on the
+stream of its first kernel (its own or a descendant's: a graph that forks onto several streams draws each branch
+above its own stream), nested as the reference nested them (its depth counts the enclosing calls drawn on the same
+stream), each bar spanning its kernels (device time), named by its op:
 
     lane id = the model's lane count + the GPU lane's id     kind "gpu", label "ops replayed by graphs · ..."
     events: row -1 (no trace event), kind "replayed_op", count > 1 for bars merged below a pixel
@@ -17,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.graphs.attribution import call_depths
 from ..trace.model import TraceModel
 
 MAX_REPLAYED_RECTS = 4_000  # bars across the replayed lanes of one answer
@@ -31,8 +32,8 @@ def replayed_lanes(model: TraceModel, graphs: Any, t0_ns: int, t1_ns: int, width
     the bars' names are appended to `names` (the answer's table) where missing."""
     if graphs is None or graphs.size == 0:
         return {}
-    lane = _replay_lanes(model, graphs)[graphs.call_replay]
-    depth = call_depths(graphs.call_parent)
+    lane = _call_lanes(model, graphs)
+    depth = _depths_on_lane(graphs.call_parent, lane)
     keep = np.flatnonzero((lane >= 0) & (graphs.call_end_ns > t0_ns) & (graphs.call_start_ns < t1_ns)
                           & (graphs.call_end_ns > graphs.call_start_ns))
     ns_per_px = (t1_ns - t0_ns) / max(width_px, 1)
@@ -73,18 +74,38 @@ def _name_index(model: TraceModel, graphs: Any, call: int, index: dict[str, int]
     return index[name]
 
 
-def _replay_lanes(model: TraceModel, graphs: Any) -> np.ndarray:
-    """Per replay, the lane of its first attributed kernel (-1: none attributed)."""
-    out = np.full(graphs.replay_launch.size, -1, np.int64)
+def _call_lanes(model: TraceModel, graphs: Any) -> np.ndarray:
+    """Per replayed call, the GPU lane of the first kernel it or a descendant issued (-1: none attributed)."""
+    out = np.full(graphs.size, -1, np.int64)
     mine = np.flatnonzero(graphs.act_call >= 0)
     if mine.size == 0:
         return out
     rows = graphs.act_rows[mine]
-    replay = graphs.call_replay[graphs.act_call[mine]]
-    order = np.lexsort((model.ts_ns[rows], replay))
-    first = order[np.flatnonzero(np.concatenate(([True], replay[order][1:] != replay[order][:-1])))]
-    out[replay[first]] = model.lane[rows[first]]
+    ts, lane, call = model.ts_ns[rows], model.lane[rows].astype(np.int64), graphs.act_call[mine].astype(np.int64)
+    order = np.argsort(ts, kind="stable")[::-1]  # latest first: the earliest kernel's lane is written last
+    ts, lane, call = ts[order], lane[order], call[order]
+    parent = graphs.call_parent.astype(np.int64)
+    while call.size:  # each kernel up its calls' chain, to the calls whose first kernel it is
+        first = graphs.call_start_ns[call] == ts
+        out[call[first]] = lane[first]
+        up = parent[call]
+        go = up >= 0
+        ts, lane, call = ts[go], lane[go], up[go]
     return out
+
+
+def _depths_on_lane(parent: np.ndarray, lane: np.ndarray) -> np.ndarray:
+    """Per call, how many of its enclosing calls are drawn on its lane."""
+    parent = parent.astype(np.int64)
+    depth = np.zeros(parent.size, np.int64)
+    me = np.arange(parent.size)
+    up = parent.copy()
+    while me.size:
+        go = up >= 0
+        me, up = me[go], up[go]
+        depth[me] += lane[up] == lane[me]
+        up = parent[up]
+    return depth
 
 
 def _bars(graphs: Any, keep: np.ndarray, lane: np.ndarray, depth: np.ndarray, ns_per_px: float,

@@ -55,15 +55,18 @@ class GraphAttribution(msgspec.Struct, frozen=True, eq=False):
     module_name: np.ndarray  # int32 per reference module path: model name id of its last module
     module_parent: np.ndarray  # int32 per path: the path one module shorter, -1 for a top-level module
     call_shape: np.ndarray  # int32 model shape id (model.shape_strings) of the call's input shapes, -1 none
+    call_frame: np.ndarray  # int32 model name id of the call's innermost user Python frame in the reference, -1 none
 
     def call_sub(self, group: str) -> np.ndarray:
         """Each replayed call's second key in the op table's `group` (OP_GROUPS): its innermost module's name id,
-        its input shapes' id, or -1 (`stack`: a replayed call carries no Python frame; `name`)."""
+        its input shapes' id, its innermost user frame's name id (`stack`), or -1 (`name`)."""
         if group == "module":
             return np.where(self.call_module >= 0, self.module_name[np.maximum(self.call_module, 0)], -1).astype(np.int32) \
                 if self.module_name.size else np.full(self.size, -1, np.int32)
         if group == "shape":
             return self.call_shape
+        if group == "stack":
+            return self.call_frame
         return np.full(self.size, -1, np.int32)
 
     def __post_init__(self) -> None:
@@ -83,14 +86,14 @@ class GraphAttribution(msgspec.Struct, frozen=True, eq=False):
 
 
 def with_reference(model: TraceModel, ref: ReferenceCalls) -> TraceModel:
-    """The model with another trace's reference attached: the strings the replayed calls need (op and module names,
-    recorded inputs, input shapes) appended to its name, inputs and shape tables (no event refers to them), the
+    """The model with another trace's reference attached: the strings the replayed calls need (op, module and frame
+    names, recorded inputs, input shapes) appended to its name, inputs and shape tables (no event refers to them), the
     reference in its meta."""
     names, inputs = strings_to_ids(model.names), strings_to_ids(model.inputs_strings)
     shapes = strings_to_ids(model.shape_strings)
     wanted_shapes = set(ref.call_shape[ref.call_shape >= 0].tolist())
     new_shapes = tuple(t for t in dict.fromkeys(ref.strings[i] for i in sorted(wanted_shapes)) if t not in shapes)
-    wanted = set(ref.call_name.tolist()) | set(ref.module_name.tolist())
+    wanted = set(ref.call_name.tolist()) | set(ref.module_name.tolist()) | set(ref.call_frame[ref.call_frame >= 0].tolist())
     new_names = tuple(t for t in dict.fromkeys(ref.strings[i] for i in sorted(wanted)) if t not in names)
     texts = set(ref.call_inputs[ref.call_inputs >= 0].tolist())
     new_inputs = tuple(t for t in dict.fromkeys(ref.strings[i] for i in sorted(texts)) if t not in inputs)
@@ -148,7 +151,8 @@ def attribute(model: TraceModel, act_rows: np.ndarray, act_start: np.ndarray, ac
                             np.array(matched, np.int64), np.array(ambiguous, bool), int(dur.sum()),
                             int(dur[act_call[replayed] >= 0].sum()), _ids(ref, ref.module_name, names).astype(i32),
                             ref.module_parent.astype(i32),
-                            _ids(ref, ref.call_shape, strings_to_ids(model.shape_strings))[refs].astype(i32))
+                            _ids(ref, ref.call_shape, strings_to_ids(model.shape_strings))[refs].astype(i32),
+                            _ids(ref, ref.call_frame, names)[refs].astype(i32))
 
 
 def _enclosing_names(model: TraceModel, ops: Forest, launch_row: int) -> set[int]:

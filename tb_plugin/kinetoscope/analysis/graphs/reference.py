@@ -2,8 +2,8 @@
 
 What a graph replays was launched once by ops, eagerly or into a capture. A reference is that record: each launch
 (its kernel name, grid and block where recorded), the op call that issued it (the profiler tables' issuing op) and
-that call's enclosing ops and its nn.Module path (the modules around it, outermost first, as the module tree keys
-its nodes). It holds its own strings, so a reference read from one trace
+that call's enclosing ops, its nn.Module path (the modules around it, outermost first, as the module tree keys
+its nodes), its input shapes and its innermost user Python frame. It holds its own strings, so a reference read from one trace
 file attributes the replays of another:
 
     ref = reference_calls(model, act_rows, act_grid, act_block, ops, modules, source="self")
@@ -23,6 +23,7 @@ import numpy as np
 
 from ...trace.kinds import GRAPH_LAUNCH_CALLS, LAUNCH_CALLS, LAUNCH_KINDS
 from ...trace.model import TraceModel, freeze_arrays
+from ..core.frames import innermost_frames
 from ..core.op_forest import Forest, innermost_at
 from .align import WILDCARD
 
@@ -46,6 +47,7 @@ class ReferenceCalls(msgspec.Struct, frozen=True):
     module_name: np.ndarray  # int64 per module path: string index of its last module's name
     module_parent: np.ndarray  # int64 per module path: the path one module shorter, -1 for a top-level module
     call_shape: np.ndarray  # int64 string index of the call's input shapes text (`Input Dims`), -1 none
+    call_frame: np.ndarray  # int64 string index of its innermost user Python frame (`core/frames.py`), -1 none
 
     def __post_init__(self) -> None:
         freeze_arrays(self)
@@ -91,10 +93,12 @@ def reference_calls(model: TraceModel, act_rows: np.ndarray, act_grid: np.ndarra
         np.full(calls.size, -1, np.int64)
     path_of, path_name, path_parent = _module_paths(model, modules, module, sid)
     shapes = [sid(model.shape_strings[k]) if k >= 0 else -1 for k in model.shape_id[ops.rows[calls]].tolist()]
+    frame = innermost_frames(model, ops, calls) if calls.size else None
+    frames = [-1] * calls.size if frame is None else [sid(model.names[k]) if k >= 0 else -1 for k in frame.tolist()]
     return ReferenceCalls(source, tuple(strings), item_kernel, np.array(grid, np.float64)[order],
                           np.array(block, np.float64)[order], item_call, np.array(names, np.int64),
                           np.array(texts, np.int64), parent, path_of, ops.rows[calls], path_name, path_parent,
-                          np.array(shapes, np.int64))
+                          np.array(shapes, np.int64), np.array(frames, np.int64))
 
 
 def _module_paths(model: TraceModel, modules: Forest, innermost: np.ndarray, sid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

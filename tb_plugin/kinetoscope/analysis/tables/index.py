@@ -69,6 +69,7 @@ import numpy as np
 
 from ...trace.kinds import LAUNCH_KINDS, Kind, LaneKind
 from ...trace.model import TraceModel, freeze_arrays, stable_order, union, unique_first, unique_inverse
+from ..core.frames import MODULE_PREFIX, innermost_frames
 from ..core.op_forest import Forest, build_forest, innermost_at
 from ..core.selectors import first_of_launch, op_rows
 from ..graphs.attribution import GraphAttribution, attribute
@@ -77,7 +78,6 @@ from ..idle.launch_offsets import issuing_ops
 Window = Optional[tuple[int, int]]
 
 
-MODULE_PREFIX = "nn.Module: "
 
 
 # Kernel-name signatures of Tensor Core (matrix unit) kernels, per era (see trace-format.md for the eras):
@@ -211,25 +211,12 @@ class SubGroups(msgspec.Struct, frozen=True):
         freeze_arrays(self)
 
 
-def is_user_frame(name: str) -> bool:
-    """A `with_stack` frame of code (`file.py(123): func`), not a builtin call nor an `nn.Module: ...` region."""
-    return not name.startswith(("<built-in", MODULE_PREFIX))
-
-
 def _stack_groups(model: TraceModel, ops: Forest) -> Optional[SubGroups]:
-    """Each op call's innermost user frame and the groups they make: from python_function events (`with_stack=True`,
-    torch >= 1.10), else from the first frame of the ops' own `Call stack` args (<= 1.13-era files)."""
+    """Each op call's innermost user frame (`core/frames.py`) and the groups they make."""
     if ops.size == 0:
         return None
-    frames = np.flatnonzero((model.kind == Kind.PYTHON_FUNCTION) & model.on_lanes(LaneKind.CPU))
-    if frames.size == 0:
-        own = model.call_frame_id[ops.rows]
-        return _sub_groups(ops, own, len(model.names)) if (own >= 0).any() else None
-    frames = frames[model.name_in(model.name_ids_where(is_user_frame), frames)]  # builtins and modules: climb past
-    forest = build_forest(model, frames, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    pos = innermost_at(model, forest, model.lane[ops.rows], ops.start_ns)
-    frame = np.where(pos >= 0, forest.name_ids[forest.name_ix[np.maximum(pos, 0)]] if forest.size else -1, -1)
-    return _sub_groups(ops, frame, len(model.names))
+    frame = innermost_frames(model, ops, np.arange(ops.size))
+    return None if frame is None else _sub_groups(ops, frame, len(model.names))
 
 
 def _shape_groups(model: TraceModel, ops: Forest) -> Optional[SubGroups]:
@@ -296,7 +283,7 @@ def group_extreme(groups: Groups, values: np.ndarray, mask: np.ndarray, largest:
 # The op table's groupings beyond the name: each one's column of its second key in the table, and its maker (run on
 # first use: `TableIndex.sub_groups`).
 SUB_GROUP_MAKERS = {
-    "stack": ("frame_id", lambda model, index: _stack_groups(model, index.ops)),
+    "stack": ("frame_id", lambda model, index: _stack_groups(model, index.ops) or _replays_only(model, index, "stack")),
     "shape": ("shape_id", lambda model, index: _shape_groups(model, index.ops) or _replays_only(model, index, "shape")),
     "module": ("module_id", lambda model, index: _module_groups(model, index.ops, index.modules)
                or _replays_only(model, index, "module")),
@@ -305,7 +292,7 @@ SUB_GROUP_MAKERS = {
 
 def _replays_only(model: TraceModel, index: TableIndex, group: str) -> Optional[SubGroups]:
     """For a trace that records no second key of its own but replays graphs whose calls have one (the reference's
-    modules, shapes): every op call under -1, so the replayed calls' keys make the rows; else None."""
+    modules, shapes, Python frames): every op call under -1, so the replayed calls' keys make the rows; else None."""
     graphs = index.graphs
     if graphs is None or not (graphs.call_sub(group) >= 0).any() or index.ops.size == 0:
         return None

@@ -11,6 +11,7 @@ from ...trace.model import TraceModel, freeze_arrays
 from ..core.op_forest import Forest
 from ..graphs.attribution import GraphAttribution, subtree_sums
 from .index import OP_GROUPS, SUB_GROUP_MAKERS, Groups, SubGroups, TableIndex, Window, clip, group_extreme, group_sum
+from .replayed_modules import with_replayed_modules
 
 
 class OpTable(msgspec.Struct, frozen=True):
@@ -72,6 +73,9 @@ def _forest_table(model: TraceModel, index: TableIndex, forest: Forest, groups: 
     if replayed is not None:
         rows = _Rows(name_ids, sub_ids, name if sub is None else sub.group_ix)
         name_ids, sub_ids, table, top = _with_replayed(index, replayed, rows, sub_field, table, act_dur, top, window)
+        calls = table["calls"]
+    elif index.graphs is not None and forest is index.modules:
+        name_ids, table = with_replayed_modules(model, forest, index.graphs, name_ids, table, act_dur, window)
         calls = table["calls"]
     keep = np.flatnonzero((calls > 0) | (table["gpu_total_ns"] > 0))
     keep = keep[np.lexsort((keep, name_ids[keep], -table["cpu_total_ns"][keep], -table["gpu_total_ns"][keep]))]
