@@ -16,7 +16,7 @@ from ..analysis.distributed.ranks import rank_digest, ranks_view
 from ..analysis.report import with_run_verdicts
 from ..formats.report import RENDERERS, render_independent, render_overview, render_ranks, render_run
 from ..formats.schema import versioned
-from ..index.readers import missing, report_from_index
+from ..index.readers import cache_report, missing, report_from_cache, report_from_index
 from ..pipeline import analyze_and_report, with_graph_reference
 from ..trace.budgets import CLI_OPTIONS
 from ..trace.cache import default_cache_dir
@@ -62,10 +62,19 @@ def entry_for(trace: TraceFile, cache_dir, use_index: bool = False, notes: Optio
             notes.append(reason)
             if not missing(reason):
                 print(f"kinetoscope: {trace.path}: index sidecar not used ({reason}); decoding", file=sys.stderr)
+    if cache_dir is not None:
+        found, damaged = report_from_cache(trace.path, trace.worker, cache_dir)
+        if found is not None:
+            return {**base, **found}
+        if damaged:
+            print(f"kinetoscope: {trace.path}: cached analyses not used ({damaged}); decoding", file=sys.stderr)
     try:
         model = with_graph_reference(load_trace(trace.path, cache_dir=cache_dir), trace.path)
         done = analyze_and_report(model)
-        return {**base, **done.report, "_digest": rank_digest(model, done.analysis, worker=trace.worker)}
+        digest = rank_digest(model, done.analysis, worker=trace.worker)
+        if cache_dir is not None:
+            cache_report(trace.path, cache_dir, done.report, digest)
+        return {**base, **done.report, "_digest": digest}
     except TraceError as exc:
         return {**base, "error": {"message": str(exc)}}
     except (RecursionError, MemoryError) as exc:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any, Optional
 
 from ..pipeline import prepare
 from ..trace.loader import resource_message
 from ..trace.model import TraceModel
-from . import sidecar, signing
+from ..trace.storage import StorageError, identity
+from . import local_cache, sidecar, signing
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +110,28 @@ def report_from_index(path: str, worker: str) -> tuple[Optional[dict], Optional[
     except Exception as exc:  # noqa: BLE001 - the report then decodes the trace
         return None, f"sidecar unreadable ({type(exc).__name__}: {str(exc)[:200]})"
     return {**report, "_digest": sidecar.with_worker(digest, worker)}, None
+
+
+def report_from_cache(path: str, worker: str, cache_dir: Path) -> tuple[Optional[dict], Optional[str]]:
+    """A `kinetoscope report` entry's figures (with `_digest`) from the local cache (`local_cache`), or (None, why
+    not, only where the entry is damaged: a missing or outdated one is no news): the trace is only stat'ed, its
+    summary read and checked."""
+    try:
+        report, digest = local_cache.load_summary(cache_dir, identity(path), sidecar.reference_identity(path))
+    except local_cache.CacheMiss as miss:
+        return None, miss.reason if miss.damaged else None
+    except StorageError:
+        return None, None  # the decode that follows names the problem
+    return {**report, "_digest": sidecar.with_worker(digest, worker)}, None
+
+
+def cache_report(path: str, cache_dir: Path, report: dict, digest: Any) -> None:
+    """Keep a trace's report entry and digest in the local cache beside its model; a failure is logged, never
+    raised (the report goes on)."""
+    try:
+        local_cache.store_summary(cache_dir, identity(path), sidecar.reference_identity(path), report, digest)
+    except (OSError, TypeError, ValueError, StorageError) as exc:
+        log.warning("kinetoscope: could not cache the analyses of %s in %s: %s", path, cache_dir, exc)
 
 
 def missing(reason: Optional[str]) -> bool:

@@ -180,7 +180,7 @@ def check_summary(report: Any, digest: Any, digest_type: type) -> None:
 
 
 def _named_ns(step: Any) -> bool:
-    """One step's work: (name, ns) pairs, ns a non-negative int (what `straggler._beyond` sums)."""
+    """One step's work: (name, ns) pairs, ns a non-negative int (what `straggler._difference` sums)."""
     return isinstance(step, tuple) and all(
         isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and type(p[1]) is int and p[1] >= 0 for p in step)
 

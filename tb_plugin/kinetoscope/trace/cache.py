@@ -119,8 +119,8 @@ def store(cache_dir: Path, ident: FileIdentity, model: TraceModel, max_bytes: Op
 
 
 def _prune(cache_dir: Path, max_bytes: int) -> None:
-    """Drop the least recently written entries while the cache is larger than `max_bytes`, and temp files
-    left by writers that died (older than STALE_TMP_S)."""
+    """Drop the least recently written entries (models, and the analyses `index.local_cache` keeps beside them)
+    while the cache is larger than `max_bytes`, and temp files left by writers that died (older than STALE_TMP_S)."""
     now = time.time()
     for tmp in cache_dir.glob("*.tmp"):
         try:
@@ -128,7 +128,7 @@ def _prune(cache_dir: Path, max_bytes: int) -> None:
                 tmp.unlink()
         except OSError:
             continue
-    entries = sorted(cache_dir.glob("*.npz"), key=lambda p: p.stat().st_mtime)
+    entries = sorted([*cache_dir.glob("*.npz"), *cache_dir.glob("*.summary")], key=lambda p: p.stat().st_mtime)
     total = sum(p.stat().st_size for p in entries)
     for entry in entries[:-1]:
         if total <= max_bytes:
