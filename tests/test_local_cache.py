@@ -91,12 +91,13 @@ def test_damaged_and_planted_entries_are_refused_by_name(traced, capsys):
 
     assert "truncated" in planted(good[:-10])
     assert cli_main.main(["report", "--cache-dir", str(cache), "--format", "json", path]) == 0
-    assert "cached analyses not used (cached summary is truncated); decoding" in capsys.readouterr().err
+    assert "cached analyses not used (cached analyses are truncated); decoding" in capsys.readouterr().err
     assert "checksum" in planted(good[:-1] + bytes([good[-1] ^ 1]))
     assert "after its body" in planted(good + b"x")
     assert "this format" in planted(b"garbage" * 4)
     assert "header of" in planted(local_cache.MAGIC + (1 << 40).to_bytes(8, "little"))
-    assert "corrupt cached summary header" in planted(with_header(extra=1))
+    assert "corrupt cached analyses header" in planted(with_header(extra=1))
+    assert "where the summary belongs" in planted(with_header(kind="prepared"))
     assert "another file" in planted(with_header(key="0" * 32))
     assert "other analysis code" in planted(with_header(analysis="0" * 16))
     assert "graph reference" in planted(with_header(graph_reference={"path": "x"}))
@@ -112,7 +113,7 @@ def test_a_forged_body_with_its_own_checksum_is_checked_for_its_shape(traced, ca
     path, cache = traced
     _report(capsys, "--cache-dir", str(cache), "--format", "json", path)
     body = codec.encode({"report": {"a": 1}, "digest": {"not": "a digest"}})
-    header_bytes = json.dumps({"format": local_cache.FORMAT, "key": local_cache.cache_key(identity(path)),
+    header_bytes = json.dumps({"format": local_cache.FORMAT, "kind": "summary", "key": local_cache.cache_key(identity(path)),
                                "analysis": header.analysis_fingerprint(), "graph_reference": None, "bytes": len(body),
                                "sha256": hashlib.sha256(body).hexdigest()}).encode()
     _entry(path, cache).write_bytes(local_cache.MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes + body)
@@ -149,3 +150,67 @@ def test_the_cache_prunes_summaries_with_the_models(traced, capsys):
     _report(capsys, "--cache-dir", str(cache), "--format", "json", str(other))
     model_cache._prune(cache, 1)  # noqa: SLF001 - the cap below every entry: only the newest stays
     assert len(list(cache.glob("*.summary")) + list(cache.glob("*.npz"))) == 1
+
+
+def _service(logdir: Path, cache: Path, rest=None):
+    from kinetoscope import pipeline
+    from kinetoscope.server.service import TraceService
+    service = TraceService(str(logdir), cache_dir=cache, decode_in_child=False, rescan_s=3600,
+                           analyses=readers.AnalysesCache(),
+                           stages=(pipeline.prepare_lanes, rest or pipeline.prepare_rest))
+    service.scan_now()
+    (sid, _, _), *_ = service.snapshot()
+    return service, sid
+
+
+def test_a_restarted_service_serves_a_span_from_the_cached_analyses(tmp_path):
+    from conftest import one_step_doc
+    from kinetoscope.server import routes
+    logdir, cache = tmp_path / "logs", tmp_path / "cache"
+    write_trace(logdir / "run" / "w.1.pt.trace.json", one_step_doc(3, spacing=300, step_us=2000))
+    first, sid = _service(logdir, cache)
+    try:
+        first.get(sid, wait_s=30)
+        assert routes.status_impl(first, sid)["traces"][0]["analyses"] == "computed"
+        answers = [routes.summary_impl(first, sid), routes.lanes_impl(first, sid, width_px=400),
+                   routes.tables_impl(first, sid, by="op")]
+        deadline = time.monotonic() + 30
+        while not list(cache.glob("*.prepared")) and time.monotonic() < deadline:  # written in the background
+            time.sleep(0.02)
+        assert list(cache.glob("*.prepared"))
+    finally:
+        first.close()
+
+    def never(model, early):
+        raise AssertionError("analysed again")
+    again, sid = _service(logdir, cache, rest=never)
+    try:
+        again.get(sid, wait_s=30)
+        state = routes.status_impl(again, sid)["traces"][0]
+        assert (state["state"], state["source"], state["analyses"]) == ("ready", "cache", "cache")
+        assert [routes.summary_impl(again, sid), routes.lanes_impl(again, sid, width_px=400),
+                routes.tables_impl(again, sid, by="op")] == answers
+    finally:
+        again.close()
+
+
+def test_a_damaged_cached_analyses_entry_is_computed_again(tmp_path, caplog):
+    from conftest import one_step_doc
+    from kinetoscope.server import routes
+    logdir, cache = tmp_path / "logs", tmp_path / "cache"
+    write_trace(logdir / "run" / "w.1.pt.trace.json", one_step_doc(2))
+    first, sid = _service(logdir, cache)
+    first.get(sid, wait_s=30)
+    first.close()
+    deadline = time.monotonic() + 30
+    while not list(cache.glob("*.prepared")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (entry,) = cache.glob("*.prepared")
+    entry.write_bytes(entry.read_bytes()[:-100])
+    again, sid = _service(logdir, cache)
+    try:
+        again.get(sid, wait_s=30)
+        assert routes.status_impl(again, sid)["traces"][0]["analyses"] == "computed"
+        assert "cached analyses not used (cached analyses are truncated)" in caplog.text
+    finally:
+        again.close()

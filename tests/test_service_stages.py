@@ -282,10 +282,10 @@ def test_a_scan_that_listed_earlier_never_applies_after_a_later_one(tmp_path, mo
     Scans run one at a time, so the held one applies first and the later listing last: the entry is the new
     version's (applied the other way round, the span got back the entry of its old version: a flaky failure of
     the stage-two test under load)."""
-    from kinetoscope.server import service as service_module
+    from kinetoscope.server import scanning
     path = write_trace(tmp_path / "logs" / "run" / "w.1.pt.trace.json", step_doc(kernels=3))
     listed, release = threading.Event(), threading.Event()
-    real = service_module.list_traces
+    real = scanning.list_traces
 
     def held_listing(*args):
         found = real(*args)
@@ -294,7 +294,7 @@ def test_a_scan_that_listed_earlier_never_applies_after_a_later_one(tmp_path, mo
             assert release.wait(30)
         return found
 
-    monkeypatch.setattr(service_module, "list_traces", held_listing)
+    monkeypatch.setattr(scanning, "list_traces", held_listing)
     service = TraceService(str(tmp_path / "logs"), rescan_s=3600, cache_dir=None, decode_in_child=False)
     try:
         service.start()  # the scanner thread's first scan lists the file as it is now, and is held

@@ -1,18 +1,25 @@
-"""A trace's analyses, kept in the local model cache beside its decoded model: the report entry and the rank
-digest (what a sidecar's summary holds), so a second `kinetoscope report` of the same file answers without
-decoding or analysing.
+"""A trace's analyses, kept in the local model cache beside its decoded model, so a second `kinetoscope report` of
+the same file, or a restarted TensorBoard, answers without decoding or analysing. Two entries per trace:
+- `CACHE/KEY.summary`: the report entry and the rank digest (what a sidecar's summary holds; what `report` reads);
+- `CACHE/KEY.prepared`: all that `pipeline.prepare` computes (`Prepared`: the lane index, the analyses, the
+  tables' and the search's indexes; what TensorBoard serves a span from).
 
-Where: `CACHE/KEY.summary`, KEY the model's own cache key (`trace.cache.cache_key`: the file's real path, size,
+KEY is the model's own cache key (`trace.cache.cache_key`: the file's real path, size,
 mtime, inode, ctime and the model's format), in the same folder, pruned with it. The cache is the user's own
 folder, so it needs no key; it is still read as input that may be damaged or planted, and used only when all of
 these hold, else the caller decodes and is told why (`CacheMiss`):
 - it is a regular file (opened without following a link), whose header is small (MAX_HEADER_BYTES) and of the
-  expected shape;
+  expected shape, and of the kind asked for;
 - its format is this one, and it was computed by this code (`header.analysis_fingerprint`: the package's analysis
   code and the user's device peaks file) with the graph reference the trace has now (`identity.reference_identity`);
 - its key is the one this file version has (a file renamed onto another entry's name is refused);
-- the body is no larger than a sidecar's summary of this trace may be (`header.section_cap`, checked before it is
-  read), matches its sha256, decodes with `codec` (no pickle), and passes `validate.check_summary`.
+- the body is no larger than such an entry of this trace may be (a summary: a sidecar's summary section cap,
+  `header.section_cap`; the prepared: PREPARED_CAP), checked before it is read, matches its sha256, and decodes
+  with `codec` (no pickle, only this package's records through their constructors); a summary also passes
+  `validate.check_summary`, the prepared must be a `Prepared`.
+What is left: the prepared's arrays are not checked one by one as a sidecar's model is (a sidecar comes from
+whoever can write the logdir; this folder is the user's own, so an entry consistent with its checksum was
+written by this code, or by someone who already writes as the user).
 """
 from __future__ import annotations
 
@@ -20,12 +27,14 @@ import hashlib
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
 import msgspec
 
 from ..analysis.distributed.ranks import RankDigest
+from ..pipeline import Prepared
 from ..trace.cache import cache_key
 from ..trace.storage import FileIdentity
 from . import codec, validate
@@ -34,12 +43,13 @@ from .identity import read_exactly
 
 MAGIC = b"KSCACHE1"
 FORMAT = 1
-SUFFIX = ".summary"
+SUMMARY_KIND, PREPARED_KIND = "summary", "prepared"  # each entry's kind is its file suffix
 MAX_HEADER_BYTES = 64 << 10
+PREPARED_CAP = (16 << 20, 64)  # fixed bytes + ratio * the trace's stored bytes (measured: 0.25x a plain trace)
 
 
 class CacheMiss(Exception):
-    """A cached summary that cannot be used; `reason` says why, `damaged` whether the entry itself is (not merely
+    """A cache entry that cannot be used; `reason` says why, `damaged` whether the entry itself is (not merely
     absent, or of another file version, code or reference: what a user is told about)."""
 
     def __init__(self, reason: str, damaged: bool = True) -> None:
@@ -49,6 +59,7 @@ class CacheMiss(Exception):
 
 class _Header(msgspec.Struct, forbid_unknown_fields=True):
     format: int
+    kind: str
     key: str
     analysis: str
     graph_reference: Optional[dict[str, Any]]
@@ -56,25 +67,18 @@ class _Header(msgspec.Struct, forbid_unknown_fields=True):
     sha256: str
 
 
-def summary_path(cache_dir: Path, ident: FileIdentity) -> Path:
-    return Path(cache_dir) / f"{cache_key(ident)}{SUFFIX}"
+def entry_path(cache_dir: Path, ident: FileIdentity, kind: str) -> Path:
+    return Path(cache_dir) / f"{cache_key(ident)}.{kind}"
 
 
 def store_summary(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], report: dict, digest: Any) -> None:
     """Write the summary atomically (temp file + rename); raises OSError, TypeError (the caller logs them)."""
-    body = codec.encode({"report": report, "digest": digest})
-    header = msgspec.json.encode(_Header(FORMAT, cache_key(ident), analysis_fingerprint(), reference, len(body),
-                                         hashlib.sha256(body).hexdigest()))
-    target = summary_path(cache_dir, ident)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(MAGIC + len(header).to_bytes(8, "little") + header + body)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _store(cache_dir, ident, reference, SUMMARY_KIND, codec.encode({"report": report, "digest": digest}))
+
+
+def store_prepared(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], prepared: Prepared) -> None:
+    """Write what `pipeline.prepare` computed, atomically; raises OSError, TypeError."""
+    _store(cache_dir, ident, reference, PREPARED_KIND, codec.encode(prepared))
 
 
 def load_summary(cache_dir: Path, ident: FileIdentity, reference: Optional[dict]) -> tuple[dict, Any]:
@@ -83,70 +87,136 @@ def load_summary(cache_dir: Path, ident: FileIdentity, reference: Optional[dict]
     Raises:
         CacheMiss: none, or one that cannot be used (the reason says why).
     """
-    path = summary_path(cache_dir, ident)
+    return _summary(_load(cache_dir, ident, reference, SUMMARY_KIND, section_cap(SUMMARY, ident.size)))
+
+
+def load_prepared(cache_dir: Path, ident: FileIdentity, reference: Optional[dict]) -> Prepared:
+    """What `pipeline.prepare` computed for this file version (raises CacheMiss)."""
+    found = _load(cache_dir, ident, reference, PREPARED_KIND, PREPARED_CAP[0] + PREPARED_CAP[1] * ident.size)
+    if type(found) is not Prepared:
+        raise CacheMiss(f"corrupt cached analyses (a {type(found).__name__})")
+    return found
+
+
+def _store(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], kind: str, body: bytes) -> None:
+    header = msgspec.json.encode(_Header(FORMAT, kind, cache_key(ident), analysis_fingerprint(), reference, len(body),
+                                         hashlib.sha256(body).hexdigest()))
+    target = entry_path(cache_dir, ident, kind)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
+            handle.write(body)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], kind: str, cap: int) -> Any:
+    """The decoded body of the entry of `kind`, checked (see the module docstring; raises CacheMiss)."""
+    path = entry_path(cache_dir, ident, kind)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise CacheMiss("not cached", damaged=False) from None
     except OSError as exc:
-        raise CacheMiss(f"cached summary unreadable ({exc.strerror or type(exc).__name__})") from None
+        raise CacheMiss(f"cached analyses unreadable ({exc.strerror or type(exc).__name__})") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise CacheMiss("cached summary is not a regular file")
-    with os.fdopen(fd, "rb") as handle:
+        raise CacheMiss("cached analyses are not a regular file")
+    with os.fdopen(fd, "rb", buffering=0) as handle:
         header = _read_header(handle)
-        _check_header(header, ident, reference)
-        if header.bytes > section_cap(SUMMARY, ident.size):
-            raise CacheMiss(f"cached summary claims {header.bytes} bytes, more than this trace's summary can be")
-        body = _read(handle, header.bytes)
+        _check_header(header, ident, reference, kind)
+        if header.bytes > cap:
+            raise CacheMiss(f"cached {kind} claims {header.bytes} bytes, more than this trace's can be")
+        body = _read_into(handle, header.bytes)
         if handle.read(1):
-            raise CacheMiss("cached summary has bytes after its body")
-    if hashlib.sha256(body).hexdigest() != header.sha256:
-        raise CacheMiss("cached summary does not match its checksum")
-    return _summary(body)
+            raise CacheMiss(f"cached {kind} has bytes after its body")
+    return _checked_decode(body, header.sha256, kind)
+
+
+def _read_into(handle, length: int) -> bytearray:
+    """`length` bytes in one buffer (one copy: the arrays decoded from it are views of it)."""
+    body, got = bytearray(length), 0
+    view = memoryview(body)
+    try:
+        while got < length:
+            n = handle.readinto(view[got:])
+            if not n:
+                raise CacheMiss("cached analyses are truncated")
+            got += n
+    except OSError as exc:
+        raise CacheMiss(f"cached analyses unreadable ({exc.strerror or type(exc).__name__})") from None
+    return body
+
+
+def _checked_decode(body: bytearray, sha256: str, kind: str) -> Any:
+    """`codec.decode(body)` once the body matches its sha256, hashed in a second thread meanwhile (hashlib releases
+    the GIL; the decode is built for hostile bytes: it reads a damaged body safely, and its result is dropped)."""
+    digest: list[str] = []
+    hashing = threading.Thread(target=lambda: digest.append(hashlib.sha256(body).hexdigest()), daemon=True)
+    hashing.start()
+    try:
+        found = _decode(body)
+    except CacheMiss:
+        hashing.join()
+        if digest != [sha256]:
+            raise CacheMiss(f"cached {kind} does not match its checksum") from None
+        raise
+    hashing.join()
+    if digest != [sha256]:
+        raise CacheMiss(f"cached {kind} does not match its checksum")
+    return found
 
 
 def _read(handle, length: int) -> bytes:
     try:
         data = read_exactly(handle, length)
     except OSError as exc:
-        raise CacheMiss(f"cached summary unreadable ({exc.strerror or type(exc).__name__})") from None
+        raise CacheMiss(f"cached analyses unreadable ({exc.strerror or type(exc).__name__})") from None
     if len(data) < length:
-        raise CacheMiss("cached summary is truncated")
+        raise CacheMiss("cached analyses are truncated")
     return data
 
 
 def _read_header(handle) -> _Header:
     head = _read(handle, len(MAGIC) + 8)
     if head[:len(MAGIC)] != MAGIC:
-        raise CacheMiss("not a cached summary of this format")
+        raise CacheMiss("not a cache entry of this format")
     length = int.from_bytes(head[len(MAGIC):], "little")
     if length > MAX_HEADER_BYTES:
-        raise CacheMiss(f"cached summary header of {length} bytes (at most {MAX_HEADER_BYTES})")
+        raise CacheMiss(f"cached analyses header of {length} bytes (at most {MAX_HEADER_BYTES})")
     try:
         return msgspec.json.decode(_read(handle, length), type=_Header)
     except msgspec.DecodeError as exc:
-        raise CacheMiss(f"corrupt cached summary header ({str(exc)[:200]})") from None
+        raise CacheMiss(f"corrupt cached analyses header ({str(exc)[:200]})") from None
 
 
-def _check_header(header: _Header, ident: FileIdentity, reference: Optional[dict]) -> None:
+def _check_header(header: _Header, ident: FileIdentity, reference: Optional[dict], kind: str) -> None:
+    if header.kind != kind:
+        raise CacheMiss(f"cached {header.kind[:40]!r} entry where the {kind} belongs")
     if header.format != FORMAT:
-        raise CacheMiss(f"cached summary of format {header.format} (this version reads {FORMAT})", damaged=False)
+        raise CacheMiss(f"cached analyses of format {header.format} (this version reads {FORMAT})", damaged=False)
     if header.key != cache_key(ident):
-        raise CacheMiss("cached summary of another file or file version")
+        raise CacheMiss("cached analyses of another file or file version")
     if header.analysis != analysis_fingerprint():
-        raise CacheMiss("cached summary computed by other analysis code (or another peaks file)", damaged=False)
+        raise CacheMiss("cached analyses computed by other analysis code (or another peaks file)", damaged=False)
     if header.graph_reference != reference:
-        raise CacheMiss("the trace's graph reference changed since its summary was cached", damaged=False)
+        raise CacheMiss("the trace's graph reference changed since its analyses were cached", damaged=False)
 
 
-def _summary(body: bytes) -> tuple[dict, Any]:
+def _decode(body: bytes) -> Any:
     try:
-        summary = codec.decode(body)
+        return codec.decode(body)
     except codec.CodecError as exc:
-        raise CacheMiss(f"cached summary of another version or corrupt: {exc}") from None
+        raise CacheMiss(f"cached entry of another version or corrupt: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a damaged entry is a miss, never a crash
-        raise CacheMiss(f"corrupt cached summary ({type(exc).__name__}: {str(exc)[:200]})") from None
+        raise CacheMiss(f"corrupt cached entry ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _summary(summary: Any) -> tuple[dict, Any]:
     if not isinstance(summary, dict) or set(summary) != {"report", "digest"}:
         raise CacheMiss("corrupt cached summary (not a report and a digest)")
     try:

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from ..pipeline import prepare
+from ..pipeline import LanesStage, Prepared, prepare
 from ..trace.loader import resource_message
 from ..trace.model import TraceModel
 from ..trace.storage import StorageError, identity
@@ -132,6 +132,37 @@ def cache_report(path: str, cache_dir: Path, report: dict, digest: Any) -> None:
         local_cache.store_summary(cache_dir, identity(path), sidecar.reference_identity(path), report, digest)
     except (OSError, TypeError, ValueError, StorageError) as exc:
         log.warning("kinetoscope: could not cache the analyses of %s in %s: %s", path, cache_dir, exc)
+
+
+class AnalysesCache:
+    """The analyses TraceService keeps in its local cache (`TraceService(..., analyses=AnalysesCache())`): a load
+    whose trace version has them (`local_cache.load_prepared`) serves its span without analysing; one that
+    computes them writes them there, in the background."""
+
+    def load(self, cache_dir: Path, path: str) -> tuple[Any, Optional[tuple[Any, Prepared]]]:
+        """(what `store` needs, (the lanes' stage, the prepared analyses) or None)."""
+        try:
+            token = (identity(path), sidecar.reference_identity(path))
+            found = local_cache.load_prepared(cache_dir, *token)
+        except local_cache.CacheMiss as miss:
+            if miss.damaged:
+                log.warning("kinetoscope: %s: cached analyses not used (%s)", path, miss.reason)
+            return token, None
+        except (StorageError, OSError):
+            return None, None
+        return token, (LanesStage(found.index), found)
+
+    @staticmethod
+    def store(cache_dir: Path, token: Any, prepared: Prepared) -> None:
+        if token is None or not isinstance(prepared, Prepared):
+            return
+
+        def write() -> None:
+            try:
+                local_cache.store_prepared(cache_dir, *token, prepared)
+            except (OSError, TypeError, ValueError) as exc:
+                log.warning("kinetoscope: could not cache the analyses of %s in %s: %s", token[0].path, cache_dir, exc)
+        threading.Thread(target=write, name="kinetoscope-cache-analyses", daemon=True).start()
 
 
 def missing(reason: Optional[str]) -> bool:

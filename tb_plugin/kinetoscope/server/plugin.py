@@ -26,7 +26,7 @@ from ..analysis.tables.kernel_sequences import MAX_LEN, MAX_TOP
 from ..analysis.tables.search import MAX_QUERY_CHARS
 from ..analysis.whatif.edits import MAX_EDITS
 from ..analysis.whatif.replay import MAX_WHATIF_STEPS
-from ..index.readers import SidecarIndex
+from ..index.readers import AnalysesCache, SidecarIndex
 from ..views.gaps_stalls import GAP_SORTS
 from ..views.profiler_tables import MAX_LIMIT, MAX_SEARCH_LIMIT, TABLE_GROUPS, TABLE_KINDS, TABLE_SORTS, TABLE_SPLITS
 from . import replays, routes
@@ -243,7 +243,7 @@ class KinetoscopePlugin(base_plugin.TBPlugin):
                 logdir = getattr(self._context, "logdir", None)
                 if not logdir:
                     raise NotFound("TensorBoard was started without --logdir; kinetoscope needs one")
-                self._service = TraceService(logdir, prepare=pipeline.prepare, index=SidecarIndex(),
+                self._service = TraceService(logdir, prepare=pipeline.prepare, index=SidecarIndex(), analyses=AnalysesCache(),
                                              preload_first=os.environ.get(PRELOAD_ENV, "1") != "0", stages=pipeline.STAGES)
             return self._service
 

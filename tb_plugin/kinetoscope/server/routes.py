@@ -82,7 +82,7 @@ def runs_impl(service: TraceService) -> dict[str, Any]:
         spans = runs.setdefault(f.run, {}).setdefault(f.worker, [])
         spans.append({"id": sid, "index": len(spans) + 1, "span": f.span_text, "file": Path(f.path).name,
                       "size_bytes": f.size, "state": state["state"], "version": f.version,
-                      "source": state["source"], "index_reason": state["index_reason"],
+                      "source": state["source"], "analyses": state["analyses"], "index_reason": state["index_reason"],
                       "lanes_ready": state["lanes_ready"], "duration_us": state["duration_us"]})
     return {"logdir": redact(service.logdir), "scan_complete": complete, "scan_error": service.scan_error,
             "skipped_links": _skipped_links(service),

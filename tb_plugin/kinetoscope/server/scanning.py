@@ -3,12 +3,15 @@
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
 from ..trace.discovery import SkippedLink, TraceFile, noting_skipped_links, scan_logdir_checked
-from ..trace.remote import redact
+from ..trace.remote import credentials_in_url, redact
 from ..trace.storage import StorageError, confined, is_remote
 from .errors import log_once
+
+log = logging.getLogger(__name__)
 
 
 def list_traces(logdir: str, roots: tuple[str, ...],
@@ -24,6 +27,24 @@ def list_traces(logdir: str, roots: tuple[str, ...],
         error = redact(f"{logdir}: {exc}")
         log_once(("scan-error", logdir, str(exc)), "kinetoscope: %s", error)
         return (None if is_remote(logdir) else []), error, skipped
+
+
+def scan_listing(logdir: str, roots: tuple[str, ...], sniff_cache: dict, known: list[SkippedLink]
+                 ) -> tuple[Optional[list[TraceFile]], Optional[str], list[SkippedLink]]:
+    """`list_traces`, but a logdir URL with credentials is refused unlisted (and never logged as given), the links
+    skipped are those `known` unless the listing worked, and each newly skipped one is logged once (in TensorBoard's
+    log; the tab says how many, not where to)."""
+    refused = credentials_in_url(logdir)
+    if refused is not None:
+        log_once(("scan-error", refused), "kinetoscope: %s", refused)
+        return None, refused, known
+    files, error, skipped = list_traces(logdir, roots, sniff_cache)
+    if error is not None:
+        return files, error, known
+    for link in skipped:
+        if link not in known:
+            log.warning("kinetoscope: %s", link.remedy("start TensorBoard with --kinetoscope_allow_links_to"))
+    return files, None, skipped
 
 
 def index_versions(index: Any, roots: tuple[str, ...], files: dict[str, TraceFile]) -> dict[str, Any]:

@@ -42,12 +42,12 @@ from ..trace.cache import default_cache_dir, load_cached
 from ..trace.discovery import SkippedLink, TraceFile
 from ..trace.loader import TraceError, load_trace
 from ..trace.model import TraceModel
-from ..trace.remote import credentials_in_url, redact
+from ..trace.remote import redact
 from ..trace.storage import StorageError, confined, identity, is_process_local, roots_for
 from . import decoder
 from .children import DecoderChildren
 from .errors import NotFound, TraceFailed, log_once
-from .scanning import index_versions, list_traces
+from .scanning import index_versions, scan_listing
 from .spans import LOAD_FAILED, Loaded, SpanTable, model_duration_us, model_nbytes, retry_is_due, span_id
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class TraceService:
                  memory_budget_bytes: int = DEFAULT_BUDGET_BYTES, rescan_s: float = 10.0,
                  min_rescan_s: float = 2.0, decode_in_child: bool = True,
                  prepare: Callable[[TraceModel], Any] = lambda model: None, index: Any = None,
-                 preload_first: bool = False,
+                 preload_first: bool = False, analyses: Any = None,
                  stages: Optional[tuple[Callable[[TraceModel], Any], Callable[[TraceModel, Any], Any]]] = None) -> None:
         self.logdir = logdir
         self.roots = roots_for([logdir])  # nothing outside is read (`storage.confined`): links out are refused
@@ -92,8 +92,10 @@ class TraceService:
         if index is not None:
             index.refuse_keys_inside(self.roots)  # a key file inside the logdir is trusted by no reader
         # (first, rest): a load publishes first(model) for the lane routes, then stores rest(model, first's
-        # result) as the span's prepared analyses; `prepare` is then unused.
+        # result) as the span's prepared analyses; `prepare` is then unused. `analyses` (`index.readers.AnalysesCache`)
+        # keeps both in the disk cache, so a trace version analysed once is served at once after a restart.
         self._stages = stages
+        self._analyses = analyses if self._cache_dir is not None else None
         self._lock = threading.RLock()
         self._spans = SpanTable(self._lock, memory_budget_bytes)
         self._sniff_cache: dict = {}
@@ -159,28 +161,16 @@ class TraceService:
             self._scan_once()
 
     def _scan_once(self) -> None:
-        refused = credentials_in_url(self.logdir)
-        if refused is not None:  # never listed, never logged as given
-            self.scan_error = refused
-            log_once(("scan-error", refused), "kinetoscope: %s", refused)
-            self._scan_finished()
-            return
         self._scanning = True
         try:
-            files, self.scan_error, skipped = list_traces(self.logdir, self.roots, self._sniff_cache)
-            if self.scan_error is None:
-                for link in skipped:
-                    if link not in self.skipped_links:  # in TensorBoard's log once; the tab says how many, not where to
-                        log.warning("kinetoscope: %s", link.remedy("start TensorBoard with --kinetoscope_allow_links_to"))
-                self.skipped_links = skipped
+            files, self.scan_error, self.skipped_links = scan_listing(self.logdir, self.roots, self._sniff_cache,
+                                                                      self.skipped_links)
         finally:
             self._scanning = False
-        if files is None:
-            self._scan_finished()
-            return
-        new = {span_id(f.path): f for f in files}
-        indexed = index_versions(self._index, self.roots, new)  # outside the lock: an lstat each, or a listing per remote folder
-        self._spans.rescanned(new, indexed)
+        if files is not None:
+            new = {span_id(f.path): f for f in files}
+            indexed = index_versions(self._index, self.roots, new)  # outside the lock: an lstat each, or a listing per remote folder
+            self._spans.rescanned(new, indexed)
         self._scan_finished()
 
     def _scan_finished(self) -> None:
@@ -362,12 +352,17 @@ class TraceService:
                 self._fail(sid, file, LOAD_FAILED)
 
     def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel, early: Any = None) -> Any:
-        """Stage one (unless `early` holds it already), published for the lane routes at once; then stage two, the
-        span's prepared analyses."""
+        """Stage one (unless `early` or the analyses cache holds it), published for the lane routes at once; then
+        stage two, the span's prepared analyses (from the cache, else computed and cached)."""
         first, rest = self._stages
-        early = first(model) if early is None else early
+        token, cached = self._analyses.load(self._cache_dir, file.path) if self._analyses else (None, None)
+        early = cached[0] if cached else first(model) if early is None else early
         self._publish_lanes(sid, Loaded(file, model, early, model_nbytes(model) + getattr(early, "nbytes", 0)))
-        return rest(model, early)
+        self._spans.update(sid, file, analyses="cache" if cached else "computed")
+        prepared = cached[1] if cached else rest(model, early)
+        if self._analyses and not cached:
+            self._analyses.store(self._cache_dir, token, prepared)
+        return prepared
 
     def _publish_lanes(self, sid: str, loaded: Loaded) -> None:
         """Serve the lane routes from `loaded` while the load goes on (if the entry is still this version)."""
@@ -395,10 +390,9 @@ class TraceService:
         child where decoding would be, so a hostile sidecar costs that child's memory, never this process's; the
         analyses are then computed from the checked model like those of any other load.
 
-        The trace's sha256 is computed here (a thread reading the trace, not the sidecar, through a fixed buffer)
-        from the start, while the child starts and checks the sidecar; the child sends the checked model and the
-        sha256 it is bound to; stage one (the lane index) is built meanwhile and kept only when the two hashes
-        agree, and nothing is published before."""
+        The trace's sha256 is computed here (a thread reading the trace through a fixed buffer) while the child
+        starts and checks the sidecar and sends the checked model and the sha256 it is bound to; stage one is built
+        meanwhile and kept only when the two hashes agree; nothing is published before."""
         if self._index is None:
             return None, None
         early: list = []

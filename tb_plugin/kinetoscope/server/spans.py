@@ -64,6 +64,7 @@ class Entry(msgspec.Struct):
     retry_at: Optional[float] = None  # monotonic time of the next try after a transient failure
     digest: Any = None  # `prepare`'s small per-trace summary (`.digest`), kept when the model is evicted
     source: Optional[str] = None  # where the last load came from: "sidecar", "cache" or "decoded"
+    analyses: Optional[str] = None  # where its analyses came from: "cache" (`index.local_cache`) or "computed"
     index_note: Optional[str] = None  # why the trace's index sidecar was not used (None: used, or no index reader)
     lanes: Optional[Loaded] = None  # stage one of a staged load in flight: the model and what the lanes need
     lanes_event: Optional[threading.Event] = None  # set once the lanes are published or the load has ended
@@ -75,7 +76,7 @@ def entry_state(entry: Entry, now: float) -> dict[str, Any]:
     loading = entry.state == "loading" and entry.started is not None
     return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": entry.error,
             "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None,
-            "source": entry.source, "index_reason": entry.index_note,
+            "source": entry.source, "analyses": entry.analyses, "index_reason": entry.index_note,
             "lanes_ready": entry.state == "ready" or (entry.state == "loading" and entry.lanes is not None),
             "duration_us": entry.duration_us}
 

@@ -128,7 +128,8 @@ def _prune(cache_dir: Path, max_bytes: int) -> None:
                 tmp.unlink()
         except OSError:
             continue
-    entries = sorted([*cache_dir.glob("*.npz"), *cache_dir.glob("*.summary")], key=lambda p: p.stat().st_mtime)
+    entries = sorted([p for pattern in ("*.npz", "*.summary", "*.prepared") for p in cache_dir.glob(pattern)],
+                     key=lambda p: p.stat().st_mtime)
     total = sum(p.stat().st_size for p in entries)
     for entry in entries[:-1]:
         if total <= max_bytes:
