@@ -30,11 +30,16 @@ class CodecError(ValueError):
 
 def encode(obj: Any) -> bytes:
     """`obj` as `.npz` bytes (raises TypeError for a value it cannot store, e.g. an object array)."""
+    buf = io.BytesIO()
+    encode_into(obj, buf)
+    return buf.getvalue()
+
+
+def encode_into(obj: Any, handle: Any) -> None:
+    """`encode`, written to a seekable binary file object (member by member: no copy of the whole in memory)."""
     arrays: dict[str, np.ndarray] = {}
     tree = _enc(obj, arrays)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays, **{_TREE: np.frombuffer(msgspec.json.encode(tree), dtype=np.uint8)})
-    return buf.getvalue()
+    np.savez(handle, **arrays, **{_TREE: np.frombuffer(msgspec.json.encode(tree), dtype=np.uint8)})
 
 
 def decode(blob: bytes) -> Any:

@@ -39,12 +39,13 @@ from ..trace.cache import cache_key
 from ..trace.storage import FileIdentity
 from . import codec, validate
 from .header import SUMMARY, analysis_fingerprint, section_cap
-from .identity import read_exactly
+from .identity import HASH_BLOCK, read_exactly
 
 MAGIC = b"KSCACHE1"
 FORMAT = 1
 SUMMARY_KIND, PREPARED_KIND = "summary", "prepared"  # each entry's kind is its file suffix
 MAX_HEADER_BYTES = 64 << 10
+HEADER_ROOM = 16 << 10  # bytes before the body that a written entry's header (padded) takes
 PREPARED_CAP = (16 << 20, 64)  # fixed bytes + ratio * the trace's stored bytes (measured: 0.25x a plain trace)
 
 
@@ -73,12 +74,12 @@ def entry_path(cache_dir: Path, ident: FileIdentity, kind: str) -> Path:
 
 def store_summary(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], report: dict, digest: Any) -> None:
     """Write the summary atomically (temp file + rename); raises OSError, TypeError (the caller logs them)."""
-    _store(cache_dir, ident, reference, SUMMARY_KIND, codec.encode({"report": report, "digest": digest}))
+    _store(cache_dir, ident, reference, SUMMARY_KIND, {"report": report, "digest": digest})
 
 
 def store_prepared(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], prepared: Prepared) -> None:
     """Write what `pipeline.prepare` computed, atomically; raises OSError, TypeError."""
-    _store(cache_dir, ident, reference, PREPARED_KIND, codec.encode(prepared))
+    _store(cache_dir, ident, reference, PREPARED_KIND, prepared)
 
 
 def load_summary(cache_dir: Path, ident: FileIdentity, reference: Optional[dict]) -> tuple[dict, Any]:
@@ -98,20 +99,59 @@ def load_prepared(cache_dir: Path, ident: FileIdentity, reference: Optional[dict
     return found
 
 
-def _store(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], kind: str, body: bytes) -> None:
-    header = msgspec.json.encode(_Header(FORMAT, kind, cache_key(ident), analysis_fingerprint(), reference, len(body),
-                                         hashlib.sha256(body).hexdigest()))
+def _store(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], kind: str, obj: Any) -> None:
+    """The entry written to a temp file in the cache folder, then renamed over the old one: the body streamed
+    after the header's room (`codec.encode_into`: no copy of it in memory), hashed back from the file, then the
+    header written into its room."""
     target = entry_path(cache_dir, ident, kind)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
-            handle.write(body)
+        with os.fdopen(fd, "w+b") as handle:
+            handle.write(bytes(HEADER_ROOM))
+            codec.encode_into(obj, _Body(handle, HEADER_ROOM))
+            size = handle.tell() - HEADER_ROOM
+            handle.seek(HEADER_ROOM)
+            digest = hashlib.sha256()
+            while block := handle.read(HASH_BLOCK):
+                digest.update(block)
+            header = msgspec.json.encode(_Header(FORMAT, kind, cache_key(ident), analysis_fingerprint(), reference, size,
+                                                 digest.hexdigest()))
+            room = HEADER_ROOM - len(MAGIC) - 8
+            if len(header) > room:
+                raise ValueError(f"a cache entry's header of {len(header)} bytes (room for {room})")
+            handle.seek(0)
+            handle.write(MAGIC + room.to_bytes(8, "little") + header.ljust(room))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class _Body:
+    """The temp file as seen from the body's start, the header's room before it (what `np.savez` writes through: a
+    zip's offsets are then the body's own)."""
+
+    def __init__(self, handle: Any, base: int) -> None:
+        self._handle, self._base = handle, base
+
+    def write(self, data: Any) -> int:
+        return self._handle.write(data)
+
+    def read(self, n: int = -1) -> bytes:
+        return self._handle.read(n)
+
+    def tell(self) -> int:
+        return self._handle.tell() - self._base
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle.seek(offset + (self._base if whence == 0 else 0), whence) - self._base
+
+    def seekable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self._handle.flush()
 
 
 def _load(cache_dir: Path, ident: FileIdentity, reference: Optional[dict], kind: str, cap: int) -> Any:
