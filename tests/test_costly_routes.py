@@ -93,3 +93,31 @@ def test_a_kept_answer_needs_no_slot(span, monkeypatch):
         for ok in held:
             if ok:
                 replays._costly.release()
+
+
+def test_every_step_in_view_keeps_its_share_of_the_path(tmp_path, monkeypatch):
+    # issue 55: a cap over the whole answer left the later steps of a window with no segment at all
+    from conftest import kernel, launch, op, trace_doc
+    events = []
+    for s in range(6):
+        t0 = s * 2000
+        # each step: 40 times host work, a launch, its kernel and a sync on it, the step ending with the last sync:
+        # a path of 161 segments per step (host, launch, kernel, sync, host ...)
+        events.append(op(f"ProfilerStep#{s + 1}", t0, 10 + 45 * 39 + 45, cat="user_annotation"))
+        for k in range(40):
+            t, c = t0 + 10 + 45 * k, s * 100 + k + 1
+            events += [op("aten::add", t, 40), launch(t + 2, 5, corr=c), kernel("k", t + 10, 20, corr=c),
+                       op("cudaStreamSynchronize", t + 8, 24, cat="cuda_runtime")]
+    monkeypatch.setattr(replays, "MAX_PATH_SEGMENTS", 60)
+    with one_span_service(trace_doc(events), tmp_path / "logs") as (service, sid):
+        answer = replays.critical_path_impl(service, sid, start_us=0.0, end_us=12_000.0)
+    steps = answer["steps"]
+    assert len(steps) == 6 and all(step["segments"] for step in steps)  # none left empty
+    assert sum(len(step["segments"]) for step in steps) <= 60
+    assert any(step.get("segments_omitted") for step in steps)  # the planted paths are longer than their share
+    for step in steps:
+        assert len(step["segments"]) <= 10
+        if step["segments_total"] > 10:  # a longer path keeps its longest segments and says what it left out
+            assert step["segments_omitted"] > 0 and step["omitted_us"] > 0
+            starts = [seg["start_us"] for seg in step["segments"]]
+            assert starts == sorted(starts)

@@ -77,7 +77,7 @@ def test_the_lane_routes_answer_while_stage_two_is_held(tmp_path, make):
     try:
         # the long poll for the lanes answers once they are published, with stage two still held
         trace = routes.status_impl(service, sid, load=True, wait_ms=30_000, until="lanes")["traces"][0]
-        assert held.started.is_set() and not held.release.is_set()
+        assert held.started.wait(30) and not held.release.is_set()  # stage two starts right after the publication
         assert trace["state"] == "loading" and trace["phase"] == "analysing" and trace["lanes_ready"] is True
         assert trace["duration_us"] == 2000.0
         lanes = routes.lanes_impl(service, sid, width_px=400)

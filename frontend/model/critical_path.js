@@ -3,6 +3,7 @@
  * The critical-path overlay of the lanes: the `critical_path?span=&start_us=&end_us=` answer as segments to
  * draw, coloured by what holds the step up at that time. Pure.
  */
+import { formatCount, formatDuration } from './format.js';
 
 /** @type {Record<string, string>} */
 export const PATH_COLORS = {
@@ -40,4 +41,28 @@ export function pathSegments(answer) {
     }
   }
   return out.sort((a, b) => a.startUs - b.startUs);
+}
+
+/**
+ * What the answer left out to stay small (its steps' `segments_omitted`, `omitted_us`): a note for the strip, or ''.
+ * Every step in view keeps its share of segments; a step with more keeps its longest ones.
+ * @param {any} answer
+ */
+export function pathOmittedNote(answer) {
+  let steps = 0;
+  let segments = 0;
+  let us = 0;
+  for (const step of Array.isArray(answer?.steps) ? answer.steps : []) {
+    const n = Number(step?.segments_omitted);
+    if (!(n > 0)) continue;
+    steps += 1;
+    segments += n;
+    us += Number(step.omitted_us) || 0;
+  }
+  if (!steps) return '';
+  const total = Number(answer?.total);
+  const listed = Array.isArray(answer?.steps) ? answer.steps.length : 0;
+  const more = total > listed ? `; ${formatCount(total - listed)} more steps in view not drawn` : '';
+  return `critical path: ${formatCount(segments)} short segments (${formatDuration(us)}) of ${formatCount(steps)} `
+    + `step${steps === 1 ? '' : 's'} not drawn, so that every step in view keeps its longest ones${more}`;
 }

@@ -6,6 +6,14 @@
 import { formatDuration } from './format.js';
 
 /**
+ * Whether a span's summary shows no GPU at all (a CPU-only profile): its GPU panels have nothing to say.
+ * @param {any} summary
+ */
+export function hasNoDevice(summary) {
+  return Boolean(summary) && !(summary.devices_total > 0) && !(Array.isArray(summary.devices) && summary.devices.length);
+}
+
+/**
  * "GPU 0: idle 39.4% of 996 ms".
  * @param {any} device one of `summary.devices`
  */

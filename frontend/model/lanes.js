@@ -45,6 +45,7 @@
  */
 
 import { prepareCounters } from './counters.js';
+import { formatCount } from './format.js';
 
 /** @param {any} v @returns {any[]} */
 const arr = (v) => (Array.isArray(v) ? v : []);
@@ -150,6 +151,6 @@ export function prepareLanes(body) {
  */
 export function eventName(data, lane, i) {
   const k = lane.ev.name[i];
-  if (lane.ev.count[i] > 1 || k < 0) return `${lane.ev.count[i]} events`;
+  if (lane.ev.count[i] > 1 || k < 0) return `${formatCount(lane.ev.count[i])} events`;
   return data.names[k] ?? '';
 }

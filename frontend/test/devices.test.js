@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { commText, deviceIdleText, overlapText } from '../model/devices.js';
+import { commText, deviceIdleText, hasNoDevice, overlapText } from '../model/devices.js';
 
 test('device idle chip', () => {
   assert.equal(deviceIdleText({ device: 0, idle_pct: 39.434, window_us: 996477 }), 'GPU 0: idle 39.4% of 996 ms');
@@ -15,4 +15,11 @@ test('communication only with communication kernels', () => {
   assert.equal(commText(0, undefined), null);
   assert.equal(overlapText({ overlap_pct: 100 }), '100.0% overlapped');
   assert.equal(overlapText(null), '');
+});
+
+test('a CPU-only summary has no device; one with a device, or none yet, does not say so', () => {
+  assert.equal(hasNoDevice({ devices: [], devices_total: 0 }), true);
+  assert.equal(hasNoDevice({ devices: [{ device: 0 }], devices_total: 1 }), false);
+  assert.equal(hasNoDevice({ devices: [], devices_total: 2 }), false); // devices beyond the listed ones
+  assert.equal(hasNoDevice(null), false); // not loaded yet: the panels stay until the summary says
 });

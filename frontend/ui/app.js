@@ -67,7 +67,9 @@ export async function start(body, early = {}) {
     store.set({ compare: { base: restore.base, candRun: Boolean(restore.candRun), step: restore.step,
       win: restore.cw0Us !== undefined && restore.cw1Us !== undefined ? { t0Us: restore.cw0Us, t1Us: restore.cw1Us } : undefined } });
   }
-  const sections = [ranks.root, compare.root, lanes.root,
+  // The lanes come first: the panels that arrive after them (Ranks, Compare) go below, so they never push the
+  // timeline below the fold once it is drawn.
+  const sections = [lanes.root, ranks.root, compare.root,
     new MemoryPanel(store, api, collapsible).root,
     el('div', { class: 'ks-grid' }, new StepTable(store, api, reveal).root, new GapTable(store, api, reveal).root),
     new WhatIfPanel(store, api).root,
@@ -241,8 +243,8 @@ export async function start(body, early = {}) {
     loadedEntry = findSpan(latest, ref.id)?.span ?? null;
     store.set({ span: { ...ref }, summary: null, spanError: null, sel: null, selRow: link.sel ?? null, area: null,
       runVerdict: store.state.span?.run === ref.run ? store.state.runVerdict : null, lanesReady: false });
+    header.setVerdict(null, null); // first: the header's summary is the last span's until now (a "ready" flash)
     syncHeader();
-    header.setVerdict(null, null);
     const result = summaryChannel.run((signal) => getWhenReady(api, 'summary', { span: ref.id }, signal));
     placeWhenLanesReady(ref, link);
     poller.start();

@@ -48,6 +48,17 @@ export function append(parent, ...children) {
 }
 
 /**
+ * Replaces a node's children, skipping null, undefined and false as `append` does (the DOM's own
+ * `replaceChildren` writes them as the text "null").
+ * @param {Element} parent
+ * @param {...(Child | Child[])} children
+ */
+export function replace(parent, ...children) {
+  parent.replaceChildren();
+  append(parent, ...children);
+}
+
+/**
  * A message box: kind is `info`, `warn` or `error`.
  * @param {'info' | 'warn' | 'error'} kind
  * @param {...Child} text

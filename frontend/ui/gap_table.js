@@ -8,6 +8,7 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES, gapSolid } from '../model/colors.js';
+import { hasNoDevice } from '../model/devices.js';
 import { formatCount, formatDuration, formatTimestamp } from '../model/format.js';
 import { causeParam, gapCulprit } from '../model/gaps.js';
 import { PANEL_FIGURES } from '../model/health.js';
@@ -62,6 +63,7 @@ export class GapTable {
     this.viewTimer = 0;
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
+      if (changed.has('span') || changed.has('summary')) this.root.hidden = hasNoDevice(store.state.summary); // CPU-only: no GPU gaps
       if (changed.has('summary')) showHealthNote(this.health, store.state.summary, PANEL_FIGURES.gaps);
       if (changed.has('summary') && store.state.summary) this.setDevices(store.state.summary.devices ?? []);
       if (changed.has('spanError') && store.state.spanError) this.table.replaceChildren(spanErrorNote());

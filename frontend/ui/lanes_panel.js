@@ -6,7 +6,7 @@
 import { LatestChannel, sleep } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { GAP_CAUSES } from '../model/colors.js';
-import { PATH_COLORS, PATH_TEXT, pathSegments } from '../model/critical_path.js';
+import { PATH_COLORS, PATH_TEXT, pathOmittedNote, pathSegments } from '../model/critical_path.js';
 import { formatCount, formatDuration } from '../model/format.js';
 import { eventName } from '../model/lanes.js';
 import { el } from './dom.js';
@@ -26,6 +26,7 @@ export function createLanesPanel(store, api) {
   const tooltip = new Tooltip(view.root);
   const hoverChannel = new LatestChannel();
   const hiddenNote = el('span', { class: 'ks-lanes-hidden' });
+  const pathNote = el('span', { class: 'ks-lanes-hidden ks-path-note' });
   const pathChannel = new LatestChannel();
   const pathBox = /** @type {HTMLInputElement} */ (el('input', { type: 'checkbox', 'aria-label': 'show the critical path' }));
   /** Fetches the critical path of the steps in the lanes' window (`critical_path` route), when it is shown. */
@@ -33,6 +34,7 @@ export function createLanesPanel(store, api) {
     const { span } = store.state;
     if (!pathBox.checked || !span || !view.data) {
       view.path = [];
+      pathNote.textContent = '';
       view.view.requestRedraw();
       return;
     }
@@ -41,6 +43,7 @@ export function createLanesPanel(store, api) {
       .catch(() => ({ stale: true }));
     if (result.stale) return;
     view.path = pathSegments(/** @type {any} */ (result).value);
+    pathNote.textContent = pathOmittedNote(/** @type {any} */ (result).value);
     view.view.requestRedraw();
   }
   pathBox.addEventListener('change', () => { loadPath(); });
@@ -61,7 +64,7 @@ export function createLanesPanel(store, api) {
     el('label', { class: 'ks-legend-item ks-path-toggle', title: 'the chain of work that set when each step was done, under the step bar: '
       + Object.entries(PATH_TEXT).map(([k, t]) => `${k}: ${t}`).join('; ') }, pathBox, 'critical path',
       Object.entries(PATH_COLORS).map(([k, c]) => el('i', { style: { background: c }, title: `${k}: ${PATH_TEXT[k]}` }))),
-    hiddenNote,
+    hiddenNote, pathNote,
     el('span', { class: 'ks-keys' }, 'click: select \u00b7 double-click: zoom to gap/step/event \u00b7 Shift+drag: select an area for the tables \u00b7 wheel: zoom \u00b7 drag: pan \u00b7 W/S A/D \u00b7 0: all \u00b7 labels: collapse, pin'));
 
   /** @param {number} row @param {string} key */

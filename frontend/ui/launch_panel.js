@@ -5,6 +5,7 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
+import { hasNoDevice } from '../model/devices.js';
 import { formatCount, formatDuration } from '../model/format.js';
 import { PANEL_FIGURES } from '../model/health.js';
 import { CanvasView } from '../render/canvas_view.js';
@@ -42,6 +43,7 @@ export class LaunchPanel {
     this.canvas.addEventListener('pointerleave', () => this.tooltip.hide());
     store.subscribe((changed) => {
       if (changed.has('span')) this.reset();
+      if (changed.has('span') || changed.has('summary')) this.root.hidden = hasNoDevice(store.state.summary); // CPU-only: no launches
       if (changed.has('summary')) showHealthNote(this.health, store.state.summary, PANEL_FIGURES.launch);
       if (changed.has('summary') && store.state.summary) this.load();
       if (changed.has('spanError') && store.state.spanError) this.body.replaceChildren(spanErrorNote());

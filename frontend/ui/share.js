@@ -90,7 +90,7 @@ export function createShareButtons(store) {
 
   // The whole file streams straight to the browser's downloads (any size, never held in the page).
   const exportWhole = el('a', { class: 'ks-button-link', download: '', title: 'Download the whole trace file (.json.gz, with every arg): any size',
-    onclick: () => say('Whole trace: see the browser\u2019s downloads.') }, 'Export whole trace');
+    onclick: () => { if (exportWhole.hasAttribute('href')) say('Whole trace: see the browser\u2019s downloads.'); } }, 'Export whole trace');
 
   // Whether the visible window can be exported is asked as the window changes (debounced), so the
   // button says so before it is clicked.
@@ -129,10 +129,15 @@ export function createShareButtons(store) {
     const ready = Boolean(store.state.summary);
     exportTrace.disabled = !ready || !fits || empty;
     exportMd.disabled = !ready;
-    const { span } = store.state;
-    if (span) exportWhole.setAttribute('href', routeUrl('export', { span: span.id, whole: 1 }));
+    const { span, lanesReady, spanError } = store.state;
+    // the server streams only a trace that loaded: before its lanes, or after it failed, there is nothing to get
+    const loaded = Boolean(span && (lanesReady || ready) && !spanError);
+    if (loaded && span) exportWhole.setAttribute('href', routeUrl('export', { span: span.id, whole: 1 }));
     else exportWhole.removeAttribute('href');
     exportWhole.toggleAttribute('hidden', !span);
+    exportWhole.setAttribute('aria-disabled', String(!loaded));
+    exportWhole.title = spanError ? 'This trace failed to load: there is no trace to export'
+      : loaded ? 'Download the whole trace file (.json.gz, with every arg): any size' : 'Available once the trace has loaded';
   };
   store.subscribe((changed) => {
     if (changed.has('span')) {

@@ -6,7 +6,7 @@
  * the loader's warnings. Every trace string goes in as text.
  */
 import { commText, deviceIdleText } from '../model/devices.js';
-import { formatDuration, formatShare } from '../model/format.js';
+import { formatCount, formatDuration, formatShare } from '../model/format.js';
 import { PANEL_FIGURES, figureWarning, healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
 import { SHOWN_IN_VERDICT, savingRows } from '../model/savings.js';
 import { confidenceText, reasonsOf, ruleText, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
@@ -122,7 +122,7 @@ function chips(summary) {
   const devices = Array.isArray(summary.devices) ? summary.devices : [];
   const idleNote = unreliableText(summary, 'busy_idle');
   const commNote = figureWarning(summary.health, PANEL_FIGURES.comm);
-  return el('div', { class: 'ks-chips' }, el('span', { class: 'ks-chip' }, `${formatDuration(summary.duration_us)} \u00b7 ${summary.events} events`),
+  return el('div', { class: 'ks-chips' }, el('span', { class: 'ks-chip' }, `${formatDuration(summary.duration_us)} \u00b7 ${formatCount(summary.events)} events`),
     devices.map((/** @type {any} */ d) => el('span', idleNote ? { class: 'ks-chip ks-chip-unreliable', title: idleNote } : { class: 'ks-chip' },
       idleNote ? `\u26a0 ${deviceIdleText(d)}` : deviceIdleText(d))),
     devices.map((/** @type {any} */ d) => {

@@ -6,9 +6,9 @@
  */
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
-import { formatDuration, formatShare } from '../model/format.js';
+import { formatCount, formatDuration, formatShare } from '../model/format.js';
 import { parseEditsText, savingRows, selectionEdits, sourceText, stepBars } from '../model/savings.js';
-import { el, errorText, message } from './dom.js';
+import { el, errorText, message, replace } from './dom.js';
 
 const SPELLINGS = 'dataloader=0 · dataloader-workers=K · sync:NAME=0 · sync:NAME*F · host:NAME*F · kernel:PATTERN*F · '
   + 'kernel:in:OP*F · fuse:NAME · comm=hidden · graph · prep=overlap · roofline:CATEGORY>=P% · precision:bf16 · warmup=median';
@@ -94,9 +94,9 @@ export class WhatIfPanel {
       return;
     }
     const bars = stepBars(answer);
-    const matched = Object.entries(answer.matched ?? {}).map(([e, n]) => `${e}: ${n} events`).join('; ');
+    const matched = Object.entries(answer.matched ?? {}).map(([e, n]) => `${e}: ${formatCount(n)} events`).join('; ');
     const notes = Object.entries(answer.notes ?? {}).map(([e, why]) => `${e}: ${why}`).join('; ');
-    this.result.replaceChildren(
+    replace(this.result,
       el('p', {}, `Median step ${formatDuration(answer.recorded_median_step_us)} recorded, ${formatDuration(answer.median_step_us)} predicted; `
         + `${formatDuration(answer.saving_us)} saved per step${answer.saving_share === null ? '' : ` (${formatShare(answer.saving_share)})`}.`),
       matched ? el('p', { class: 'ks-hint' }, matched) : null,

@@ -118,6 +118,31 @@ def client(base: str, spans: list[dict], runs: list[str], deadline: float, seed:
         tally.add(path, code, time.perf_counter() - start, size)
 
 
+def watcher(base: str, sid: str, deadline: float, out: list[float]) -> None:
+    """Another user's view: the `summary` of one span loaded before the load began, asked every 0.1 s while the
+    clients run (issue 54: no request may slow it beyond 0.5 s)."""
+    while time.monotonic() < deadline:
+        start = time.perf_counter()
+        try:
+            with urllib.request.urlopen(f"{base}{PREFIX}summary?span={sid}", timeout=30) as answer:
+                answer.read()
+            out.append(time.perf_counter() - start)
+        except (urllib.error.URLError, OSError):
+            out.append(float("inf"))
+        time.sleep(0.1)
+
+
+def watched_span(server, spans: list[dict]) -> str:
+    """The smallest committed sample span, loaded and ready before the clients start."""
+    small = min((s for s in spans if s["file"].endswith(".gz") and s["size_bytes"] > 10_000), key=lambda s: s["size_bytes"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        code, body = server.get(f"status?span={small['id']}&load=1&wait_ms=1000")
+        if body["traces"][0]["state"] == "ready":
+            break
+    return small["id"]
+
+
 def rss_mb(pid: int) -> float:
     proc = psutil.Process(pid)
     return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
@@ -140,10 +165,12 @@ def main() -> int:
                 code, body = server.get("runs")
             runs = [r["name"] for r in body["runs"]]
             spans = [s for r in body["runs"] for w in r["workers"] for s in w["spans"]]
+            watched = watched_span(server, spans)
             before = rss_mb(server.proc.pid)
-            tally, deadline = Tally(), time.monotonic() + args.seconds
+            tally, deadline, summaries = Tally(), time.monotonic() + args.seconds, []
             threads = [threading.Thread(target=client, args=(server.base, spans, runs, deadline, k, tally))
                        for k in range(args.clients)]
+            threads.append(threading.Thread(target=watcher, args=(server.base, watched, deadline, summaries)))
             started = time.monotonic()
             for t in threads:
                 t.start()
@@ -155,14 +182,15 @@ def main() -> int:
             states = {}
             for trace in status["traces"]:
                 states[trace["state"]] = states.get(trace["state"], 0) + 1
-    text = report(args, tally, elapsed, before, after, len(spans), states)
+    text = report(args, tally, elapsed, before, after, len(spans), states, summaries)
     sys.stdout.write(text)
     if args.out:
         args.out.write_text(text)
-    return 1 if tally.failures else 0
+    return 1 if tally.failures or max(summaries, default=0) >= 0.5 else 0
 
 
-def report(args, tally: Tally, elapsed: float, before: float, after: float, spans: int, states: dict) -> str:
+def report(args, tally: Tally, elapsed: float, before: float, after: float, spans: int, states: dict,
+           summaries: list[float]) -> str:
     lat = sorted(tally.latencies)
     pct = lambda q: 1e3 * lat[min(len(lat) - 1, int(q * len(lat)))] if lat else 0.0  # noqa: E731
     codes = ", ".join(f"{k}: {v:,}" for k, v in sorted(tally.codes.items()))
@@ -176,11 +204,19 @@ def report(args, tally: Tally, elapsed: float, before: float, after: float, span
         "|---|---|---|---|---|---|---|---|",
         f"| {len(lat):,} | {len(tally.failures)} | {len(lat) / max(elapsed, 1e-9):.0f} | {pct(0.5):.1f} | {pct(0.99):.1f} | "
         f"{1e3 * (lat[-1] if lat else 0):.0f} | {tally.max_body:,} B | {before:.0f} -> {after:.0f} |", "",
-        f"Status codes: {codes}. Trace states at the end: {json.dumps(states)}.",
+        f"Status codes: {codes}. Trace states at the end: {json.dumps(states)}.", "",
+        f"Another user's view meanwhile: the `summary` of one span loaded before, asked every 0.1 s ({len(summaries)} "
+        f"times): median {1e3 * _median(summaries):.1f} ms, slowest {1e3 * max(summaries, default=0):.0f} ms "
+        f"(goal: under 500 ms).",
     ]
     if tally.failures:
         lines += ["", "Failures (first 10):", *(f"- `{f}`" for f in tally.failures[:10])]
     return "\n".join(lines) + "\n"
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0.0
 
 
 if __name__ == "__main__":

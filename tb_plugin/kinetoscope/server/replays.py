@@ -24,7 +24,8 @@ from .service import TraceService
 from .spans import Loaded
 
 MAX_PATH_STEPS = 1000  # steps a critical_path answer lists
-MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, over all its steps
+MAX_PATH_SEGMENTS = 4000  # segments one windowed answer holds, shared by its steps
+MIN_STEP_SEGMENTS = 4  # the least share of a step (1,000 steps in view: 4 each)
 COSTLY_SLOTS = 2  # replays computing at once
 COSTLY_WAIT_S = 10.0  # how long a request waits for a slot before its 503
 _costly = threading.BoundedSemaphore(COSTLY_SLOTS)
@@ -50,6 +51,28 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: i
             except EditError as exc:
                 raise BadRequest(str(exc)) from None
     return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)  # a kept one: no slot
+
+
+def _within(segments: list[dict], lo: float, hi: float, share: int) -> dict[str, Any]:
+    """A step's path segments inside [lo, hi) µs, at most `share` of them: neighbours of one kind on one lane
+    joined first, then the shortest left out (`segments_omitted`, their `omitted_us`), so a step is never empty
+    while another holds thousands."""
+    inside = [dict(s) for s in segments if s["end_us"] > lo and s["start_us"] < hi]
+    joined: list[dict] = []
+    for seg in inside:
+        last = joined[-1] if joined else None
+        if len(inside) > share and last and (last["kind"], last.get("lane")) == (seg["kind"], seg.get("lane")) \
+                and seg["start_us"] - last["end_us"] <= 1e-3:
+            last["end_us"] = seg["end_us"]
+        else:
+            joined.append(seg)
+    if len(joined) <= share:
+        return {"segments": joined}
+    longest = sorted(range(len(joined)), key=lambda k: joined[k]["start_us"] - joined[k]["end_us"])[:share]
+    kept = [joined[k] for k in sorted(longest)]
+    left = [joined[k] for k in set(range(len(joined))) - set(longest)]
+    return {"segments": kept, "segments_omitted": len(left),
+            "omitted_us": round(sum(s["end_us"] - s["start_us"] for s in left), 3)}
 
 
 @contextmanager
@@ -101,11 +124,9 @@ def _paths_answer(sid: str, model: TraceModel, replayer: Replayer, every: list, 
         lo, hi = (t0 - model.start_ns) / 1e3, (t1 - model.start_ns) / 1e3
         inside = [p["index"] for p in every if p["end_us"] > lo and p["start_us"] < hi]
         paths = critical_paths(model, replayer, step_indices=inside[:MAX_PATH_STEPS], with_segments=True)
-        budget = MAX_PATH_SEGMENTS
+        share = max(MIN_STEP_SEGMENTS, MAX_PATH_SEGMENTS // max(len(paths), 1))  # every step in view gets its share
         for p in paths:
-            kept = [s for s in p["segments"] if s["end_us"] > lo and s["start_us"] < hi][:max(budget, 0)]
-            budget -= len(kept)
-            p["segments"] = kept
+            p.update(_within(p["segments"], lo, hi, share))
         return {"steps": paths, "total": len(inside)}
     paths = critical_paths(model, replayer, step_indices=[step], with_segments=True)
     if not paths:

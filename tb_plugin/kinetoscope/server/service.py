@@ -357,8 +357,8 @@ class TraceService:
         first, rest = self._stages
         token, cached = self._analyses.load(self._cache_dir, file.path) if self._analyses else (None, None)
         early = cached[0] if cached else first(model) if early is None else early
-        self._publish_lanes(sid, Loaded(file, model, early, model_nbytes(model) + getattr(early, "nbytes", 0)))
         self._spans.update(sid, file, analyses="cache" if cached else "computed")
+        self._publish_lanes(sid, Loaded(file, model, early, model_nbytes(model) + getattr(early, "nbytes", 0)))
         prepared = cached[1] if cached else rest(model, early)
         if self._analyses and not cached:
             self._analyses.store(self._cache_dir, token, prepared)
