@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-v4
+STAMP := $(VENV)/.installed-v5
 ACCEL_SRC := tb_plugin/kinetoscope/trace/_columns.c tb_plugin/kinetoscope/trace/_scan.c \
 	tb_plugin/kinetoscope/analysis/whatif/_replay.c tb_plugin/kinetoscope/views/_counters.c
 ACCEL := $(VENV)/.columns-built
@@ -20,7 +20,7 @@ $(STAMP): setup.py $(HINTS)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c $(HINTS) -e '.[test]'
+	$(BIN)/pip install -q -c $(HINTS) -e '.[test,test-cloud]'
 	touch $@
 
 # The C column extractor is compiled by the editable install; rebuild it when its source changes.

@@ -487,3 +487,32 @@ def test_the_decoder_child_sets_its_own_memory_limit_and_the_spare_obeys_the_env
                                    lambda share: None)
     assert child is not stale.popen and stale.popen.wait(10) is not None
     assert decoder.result(child, "w").n_events == 7
+
+
+def test_each_load_is_one_line_in_the_log_and_a_retry_says_the_time_left(tmp_path, service_factory, caplog):
+    """Issue 55: TensorBoard's log names each load (which trace, where its model came from, how long) and each
+    failure once; `status` says how long is left before a transient failure is tried again, as of each answer."""
+    import logging
+    write_run(tmp_path / "logs")
+    write_trace(tmp_path / "logs" / "run" / "half.2.pt.trace.json.gz", b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"\x01\x02")
+    service = service_factory()
+    service.scan_now()
+    with caplog.at_level(logging.INFO, logger="kinetoscope"):
+        states = {}
+        for sid, file, _ in service.snapshot():
+            service.request_load(sid)
+            for _ in range(600):
+                (_, _, now), = service.snapshot(sid)
+                if now["state"] in ("ready", "error"):
+                    break
+                time.sleep(0.05)
+            states[Path(file.path).name] = now
+    loaded = [r.getMessage() for r in caplog.records if " loaded in " in r.getMessage()]
+    assert len(loaded) == 1 and "events; model: decoded; analyses:" in loaded[0]
+    failed = [r.getMessage() for r in caplog.records if "failed to load" in r.getMessage()]
+    assert len(failed) == 1 and "half.2.pt.trace.json.gz" in failed[0] and "trying again in 1 s" in failed[0]
+    (sid, _, _), = [(s, f, st) for s, f, st in service.snapshot() if f.path.endswith("half.2.pt.trace.json.gz")]
+    assert "(retrying in 1 s)" in states["half.2.pt.trace.json.gz"]["error"]
+    time.sleep(1.05)
+    (_, _, later), = service.snapshot(sid)
+    assert later["error"].endswith("(retrying now)")  # due: not "in 1 s" any more

@@ -7,7 +7,7 @@
  * A baseline is a key: `run:NAME` (every span of a run) or `span:ID`. The candidate is the span on
  * screen, or its whole run.
  */
-import { formatBytes, formatDuration } from './format.js';
+import { formatBytes, formatCount, formatDuration } from './format.js';
 import { spanLabel } from './runs.js';
 import { nameTitle } from './tables.js';
 import { NOT_ENOUGH_DATA } from './verdict.js';
@@ -145,7 +145,7 @@ export function changeRows(result) {
   const rows = result?.changes?.rows ?? [];
   rows.forEach((/** @type {any} */ r, /** @type {number} */ i) => {
     out.push({ rank: String(i + 1), name: r.name, full: r.name, change: formatFigure(r.delta_us, 'us', true), base: formatFigure(r.base_us, 'us'),
-      cand: formatFigure(r.cand_us, 'us'), share: r.share_of_change === null ? '\u2013' : `${Math.round(100 * r.share_of_change)}%`,
+      cand: formatFigure(r.cand_us, 'us'), share: r.share_of_change === null ? '\u2013' : `${formatCount(100 * r.share_of_change)}%`,
       child: false, sign: Math.sign(r.delta_us) });
     for (const k of r.kernels ?? []) {
       out.push({ rank: '', name: k.kernel ? shortName(k.name) : k.name, full: nameTitle(k), change: formatFigure(k.delta_us, 'us', true), base: formatFigure(k.base_us, 'us'),

@@ -88,15 +88,24 @@ function extraWorkText(w) {
   return parts.join('');
 }
 
-/** The line above the table: how many ranks, which are missing, whether anyone held the others back. @param {any} view */
-export function ranksSummary(view) {
+/**
+ * The line above the table: how many ranks, which are missing, whether anyone held the others back. While ranks
+ * are still loading (`pending`), the ranks not in the view yet are not called missing: the figures are so far.
+ * @param {any} view @param {number} [pending] ranks of the run still loading
+ */
+export function ranksSummary(view, pending = 0) {
   if (!view) return '';
   const missing = Array.isArray(view.missing_ranks) ? view.missing_ranks : [];
   const listed = missing.slice(0, 12).join(', ') + (missing.length > 12 ? ` and ${missing.length - 12} more` : '');
-  const parts = [`${view.ranks_present} of ${view.world_size} ranks present`];
-  if (missing.length) parts.push(`missing: ${listed} (figures among the ranks present)`);
+  const parts = [];
+  if (pending > 0) {
+    parts.push(`${view.ranks_present} of ${view.world_size} ranks loaded, ${pending} still loading (figures so far, among the ranks loaded)`);
+  } else {
+    parts.push(`${view.ranks_present} of ${view.world_size} ranks present`);
+    if (missing.length) parts.push(`missing: ${listed} (figures among the ranks present)`);
+  }
   parts.push(`${view.matched_instances} collectives matched across ranks`);
-  if (!view.stragglers?.length) parts.push(view.matched_instances ? 'no rank held the others back' : 'nothing to compare');
+  if (!view.stragglers?.length && !pending) parts.push(view.matched_instances ? 'no rank held the others back' : 'nothing to compare');
   return parts.join('; ');
 }
 

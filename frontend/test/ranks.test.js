@@ -40,6 +40,9 @@ test('stragglers and the summary read as sentences', () => {
   assert.match(text, /slower outside communication/);
   assert.equal(ranksSummary(view), '3 of 4 ranks present; missing: 2 (figures among the ranks present); 2 collectives matched across ranks');
   assert.match(ranksSummary({ ...view, stragglers: [], missing_ranks: [] }), /no rank held the others back$/);
+  // while ranks still load, those not in the view yet are not called missing, and no verdict is drawn yet
+  assert.equal(ranksSummary({ ...view, stragglers: [] }, 1),
+    '3 of 4 ranks loaded, 1 still loading (figures so far, among the ranks loaded); 2 collectives matched across ranks');
 });
 
 test('every column shows a value for a sparse row', () => {

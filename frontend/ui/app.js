@@ -137,7 +137,9 @@ export async function start(body, early = {}) {
     header.updateStates(byId);
     const mine = store.state.span ? byId.get(store.state.span.id) : null;
     header.setStatus(mine ?? null);
-    return Boolean(mine) && mine.state !== 'ready' && mine.state !== 'error';
+    // a failure the server tries again says so ("retrying in N s", as of each answer): poll on, so it stays true
+    const retrying = mine?.state === 'error' && /\(retrying /.test(mine.error ?? '');
+    return Boolean(mine) && mine.state !== 'ready' && (mine.state !== 'error' || retrying);
   });
 
   /** @param {number} row @param {boolean} zoom */

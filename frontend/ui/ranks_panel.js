@@ -76,7 +76,7 @@ export class RanksPanel {
     const saving = stragglerSavingText(view);
     this.stragglers.replaceChildren(...(view.stragglers ?? []).map((/** @type {any} */ s) => message('warn', stragglerText(s))),
       ...(saving ? [el('p', { class: 'ks-straggler-saving' }, saving)] : []));
-    this.summary.replaceChildren(ranksSummary(view) + (this.pending ? ` (${this.pending} ranks still loading)` : ''));
+    this.summary.replaceChildren(ranksSummary(view, this.pending));
     const head = el('tr', {}, RANK_COLUMNS.map((c) => el('th', { title: c.title }, c.label)));
     const rows = (view.ranks ?? []).map((/** @type {any} */ r) => el('tr', {
       class: 'ks-clickable', title: `open ${r.worker}`, dataset: { rank: String(r.rank) },

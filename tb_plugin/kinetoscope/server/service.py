@@ -48,7 +48,7 @@ from . import decoder
 from .children import DecoderChildren
 from .errors import NotFound, TraceFailed, log_once
 from .scanning import index_versions, scan_listing
-from .spans import LOAD_FAILED, Loaded, SpanTable, model_duration_us, model_nbytes, retry_is_due, span_id
+from .spans import LOAD_FAILED, Loaded, SpanTable, loaded_line, model_duration_us, model_nbytes, retry_is_due, span_id
 
 log = logging.getLogger(__name__)
 
@@ -344,6 +344,7 @@ class TraceService:
             prepared = self._prepare(model) if self._stages is None else self._prepare_staged(sid, file, model, early)
             self._spans.update(sid, file, attempts=0, retry_at=None)
             self._spans.store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
+            log.info("%s", loaded_line(self._spans.entries.get(sid), file, model, time.monotonic()))
         except TraceError as exc:
             self._fail(sid, file, redact(f"{file.run}/{Path(file.path).name}: {exc.message}"), transient=exc.transient)
         except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
@@ -379,10 +380,11 @@ class TraceService:
         retry_at = None
         if transient and attempts <= RETRY_ATTEMPTS:
             delay = min(RETRY_MAX_S, 2.0 ** (attempts - 1))
-            retry_at = time.monotonic() + delay
-            message = f"{message} (retrying in {delay:g} s)"
+            retry_at = time.monotonic() + delay  # `status` says how long is left (`spans.entry_state`)
         self._spans.update(sid, file, state="error", phase=None, progress=None, error=message, attempts=attempts,
                            retry_at=retry_at, lanes=None)
+        log_once(("failed", file.path, file.version, message), "kinetoscope: %s failed to load: %s%s", file.path, message,
+                 f" (trying again in {delay:g} s)" if retry_at is not None else "")
 
     def _from_index(self, sid: str, file: TraceFile) -> tuple[Optional[TraceModel], Any]:
         """(model, stage one's result or None) from the trace's index sidecar when it holds for these bytes, else

@@ -5,6 +5,8 @@ bounded by the bytes of their arrays.
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import sys
 import threading
 import time
@@ -72,9 +74,26 @@ class Entry(msgspec.Struct):
     index_version: Any = None  # the identity of the trace's sidecar at the scan: a new or changed one reloads
 
 
+def shown_error(entry: Entry, now: float) -> Optional[str]:
+    """The entry's error as a user reads it: with the time left before a transient failure is tried again."""
+    error = entry.error
+    if error is not None and entry.state == "error" and entry.retry_at is not None:
+        left = math.ceil(entry.retry_at - now)
+        error = f"{error} (retrying in {left:d} s)" if left > 0 else f"{error} (retrying now)"
+    return error
+
+
+def loaded_line(entry: Optional[Entry], file: TraceFile, model: TraceModel, now: float) -> str:
+    """TensorBoard's log line for a load: which trace, where its model and analyses came from, how long it took."""
+    took = f" in {now - entry.started:.2f} s" if entry is not None and entry.started is not None else ""
+    source, analyses = (entry.source, entry.analyses) if entry is not None else (None, None)
+    return (f"kinetoscope: {file.run}/{os.path.basename(file.path)} loaded{took} ({model.n_events} events; "
+            f"model: {source or 'decoded'}; analyses: {analyses or 'computed'})")
+
+
 def entry_state(entry: Entry, now: float) -> dict[str, Any]:
     loading = entry.state == "loading" and entry.started is not None
-    return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": entry.error,
+    return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": shown_error(entry, now),
             "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None,
             "source": entry.source, "analyses": entry.analyses, "index_reason": entry.index_note,
             "lanes_ready": entry.state == "ready" or (entry.state == "loading" and entry.lanes is not None),
@@ -134,7 +153,7 @@ class SpanTable:
         if entry.state == "ready" and sid in self.ready:
             return self.ready[sid]
         if entry.state == "error":
-            raise TraceFailed(entry.error or LOAD_FAILED)
+            raise TraceFailed(shown_error(entry, time.monotonic()) or LOAD_FAILED)
         raise NotReady(sid, entry.state, entry.progress)
 
     def update(self, sid: str, file: TraceFile, **changes: Any) -> bool:
