@@ -29,11 +29,12 @@ $(ACCEL): $(ACCEL_SRC) $(STAMP)
 	@$(BIN)/python -c "import kinetoscope.trace.extractors as b; b.ACCELERATED or print('warning: no C compiler? decoding runs on the pure-Python extractor')"
 	touch $@
 
-# Debian chromium and node + playwright-core drive the browser tests.
+# Debian chromium and node + playwright-core drive the browser tests; Azurite (tests/cloud) is the Azure Blob emulator.
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@command -v node >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 	@if [ -f tests/browser/package.json ] && [ ! -d tests/browser/node_modules ]; then cd tests/browser && npm ci --no-audit --no-fund --silent; fi
+	@if [ -f tests/cloud/package.json ] && [ ! -d tests/cloud/node_modules ]; then cd tests/cloud && npm ci --no-audit --no-fund --silent; fi
 
 test: install browser-deps test-js test-python
 

