@@ -135,6 +135,35 @@ export function stepsLine(result) {
 }
 
 /**
+ * Each name as a row shows it (kernels shortened by `shortName`), where two shortened names would read alike
+ * shown from a little before the first place they differ ("…<f16, 128>"), so no two rows look the same.
+ * @param {string[]} names @param {boolean[]} kernel whether each is a kernel name (shortened)
+ */
+export function distinctNames(names, kernel) {
+  const shown = names.map((n, i) => (kernel[i] ? shortName(n) : n));
+  /** @type {Map<string, number[]>} */
+  const alike = new Map();
+  shown.forEach((text, i) => alike.set(text, [...(alike.get(text) ?? []), i]));
+  for (const group of alike.values()) {
+    if (group.length < 2) continue;
+    for (const i of group) {
+      let at = 0; // the first character where this name differs from another of its group
+      for (const j of group) {
+        if (j === i || names[j] === names[i]) continue;
+        let d = 0;
+        while (d < names[i].length && names[i][d] === names[j][d]) d += 1;
+        at = Math.max(at, d);
+      }
+      if (at === 0) continue;
+      const from = Math.max(0, at - 16);
+      const tail = names[i].slice(from);
+      shown[i] = `\u2026${tail.length <= NAME_CHARS - 1 ? tail : `${tail.slice(0, NAME_CHARS - 2)}\u2026`}`;
+    }
+  }
+  return shown;
+}
+
+/**
  * The ranked changes as table rows: each part (numbered), and under compute its kernels (`child`).
  * @param {any} result
  * @returns {{rank: string, name: string, full: string, change: string, base: string, cand: string, share: string, child: boolean,
@@ -147,10 +176,12 @@ export function changeRows(result) {
     out.push({ rank: String(i + 1), name: r.name, full: r.name, change: formatFigure(r.delta_us, 'us', true), base: formatFigure(r.base_us, 'us'),
       cand: formatFigure(r.cand_us, 'us'), share: r.share_of_change === null ? '\u2013' : `${formatCount(100 * r.share_of_change)}%`,
       child: false, sign: Math.sign(r.delta_us) });
-    for (const k of r.kernels ?? []) {
-      out.push({ rank: '', name: k.kernel ? shortName(k.name) : k.name, full: nameTitle(k), change: formatFigure(k.delta_us, 'us', true), base: formatFigure(k.base_us, 'us'),
+    const kernels = r.kernels ?? [];
+    const shown = distinctNames(kernels.map((/** @type {any} */ k) => String(k.name)), kernels.map((/** @type {any} */ k) => Boolean(k.kernel)));
+    kernels.forEach((/** @type {any} */ k, /** @type {number} */ j) => {
+      out.push({ rank: '', name: shown[j], full: nameTitle(k), change: formatFigure(k.delta_us, 'us', true), base: formatFigure(k.base_us, 'us'),
         cand: formatFigure(k.cand_us, 'us'), share: '', child: true, sign: Math.sign(k.delta_us) });
-    }
+    });
   });
   return out;
 }
@@ -187,8 +218,10 @@ export function summaryRows(result) {
  * @param {number} [limit]
  */
 export function joinedRows(table, limit = TABLE_ROWS) {
-  return (table?.rows ?? []).slice(0, limit).map((/** @type {any} */ r) => ({
-    name: shortName(r.name), full: nameTitle(r), base: formatFigure(r.base_us, 'us'), cand: formatFigure(r.cand_us, 'us'), change: formatFigure(r.delta_us, 'us', true),
+  const rows = (table?.rows ?? []).slice(0, limit);
+  const shown = distinctNames(rows.map((/** @type {any} */ r) => String(r.name)), rows.map(() => true));
+  return rows.map((/** @type {any} */ r, /** @type {number} */ i) => ({
+    name: shown[i], full: nameTitle(r), base: formatFigure(r.base_us, 'us'), cand: formatFigure(r.cand_us, 'us'), change: formatFigure(r.delta_us, 'us', true),
     pct: formatPct(r.delta_pct), calls: `${Number(r.base_count.toPrecision(3))} \u2192 ${Number(r.cand_count.toPrecision(3))}`,
     only: r.only_in === 'base' ? 'baseline only' : r.only_in === 'cand' ? 'candidate only' : '', sign: Math.sign(r.delta_us),
   }));

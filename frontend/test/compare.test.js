@@ -3,7 +3,7 @@ import test from 'node:test';
 
 import {
   baseOptions, changeRows, changesNote, compareParams, formatFigure, formatPct, headline, isBaseKey, joinedRows, rankRows,
-  shortName, stripLayout, summaryRows, verdictLine,
+  distinctNames, shortName, stripLayout, summaryRows, verdictLine,
 } from '../model/compare.js';
 
 const RUNS = [
@@ -136,4 +136,14 @@ test('the step strip: both sides from the chosen step on one axis, steps split i
   assert.deepEqual(strip.rects.filter((r) => r.side === 'base').map((r) => [r.step, r.part, r.t0Us, r.t1Us]),
     [[1, 'compute', 0, 10], [1, 'exposed_comm', 10, 15], [1, 'dataloader', 15, 20], [2, 'compute', 20, 50]]);
   assert.deepEqual(stripLayout(null, 0, 3), { spanUs: 0, rects: [], steps: [] });
+});
+
+test('two kernels whose shortened names read alike show where they differ', () => {
+  const stem = `void k<${'x'.repeat(120)}`;
+  const names = [`${stem}, float>(int)`, `${stem}, half>(int)`, 'void other<int>(int)'];
+  const shown = distinctNames(names, [true, true, true]);
+  assert.notEqual(shown[0], shown[1]);
+  assert.ok(shown[0].startsWith('\u2026') && shown[0].includes('float') && shown[1].includes('half'), shown.join(' | '));
+  assert.equal(shown[2], 'other<int>');
+  assert.deepEqual(distinctNames(['a', 'b'], [false, false]), ['a', 'b']);
 });
