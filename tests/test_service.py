@@ -516,3 +516,20 @@ def test_each_load_is_one_line_in_the_log_and_a_retry_says_the_time_left(tmp_pat
     time.sleep(1.05)
     (_, _, later), = service.snapshot(sid)
     assert later["error"].endswith("(retrying now)")  # due: not "in 1 s" any more
+
+
+def test_a_load_that_took_the_spare_child_leaves_a_new_one_when_it_is_ready(tmp_path, service_factory):
+    """Issue 53: the next pick finds a decoder child started, not only after the next scan (seconds later)."""
+    write_run(tmp_path / "logs")
+    service = service_factory(decode_in_child=True)  # rescan_s 3600: no second scan here
+    service.start()
+    deadline = time.monotonic() + 30
+    while service._decoders.spare is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    first = service._decoders.spare
+    assert first is not None
+    assert service.get(only_id(service), wait_s=30).model.n_events == 7
+    while service._decoders.spare in (None, first) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert service._decoders.spare is not None and service._decoders.spare is not first and service._decoders.spare.alive()
+    assert service._scans == 1

@@ -5,8 +5,8 @@
 - Loads run on a bounded thread pool, one future per file version, so concurrent requests share one
   load. Decoding a cache miss runs in a child process (`decoder.py`), so that the JSON decoder never
   holds this process's GIL. One spare child waits, started and imported, for the next load (spawned when the
-  scanner starts, and again at the scan after a load took it, not while that load still analyses): a load then
-  skips the 0.2-0.4 s a child takes to start. It costs one idle process of about 40 MB while TensorBoard runs.
+  scanner starts, and again once a load that took it is ready, or at the next scan: not while that load still
+  analyses): a load then skips the 0.2-0.4 s a child takes to start. It costs one idle process of about 40 MB while TensorBoard runs.
 - Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
   reload after eviction cheap.
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
@@ -345,6 +345,7 @@ class TraceService:
             self._spans.update(sid, file, attempts=0, retry_at=None)
             self._spans.store(sid, Loaded(file, model, prepared, model_nbytes(model) + getattr(prepared, "nbytes", 0)))
             log.info("%s", loaded_line(self._spans.entries.get(sid), file, model, time.monotonic()))
+            self._decoders.refill()  # the next pick finds a child started, not only after the next scan
         except TraceError as exc:
             self._fail(sid, file, redact(f"{file.run}/{Path(file.path).name}: {exc.message}"), transient=exc.transient)
         except Exception:  # noqa: BLE001 - a bug in one trace's analysis must not kill the worker
