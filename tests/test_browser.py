@@ -520,6 +520,19 @@ def test_the_first_gpu_lane_is_on_screen_on_load_for_every_shared_trace(traces_t
             assert v["header"] <= v["gpuTop"] and v["gpuBottom"] <= v["innerHeight"], v
 
 
+@pytest.mark.parametrize("width, height", [(1440, 900), (1920, 1080)])
+def test_the_first_gpu_lane_is_on_screen_at_larger_windows_multi_rank_runs_included(traces_tb, width, height):
+    """Issue 55: at the other two tour sizes, a multi-rank run (its Ranks panel loaded, below the lanes now) and
+    single-rank ones open with their first GPU lane under the sticky header, without scrolling."""
+    runs = ["hta/trace_filter", "resnet50_num_workers_0", "modern/h100"]
+    r = run_node("checks.mjs", "firstview", traces_tb.base, str(ARTIFACTS), str(width), str(height), *runs, timeout_s=900)
+    assert [v["run"] for v in r["views"]] == runs
+    for v in r["views"]:
+        assert "failed" not in v and v["errors"] == [] and v["httpErrors"] == [], v
+        assert v["gpuTop"] is not None and v["header"] <= v["gpuTop"] and v["gpuBottom"] <= v["innerHeight"], v
+    assert r["views"][0]["ranksRows"] >= 2  # the job's Ranks panel had its rows when the lanes were measured
+
+
 def test_the_compare_lanes_fit_the_window_at_1280x800(traces_tb):
     """Issue 30: ResNet nw0 against nw4 in the Compare panel at 1280x800: both sides' stacked lanes fit the frame's
     window under the sticky header at once (threads fold until each side takes at most half of it)."""

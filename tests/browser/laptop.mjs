@@ -164,13 +164,17 @@ export async function firstViews(ctx, width, height, runs) {
     const { page, frame, errors, httpErrors } = await ctx.openPlugin(ctx.browser, ctx.base, ctx.ksSuffix({ run }), { width, height });
     try {
       await ctx.waitReady(frame, 180000);
+      // a multi-rank run: measure once its Ranks panel has its table, the panel that used to push the lanes down
+      if (await frame.$('.ks-ranks:not([hidden])')) await frame.waitForSelector('.ks-ranks tbody tr', { timeout: 60000 }).catch(() => null);
       await page.waitForTimeout(300);
       const view = await frame.evaluate(() => {
         const canvas = document.querySelector('.ks-lanes-canvas');
         const top = canvas.getBoundingClientRect().top + scrollY;
         const gpu = JSON.parse(canvas.dataset.layout || '[]').find((b) => b.kind === 'gpu');
         const header = document.querySelector('.ks-header').getBoundingClientRect().height;
-        return { innerHeight, header, gpuBottom: gpu ? top + gpu.yCss + gpu.hCss : null, gpuTop: gpu ? top + gpu.yCss : null };
+        const ranks = document.querySelector('.ks-ranks');
+        return { innerHeight, header, gpuBottom: gpu ? top + gpu.yCss + gpu.hCss : null, gpuTop: gpu ? top + gpu.yCss : null,
+          ranksRows: ranks && !ranks.hidden ? ranks.querySelectorAll('tbody tr').length : null };
       });
       out.push({ run, ...view, errors, httpErrors });
     } catch (err) {
