@@ -198,3 +198,19 @@ def plugin_apps(doc: Any, root: Path):
         yield apps, sid
     finally:
         plugin._service.close()
+
+
+def cli_report_json(args: list[str], env: dict) -> tuple[int, dict, str, str]:
+    """`kinetoscope report ARGS --format json --no-cache` in a child process with `env`: (exit code, the parsed
+    report or {}, its stdout, its stderr); what the remote-logdir tests compare with the local report."""
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "kinetoscope.cli", "report", *args, "--format", "json", "--no-cache"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stdout, proc.stderr
+
+
+def without_paths(report: dict) -> dict:
+    """A report with its traces' paths removed: the same logdir read remotely and locally compares equal."""
+    for entry in report["traces"]:
+        entry.pop("path")
+    return report

@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ AZURITE = REPO / "tests" / "cloud" / "node_modules" / ".bin" / "azurite-blob"
 if importlib.util.find_spec("adlfs") is None or not AZURITE.exists():
     pytest.skip("adlfs or Azurite (make browser-deps installs tests/cloud) is not installed", allow_module_level=True)
 
+from conftest import cli_report_json, without_paths  # noqa: E402
 from kinetoscope import pipeline  # noqa: E402
 from kinetoscope.server.service import TraceService  # noqa: E402
 from kinetoscope.trace.remote import OPTIONS_ENV  # noqa: E402
@@ -79,30 +79,18 @@ def azure(tmp_path_factory):
         proc.wait(10)
 
 
-def _report(args: list[str], env: dict) -> tuple[int, dict, str, str]:
-    proc = subprocess.run([sys.executable, "-m", "kinetoscope.cli", "report", *args, "--format", "json", "--no-cache"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stdout, proc.stderr
-
-
-def _without_paths(report: dict) -> dict:
-    for entry in report["traces"]:
-        entry.pop("path")
-    return report
-
-
 def test_cli_report_of_an_azure_logdir_equals_the_local_report(azure):
-    code, remote, out, err = _report([f"abfs://{CONTAINER}/logs"], azure.env)
+    code, remote, out, err = cli_report_json([f"abfs://{CONTAINER}/logs"], azure.env)
     assert code == 0, err
-    code, local, _, err2 = _report([str(azure.local)], azure.env)
+    code, local, _, err2 = cli_report_json([str(azure.local)], azure.env)
     assert code == 0, err2
     assert len(remote["traces"]) == 2 * len(RUNS) and all(t["error"] is None for t in remote["traces"])
-    assert _without_paths(remote) == _without_paths(local)
+    assert without_paths(remote) == without_paths(local)
     assert ACCOUNT_KEY not in out + err
 
 
 def test_cli_names_a_missing_container_and_never_shows_the_key(azure):
-    code, _, out, err = _report(["abfs://no-such-container/logs"], azure.env)
+    code, _, out, err = cli_report_json(["abfs://no-such-container/logs"], azure.env)
     assert code == 2 and "abfs://no-such-container/logs" in err
     assert ACCOUNT_KEY not in out + err
 
@@ -118,7 +106,7 @@ def test_the_service_loads_an_azure_trace_in_its_decoder_process_and_the_routes_
         (run, name), sid = sorted(spans.items())[-1]
         service.get(sid, wait_s=120)
         summary = routes.summary_impl(service, sid)
-        code, local, _, err = _report([str(azure.local / run / name)], azure.env)
+        code, local, _, err = cli_report_json([str(azure.local / run / name)], azure.env)
         assert code == 0, err
         assert summary["verdict"] == local["traces"][0]["verdict"] and summary["events"] == local["traces"][0]["events"]
         assert any(lane["kind"] == "gpu" for lane in routes.lanes_impl(service, sid, width_px=800)["lanes"])

