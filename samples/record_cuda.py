@@ -14,13 +14,23 @@ Every scenario trains or serves a small model under ``torch.profiler`` with
 - ``sync_item``: the convnet at batch 8 whose loop calls ``loss.item()`` and then spends 3 ms on the host
   (logging) every step: the GPU waits on the host after each sync;
 - ``dataloader``: the convnet at batch 8 fed by a DataLoader whose items take 2 ms each, ``num_workers=0``;
+- ``serve_sync_eager`` / ``serve_sync_graph``: the ``launch_bound`` MLP serving eight requests per step and
+  waiting for their answers at the step's end (one sync per step), eager, and with the step's eight requests
+  captured whole in one CUDA graph: a measured before/after pair for the ``graph`` edit;
+- ``wide_sync_eager`` / ``wide_sync_graph``: the same pair for an MLP of another shape (8 layers of width 1024,
+  batch 64);
+- ``compiled_sync_default`` / ``compiled_sync_reduce_overhead``: the ``serve_sync`` step under ``torch.compile``,
+  its default mode, then ``mode="reduce-overhead"`` (Inductor's kernels replayed from CUDA graphs);
+- ``prep_inline`` / ``prep_worker``: the batch-8 convnet whose step first prepares its batch on the host (a
+  Python transform of 0.5 ms per image), then trains on it; in ``prep_worker`` the same transform runs in one
+  DataLoader worker, ahead of the step: a measured before/after pair for the ``prep=overlap`` edit;
 - ``copies``: each step copies 64 MiB host-to-device from pinned memory, 64 MiB device-to-device and 64 MiB
   device-to-host into pinned memory on a side stream, while a 4096x4096 fp32 matrix product runs on the default
   stream: every copy moves exactly ``COPY_BYTES``, for memcpy bandwidth and copy/compute overlap.
 
 Usage::
 
-    python samples/record_cuda.py OUTDIR [--scenario NAME ...] [--steps N]
+    python samples/record_cuda.py OUTDIR [--scenario NAME ...] [--steps N] [--active N]
 
 A scenario that fails (no Triton for ``compiled``, say) is reported and skipped; the others still record.
 The manifest ``OUTDIR/manifest.json`` names the device, the versions and each scenario's outcome.
@@ -96,10 +106,13 @@ class SlowImages(Dataset):
         return self.images[index], self.labels[index]
 
 
+ACTIVE_STEPS = [3]  # the profiler schedule's active steps, set by --active
+
+
 def profiled(outdir: Path, name: str, steps: int, step: Callable[[int], None]) -> None:
     """Runs ``step(i)`` ``steps`` times under the profiler, writing ``outdir/name``."""
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+                 schedule=schedule(wait=1, warmup=1, active=ACTIVE_STEPS[0], repeat=1),
                  on_trace_ready=tensorboard_trace_handler(str(outdir / name), worker_name=name, use_gzip=True),
                  record_shapes=True, profile_memory=True, with_stack=True, with_modules=True) as prof:
         for i in range(steps):
@@ -212,6 +225,101 @@ def serve_mlp(outdir: Path, name: str, steps: int, *, mode: str) -> None:
     profiled(outdir, name, steps, step)
 
 
+def serve_sync(outdir: Path, name: str, steps: int, *, width: int, depth: int, batch: int, graphed: bool,
+               compiled: str = "") -> None:
+    """Eight requests per step through an MLP, answered at the step's end; ``graphed`` captures the step whole;
+    ``compiled`` names the ``torch.compile`` mode the step's eight requests run under instead."""
+    model = mlp(width, depth).cuda().eval()
+    inputs = torch.randn(steps, 8, batch, width, device="cuda")
+    static = torch.zeros(8, batch, width, device="cuda")
+
+    def requests(x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([model(x[r]) for r in range(8)])
+
+    if compiled:  # compiled, then warmed up until its graphs (if any) are recorded and replay
+        requests = torch.compile(requests, mode=compiled)
+        with torch.no_grad():
+            for r in range(5):
+                requests(inputs[r % steps]).sum().item()
+    side = torch.cuda.Stream()  # warm up off the default stream, as a capture wants
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(0 if compiled else 3):
+            requests(static)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    if graphed:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.no_grad():
+            static_out = requests(static)
+
+        def answer(x: torch.Tensor) -> torch.Tensor:
+            static.copy_(x)
+            graph.replay()
+            return static_out
+    else:
+        answer = requests
+
+    def step(i: int) -> None:
+        with torch.no_grad():
+            answer(inputs[i]).sum().item()  # the answers go back to the host: one sync per step
+
+    profiled(outdir, name, steps, step)
+
+
+PREP_ITEM_S = 0.0005
+
+
+def prepare_image(image: torch.Tensor, index: int) -> torch.Tensor:
+    """A host-side transform costing ``PREP_ITEM_S`` of Python work per image (the same in a worker)."""
+    deadline = time.perf_counter() + PREP_ITEM_S
+    text = ""
+    while time.perf_counter() < deadline:
+        text = f"{index}:{text[:32]}"
+    return image.flip(-1) if index % 2 else image
+
+
+class PreparedImages(Dataset):
+    """Images prepared by ``prepare_image`` when loaded."""
+
+    def __init__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        self.images, self.labels = images, labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int):
+        return prepare_image(self.images[index], index), self.labels[index]
+
+
+def prep(outdir: Path, name: str, steps: int, *, in_worker: bool) -> None:
+    """The batch-8 convnet whose batch is prepared on the host inside the step, or ahead in one worker."""
+    model = ConvNet().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    generator = torch.Generator().manual_seed(0)
+    count = (steps + 3) * 8
+    images = torch.randn((count, 3, 32, 32), generator=generator)
+    labels = torch.randint(0, 100, (count,), generator=generator)
+    if in_worker:
+        batches = iter(DataLoader(PreparedImages(images, labels), batch_size=8, num_workers=1, prefetch_factor=4,
+                                  pin_memory=True))
+    else:
+        batches = ((torch.stack([prepare_image(images[k], k) for k in range(b * 8, b * 8 + 8)]),
+                    labels[b * 8:b * 8 + 8]) for b in range(count // 8))
+
+    def step(_: int) -> None:
+        batch, target = next(batches)
+        loss = nn.functional.cross_entropy(model(batch.cuda(non_blocking=True)), target.cuda(non_blocking=True))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(3):
+        step(0)
+    torch.cuda.synchronize()
+    profiled(outdir, name, steps, step)
+
+
 SCENARIOS: dict[str, Callable[[Path, str, int], None]] = {
     "fp32_convnet": lambda out, name, steps: train_convnet(out, name, steps, batch=64, size=96),
     "amp_bf16": lambda out, name, steps: train_convnet(out, name, steps, batch=64, size=96, amp=True),
@@ -221,6 +329,21 @@ SCENARIOS: dict[str, Callable[[Path, str, int], None]] = {
     "sync_item": lambda out, name, steps: train_convnet(out, name, steps, batch=8, size=32, item_sync_ms=3.0),
     "dataloader": dataloader,
     "copies": copies,
+    "serve_sync_eager": lambda out, name, steps: serve_sync(out, name, steps, width=64, depth=24, batch=4,
+                                                            graphed=False),
+    "serve_sync_graph": lambda out, name, steps: serve_sync(out, name, steps, width=64, depth=24, batch=4,
+                                                            graphed=True),
+    "wide_sync_eager": lambda out, name, steps: serve_sync(out, name, steps, width=1024, depth=8, batch=64,
+                                                           graphed=False),
+    "wide_sync_graph": lambda out, name, steps: serve_sync(out, name, steps, width=1024, depth=8, batch=64,
+                                                           graphed=True),
+    "compiled_sync_default": lambda out, name, steps: serve_sync(out, name, steps, width=64, depth=24, batch=4,
+                                                                 graphed=False, compiled="default"),
+    "compiled_sync_reduce_overhead": lambda out, name, steps: serve_sync(out, name, steps, width=64, depth=24,
+                                                                         batch=4, graphed=False,
+                                                                         compiled="reduce-overhead"),
+    "prep_inline": lambda out, name, steps: prep(out, name, steps, in_worker=False),
+    "prep_worker": lambda out, name, steps: prep(out, name, steps, in_worker=True),
 }
 
 
@@ -229,14 +352,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--active", type=int, default=3, help="the profiler schedule's active steps")
     args = parser.parse_args(argv)
+    ACTIVE_STEPS[0] = max(1, min(args.active, args.steps - 2))
     if not torch.cuda.is_available():
         print("error: CUDA is not available", file=sys.stderr)
         return 2
     args.outdir.mkdir(parents=True, exist_ok=True)
     props = torch.cuda.get_device_properties(0)
     manifest = {"device": props.name, "capability": f"{props.major}.{props.minor}", "torch": torch.__version__,
-                "cuda": torch.version.cuda, "steps": args.steps, "scenarios": {}}
+                "cuda": torch.version.cuda, "steps": args.steps,
+                "active": ACTIVE_STEPS[0], "scenarios": {}}
     for name in args.scenario or list(SCENARIOS):
         start = time.perf_counter()
         try:

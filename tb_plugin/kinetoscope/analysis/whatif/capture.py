@@ -11,10 +11,15 @@ launch (data preparation), after the last, and the syncs.
 
 What cannot be captured stays eager and the plan says why: steps whose kernel sequence differs from the most common
 step's (dynamic shapes, data-dependent control flow: a graph replays one sequence) and work already replayed from a
-graph. The two device figures come from the trace itself where it replays graphs (the median `cudaGraphLaunch` call
-and the median gap between consecutive nodes of one replay), else from the H200 `cuda_graph` sample
-(`samples/logs/cuda_h200/cuda_graph`, CUDA 13: a 48-node graph's launch call takes 36.8 µs, its nodes follow each other
-256 ns apart).
+graph.
+
+A graph launch costs the host in proportion to the nodes it replays (under the profiler: each traced node is
+instrumented), and its first node starts only once the launch call has returned, so a region of n nodes becomes a
+launch call of n times the cost per node and its nodes are issued at that call's end. The two device figures come
+from the trace itself where it replays graphs (the median `cudaGraphLaunch` call per node it replays, and the median
+gap between consecutive nodes of one replay), else from the H200 `cuda_graph` sample
+(`samples/logs/cuda_h200/cuda_graph`, CUDA 13: a 48-node graph's launch call takes 36.8 µs, 766 ns a node; its nodes
+follow each other 256 ns apart).
 """
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from ...trace import intervals
 from ..core.selectors import dataloader_union, graph_launch_mask
 from .model import Context, cached
 
-GRAPH_LAUNCH_NS = 36_766.0  # median cudaGraphLaunch call, samples/logs/cuda_h200/cuda_graph (48 nodes, H200, CUDA 13)
+GRAPH_LAUNCH_NODE_NS = 36_766.0 / 48  # median cudaGraphLaunch call per node, samples/logs/cuda_h200/cuda_graph (H200)
 NODE_GAP_NS = 256.0  # median gap between consecutive kernels of one replay there
 
 
@@ -37,6 +42,7 @@ class CapturePlan(msgspec.Struct, frozen=True):
     cut_start: np.ndarray  # float64 ns from the trace start
     cut_end: np.ndarray
     captured: np.ndarray  # int64 positions in the context's activities
+    release: np.ndarray  # float64 ns per captured activity: when its region's graph launch call returns
     node_gap_ns: float
     launches: int  # launch calls captured
     note: str
@@ -47,6 +53,7 @@ def capture_plan(ctx: Context) -> CapturePlan:
     model = ctx.model
     launch_ns, node_ns, measured = _graph_costs(ctx)
     replayed = graph_launch_mask(model, model.launch_idx[ctx.acts])
+    graph_host = (model.ts_ns[np.unique(model.launch_idx[ctx.acts[replayed]])] - model.start_ns).astype(np.float64)
     signatures = []
     bounds = np.append(ctx.step_bounds, ctx.by_step.size)
     for s in range(ctx.step_start.size):
@@ -54,7 +61,7 @@ def capture_plan(ctx: Context) -> CapturePlan:
         mine = mine[ctx.linked[mine] & ~replayed[mine]]
         signatures.append((mine, model.name_id[ctx.acts[mine[np.argsort(ctx.host[mine], kind="stable")]]].tobytes()))
     common = Counter(sig for mine, sig in signatures if mine.size).most_common(1)
-    starts, ends, captured, launches, dynamic = [], [], [], 0, 0
+    starts, ends, captured, release, launches, dynamic = [], [], [], [], 0, 0
     for mine, sig in signatures:
         if not mine.size:
             continue
@@ -67,23 +74,27 @@ def capture_plan(ctx: Context) -> CapturePlan:
             rows = np.unique(launch[ctx.segment[mine] == seg])
             lo = float(model.ts_ns[rows].min() - model.start_ns)
             hi = float(model.end_ns[rows].max() - model.start_ns)
-            if hi - lo > launch_ns:
-                starts.append(lo + launch_ns)
+            if np.any((graph_host >= lo) & (graph_host < hi)):
+                continue  # a region already replaying a graph keeps its timing, the launches around it too
+            call = launch_ns * part.size
+            if hi - lo > call:
+                starts.append(lo + call)
                 ends.append(hi)
             captured.append(part)
+            release.append(np.full(part.size, lo + min(call, hi - lo)))
             launches += int(rows.size)
     notes = []
     if dynamic:
         notes.append(f"{dynamic} of {sum(1 for m, _ in signatures if m.size)} steps launch another kernel sequence than "
                      f"the most common step's (dynamic shapes or control flow): they stay eager")
     if replayed.any():
-        notes.append("work already replayed from a graph keeps its timing")
+        notes.append("work already replayed from a graph keeps its timing, and so do the launches between the same "
+                     "syncs")
     if not measured:
         notes.append("graph launch and node costs from the H200 cuda_graph sample (the trace replays no graph)")
     starts, ends = _outside_dataloader(ctx, np.array(starts, np.float64), np.array(ends, np.float64))
-    return CapturePlan(starts, ends,
-                       np.concatenate(captured) if captured else np.zeros(0, np.int64), node_ns, launches,
-                       "; ".join(notes))
+    return CapturePlan(starts, ends, np.concatenate(captured) if captured else np.zeros(0, np.int64),
+                       np.concatenate(release) if release else np.zeros(0), node_ns, launches, "; ".join(notes))
 
 
 def _outside_dataloader(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,17 +108,17 @@ def _outside_dataloader(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> t
 
 
 def _graph_costs(ctx: Context) -> tuple[float, float, bool]:
-    """(graph launch call ns, gap between consecutive nodes ns, measured in this trace) : the trace's own medians
-    where it replays graphs, else the sample's."""
+    """(graph launch call ns per node replayed, gap between consecutive nodes ns, measured in this trace): the
+    trace's own medians where it replays graphs, else the sample's."""
     model = ctx.model
     replayed = np.flatnonzero(graph_launch_mask(model, model.launch_idx[ctx.acts]))
     if replayed.size < 2:
-        return GRAPH_LAUNCH_NS, NODE_GAP_NS, False
+        return GRAPH_LAUNCH_NODE_NS, NODE_GAP_NS, False
     launch = model.launch_idx[ctx.acts[replayed]]
     order = replayed[np.lexsort((ctx.start[replayed], launch))]
     same = model.launch_idx[ctx.acts[order]][1:] == model.launch_idx[ctx.acts[order]][:-1]
     gaps = (ctx.start[order][1:] - (ctx.start[order] + ctx.dur[order])[:-1])[same]
     gaps = gaps[gaps >= 0]
-    calls = np.unique(launch)
+    calls, nodes = np.unique(launch, return_counts=True)
     node = float(np.median(gaps)) if gaps.size else NODE_GAP_NS
-    return float(np.median(model.dur_ns[calls])), node, True
+    return float(np.median(model.dur_ns[calls] / nodes)), node, True

@@ -159,6 +159,10 @@ def _graph(ctx: Context, plan: Plan, edit: Edit, cuts: Cuts, scaled_in: np.ndarr
         plan.gap_i = gap
         if plan.latency_i is None:
             plan.latency_i = ctx.latency_i.copy()
+        # a node is issued once its graph's launch call returns, after the launch latency the trace shows
+        typical = float(np.median(ctx.latency_i[ctx.linked])) if ctx.linked.any() else 0.0
+        wait = np.rint(found.release - ctx.host[found.captured] + typical).astype(np.int64)
+        plan.latency_i[found.captured] = np.maximum(plan.latency_i[found.captured], wait)
     if found.note:
         plan.notes[edit.text] = found.note
     return found.launches
