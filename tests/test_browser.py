@@ -216,6 +216,8 @@ def test_what_would_it_save_and_the_critical_path(samples_tb):
     # a CPU event picked on the lanes offers its own host edits, and one click replays the first
     assert r["selectedEdits"] and r["selectedEdits"][0].startswith("host:") and r["selectedEdits"][0].endswith("*0")
     assert r["boxAfter"] == r["selectedEdits"][0] and r["selectedAnswer"], r
+    # an edit the route would refuse (tests/test_edit_grammar.py: one grammar) is refused before any request
+    assert "'lots' is not a number" in (r["invalidMessage"] or "") and r["invalidRequests"] == 0, r
 
 
 def test_run_verdict_with_confidence_shows_above_the_span_verdict_of_a_multi_span_run(samples_tb):

@@ -4,6 +4,7 @@
  * largest first) as rows, the what-if answer (`whatif?span=&edit=`) as step bars, and the edits box's text as
  * edits. Pure.
  */
+import { firstEditError } from './edits.js';
 
 export const MAX_EDITS = 16; // the whatif route's limit
 export const MAX_EDIT_CHARS = 1000;
@@ -49,7 +50,8 @@ export function sourceText(source) {
 }
 
 /**
- * The edits of the edits box: one per line, blank lines dropped.
+ * The edits of the edits box: one per line, blank lines dropped; an error where the server would refuse them (too
+ * many, too long, or one it cannot read: `edits.parseEdit`), so nothing it would refuse is sent.
  * @param {string} text
  * @returns {{edits: string[], error: string | null}}
  */
@@ -58,7 +60,8 @@ export function parseEditsText(text) {
   if (edits.length > MAX_EDITS) return { edits: [], error: `at most ${MAX_EDITS} edits, one per line (not ${edits.length})` };
   const long = edits.find((e) => e.length > MAX_EDIT_CHARS);
   if (long) return { edits: [], error: `an edit has ${long.length} characters; at most ${MAX_EDIT_CHARS}` };
-  return { edits, error: null };
+  const refused = firstEditError(edits);
+  return refused === null ? { edits, error: null } : { edits: [], error: refused };
 }
 
 /**

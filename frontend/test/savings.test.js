@@ -31,6 +31,10 @@ test('the edits box: one edit per line, bounded', () => {
   assert.match(parseEditsText('kernel:' + 'x'.repeat(2000) + '*0.5').error, /characters/);
   // kernel names hold commas and spaces: only newlines separate edits
   assert.deepEqual(parseEditsText('kernel:void f<float, 4>(int, int)*0.5').edits, ['kernel:void f<float, 4>(int, int)*0.5']);
+  // an edit the server cannot read is refused here, with the server's own message, and nothing is sent
+  assert.deepEqual(parseEditsText('graph\nhost:aten::mm*lots'),
+    { edits: [], error: "'host:aten::mm*lots': 'lots' is not a number" });
+  assert.match(parseEditsText('prep=overlap\nwarp=9').error, /^'warp=9' is not an edit; write one of dataloader=0/);
 });
 
 test('repeated parameters in a route URL', () => {

@@ -7,11 +7,12 @@
 import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatCount, formatDuration, formatShare } from '../model/format.js';
+import { SPELLINGS as EDIT_SPELLINGS } from '../model/edits.js';
 import { parseEditsText, savingRows, selectionEdits, sourceText, stepBars } from '../model/savings.js';
 import { el, errorText, message, replace } from './dom.js';
 
-const SPELLINGS = 'dataloader=0 · dataloader-workers=K · sync:NAME=0 · sync:NAME*F · host:NAME*F · kernel:PATTERN*F · '
-  + 'kernel:in:OP*F · fuse:NAME · comm=hidden · graph · prep=overlap · roofline:CATEGORY>=P% · precision:bf16 · warmup=median';
+// a span's edits (straggler=median re-times a run's ranks: the Ranks panel's)
+const SPELLINGS = EDIT_SPELLINGS.filter((s) => s !== 'straggler=median').join(' \u00b7 ');
 
 export class WhatIfPanel {
   /** @param {import('./store.js').Store} store @param {import('../api.js').Api} api */

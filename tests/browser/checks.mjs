@@ -596,8 +596,18 @@ async function whatif(browser, run) {
     }
   }
   const boxAfter = await frame.$eval('[data-panel="whatif"] textarea', (t) => t.value);
+  // an edit the server would refuse is refused in the page, with the server's message, and no request is made
+  let invalidRequests = 0;
+  const countWhatif = (req) => { if (req.url().includes('/whatif?')) invalidRequests += 1; };
+  page.on('request', countWhatif);
+  await frame.fill('[data-panel="whatif"] textarea', 'graph\nhost:aten::mm*lots');
+  await frame.click('.ks-whatif-edit button');
+  const invalidMessage = await frame.waitForSelector('.ks-whatif-result .ks-error', { timeout: 5000 })
+    .then((h) => h.textContent(), () => frame.$eval('.ks-whatif-result', (r) => r.textContent).catch(() => null));
+  await page.waitForTimeout(300);
+  page.off('request', countWhatif);
   return { errors, httpErrors, underVerdict, rows, bars, edits, summaryLine, pathStatus, lanesChanged, hit, selectedName, selectedEdits,
-    selectedAnswer, boxAfter };
+    selectedAnswer, boxAfter, invalidMessage, invalidRequests };
 }
 
 async function layoutFaults(frame) {
