@@ -71,7 +71,7 @@ def test_two_spans(apps, spans):
     result = doc["result"]
     step = next(m for m in result["metrics"] if m["name"] == "step_time")
     assert step["delta_pct"] == pytest.approx(20.0, abs=0.5) and step["status"] == "regression"
-    assert result["base"]["label"].startswith("base/w/span ") and result["steps"]["matched"] == 8
+    assert result["base"]["label"].startswith("base / w / span ") and result["steps"]["matched"] == 8
     assert result["changes"]["rows"] and result["verdict"]["base"]["bound"] == result["verdict"]["cand"]["bound"]
 
 
@@ -147,3 +147,23 @@ def test_multi_rank_runs_through_the_route_name_the_straggler(tmp_path):
     assert result["stragglers"]["base"] == [] and [s["rank"] for s in result["stragglers"]["cand"]] == [1]
     step = next(m for m in result["metrics"] if m["name"] == "step_time")
     assert step["delta"] == pytest.approx(20_000.0, rel=0.05)
+
+
+def test_a_span_whose_file_carries_no_number_is_named_by_its_file(tmp_path, synth_files):
+    """`rank-1.Jan_24.pt.trace.json` has no span number: the side is named as the report and the selectors name it,
+    not `span -`."""
+    for run in ("base", "slow"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "rank-1.Jan_24.pt.trace.json").write_bytes(synth_files[run].read_bytes())
+    plugin = KinetoscopePlugin(base_plugin.TBContext(logdir=str(tmp_path), multiplexer=None))
+    plugin._service = TraceService(str(tmp_path), cache_dir=None, rescan_s=3600, decode_in_child=False,
+                                   prepare=pipeline.prepare)
+    try:
+        apps = plugin.get_plugin_apps()
+        runs = json.loads(get(apps, "runs").get_data())["runs"]
+        ids = {r["name"]: r["workers"][0]["spans"][0]["id"] for r in runs}
+        result = answer(apps, f"?base={ids['base']}&cand={ids['slow']}")["result"]
+    finally:
+        plugin._service.close()
+    assert result["base"]["label"] == "base / rank-1.Jan_24 / rank-1.Jan_24", result["base"]["label"]
+    assert "span -" not in result["cand"]["label"]

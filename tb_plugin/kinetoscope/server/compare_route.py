@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from ..analysis.compare.figures import Side, TraceFigures, figures_of, side
 from ..analysis.compare.sides import compare_sides
+from ..formats.report import title_of
 from .errors import BadRequest, NotFound, NotReady, TraceFailed
 from .routes import LOAD_WAIT_S
 from .service import TraceService
@@ -62,7 +63,8 @@ def _members(service: TraceService, span: Optional[str], run: Optional[str]) -> 
     """A side's label and span ids (a run's spans in the scan's order)."""
     if span is not None:
         f = service.snapshot(span)[0][1]
-        return f"{f.run}/{f.worker}/span {f.span_text or '-'}", [span]
+        # named as the report and the tab's selectors name it: `span N`, else the file's name without its suffix
+        return title_of({"run": f.run, "worker": f.worker, "span": f.span_text, "path": f.path}), [span]
     members = [sid for sid, f, _ in service.snapshot() if f.run == run]
     if not members:
         raise NotFound(f"unknown run {run!r}")
