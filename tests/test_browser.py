@@ -532,6 +532,10 @@ def test_the_first_gpu_lane_is_on_screen_at_larger_windows_multi_rank_runs_inclu
     for v in r["views"]:
         assert "failed" not in v and v["errors"] == [] and v["httpErrors"] == [], v
         assert v["gpuTop"] is not None and v["header"] <= v["gpuTop"] and v["gpuBottom"] <= v["innerHeight"], v
+        # scrolled down, the pinned header is its one line (it took 39% of a 1920x1080 window with the verdicts)
+        sc = v["scrolled"]
+        assert sc["scrollY"] > 0 and sc["top"] == 0 and sc["header"] <= 0.08 * sc["innerHeight"], sc
+        assert sc["briefShown"] and "%" in sc["brief"], sc  # and says the verdict in brief
     assert r["views"][0]["ranksRows"] >= 2  # the job's Ranks panel had its rows when the lanes were measured
 
 

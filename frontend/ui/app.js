@@ -90,9 +90,12 @@ export async function start(body, early = {}) {
   let linksDismissed = '';
   body.classList.add('ks-body');
   followTheme(body);
-  body.replaceChildren(header.root, notice, linksNotice, el('main', { class: 'ks-main' }, sections), selectionDrawer(store, details.root, header.root));
+  body.replaceChildren(header.root, header.more, notice, linksNotice, el('main', { class: 'ks-main' }, sections),
+    selectionDrawer(store, details.root, [header.root, header.more]));
   // The page above the lanes grew (the verdict came, the header unfolded) or the window shrank: the GPU may need pinning.
-  new ResizeObserver(() => lanes.view.autoPin()).observe(header.root);
+  const pagePin = new ResizeObserver(() => lanes.view.autoPin());
+  pagePin.observe(header.root);
+  pagePin.observe(header.more);
   window.addEventListener('resize', () => lanes.view.autoPin());
   /**
    * Shows `text` in a notice above the panels until it is dismissed (then `onDismiss`).

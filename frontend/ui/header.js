@@ -2,9 +2,11 @@
 /**
  * The header: run / worker / span selectors (refilled in place as the listing refreshes), the load
  * state of the selected trace (with progress while it loads), a notice when its file is gone, and
- * the verdicts (ui/verdict_view.js): the run's above the span's. The header is sticky; folded it is one line,
- * its verdict cut to the bound, its share and the top saving (a short window starts folded, so the lanes stay
- * in view on a 1280x800 laptop).
+ * the verdicts (ui/verdict_view.js): the run's above the span's. Only its first line (`root`: the selectors, the
+ * state and the buttons) is sticky; the verdicts below it (`more`) scroll away with the page, so however long a
+ * verdict is, the header pinned over the panels is one line, and it then carries the verdict's brief. Folded, the
+ * header is that line alone, its verdict cut to the bound, its share and the top saving (a short window starts
+ * folded, so the lanes stay in view on a 1280x800 laptop).
  */
 import { formatShare } from '../model/format.js';
 import { GONE, spanLabel } from '../model/runs.js';
@@ -41,15 +43,29 @@ export class Header {
     this.root = el('header', { class: 'ks-header' },
       el('div', { class: 'ks-pickers' }, el('b', { class: 'ks-title' }, 'Kinetoscope'),
         el('label', {}, 'Run ', this.runSel), el('label', {}, 'Worker ', this.workerSel), el('label', {}, 'Span ', this.spanSel),
-        this.status, this.brief, this.foldButton, this.actions),
-      this.notice, this.verdict);
+        this.status, this.brief, this.foldButton, this.actions));
+    this.more = el('div', { class: 'ks-header-more' }, this.notice, this.verdict);
+    /** whether the verdicts below the sticky line have scrolled out of view (the line then shows the brief) */
+    this.stuck = false;
+    if (typeof IntersectionObserver !== 'undefined') {
+      new IntersectionObserver(([entry]) => this.setStuck(!entry.isIntersecting)).observe(this.verdict);
+    }
     this.setFolded(window.innerHeight <= FOLD_BELOW_HEIGHT);
+  }
+
+  /** The verdicts scrolled out of view (or back): the sticky line shows the brief meanwhile. @param {boolean} stuck */
+  setStuck(stuck) {
+    if (stuck === this.stuck) return;
+    this.stuck = stuck;
+    this.root.classList.toggle('ks-header-stuck', stuck);
+    this.fillBrief();
   }
 
   /** Folds the header to one line (the verdict cut to its brief), or unfolds it. @param {boolean} folded */
   setFolded(folded) {
     this.folded = folded;
     this.root.classList.toggle('ks-header-folded', folded);
+    this.more.classList.toggle('ks-header-more-folded', folded);
     this.verdict.hidden = folded;
     this.foldButton.textContent = folded ? 'More \u25be' : 'Less \u25b4';
     this.foldButton.title = folded ? 'show the whole verdict, its evidence, the trace figures and the link and export buttons' : 'fold the header to one line';
@@ -58,10 +74,11 @@ export class Header {
     this.root.dispatchEvent(new Event('ks-header-resize', { bubbles: true }));
   }
 
-  /** The one-line verdict of the folded header, from the summary shown (none, or unfolded: empty). */
+  /** The one-line verdict of the folded header, or of its sticky line once the verdicts scrolled away, from the
+   * summary shown (none, or the verdicts in view: empty). */
   fillBrief() {
-    // only while folded: unfolded, the verdict below says it (and its bound is the first on the page)
-    if (!this.summary || !this.folded) {
+    // only while folded or scrolled past: else the verdict below says it (and its bound is the first on the page)
+    if (!this.summary || !(this.folded || this.stuck)) {
       this.brief.replaceChildren();
       this.brief.title = '';
       return;

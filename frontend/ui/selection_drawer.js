@@ -10,7 +10,8 @@ import { el } from './dom.js';
 /**
  * @param {import('./store.js').Store} store
  * @param {HTMLElement} details the details panel's root (ui/details.js)
- * @param {HTMLElement} header the sticky header, whose bottom the drawer's top follows
+ * @param {HTMLElement[]} header the header's parts (its sticky line, the verdicts below it): the drawer's top
+ *   follows the lowest bottom of those in view
  * @returns {HTMLElement}
  */
 export function selectionDrawer(store, details, header) {
@@ -19,7 +20,7 @@ export function selectionDrawer(store, details, header) {
   const root = el('aside', { class: 'ks-drawer', 'aria-label': 'Selection', hidden: true },
     el('div', { class: 'ks-drawer-head' }, el('h3', {}, 'Selection'), close), details);
   const place = () => {
-    const topCss = Math.max(0, header.getBoundingClientRect().bottom) + 8;
+    const topCss = Math.max(0, ...header.map((h) => h.getBoundingClientRect().bottom)) + 8;
     root.style.top = `${topCss}px`;
     root.style.maxHeight = `calc(100vh - ${topCss + 12}px)`;
   };
@@ -29,6 +30,8 @@ export function selectionDrawer(store, details, header) {
     if (open) place();
     root.hidden = !open;
   });
-  new ResizeObserver(place).observe(header);
+  const resized = new ResizeObserver(place);
+  for (const h of header) resized.observe(h);
+  window.addEventListener('scroll', () => { if (!root.hidden) place(); }, { passive: true });
   return root;
 }

@@ -803,7 +803,7 @@ async function compare(browser, run, baseRun) {
     return new URLSearchParams(part ? decodeURIComponent(part.slice(3)) : '').get('base');
   };
   const followed = await until(async () => baseInUrl() === spanKey, 10000, 100);
-  const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun}/`), 60000, 200);
+  const spanBaseline = await until(async () => (await frame.textContent('.ks-compare > .ks-hint')).includes(`baseline: ${baseRun} / `), 60000, 200);
   return { errors, httpErrors, headline, status, firstChange, joined, strip, aligned, spanKey, followed, spanBaseline, stacked };
 }
 

@@ -154,7 +154,8 @@ export async function laptopTour(ctx, dark, otherRun) {
 
 /**
  * The first view of each run at one window size: where its first GPU lane lies against the frame's window
- * (page unscrolled), the header's height and lines, and the text contrast.
+ * (page unscrolled), the header's height and lines, and the text contrast; then, scrolled to the bottom, the
+ * height of what stays pinned (`scrolled`).
  * @param {{browser: any, base: string, openPlugin: Function, waitReady: Function, ksSuffix: (s: object) => string}} ctx
  * @param {number} width @param {number} height @param {string[]} runs
  */
@@ -176,7 +177,17 @@ export async function firstViews(ctx, width, height, runs) {
         return { innerHeight, header, gpuBottom: gpu ? top + gpu.yCss + gpu.hCss : null, gpuTop: gpu ? top + gpu.yCss : null,
           ranksRows: ranks && !ranks.hidden ? ranks.querySelectorAll('tbody tr').length : null };
       });
-      out.push({ run, ...view, errors, httpErrors });
+      // scrolled to the bottom: what stays pinned over the panels is the header's one line, with the verdict's brief
+      await frame.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+      await page.waitForTimeout(400);
+      const scrolled = await frame.evaluate(() => {
+        const h = document.querySelector('.ks-header');
+        const brief = h.querySelector('.ks-brief');
+        return { header: h.getBoundingClientRect().height, top: h.getBoundingClientRect().top, scrollY, innerHeight,
+          brief: brief?.textContent ?? '', briefShown: (brief?.getBoundingClientRect().width ?? 0) > 0 };
+      });
+      await frame.evaluate(() => window.scrollTo(0, 0));
+      out.push({ run, ...view, scrolled, errors, httpErrors });
     } catch (err) {
       out.push({ run, failed: String(err).slice(0, 300), errors, httpErrors });
     } finally {
