@@ -121,6 +121,40 @@ def test_loading_state_reports_phase_and_progress(tmp_path, service_factory):
     assert service.get(sid, wait_s=10).prepared is True
 
 
+def test_decoding_reports_its_own_share_done_never_a_share_of_nothing(tmp_path, service_factory, monkeypatch):
+    """`phase_progress` is the share of the file decoded: 0 until the decoder has read any, then what it reports;
+    `progress` is the whole load's (decoding runs from 0.05 to 0.85); the other phases measure none."""
+    from kinetoscope.server import service as service_module
+    write_run(tmp_path / "logs")
+    started, go, half, finish = (threading.Event() for _ in range(4))
+    real = service_module.load_trace
+
+    def slow_decode(path, cache_dir=None, progress=None):
+        started.set()
+        go.wait(10)
+        progress(0.5)
+        half.set()
+        finish.wait(10)
+        return real(path, cache_dir=cache_dir, progress=progress)
+
+    monkeypatch.setattr(service_module, "load_trace", slow_decode)
+    service = service_factory()
+    service.scan_now()
+    sid = only_id(service)
+    service.request_load(sid)
+    assert started.wait(10)
+    (_, _, state), = service.snapshot(sid)
+    assert (state["phase"], state["progress"], state["phase_progress"]) == ("decoding", 0.05, 0.0)
+    go.set()
+    assert half.wait(10)
+    (_, _, state), = service.snapshot(sid)
+    assert (state["phase"], state["progress"], state["phase_progress"]) == ("decoding", 0.45, 0.5)
+    finish.set()
+    service.get(sid, wait_s=10)
+    (_, _, state), = service.snapshot(sid)
+    assert state["state"] == "ready" and state["phase_progress"] is None
+
+
 def test_request_load_queues_without_refusing(tmp_path, service_factory):
     write_run(tmp_path / "logs", "w.1.pt.trace.json")
     write_trace(tmp_path / "logs" / "run" / "bad.2.pt.trace.json", "{not json")

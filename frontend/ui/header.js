@@ -129,8 +129,9 @@ export class Header {
     if (this.summary && (st.state === 'loading' || st.state === 'queued')) st = { state: 'ready' };
     const progress = st.state === 'loading' && typeof st.progress === 'number'
       ? el('progress', { max: 1, value: st.progress, title: formatShare(st.progress) }) : null;
-    const label = st.state === 'loading' && typeof st.progress === 'number'
-      ? `loading${st.phase ? ` (${st.phase})` : ''} ${formatShare(st.progress)}` : st.state;
+    // the phase and, where the phase measures its own work (decoding), its share: never a share of nothing done
+    const label = st.state === 'loading' && st.phase
+      ? `${st.phase}${typeof st.phase_progress === 'number' ? ` ${formatShare(st.phase_progress)}` : ''}` : st.state;
     this.status.replaceChildren(el('span', { class: `ks-state ks-state-${st.state}`, dataset: { state: st.state } }, label));
     if (progress) this.status.append(progress);
     this.status.title = st.error ?? '';

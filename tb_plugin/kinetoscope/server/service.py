@@ -327,7 +327,9 @@ class TraceService:
         return self._pool
 
     def _phase(self, sid: str, file: TraceFile, phase: str) -> None:
-        self._spans.update(sid, file, state="loading", phase=phase, progress=PHASE_PROGRESS[phase])
+        # only the decoding measures its own work (the bytes decoded): nothing of it is done yet
+        self._spans.update(sid, file, state="loading", phase=phase, progress=PHASE_PROGRESS[phase],
+                           phase_progress=0.0 if phase == "decoding" else None)
 
     def _load(self, sid: str, file: TraceFile) -> None:
         """Load one file version; whatever happens, the entry ends `ready` or `error` with its message (a span
@@ -441,7 +443,7 @@ class TraceService:
         start, end = PHASE_PROGRESS["decoding"], PHASE_PROGRESS["analysing"]
 
         def on_progress(share: float) -> None:
-            self._spans.update(sid, file, progress=round(start + (end - start) * share, 3))
+            self._spans.update(sid, file, progress=round(start + (end - start) * share, 3), phase_progress=round(share, 3))
         if not self._use_child or is_process_local(file.path):
             return load_trace(file.path, cache_dir=self._cache_dir, progress=on_progress)
         return self._decode_in_child(file.path, on_progress)

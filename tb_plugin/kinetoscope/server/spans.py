@@ -58,6 +58,7 @@ class Entry(msgspec.Struct):
     state: str = "unloaded"
     phase: Optional[str] = None
     progress: Optional[float] = None
+    phase_progress: Optional[float] = None  # the share of the phase's own work done, where it is measured (decoding)
     error: Optional[str] = None
     events: Optional[int] = None
     started: Optional[float] = None
@@ -93,7 +94,8 @@ def loaded_line(entry: Optional[Entry], file: TraceFile, model: TraceModel, now:
 
 def entry_state(entry: Entry, now: float) -> dict[str, Any]:
     loading = entry.state == "loading" and entry.started is not None
-    return {"state": entry.state, "phase": entry.phase, "progress": entry.progress, "error": shown_error(entry, now),
+    return {"state": entry.state, "phase": entry.phase, "progress": entry.progress,
+            "phase_progress": entry.phase_progress if entry.state == "loading" else None, "error": shown_error(entry, now),
             "events": entry.events, "elapsed_s": round(now - entry.started, 2) if loading else None,
             "source": entry.source, "analyses": entry.analyses, "index_reason": entry.index_note,
             "lanes_ready": entry.state == "ready" or (entry.state == "loading" and entry.lanes is not None),
