@@ -110,6 +110,8 @@ bench: install browser-deps
 	$(RUN_BENCH) $(T)/resnet50_nw0_x90.pt.trace.json --tools kinetoscope,kinetoscope_w1,tbprof,hta \
 		--label "make bench (90x trace, GB-scale: Kinetoscope on the cores and decoded serially; the peers where they finish)" \
 		--out .bench/results-stage4.json --markdown .bench/stage4.md
+	$(BIN)/python tests/bench/whole_command.py --scaled 30 $(T)/x30_indented.pt.trace.json --scaled 10 $(T)/x10_indented.pt.trace.json \
+		--gzip --runs 5 --hta $(T)/x10_indented.pt.trace.json --out .bench/whole.md
 	$(BIN)/python tests/bench/decode_rate.py $(T)/resnet50_nw0_x10.pt.trace.json $(T)/resnet50_nw0_x10.pt.trace.json.gz \
 		$(T)/resnet50_nw0_x30.pt.trace.json $(T)/resnet50_nw0_x90.pt.trace.json --runs 3 --also-pure --workers 1,2 > .bench/decode.md
 	$(BIN)/python tests/browser/bench_frames.py --runs 3 | tail -1 > .bench/frames.txt
@@ -124,6 +126,7 @@ bench: install browser-deps
 	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md .bench/stage4.md \
 		--decode .bench/decode.md --frames .bench/frames.txt --loadtest .bench/loadtest.md --ranks .bench/ranks.md --first-lanes .bench/first_lanes.md \
 		--tables .bench/tables.md \
+		--section "The whole command, as a user times it (kinetoscope report, cold and warm)=.bench/whole.md" \
 		--section "Remote logdirs: time to first lanes from S3 (moto on 127.0.0.1) and from local disk=.bench/remote.md" \
 		--section "Shareable index and Dask scale-out (kinetoscope index)=.bench/index.md" \
 		--section "Comparing two runs (kinetoscope diff, the compare route)=.bench/compare.md" \
