@@ -63,6 +63,9 @@ def main() -> int:
                     shutil.rmtree(cache, ignore_errors=True)
                 runs.append(one_load(logdir, cache))
             rows.append((case, statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[-1][2]))
+    print(f"Command: `.venv/bin/python tests/bench/restart_bench.py {args.trace} --runs {args.runs}` (a TraceService as "
+          "the plugin builds it, on a one-trace logdir: `cold` with an empty cache, `restart` a new service on the cache "
+          "the last one filled; seconds from the span's request).\n")
     print(f"| `{args.trace.name}` ({args.trace.stat().st_size / 1e6:.1f} MB) | to lanes s | to ready s | analyses |")
     print("|---|---|---|---|")
     for case, lanes, ready, analyses in rows:

@@ -31,15 +31,17 @@ class DecoderChildren:
             handover.sweep()  # what the children of a server that was killed left in shared memory
 
     def run(self, path: str, mode: str, on_progress: Callable[[float], None] = lambda share: None,
-            on_model: Optional[Callable[[TraceModel], None]] = None) -> Any:
+            on_model: Optional[Callable[[TraceModel], None]] = None,
+            on_child: Callable[[subprocess.Popen], None] = lambda child: None) -> Any:
         """A decoder child's result: the model (DECODE), or (model or None, why not, bound sha256) for a sidecar
         (SIDECAR, SIDECAR_BOUND; `on_model` gets the model before the trace's hash is confirmed:
-        `decoder.sidecar_result`)."""
+        `decoder.sidecar_result`). `on_child` is told the child once it has the job."""
         with self.lock:
             if self.stop.is_set():
                 raise TraceError(path, "the plugin is shutting down")
             spare, self.spare = self.spare, None
         child = self.take(spare, path, mode, on_progress)
+        on_child(child)
         try:
             if mode in (decoder.SIDECAR, decoder.SIDECAR_BOUND):
                 return decoder.sidecar_result(child, path, on_model)

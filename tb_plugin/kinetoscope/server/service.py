@@ -3,10 +3,9 @@
 - A daemon thread rescans the logdir every `rescan_s` (and sooner when a client asks, at most every
   `min_rescan_s`); changed files are dropped and reloaded on their next request, deleted ones vanish.
 - Loads run on a bounded thread pool, one future per file version, so concurrent requests share one
-  load. Decoding a cache miss runs in a child process (`decoder.py`), so that the JSON decoder never
-  holds this process's GIL. One spare child waits, started and imported, for the next load (spawned when the
-  scanner starts, and again once a load that took it is ready, or at the next scan: not while that load still
-  analyses): a load then skips the 0.2-0.4 s a child takes to start. It costs one idle process of about 40 MB while TensorBoard runs.
+  load; the span whose lanes the tab asks for skips the queue, and the other loads step aside meanwhile
+  (`foreground.py`). Decoding a cache miss runs in a child process (`decoder.py`), so that the JSON decoder never
+  holds this process's GIL. A spare child waits, started and imported, for the next load (`children.py`).
 - Ready spans live in an LRU bounded by the bytes of their arrays; the on-disk model cache makes a
   reload after eviction cheap.
 - A span id is the first 12 hex digits of sha256(path): opaque, stable across restarts, never a path.
@@ -30,7 +29,6 @@ import sys
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -46,7 +44,9 @@ from ..trace.remote import redact
 from ..trace.storage import StorageError, confined, identity, is_process_local, roots_for
 from . import decoder
 from .children import DecoderChildren
+from .derived import Derived
 from .errors import NotFound, TraceFailed, log_once
+from .foreground import Foreground
 from .scanning import index_versions, scan_listing
 from .spans import LOAD_FAILED, Loaded, SpanTable, loaded_line, model_duration_us, model_nbytes, retry_is_due, span_id
 
@@ -99,7 +99,7 @@ class TraceService:
         self._lock = threading.RLock()
         self._spans = SpanTable(self._lock, memory_budget_bytes)
         self._sniff_cache: dict = {}
-        self._derived: OrderedDict[Any, tuple[tuple, Any]] = OrderedDict()  # `derived`
+        self._derived = Derived(self._lock, DERIVED_ENTRIES)  # `derived`
         self._scanned = threading.Event()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -112,6 +112,7 @@ class TraceService:
         self._pool: Optional[ThreadPoolExecutor] = None
         self._large_pool: Optional[ThreadPoolExecutor] = None
         self._decoders = DecoderChildren(logdir, self.roots, self._cache_dir, decode_in_child, self._lock, self._stop)
+        self._foreground = Foreground()  # the span in view loads first
         self.scan_error: Optional[str] = None  # why the last scan could not list the logdir (None: it could)
         self.skipped_links: list[SkippedLink] = []  # links out of the logdir the last scan did not follow
         _services.add(self)
@@ -211,7 +212,7 @@ class TraceService:
         self._stop.set()
         self._wake.set()
         with self._lock:
-            pools, self._pool, self._large_pool = (self._pool, self._large_pool), None, None
+            pools, self._pool, self._large_pool = (self._pool, self._large_pool, self._foreground.take_pool()), None, None
             children, spare = self._decoders.take_all()
         if spare is not None:
             spare.discard()
@@ -283,7 +284,7 @@ class TraceService:
             NotFound: unknown id.
         """
         self.start()
-        if self._ensure_loading(sid) is None or wait_s <= 0:
+        if self._ensure_loading(sid, view=True) is None or wait_s <= 0:
             return
         with self._lock:
             entry = self._spans.entries.get(sid)
@@ -291,7 +292,9 @@ class TraceService:
         if event is not None:
             event.wait(wait_s)
 
-    def _ensure_loading(self, sid: str) -> Optional[Future]:
+    def _ensure_loading(self, sid: str, view: bool = False) -> Optional[Future]:
+        """The span's load, queued unless it is ready or failed; `view`: the tab waits for its lanes, so a load
+        still queued starts now, on the view's own slot, and the others step aside until its lanes are out."""
         with self._lock:
             entry = self._spans.entries.get(sid)
             if entry is None:
@@ -301,11 +304,14 @@ class TraceService:
                 return None
             if entry.state == "error" and not retry_is_due(entry):
                 return None
-            if entry.future is None or entry.future.done():
+            if entry.future is None or entry.future.done() or (view and entry.future.cancel()):
                 entry.state, entry.phase, entry.progress, entry.error = "queued", None, None, None
                 entry.lanes, entry.lanes_event = None, threading.Event()
-                entry.future = self._thread_pool(entry.file.size >= LARGE_FILE_BYTES).submit(self._load, sid, entry.file)
+                pool = self._foreground.pool() if view else self._thread_pool(entry.file.size >= LARGE_FILE_BYTES)
+                entry.future = pool.submit(self._load, sid, entry.file)
                 entry.future.add_done_callback(lambda _done, event=entry.lanes_event: event.set())
+            if view and entry.lanes is None:
+                self._foreground.begin(sid)
             return entry.future
 
     def retry_due(self) -> None:
@@ -354,11 +360,14 @@ class TraceService:
             if not (self._stop.is_set() or sys.is_finalizing()):  # shutting down (SIGTERM) cut the load: no bug
                 log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
                 self._fail(sid, file, LOAD_FAILED)
+        finally:
+            self._foreground.done(sid)  # in view or not: the others need not step aside for it any longer
 
     def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel, early: Any = None) -> Any:
         """Stage one (unless `early` or the analyses cache holds it), published for the lane routes at once; then
         stage two, the span's prepared analyses (from the cache, else computed and cached)."""
         first, rest = self._stages
+        self._foreground.wait_turn(sid)  # a span in view waiting for its lanes goes first
         token, cached = self._analyses.load(self._cache_dir, file.path) if self._analyses else (None, None)
         early = cached[0] if cached else first(model) if early is None else early
         self._spans.update(sid, file, analyses="cache" if cached else "computed")
@@ -375,6 +384,7 @@ class TraceService:
                 event = self._spans.entries[sid].lanes_event
                 if event is not None:
                     event.set()
+        self._foreground.done(sid)
 
     def _fail(self, sid: str, file: TraceFile, message: str, transient: bool = False) -> None:
         with self._lock:
@@ -446,10 +456,16 @@ class TraceService:
             self._spans.update(sid, file, progress=round(start + (end - start) * share, 3), phase_progress=round(share, 3))
         if not self._use_child or is_process_local(file.path):
             return load_trace(file.path, cache_dir=self._cache_dir, progress=on_progress)
-        return self._decode_in_child(file.path, on_progress)
+        return self._decode_in_child(file.path, on_progress, sid)
 
-    def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None) -> TraceModel:
-        return self._decoders.run(path, decoder.DECODE, on_progress)
+    def _decode_in_child(self, path: str, on_progress: Callable[[float], None] = lambda share: None,
+                         sid: Optional[str] = None) -> TraceModel:
+        """The model decoded in a child, which steps aside (paused) while another span in view waits for its lanes."""
+        try:
+            return self._decoders.run(path, decoder.DECODE, on_progress,
+                                      on_child=lambda child: self._foreground.child(sid, child))
+        finally:
+            self._foreground.child(sid, None)
 
     def digest(self, sid: str) -> Any:
         """The span's digest (what `prepare` summarised of it), which outlives the model's eviction; None
@@ -475,24 +491,8 @@ class TraceService:
             return entry.digest if entry is not None else None
 
     def derived(self, key: Any, inputs: Sequence[Any], build: Callable[[], Any]) -> Any:
-        """`build()`, a value made only from `inputs` (digests: a reload replaces a span's digest, never
-        changes it), kept under `key` (hashable, equal for equal requests) while the same objects come back,
-        so a view of many digests is built once per set of loads, not once per request (the ranks view of 64
-        ranks costs ~15 ms). At most DERIVED_ENTRIES keys, the least recently used dropped. The value is
-        shared between callers: they must not change it."""
-        inputs = tuple(inputs)
-        with self._lock:
-            held = self._derived.get(key)
-            if held is not None and len(held[0]) == len(inputs) and all(a is b for a, b in zip(held[0], inputs)):
-                self._derived.move_to_end(key)
-                return held[1]
-        value = build()  # outside the lock: loads publishing meanwhile only make the next request build again
-        with self._lock:
-            self._derived[key] = (inputs, value)
-            self._derived.move_to_end(key)
-            while len(self._derived) > DERIVED_ENTRIES:
-                self._derived.popitem(last=False)
-        return value
+        """`build()`, kept under `key` while the same `inputs` (digests) come back (`derived.Derived.get`)."""
+        return self._derived.get(key, inputs, build)
 
     def ready_bytes(self) -> int:
         """Bytes held by ready spans (for tests and diagnostics)."""

@@ -1,0 +1,123 @@
+"""The span in view loads first: while the tab waits for a span's lanes, the other loads step aside.
+
+The tab asks for the lanes of the span it shows (`TraceService.request_lanes`); other loads are the server's own
+guesses (the default span preloaded at start-up) or a panel's (a run's ranks, a run verdict, a baseline). On two
+cores a guess that is decoding or analysing takes half the machine from the span the user is looking at, which then
+decodes about 2.3 times slower (issue 53). So, until the span in view has its lanes (or its load ends):
+- the decoder children of the other loads are paused (SIGSTOP) and continue afterwards (SIGCONT): a child is a
+  separate process holding nothing of the server's, so a pause costs it only the time;
+- the other loads wait before their analyses start (`wait_turn`), at most `MAX_PAUSE_S`.
+A pause never outlasts `MAX_PAUSE_S` either: a span in view whose load hangs does not stall the others for long.
+Where signals do not exist (Windows) nothing is paused; the analyses still wait their turn.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+MAX_PAUSE_S = 20.0  # the longest the other loads step aside for one span in view
+
+
+class Foreground:
+    """Which span is in view and waiting for its lanes, and the decoder children paused meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._view: Optional[str] = None  # the span in view whose lanes are not out yet
+        self._clear = threading.Event()  # set while no span in view waits for its lanes
+        self._clear.set()
+        self._children: dict[str, subprocess.Popen] = {}  # span -> the decoder child decoding it now
+        self._paused: set[subprocess.Popen] = set()
+        self._timer: Optional[threading.Timer] = None
+        self._pool: Optional[ThreadPoolExecutor] = None
+
+    def pool(self) -> ThreadPoolExecutor:
+        """The one-slot pool of the loads the tab waits for, beside the service's queues: a span in view that was
+        still queued starts here at once (the one before it, if any, is at most one more load in memory)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-load-view")
+            return self._pool
+
+    def take_pool(self) -> Optional[ThreadPoolExecutor]:
+        """The pool, which the caller (a service closing) now shuts down, after every paused child goes on."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+            view = self._view
+        if view is not None:
+            self.done(view)
+        return pool
+
+    @property
+    def view(self) -> Optional[str]:
+        return self._view
+
+    def begin(self, sid: str) -> None:
+        """`sid` is in view and has no lanes yet: the others step aside until `done(sid)` (or `MAX_PAUSE_S` from the
+        first ask: the tab asking again while it waits does not extend the pause)."""
+        with self._lock:
+            if self._view == sid:
+                return
+            self._view = sid
+            self._clear.clear()
+            for other, child in self._children.items():
+                if other != sid:
+                    self._pause(child)
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(MAX_PAUSE_S, self.done, args=(sid,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def done(self, sid: str) -> None:
+        """`sid` has its lanes, or its load ended: the others go on (nothing happens if another span is in view now)."""
+        with self._lock:
+            if self._view != sid:
+                return
+            self._view = None
+            self._clear.set()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            paused, self._paused = self._paused, set()
+        for child in paused:
+            _signal(child, getattr(signal, "SIGCONT", None))
+
+    def child(self, sid: Optional[str], child: Optional[subprocess.Popen]) -> None:
+        """`child` decodes `sid` from now on (None: no longer); paused at once if another span is in view. A decode
+        for no span (sid None) is not followed."""
+        if sid is None:
+            return
+        with self._lock:
+            if child is None:
+                gone = self._children.pop(sid, None)
+                self._paused.discard(gone)
+                return
+            self._children[sid] = child
+            if self._view is not None and self._view != sid:
+                self._pause(child)
+
+    def wait_turn(self, sid: str) -> None:
+        """Before a load's analyses: wait while another span in view waits for its lanes (at most MAX_PAUSE_S)."""
+        view = self._view
+        if view is not None and view != sid:
+            self._clear.wait(MAX_PAUSE_S)
+
+    def _pause(self, child: subprocess.Popen) -> None:
+        if child not in self._paused and _signal(child, getattr(signal, "SIGSTOP", None)):
+            self._paused.add(child)
+
+
+def _signal(child: subprocess.Popen, sig: Optional[int]) -> bool:
+    """Send `sig` to a child still running; False where it cannot be (no such signal, the child is gone)."""
+    if sig is None or child.poll() is not None:
+        return False
+    try:
+        os.kill(child.pid, sig)
+    except (ProcessLookupError, PermissionError, OSError):
+        return False
+    return True
