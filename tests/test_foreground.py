@@ -56,12 +56,15 @@ def test_the_other_decoders_pause_while_the_span_in_view_waits_for_its_lanes(chi
     fg.child("other", other)
     fg.child("mine", mine)
     fg.begin("mine")
+    time.sleep(0.1)
+    assert _state(other) != "T"  # not before its load runs: it may be waiting for the slot the other holds
+    fg.started("mine")
     assert _until(lambda: _state(other) == "T") and _state(mine) != "T"
     fg.child("later", later)  # a decode that starts meanwhile steps aside at once
     assert _until(lambda: _state(later) == "T")
     fg.done("someone else")  # only the span in view ends the pause
     assert _state(other) == "T"
-    fg.done("mine")
+    fg.finished("mine")
     assert _until(lambda: _state(other) != "T" and _state(later) != "T")
 
 
@@ -71,6 +74,7 @@ def test_a_pause_never_outlasts_its_bound(children, monkeypatch):
     fg = Foreground()
     other = children()
     fg.child("other", other)
+    fg.started("mine")
     fg.begin("mine")  # and its load hangs
     assert _until(lambda: _state(other) == "T")
     assert _until(lambda: _state(other) != "T", 3.0) and fg.view is None
@@ -103,6 +107,8 @@ def test_asking_again_while_waiting_does_not_extend_the_pause(monkeypatch):
 def test_the_analyses_of_the_others_wait_for_the_lanes_in_view(monkeypatch):
     fg = Foreground()
     fg.begin("mine")
+    fg.wait_turn("other")  # its load has not started: nobody waits for it
+    fg.started("mine")
     started = threading.Event()
 
     def other_load():

@@ -3,11 +3,13 @@
 The tab asks for the lanes of the span it shows (`TraceService.request_lanes`); other loads are the server's own
 guesses (the default span preloaded at start-up) or a panel's (a run's ranks, a run verdict, a baseline). On two
 cores a guess that is decoding or analysing takes half the machine from the span the user is looking at, which then
-decodes about 2.3 times slower (issue 53). So, until the span in view has its lanes (or its load ends):
+decodes about 2.3 times slower (issue 53). So a span in view that is still queued starts at once on a pool of its
+own (`pool`), and, while its load runs and until it has its lanes (or its load ends):
 - the decoder children of the other loads are paused (SIGSTOP) and continue afterwards (SIGCONT): a child is a
   separate process holding nothing of the server's, so a pause costs it only the time;
-- the other loads wait before their analyses start (`wait_turn`), at most `MAX_PAUSE_S`.
-A pause never outlasts `MAX_PAUSE_S` either: a span in view whose load hangs does not stall the others for long.
+- the other loads wait before their analyses start (`wait_turn`).
+Nothing steps aside for a span in view that has not started (it may be waiting for a slot one of them holds), and
+never for longer than `MAX_PAUSE_S`: a span in view whose load hangs does not stall the others for long.
 Where signals do not exist (Windows) nothing is paused; the analyses still wait their turn.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 MAX_PAUSE_S = 20.0  # the longest the other loads step aside for one span in view
+VIEW_SLOTS = 2  # loads of spans in view that run at once beside the service's own pools
 
 
 class Foreground:
@@ -31,16 +34,18 @@ class Foreground:
         self._clear = threading.Event()  # set while no span in view waits for its lanes
         self._clear.set()
         self._children: dict[str, subprocess.Popen] = {}  # span -> the decoder child decoding it now
+        self._running: set[str] = set()  # spans whose load runs now
         self._paused: set[subprocess.Popen] = set()
         self._timer: Optional[threading.Timer] = None
         self._pool: Optional[ThreadPoolExecutor] = None
 
     def pool(self) -> ThreadPoolExecutor:
-        """The one-slot pool of the loads the tab waits for, beside the service's queues: a span in view that was
-        still queued starts here at once (the one before it, if any, is at most one more load in memory)."""
+        """The pool of the loads the tab waits for, beside the service's queues: a span in view that was still
+        queued starts here at once. Two slots: a span picked while the last one picked still loads starts too (the
+        earlier one steps aside), at the cost of at most two more loads in memory."""
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-load-view")
+                self._pool = ThreadPoolExecutor(VIEW_SLOTS, thread_name_prefix="kinetoscope-load-view")
             return self._pool
 
     def take_pool(self) -> Optional[ThreadPoolExecutor]:
@@ -57,21 +62,33 @@ class Foreground:
         return self._view
 
     def begin(self, sid: str) -> None:
-        """`sid` is in view and has no lanes yet: the others step aside until `done(sid)` (or `MAX_PAUSE_S` from the
-        first ask: the tab asking again while it waits does not extend the pause)."""
+        """`sid` is in view and has no lanes yet: once its load runs, the others step aside until `done(sid)` (or
+        `MAX_PAUSE_S` from the first ask: the tab asking again while it waits does not extend the pause)."""
         with self._lock:
             if self._view == sid:
                 return
             self._view = sid
             self._clear.clear()
-            for other, child in self._children.items():
-                if other != sid:
-                    self._pause(child)
+            if sid in self._running:
+                self._pause_others()
             if self._timer is not None:
                 self._timer.cancel()
             self._timer = threading.Timer(MAX_PAUSE_S, self.done, args=(sid,))
             self._timer.daemon = True
             self._timer.start()
+
+    def started(self, sid: str) -> None:
+        """`sid`'s load runs from now on: if it is the span in view, the others step aside now."""
+        with self._lock:
+            self._running.add(sid)
+            if self._view == sid:
+                self._pause_others()
+
+    def finished(self, sid: str) -> None:
+        """`sid`'s load ended (ready or failed): the others no longer step aside for it."""
+        with self._lock:
+            self._running.discard(sid)
+        self.done(sid)
 
     def done(self, sid: str) -> None:
         """`sid` has its lanes, or its load ended: the others go on (nothing happens if another span is in view now)."""
@@ -98,14 +115,22 @@ class Foreground:
                 self._paused.discard(gone)
                 return
             self._children[sid] = child
-            if self._view is not None and self._view != sid:
+            if self._view is not None and self._view != sid and self._view in self._running:
                 self._pause(child)
 
     def wait_turn(self, sid: str) -> None:
-        """Before a load's analyses: wait while another span in view waits for its lanes (at most MAX_PAUSE_S)."""
-        view = self._view
-        if view is not None and view != sid:
+        """Before a load's analyses: wait while the load of another span in view runs towards its lanes (at most
+        MAX_PAUSE_S)."""
+        with self._lock:
+            view = self._view
+            waits = view is not None and view != sid and view in self._running
+        if waits:
             self._clear.wait(MAX_PAUSE_S)
+
+    def _pause_others(self) -> None:
+        for other, child in self._children.items():
+            if other != self._view:
+                self._pause(child)
 
     def _pause(self, child: subprocess.Popen) -> None:
         if child not in self._paused and _signal(child, getattr(signal, "SIGSTOP", None)):

@@ -340,6 +340,7 @@ class TraceService:
     def _load(self, sid: str, file: TraceFile) -> None:
         """Load one file version; whatever happens, the entry ends `ready` or `error` with its message (a span
         never stays `loading`)."""
+        self._foreground.started(sid)
         try:
             self._spans.update(sid, file, started=time.monotonic())
             self._phase(sid, file, "reading")
@@ -361,7 +362,7 @@ class TraceService:
                 log_once(("load", file.path), "kinetoscope: loading %s failed", file.path, exc_info=True)
                 self._fail(sid, file, LOAD_FAILED)
         finally:
-            self._foreground.done(sid)  # in view or not: the others need not step aside for it any longer
+            self._foreground.finished(sid)  # in view or not: the others need not step aside for it any longer
 
     def _prepare_staged(self, sid: str, file: TraceFile, model: TraceModel, early: Any = None) -> Any:
         """Stage one (unless `early` or the analyses cache holds it), published for the lane routes at once; then
