@@ -123,10 +123,12 @@ bench: install browser-deps
 	cd tests/bench && PYTHONPATH=../../tb_plugin ../../$(BIN)/python index_bench.py --repeat 3 --markdown ../../.bench/index.md > /dev/null
 	$(BIN)/python tests/bench/tables_bench.py --out .bench/tables.md > /dev/null
 	PYTHONPATH=tb_plugin $(BIN)/python tests/bench/compare_bench.py --runs 3 --markdown .bench/compare.md > /dev/null
+	$(BIN)/python tests/bench/restart_bench.py $(T)/x10_indented.pt.trace.json --runs 3 > .bench/restart.md
 	$(BIN)/python tests/bench/assemble.py .bench/stage1.md .bench/stage2.md .bench/stage3.md .bench/stage4.md \
 		--decode .bench/decode.md --frames .bench/frames.txt --loadtest .bench/loadtest.md --ranks .bench/ranks.md --first-lanes .bench/first_lanes.md \
 		--tables .bench/tables.md \
 		--section "The whole command, as a user times it (kinetoscope report, cold and warm)=.bench/whole.md" \
+		--section "A restarted TensorBoard: the first answer for a trace it analysed before=.bench/restart.md" \
 		--section "Remote logdirs: time to first lanes from S3 (moto on 127.0.0.1) and from local disk=.bench/remote.md" \
 		--section "Shareable index and Dask scale-out (kinetoscope index)=.bench/index.md" \
 		--section "Comparing two runs (kinetoscope diff, the compare route)=.bench/compare.md" \
