@@ -17,7 +17,8 @@ PIECES = ["dataloader=0", "dataloader-workers=", "sync:", "host:", "kernel:", "k
           "comm=hidden", "roofline:", "precision:", "graph", "prep=overlap", "warmup=median", "straggler=median",
           "aten::mm", "preprocess (video.py:12)", "void f<float, 4>(int, int)", "=0", "*", "*0", "*0.5", "*1e2",
           "*100", "*100.5", "*-1", "*inf", "*nan", "*1_0", "*1__0", "*0x10", "* 2 ", "*.5", "*5.", ">=", "%", "60",
-          "0", "4", "12345", "gemm", "disk", "bf16", "fp8", " ", "'", '"', "\\", "\n", "\t", "é", "x" * 999, "in:"]
+          "0", "4", "12345", "gemm", "disk", "bf16", "fp8", " ", "'", '"', "\\", "\n", "\t", "é", "x" * 999, "in:",
+          "\x1c", "\x85", "\xa0", "\u2003", "\u3000", "\ufeff", "\x0b", "\x7f"]
 
 
 def _texts() -> list[str]:
@@ -66,7 +67,7 @@ def test_the_page_and_the_server_read_every_edit_alike():
     page = _page(texts)
     differ = [(t[:80], p, s) for t, p, s in zip(texts, page, map(_python, texts)) if p != s]
     assert not differ, differ[:5]
-    assert sum("error" in p for p in page) > 100 and sum("error" not in p for p in page) > 50  # both sides tried
+    assert sum("error" in p for p in page) > 100 and sum("error" not in p for p in page) > 40  # both sides tried
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")

@@ -28,6 +28,9 @@ const FIXED = new Map([['dataloader=0', 'dataloader'], ['straggler=median', 'str
 /** An edit the server would refuse, with its message. */
 export class EditError extends Error {}
 
+/** The characters Python's `repr` escapes (not `str.isprintable`: control, format, private, unassigned, separators). */
+const PY_UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
+
 /**
  * Python's `repr` of a string, as the server's messages quote the edit.
  * @param {string} s
@@ -41,10 +44,21 @@ export function pyRepr(s) {
     else if (ch === '\n') out += '\\n';
     else if (ch === '\r') out += '\\r';
     else if (ch === '\t') out += '\\t';
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-    else out += ch;
+    else if (ch !== ' ' && PY_UNPRINTABLE.test(ch)) {
+      out += code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}`
+        : code < 0x10000 ? `\\u${code.toString(16).padStart(4, '0')}` : `\\U${code.toString(16).padStart(8, '0')}`;
+    } else out += ch;
   }
   return quote + out + quote;
+}
+
+// Python's whitespace (`str.isspace`), which `str.strip` and `float` take off the ends; JavaScript's trim differs
+const PY_SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const PY_STRIP = new RegExp(`^${PY_SPACE}+|${PY_SPACE}+$`, 'g');
+
+/** Python's `text.strip()`. @param {string} text */
+export function pyStrip(text) {
+  return text.replace(PY_STRIP, '');
 }
 
 const DIGITS = String.raw`\d(?:_?\d)*`;
@@ -55,7 +69,7 @@ const FLOAT = new RegExp(String.raw`^[+-]?(?:(?:${DIGITS}(?:\.(?:${DIGITS})?)?|\
  * @param {string} text
  */
 export function pyFloat(text) {
-  const t = text.trim();
+  const t = pyStrip(text);
   if (!FLOAT.test(t)) return null;
   const lower = t.toLowerCase().replace(/^[+]/, '');
   if (/^-?(inf|infinity)$/.test(lower)) return lower.startsWith('-') ? -Infinity : Infinity;
@@ -70,7 +84,7 @@ export function pyFloat(text) {
  * @throws {EditError} an unknown spelling, an empty name, or a factor that is not a number in [0, MAX_FACTOR]
  */
 export function parseEdit(text) {
-  const t = String(text ?? '').trim();
+  const t = pyStrip(String(text ?? ''));
   const fixed = FIXED.get(t);
   if (fixed) return { kind: fixed, target: '', factor: 0, text: t };
   const workers = /^dataloader-workers=(\d{1,4})$/.exec(t);
