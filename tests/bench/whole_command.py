@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,13 +38,15 @@ from worker_common import write_section
 SCALE_TOOL = REPO_ROOT.parent / "shared" / "tools" / "scale_trace.py"
 X30_SOURCE = REPO_ROOT.parent / "shared" / "traces" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
 TIMEOUT_S = 900.0
+# the shared tool needs orjson, which the system's python3 has and the project's venv need not
+SCALE_PYTHON = shutil.which("python3") or sys.executable
 
 
 def make_scaled(copies: int, out: Path, gzip: bool) -> list[Path]:
     """The shared tool's scaled trace, and its gzip with `gzip` (made once)."""
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, str(SCALE_TOOL), "--copies", str(copies), str(X30_SOURCE), str(out)], check=True)
+        subprocess.run([SCALE_PYTHON, str(SCALE_TOOL), "--copies", str(copies), str(X30_SOURCE), str(out)], check=True)
     gz = out.with_name(out.name + ".gz")
     if not gzip:
         return [out]
