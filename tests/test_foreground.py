@@ -153,3 +153,29 @@ def test_a_span_picked_while_another_load_holds_the_slot_starts_at_once(tmp_path
     finally:
         gate.set()
         service.close()
+
+
+@needs_signals
+def test_a_span_coming_back_into_view_goes_on_and_the_other_steps_aside(children):
+    """A late ask for the span shown before (the tab's last poll for it) brings it back into view: its own paused
+    child goes on, the one now out of view pauses, and its analyses waiting their turn go on (a 20 s stall once)."""
+    fg = Foreground()
+    first, second = children(), children()
+    for sid, child in (("first", first), ("second", second)):
+        fg.started(sid)
+        fg.child(sid, child)
+    fg.begin("second")
+    assert _until(lambda: _state(first) == "T") and _state(second) != "T"
+    waited = threading.Event()
+
+    def first_analyses():
+        fg.wait_turn("first")
+        waited.set()
+
+    threading.Thread(target=first_analyses, daemon=True).start()
+    assert not waited.wait(0.2)
+    fg.begin("first")
+    assert waited.wait(2.0)
+    assert _until(lambda: _state(first) != "T" and _state(second) == "T")
+    fg.finished("first")
+    assert _until(lambda: _state(second) != "T")

@@ -5,12 +5,14 @@
 // lanes came with them, later when they were drawn while the server still analysed; a frontend without the
 // `data-analysed` marker counts as analysed at once).
 // With PICK_RUN, once the default span's lanes are analysed it picks that run in the run menu and times, from the
-// pick, the lanes of the new span drawn (`pickLanesMs`) and analysed (`pickAnalysedMs`).
-// Usage: node bench_first_lanes.mjs BASE_URL [PICK_RUN] -> prints one JSON line {pageMs, lanesMs, analysedMs,
-// progress[, pickLanesMs, pickAnalysedMs]}.
+// pick, the lanes of the new span drawn (`pickLanesMs`) and analysed (`pickAnalysedMs`). With `early` after it, the
+// pick comes as soon as the tab shows, while the default span still loads (`statusAtPick` says how far it was).
+// Usage: node bench_first_lanes.mjs BASE_URL [PICK_RUN [early]] -> prints one JSON line {pageMs, lanesMs, analysedMs,
+// progress[, pickLanesMs, pickAnalysedMs, statusAtPick]}.
 import { launch } from './lib.mjs';
 
-const [base, pickRun] = process.argv.slice(2);
+const [base, pickRun, when] = process.argv.slice(2);
+const early = when === 'early';
 const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
@@ -34,6 +36,8 @@ try {
       if (state?.status && progress.at(-1)?.[1] !== state.status) progress.push([Date.now() - t0, state.status]);
       if (state && state.lanes > 0 && lanesMs === null) lanesMs = Date.now() - t0;
       if (state && state.lanes > 0 && state.analysed) break;
+      // picking early: as soon as the run menu lists the run to pick (the default span is still loading)
+      if (early && state?.header && await frame.$(`select[aria-label="run"] option[value="${pickRun}"]`)) break;
     }
     if (Date.now() - t0 > 600000) throw new Error('no lanes within 600 s');
     await new Promise((r) => setTimeout(r, 20));
@@ -46,6 +50,7 @@ try {
         analysed: c?.dataset.analysed === 'true' };
     });
     const before = (await spanOf()).span;
+    out.statusAtPick = await frame.evaluate(() => document.querySelector('.ks-status')?.textContent ?? '');
     const t1 = Date.now();
     await frame.selectOption('select[aria-label="run"]', pickRun);
     for (;;) {

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
@@ -26,13 +27,14 @@ VIEW_SLOTS = 2  # loads of spans in view that run at once beside the service's o
 
 
 class Foreground:
-    """Which span is in view and waiting for its lanes, and the decoder children paused meanwhile."""
+    """Which span is in view and waiting for its lanes, and the decoder children paused meanwhile. One rule, applied
+    after every change (`_sync`): while the load of the span in view runs (for at most MAX_PAUSE_S since it came into
+    view), exactly the other spans' children are paused; otherwise none is."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
         self._view: Optional[str] = None  # the span in view whose lanes are not out yet
-        self._clear = threading.Event()  # set while no span in view waits for its lanes
-        self._clear.set()
+        self._since = 0.0  # when it came into view (monotonic)
         self._children: dict[str, subprocess.Popen] = {}  # span -> the decoder child decoding it now
         self._running: set[str] = set()  # spans whose load runs now
         self._paused: set[subprocess.Popen] = set()
@@ -43,18 +45,16 @@ class Foreground:
         """The pool of the loads the tab waits for, beside the service's queues: a span in view that was still
         queued starts here at once. Two slots: a span picked while the last one picked still loads starts too (the
         earlier one steps aside), at the cost of at most two more loads in memory."""
-        with self._lock:
+        with self._changed:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(VIEW_SLOTS, thread_name_prefix="kinetoscope-load-view")
             return self._pool
 
     def take_pool(self) -> Optional[ThreadPoolExecutor]:
-        """The pool, which the caller (a service closing) now shuts down, after every paused child goes on."""
-        with self._lock:
+        """The pool, which the caller (a service closing) now shuts down; every paused child goes on first."""
+        with self._changed:
             pool, self._pool = self._pool, None
-            view = self._view
-        if view is not None:
-            self.done(view)
+            self._set_view(None)
         return pool
 
     @property
@@ -62,79 +62,81 @@ class Foreground:
         return self._view
 
     def begin(self, sid: str) -> None:
-        """`sid` is in view and has no lanes yet: once its load runs, the others step aside until `done(sid)` (or
+        """`sid` is in view and has no lanes yet: while its load runs, the others step aside until `done(sid)` (or
         `MAX_PAUSE_S` from the first ask: the tab asking again while it waits does not extend the pause)."""
-        with self._lock:
-            if self._view == sid:
-                return
-            self._view = sid
-            self._clear.clear()
-            if sid in self._running:
-                self._pause_others()
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(MAX_PAUSE_S, self.done, args=(sid,))
-            self._timer.daemon = True
-            self._timer.start()
+        with self._changed:
+            if self._view != sid:
+                self._set_view(sid)
 
     def started(self, sid: str) -> None:
         """`sid`'s load runs from now on: if it is the span in view, the others step aside now."""
-        with self._lock:
+        with self._changed:
             self._running.add(sid)
-            if self._view == sid:
-                self._pause_others()
+            self._sync()
 
     def finished(self, sid: str) -> None:
         """`sid`'s load ended (ready or failed): the others no longer step aside for it."""
-        with self._lock:
+        with self._changed:
             self._running.discard(sid)
-        self.done(sid)
+            if self._view == sid:
+                self._set_view(None)
+            self._sync()
 
     def done(self, sid: str) -> None:
         """`sid` has its lanes, or its load ended: the others go on (nothing happens if another span is in view now)."""
-        with self._lock:
-            if self._view != sid:
-                return
-            self._view = None
-            self._clear.set()
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            paused, self._paused = self._paused, set()
-        for child in paused:
-            _signal(child, getattr(signal, "SIGCONT", None))
+        with self._changed:
+            if self._view == sid:
+                self._set_view(None)
 
     def child(self, sid: Optional[str], child: Optional[subprocess.Popen]) -> None:
         """`child` decodes `sid` from now on (None: no longer); paused at once if another span is in view. A decode
         for no span (sid None) is not followed."""
         if sid is None:
             return
-        with self._lock:
+        with self._changed:
             if child is None:
-                gone = self._children.pop(sid, None)
-                self._paused.discard(gone)
-                return
-            self._children[sid] = child
-            if self._view is not None and self._view != sid and self._view in self._running:
-                self._pause(child)
+                self._children.pop(sid, None)
+            else:
+                self._children[sid] = child
+            self._sync()
 
     def wait_turn(self, sid: str) -> None:
         """Before a load's analyses: wait while the load of another span in view runs towards its lanes (at most
-        MAX_PAUSE_S)."""
-        with self._lock:
-            view = self._view
-            waits = view is not None and view != sid and view in self._running
-        if waits:
-            self._clear.wait(MAX_PAUSE_S)
+        MAX_PAUSE_S; it ends the moment that changes, `sid` coming into view itself included)."""
+        deadline = time.monotonic() + MAX_PAUSE_S
+        with self._changed:
+            while self._stepping_aside() and self._view != sid:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._changed.wait(left)
 
-    def _pause_others(self) -> None:
-        for other, child in self._children.items():
-            if other != self._view:
-                self._pause(child)
+    def _set_view(self, sid: Optional[str]) -> None:
+        """(Under the lock.) `sid` in view from now (None: no span), its bound timed from now."""
+        self._view, self._since = sid, time.monotonic()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if sid is not None:
+            self._timer = threading.Timer(MAX_PAUSE_S, self.done, args=(sid,))
+            self._timer.daemon = True
+            self._timer.start()
+        self._sync()
 
-    def _pause(self, child: subprocess.Popen) -> None:
-        if child not in self._paused and _signal(child, getattr(signal, "SIGSTOP", None)):
-            self._paused.add(child)
+    def _stepping_aside(self) -> bool:
+        return (self._view is not None and self._view in self._running
+                and time.monotonic() - self._since < MAX_PAUSE_S)
+
+    def _sync(self) -> None:
+        """(Under the lock.) Pause exactly the children of the spans not in view while they step aside, none else."""
+        want = {c for s, c in self._children.items() if s != self._view} if self._stepping_aside() else set()
+        for child in want - self._paused:
+            if _signal(child, getattr(signal, "SIGSTOP", None)):
+                self._paused.add(child)
+        for child in self._paused - want:
+            _signal(child, getattr(signal, "SIGCONT", None))
+            self._paused.discard(child)
+        self._changed.notify_all()
 
 
 def _signal(child: subprocess.Popen, sig: Optional[int]) -> bool:
