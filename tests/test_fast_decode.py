@@ -176,6 +176,13 @@ PIECES = {
     "nesting_beyond_the_scanner": (_piece(_NEST % (b"[" * 70 + b"]" * 70)), LEFT),
     "whitespace_everywhere": (b' \n[ \t{ "ph" :\r\n"X" , "name"\t: "a" ,"ts" : 1 , "dur":2 ,"args" : { "device" : 0 } }'
                               b' ,\n\n{"ph":"i","name":"b","ts":3} \r\n] \n', TAKEN),
+    # runs of whitespace longer than the scanner's 16-byte step, mixed, ending a piece, and Kineto's indentation
+    "long_whitespace_runs": (b"[" + b" " * 17 + b'{"ph"' + b" \t" * 20 + b':"X",\r\n' + b" " * 31 + b'"name":"a",'
+                             + b"\n" * 40 + b'"ts":1,"dur":2' + b" " * 15 + b"}" + b" \n\t\r" * 9 + b"]" + b" " * 33,
+                             TAKEN),
+    "indented_like_kineto": (json.dumps([op("aten::mm", 10, 5, **{"Input Dims": [[2, 3], []]}),
+                                         gpu("k", 12, 3, 1, grid=[1, 2, 3])], indent=2).encode(), TAKEN),
+    "deeply_indented": (json.dumps([op("a", 1, 2, nest={"b": {"c": {"d": [1, {"e": 2}]}}})], indent=12).encode(), TAKEN),
     "truncated_piece": (_piece(op("a", 1, 2))[:-5] + b"]", LEFT),
     "cut_inside_a_string": (b'[{"ph":"X","name":"a}, {"]', LEFT),
     "text_after_the_piece": (_piece(op("a", 1, 2)) + b"x", LEFT),
