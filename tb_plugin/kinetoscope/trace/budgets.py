@@ -142,8 +142,8 @@ CLI_OPTIONS = (
 DECODE_WORKERS_ENV = "KINETOSCOPE_DECODE_WORKERS"
 MAX_DECODE_WORKERS = 256
 # `auto` (and the default): the cores this process may use, up to this many. Past a few threads the thread that cuts
-# the text, merges the pieces and builds the model is the critical path (BENCHMARKS.md, "Parallel decode (issue
-# 29)"); more threads only hold more pieces in memory.
+# the text, merges the pieces and builds the model is the critical path (BENCHMARKS.md, the decode on 16 cores in
+# its GPU-machine section); more threads only hold more pieces in memory.
 AUTO_DECODE_WORKERS = 8
 # Text below this stays serial whatever the setting: starting workers and merging their columns costs more than
 # decoding a few chunks.
