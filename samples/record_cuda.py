@@ -189,6 +189,26 @@ def copies(outdir: Path, name: str, steps: int) -> None:
     profiled(outdir, name, steps, step)
 
 
+def captured(fn: Callable[[torch.Tensor], torch.Tensor], static: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`fn` warmed up off the default stream (as a capture wants), then captured once in a CUDA graph reading `static`:
+    a function that copies its input into `static` and replays the graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        for _ in range(3):
+            fn(static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        out = fn(static)
+
+    def replay(x: torch.Tensor) -> torch.Tensor:
+        static.copy_(x)
+        graph.replay()
+        return out
+    return replay
+
+
 def serve_mlp(outdir: Path, name: str, steps: int, *, mode: str) -> None:
     model = mlp().cuda().eval()
     static = torch.randn(4, 64, device="cuda")
@@ -198,20 +218,7 @@ def serve_mlp(outdir: Path, name: str, steps: int, *, mode: str) -> None:
             for _ in range(3):
                 run(static)
     elif mode == "graph":
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side), torch.no_grad():
-            for _ in range(3):
-                model(static)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph), torch.no_grad():
-            static_out = model(static)
-
-        def run(x: torch.Tensor) -> torch.Tensor:
-            static.copy_(x)
-            graph.replay()
-            return static_out
+        run = captured(model, static)
     else:
         run = model
     inputs = torch.randn(steps, 4, 64, device="cuda")
@@ -241,24 +248,15 @@ def serve_sync(outdir: Path, name: str, steps: int, *, width: int, depth: int, b
         with torch.no_grad():
             for r in range(5):
                 requests(inputs[r % steps]).sum().item()
-    side = torch.cuda.Stream()  # warm up off the default stream, as a capture wants
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side), torch.no_grad():
-        for _ in range(0 if compiled else 3):
-            requests(static)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
     if graphed:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph), torch.no_grad():
-            static_out = requests(static)
-
-        def answer(x: torch.Tensor) -> torch.Tensor:
-            static.copy_(x)
-            graph.replay()
-            return static_out
+        answer = captured(requests, static)
     else:
         answer = requests
+        if not compiled:  # eager, warmed up as the others were
+            with torch.no_grad():
+                for _ in range(3):
+                    requests(static)
+    torch.cuda.synchronize()
 
     def step(i: int) -> None:
         with torch.no_grad():

@@ -57,11 +57,12 @@ def test_a_stage_measured_again_keeps_the_other_tools_runs(tmp_path):
     """`run_bench.py --reuse`: the tools not measured now keep their runs from the earlier results file, and the
     report says which were measured when."""
     from peers import RunResult
-    from run_bench import _read_through, _reused, render_markdown, summarize_trace
+    from run_bench import _reused, render_markdown, summarize_trace
+    from worker_common import read_through
 
     trace = tmp_path / "t.json"
     trace.write_text('{"traceEvents": []}')
-    _read_through(trace)  # untimed page-cache warm-up: reads the file through, changes nothing
+    read_through(trace)  # untimed page-cache warm-up: reads the file through, changes nothing
     earlier = tmp_path / "earlier.json"
     runs = [RunResult(tool, str(trace), "ok", time_s=t, wall_s=t, peak_rss_bytes=1 << 30).to_dict()
             for tool, t in (("kinetoscope", 30.0), ("hta", 500.0), ("kinetoscope", 5.0), ("hta", 520.0))]

@@ -2,7 +2,7 @@
 /**
  * The what-if edits read as the server reads them (tb_plugin/kinetoscope/analysis/whatif/edits.py, `parse_edit`):
  * the same spellings, limits and error messages, so an edit the server would refuse is refused in the page before
- * any request (tests/test_formats.py checks both read the same texts alike). Pure.
+ * any request (tests/test_edit_grammar.py checks both read the same texts alike). Pure.
  */
 
 export const MAX_NAME = 1000; // characters of a NAME or PATTERN

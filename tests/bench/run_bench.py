@@ -50,6 +50,7 @@ from peers_env import (
     ensure_peers_env,
     pick_versions,
 )
+from worker_common import read_through
 
 Runner = Callable[[Path, float, Optional[int]], RunResult]
 
@@ -198,23 +199,13 @@ def run_trace(
             if name in given_up:
                 results.append(RunResult(tool=name, trace=str(trace), status="skipped", error=given_up[name]))
                 continue
-            _read_through(trace)
+            read_through(trace)
             result = runner(trace, timeout_s, mem_cap_bytes)
             results.append(result)
             _progress(f"  [{round_no}/{runs}] {name:<17} {_describe(result)}")
             if not result.finished:
                 given_up[name] = f"not rerun after run {round_no}: {result.error}"
     return results
-
-
-def _read_through(trace: Path, block: int = 16 << 20) -> None:
-    """Read the trace once, untimed, before a run: every run then starts with the file in the page cache. A peer's
-    10+ GiB run evicts it on a 24 GiB machine, and whoever ran next paid the disk (a 2.7 GB trace read back at about
-    90 MB/s: 30 s where the same run took 5 s from memory), which measured the order of the tools, not the tools."""
-    with open(trace, "rb", buffering=0) as handle:
-        buf = bytearray(block)
-        while handle.readinto(buf):
-            pass
 
 
 # --------------------------------------------------------------------------- statistics

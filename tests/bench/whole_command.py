@@ -33,7 +33,7 @@ from pathlib import Path
 from bench_kinetoscope import run_kinetoscope_cold
 from layout import REPO_ROOT, main_python
 from peers import measure, run_hta
-from worker_common import write_section
+from worker_common import read_through, write_section
 
 SCALE_TOOL = REPO_ROOT.parent / "shared" / "tools" / "scale_trace.py"
 X30_SOURCE = REPO_ROOT.parent / "shared" / "traces" / "resnet50_num_workers_0" / "worker0.1623143089861.pt.trace.json.gz"
@@ -53,12 +53,6 @@ def make_scaled(copies: int, out: Path, gzip: bool) -> list[Path]:
     if not gz.is_file():
         subprocess.run(["sh", "-c", f"gzip -6 -c '{out}' > '{gz}.part' && mv '{gz}.part' '{gz}'"], check=True)
     return [out, gz]
-
-
-def _read_through(trace: Path, block: int = 16 << 20) -> None:
-    with open(trace, "rb") as handle:
-        while handle.read(block):
-            pass
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -87,21 +81,21 @@ def time_trace(trace: Path, runs: int, hta: bool) -> dict[str, list[tuple[float,
     with tempfile.TemporaryDirectory(prefix="kinetoscope-whole-") as scratch:
         warm_home = Path(scratch) / "warm"
         warm_home.mkdir()
-        _read_through(trace)
+        read_through(trace)
         _report(trace, warm_home, cold=False)  # fills the cache: the model and the analyses
         for i in range(runs):
             cold_home = Path(scratch) / f"cold{i}"
             cold_home.mkdir()
-            _read_through(trace)
+            read_through(trace)
             out["cold"].append(_report(trace, cold_home, cold=True))
-            _read_through(trace)
+            read_through(trace)
             out["warm"].append(_report(trace, warm_home, cold=False))
-            _read_through(trace)
+            read_through(trace)
             inproc = run_kinetoscope_cold(trace, TIMEOUT_S)
             t = inproc.timings
             out["in process"].append((t.get("load_s", 0.0) + t.get("analysis_s", 0.0), inproc.peak_rss_bytes or 0))
             if hta:
-                _read_through(trace)
+                read_through(trace)
                 r = run_hta(trace, TIMEOUT_S)
                 out["HTA"].append((r.time_s if r.time_s is not None else float("nan"), r.peak_rss_bytes or 0))
             print(f"{trace.name} round {i + 1}: " + ", ".join(f"{k} {v[-1][0]:.3f} s" for k, v in out.items()), flush=True)
