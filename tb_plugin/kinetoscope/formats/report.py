@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import statistics
 from typing import Callable, Optional
 
 from ..analysis.idle.gpu_idle import CAUSE_ORDER
@@ -141,8 +142,7 @@ def render_overview(entries: list[dict], markdown: bool = False) -> str:
                          e["error"]["message"][:120]])
             continue
         steps = e.get("steps") or []
-        durations = sorted(s["dur_us"] for s in steps)
-        median = durations[len(durations) // 2] if durations else None
+        median = statistics.median(s["dur_us"] for s in steps) if steps else None  # as the ranks table and savings
         share = f"{100 * v['share']:.0f}%" if v.get("share") is not None else ""
         runner = v.get("runner_up") or ""
         idle = judged_idle_pct(e)
