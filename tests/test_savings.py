@@ -9,6 +9,7 @@ import pytest
 from conftest import SAMPLES, SHARED_TRACES, requires_shared
 from kinetoscope.analysis.report import analyze, report_entry
 from kinetoscope.formats.report import render_entry
+from kinetoscope.formats.units import human_us
 from kinetoscope.trace.discovery import scan_logdir
 from kinetoscope.trace.loader import load_trace
 
@@ -31,7 +32,10 @@ def test_savings_are_ordered_and_complete():
         assert savings and [s["saving_us"] for s in savings] == sorted((s["saving_us"] for s in savings), reverse=True)
         for s in savings:
             assert set(s) == {"source", "fix", "edits", "saving_us", "steps", "saving_share", "median_step_us",
-                              "recorded_median_step_us", "total_saving_us"}
+                              "recorded_median_step_us", "total_saving_us", "share_of", "share_base_us"}
+            judged = entry["breakdown"]["judged_us"] / entry["breakdown"]["units"]
+            assert s["share_of"] == "judged" and s["share_base_us"] == pytest.approx(judged, abs=0.01)
+            assert s["saving_share"] == pytest.approx(min(s["saving_us"] / judged, 1.0), abs=1e-4)
             assert s["source"] in ("verdict", "runner-up", "culprit", "insight:fusion", "insight:mixed-precision") and s["edits"]
             assert s["total_saving_us"] == pytest.approx(s["saving_us"] * s["steps"], abs=0.01 * s["steps"])  # rounded to ns
 
@@ -155,3 +159,22 @@ def test_when_no_listed_fix_recovers_half_the_lost_share_one_line_says_why():
     assert "spread over" in line and "ops, the largest" in line
     sync = with_(analysis, verdict=with_(analysis.verdict, bound="sync-bound"))
     assert shortfall(model, sync, small).endswith("the device work the syncs waited for, which the step still needs")
+
+
+@requires_shared
+def test_the_savings_share_the_verdicts_denominator():
+    # SGLang decode: one 466 ms step, 455 ms of it device time held behind a blocking copy the trace does not show;
+    # the verdict judges 10.6 ms of it. A saving's share of the 466 ms step (0.3%) beside "compute-bound 95%" of
+    # the 10.6 ms told two stories: both are shares of the judged step now, and the report says which step it is.
+    (path,) = (SHARED_TRACES / "modern" / "inference" / "sglang_decode").glob("*.json.gz")
+    model = load_trace(str(path), cache_dir=None)
+    entry = {"path": str(path), "run": "sglang_decode", "worker": "w", "span": "", "error": None,
+             **report_entry(model, analyze(model))}
+    judged = entry["breakdown"]["judged_us"] / entry["breakdown"]["units"]
+    assert judged < 0.05 * entry["savings"][0]["recorded_median_step_us"]
+    for s in entry["savings"]:
+        assert s["share_of"] == "judged" and s["share_base_us"] == pytest.approx(judged, abs=0.01)
+        assert 0 < s["saving_share"] <= 1 and s["saving_share"] == pytest.approx(s["saving_us"] / judged, abs=1e-4)
+    assert entry["savings"][0]["saving_share"] > 0.1
+    text = render_entry(entry, markdown=False)
+    assert f"shares of the {human_us(entry['savings'][0]['share_base_us'])} step the verdict judges" in text

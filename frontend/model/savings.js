@@ -15,7 +15,9 @@ export const SHOWN_IN_VERDICT = 3; // savings listed under the verdict; the pane
  * @property {string} fix what the change is
  * @property {string} source verdict, runner-up, culprit or insight:KIND
  * @property {number} savingUs per step, the mean
- * @property {number | null} share of the median step
+ * @property {number | null} share of `shareBaseUs`
+ * @property {string | null} shareOf the step the share is of: "judged" (the verdict's), "recorded" or "replayed"
+ * @property {number | null} shareBaseUs that step
  * @property {number} beforeUs median step before
  * @property {number} afterUs median step after
  * @property {string[]} edits as `kinetoscope whatif --edit` spells them
@@ -34,10 +36,32 @@ export function savingRows(summary) {
     if (!s || typeof s.fix !== 'string' || !Number.isFinite(s.saving_us) || !Array.isArray(s.edits)) continue;
     rows.push({ fix: s.fix, source: String(s.source ?? ''), savingUs: s.saving_us,
       share: Number.isFinite(s.saving_share) ? s.saving_share : null,
+      ...shareWindow(s),
       beforeUs: Number(s.recorded_median_step_us), afterUs: Number(s.median_step_us),
       edits: s.edits.filter((/** @type {unknown} */ e) => typeof e === 'string') });
   }
   return rows.sort((a, b) => b.savingUs - a.savingUs);
+}
+
+/**
+ * The step the savings' shares are of, in words: "shares of the 10.6 ms step the verdict judges" (its share has the
+ * same denominator), of the replay's median step (the device runs behind the host) or of the median step.
+ * @param {{ shareOf: string | null, shareBaseUs: number | null } | undefined} row
+ * @param {(us: number) => string} duration
+ */
+export function shareWindowText(row, duration) {
+  if (row?.shareOf === 'judged' && row.shareBaseUs !== null) return `shares of the ${duration(row.shareBaseUs)} step the verdict judges`;
+  if (row?.shareOf === 'replayed') return 'shares of the replay\'s median step (the device runs behind the host)';
+  return 'shares of the median step';
+}
+
+/**
+ * A saving's or a what-if answer's share window (`share_of`, `share_base_us`), checked.
+ * @param {any} s
+ */
+export function shareWindow(s) {
+  return { shareOf: typeof s?.share_of === 'string' ? s.share_of : null,
+    shareBaseUs: Number.isFinite(s?.share_base_us) ? s.share_base_us : null };
 }
 
 /** Where a saving came from, for a label. @param {string} source */

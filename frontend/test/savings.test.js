@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import { routeUrl } from '../api.js';
-import { MAX_EDITS, parseEditsText, savingRows, selectionEdits, sourceText, stepBars } from '../model/savings.js';
+import { MAX_EDITS, parseEditsText, savingRows, selectionEdits, shareWindow, shareWindowText, sourceText, stepBars } from '../model/savings.js';
 
 // the ResNet sample's first savings, as the summary route answers them
 const SUMMARY = { savings: [
@@ -23,6 +23,18 @@ test('savings come largest first, malformed entries left out', () => {
   assert.deepEqual(savingRows(null), []);
   assert.equal(sourceText('insight:fusion'), 'the fusion insight');
   assert.equal(sourceText('runner-up'), 'the runner-up');
+});
+
+test('the shares name the step they are of: the verdict\'s judged one, else the median step', () => {
+  const judged = savingRows({ savings: [{ fix: 'a faster kernel', edits: ['kernel:k*0.5'], saving_us: 1208.8, saving_share: 0.1143,
+    share_of: 'judged', share_base_us: 10578.8, recorded_median_step_us: 465716.6, median_step_us: 465000 }] });
+  assert.equal(judged[0].shareOf, 'judged');
+  assert.equal(shareWindowText(judged[0], (us) => `${(us / 1e3).toFixed(1)} ms`), 'shares of the 10.6 ms step the verdict judges');
+  const rows = savingRows(SUMMARY); // an older answer: no share_of
+  assert.equal(rows[0].shareOf, null);
+  assert.match(shareWindowText(shareWindow({ share_of: 'replayed', share_base_us: 9e5 }), String), /replay's median step/);
+  assert.equal(shareWindowText(rows[0], String), 'shares of the median step');
+  assert.equal(shareWindowText(undefined, String), 'shares of the median step');
 });
 
 test('the edits box: one edit per line, bounded', () => {

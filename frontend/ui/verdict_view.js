@@ -8,7 +8,7 @@
 import { commText, deviceIdleText } from '../model/devices.js';
 import { formatCount, formatDuration, formatShare } from '../model/format.js';
 import { PANEL_FIGURES, figureWarning, healthItems, healthLine, independentText, unreliableText } from '../model/health.js';
-import { SHOWN_IN_VERDICT, savingRows } from '../model/savings.js';
+import { SHOWN_IN_VERDICT, savingRows, shareWindowText } from '../model/savings.js';
 import { confidenceText, reasonsOf, ruleText, runnerUpText, runSpansText, shareText, showsRunVerdict, spanVerdict } from '../model/verdict.js';
 import { el } from './dom.js';
 import { gpuSummaryBlock } from './gpu_summary.js';
@@ -73,7 +73,8 @@ function savingsBlock(summary) {
   const rows = savingRows(summary).filter((r) => r.savingUs > 0).slice(0, SHOWN_IN_VERDICT);
   if (!rows.length) return null;
   // one line (the header stays short); the panel "What would it save?" lists them all with their edits
-  return el('div', { class: 'ks-saves' }, el('b', {}, 'What a fix would save per step: '),
+  return el('div', { class: 'ks-saves' },
+    el('b', {}, `What a fix would save per step (${shareWindowText(rows[0], formatDuration)}): `),
     rows.map((r, k) => el('span', { class: 'ks-save', title: `${r.fix}\n${r.edits.join('\n')}` }, k ? ' \u00b7 ' : '',
       `${r.fix}: ${formatDuration(r.savingUs)}${r.share === null ? '' : ` (${formatShare(r.share)})`}`)));
 }

@@ -8,7 +8,7 @@ import { LatestChannel } from '../api.js';
 import { getWhenReady } from '../loading.js';
 import { formatCount, formatDuration, formatShare } from '../model/format.js';
 import { SPELLINGS as EDIT_SPELLINGS } from '../model/edits.js';
-import { parseEditsText, savingRows, selectionEdits, sourceText, stepBars } from '../model/savings.js';
+import { parseEditsText, savingRows, selectionEdits, shareWindow, shareWindowText, sourceText, stepBars } from '../model/savings.js';
 import { el, errorText, message, replace } from './dom.js';
 
 // a span's edits (straggler=median re-times a run's ranks: the Ranks panel's)
@@ -50,7 +50,8 @@ export class WhatIfPanel {
       this.list.replaceChildren(message('info', 'No suggestion to replay: the trace has no steps, or nothing to edit.'));
       return;
     }
-    this.list.replaceChildren(el('table', { class: 'ks-table ks-compact' },
+    this.list.replaceChildren(el('p', { class: 'ks-hint' }, `Saved per step: ${shareWindowText(rows[0], formatDuration)}.`),
+      el('table', { class: 'ks-table ks-compact' },
       el('thead', {}, el('tr', {}, ['fix', 'from', 'saved per step', 'median step', 'edits', ''].map((h) => el('th', {}, h)))),
       el('tbody', {}, rows.map((r) => el('tr', {},
         el('td', { class: 'ks-name', title: r.fix }, r.fix), el('td', {}, sourceText(r.source)),
@@ -99,7 +100,8 @@ export class WhatIfPanel {
     const notes = Object.entries(answer.notes ?? {}).map(([e, why]) => `${e}: ${why}`).join('; ');
     replace(this.result,
       el('p', {}, `Median step ${formatDuration(answer.recorded_median_step_us)} recorded, ${formatDuration(answer.median_step_us)} predicted; `
-        + `${formatDuration(answer.saving_us)} saved per step${answer.saving_share === null ? '' : ` (${formatShare(answer.saving_share)})`}.`),
+        + `${formatDuration(answer.saving_us)} saved per step${answer.saving_share === null ? '' : ` (${formatShare(answer.saving_share)}; `
+        + `${shareWindowText(shareWindow(answer), formatDuration)})`}.`),
       matched ? el('p', { class: 'ks-hint' }, matched) : null,
       notes ? message('info', notes) : null,
       answer.device_behind ? message('warn', `The device takes ${formatDuration(answer.replay_median_step_us)} per step, behind the host: `

@@ -342,7 +342,7 @@ def breakdown_entry(parts: Optional[Breakdown]) -> Optional[dict]:
     if parts is None:
         return None
     return {"device": parts.device, "from_steps": parts.from_steps, "judged_us": _us(parts.judged_ns),
-            "by_category_us": {k: _us(v) for k, v in parts.total_ns().items()}}
+            "units": parts.units, "by_category_us": {k: _us(v) for k, v in parts.total_ns().items()}}
 
 
 MAX_DEVICES = 64  # devices a report lists (a hostile trace may name 100k): the busiest, in device order

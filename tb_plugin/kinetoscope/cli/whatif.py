@@ -11,8 +11,9 @@ import json
 import sys
 from typing import Any
 
+from ..analysis.report import analyze
 from ..analysis.whatif.edits import SPELLINGS, STRAGGLER, EditError, parse_edit
-from ..analysis.whatif.replay import Replayer, whatif_entry
+from ..analysis.whatif.replay import Replayer, judged_step_ns, whatif_entry
 from ..formats.schema import versioned
 from ..formats.whatif import render, render_runs
 from ..pipeline import trace_roofline, with_graph_reference
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             model = with_graph_reference(load_trace(trace.path, cache_dir=cache_dir), trace.path)
             roof = trace_roofline(model) if any(e.kind in ("roofline", "precision") for e in edits) else None
-            entry["whatif"] = whatif_entry(Replayer(model, roof).apply(edits))
+            judged = judged_step_ns(analyze(model))  # the verdict's denominator, the share's too
+            entry["whatif"] = whatif_entry(Replayer(model, roof).apply(edits), judged_ns=judged)
         except (TraceError, EditError) as exc:
             entry["error"] = redact(str(exc))
             failed += 1

@@ -16,7 +16,7 @@ from ..analysis.judgement.health import FIGURES
 from ..analysis.judgement.verdict import NOT_ENOUGH_DATA
 from .tbprof import gpu_summary_lines, measured_lines, tbprof_step_lines
 from .units import human_bytes, human_us, md, percent, short, table_lines
-from .whatif import extra_work_lines
+from .whatif import extra_work_lines, share_window
 
 TRACE_SUFFIX = re.compile(r"(\.pt)?\.trace\.json(\.gz)?$|\.json(\.gz)?$")
 
@@ -418,7 +418,7 @@ def saving_lines(savings: list[dict], markdown: bool) -> list[str]:
     if not savings:
         return []
     text = md if markdown else str
-    lines = ["  What a fix would save (replayed from the trace; per step, the mean):"]
+    lines = [f"  What a fix would save (replayed from the trace; per step, the mean; {share_window(savings[0])}):"]
     for s in savings[:MAX_SAVINGS_SHOWN]:
         share = f" ({percent(s['saving_share'])})" if s.get("saving_share") is not None else ""
         edits = ", ".join(short(e, 70) for e in s["edits"])

@@ -38,7 +38,7 @@ def render(entries: list[dict], markdown: bool = False) -> str:
         share = result["saving_share"]
         out.append(f"median step: {human_us(result['recorded_median_step_us'])} recorded, "
                    f"{human_us(result['median_step_us'])} predicted; {human_us(result['saving_us'])} saved per step"
-                   + (f" ({percent(share)})" if share is not None else ""))
+                   + (f" ({percent(share)}; {share_window(result)})" if share is not None else ""))
         for edit, why in (result.get("notes") or {}).items():
             out.append(f"note: {text(edit)}: {text(why)}")
         if result.get("device_behind"):
@@ -47,6 +47,17 @@ def render(entries: list[dict], markdown: bool = False) -> str:
                        f"saving is on the device's pace, the predicted steps never below the host's own time")
         out.append("")
     return "\n".join(out)
+
+
+def share_window(saving: dict) -> str:
+    """The step the savings' shares are of, in words: the verdict's judged one (the same denominator as its share)
+    or the median recorded step."""
+    base = saving.get("share_base_us")
+    if saving.get("share_of") == "judged" and base is not None:
+        return f"shares of the {human_us(base)} step the verdict judges"
+    if saving.get("share_of") == "replayed":
+        return "shares of the replay's median step (the device runs behind the host)"
+    return "shares of the median step"
 
 
 def render_runs(runs: list[dict], markdown: bool = False) -> str:

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from ..analysis.whatif.critical_path import critical_paths
 from ..analysis.whatif.edits import EditError, parse_edit
-from ..analysis.whatif.replay import MAX_WHATIF_STEPS, Replayer, whatif_entry
+from ..analysis.whatif.replay import MAX_WHATIF_STEPS, Replayer, judged_step_ns, whatif_entry
 from ..trace.model import TraceModel
 from .errors import BadRequest, Busy, NotFound, TraceFailed
 from .routes import load_ready, span_roofline, span_window
@@ -47,7 +47,8 @@ def whatif_impl(service: TraceService, sid: str, edits: Sequence[str], offset: i
             if any(e.kind in ("roofline", "precision") for e in parsed):
                 replayer.ctx.cache.setdefault("roofline", span_roofline(loaded.model, loaded.prepared))
             try:
-                return whatif_entry(replayer.apply(parsed), offset, limit)
+                judged = judged_step_ns(loaded.prepared.analysis)  # the verdict's denominator, the shares' too
+                return whatif_entry(replayer.apply(parsed), offset, limit, judged)
             except EditError as exc:
                 raise BadRequest(str(exc)) from None
     return service.derived(("whatif", sid, parsed, offset, limit), [loaded.model], answer)  # a kept one: no slot

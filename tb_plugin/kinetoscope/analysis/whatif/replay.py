@@ -71,7 +71,7 @@ Edits, as the CLI and the routes spell them:
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import msgspec
 import numpy as np
@@ -408,9 +408,10 @@ def _stream_ends(group: np.ndarray, starts: np.ndarray, lasts: np.ndarray, lanes
 MAX_WHATIF_STEPS = 1000  # steps one what-if answer lists (a file of 200,000 steps made a 23 MB answer); `steps_offset` pages
 
 
-def whatif_entry(result: WhatIf, offset: int = 0, limit: int = MAX_WHATIF_STEPS) -> dict:
+def whatif_entry(result: WhatIf, offset: int = 0, limit: int = MAX_WHATIF_STEPS, judged_ns: float = math.nan) -> dict:
     """The JSON form: per step the recorded and predicted time (steps `offset` to `offset + limit`, at most
-    MAX_WHATIF_STEPS), their medians, p90s and the saving (µs), and the step the edits changed most."""
+    MAX_WHATIF_STEPS), their medians, p90s and the saving (µs), and the step the edits changed most. `judged_ns`:
+    the verdict's judged step (`judged_step_ns`), which the saving's share is of where given (`share_of`)."""
     def us(values) -> list[float]:
         return [round(float(v) / 1e3, 3) for v in values]
 
@@ -418,6 +419,7 @@ def whatif_entry(result: WhatIf, offset: int = 0, limit: int = MAX_WHATIF_STEPS)
     if not predicted.size:
         return {"edits": list(result.edits), "matched": dict(result.matched), "steps": [],
                 "recorded_median_step_us": None, "median_step_us": None, "saving_us": None, "saving_share": None,
+                "share_of": None, "share_base_us": None,
                 "replay_median_step_us": None, "device_behind": False, "note": NO_STEPS}
     lo = min(max(int(offset), 0), predicted.size)
     hi = min(lo + min(max(int(limit), 0), MAX_WHATIF_STEPS), predicted.size)
@@ -433,12 +435,31 @@ def whatif_entry(result: WhatIf, offset: int = 0, limit: int = MAX_WHATIF_STEPS)
         "recorded_median_step_us": round(result.median_recorded_ns / 1e3, 3),
         "median_step_us": round(result.median_predicted_ns / 1e3, 3),
         "saving_us": round(result.saving_ns / 1e3, 3),
-        "saving_share": round(result.saving_ns / result.base_ns, 4) if result.base_ns > 0 else None,
+        **_share(result, judged_ns),
         "replay_median_step_us": round(result.median_replayed_ns / 1e3, 3),
         "device_behind": result.device_behind,
         **({"notes": dict(result.notes)} if result.notes else {}),
         **({} if lo == 0 and hi == predicted.size else _paged(result, predicted, lo, changed)),
     }
+
+
+def judged_step_ns(analysis: Any) -> float:
+    """The verdict's judged time per unit (step, or the window): the denominator of its share, which the savings'
+    shares take too (NaN where the analysis has no breakdown: a CPU verdict)."""
+    parts = getattr(analysis, "breakdown", None)
+    if parts is None or not parts.units or parts.judged_ns <= 0:
+        return math.nan
+    return parts.judged_ns / parts.units
+
+
+def _share(result: WhatIf, judged_ns: float) -> dict:
+    """The saving as a share of the verdict's judged step (where given, and the device keeps the host's pace),
+    else of `base_ns`; never over the whole step."""
+    judged = judged_ns > 0 and not result.device_behind
+    base = judged_ns if judged else result.base_ns
+    share = round(min(result.saving_ns / base, 1.0), 4) if base > 0 else None
+    return {"saving_share": share, "share_of": "judged" if judged else "replayed" if result.device_behind else "recorded",
+            "share_base_us": round(base / 1e3, 3) if base > 0 else None}
 
 
 def _paged(result: WhatIf, predicted: np.ndarray, lo: int, changed: int) -> dict:

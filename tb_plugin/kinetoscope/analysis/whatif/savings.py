@@ -37,6 +37,7 @@ analysis/distributed/straggler.py).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import msgspec
@@ -51,7 +52,7 @@ from ..judgement.verdict import NOT_ENOUGH_DATA
 from ..roofline.precision import COVERED, amp_figures
 from ..roofline.summary import fix_candidates
 from .edits import GRAPH, OP_SEP, PREP, WARMUP, Edit, EditError, parse_edit
-from .replay import Replayer
+from .replay import Replayer, judged_step_ns
 
 TOP_CULPRITS = 3  # culprits of each cause that get their own saving
 PREP_FIX = "data preparation run ahead"  # prep=overlap: in the DataLoader's workers, or a prefetch thread
@@ -75,11 +76,28 @@ class Saving(msgspec.Struct, frozen=True):
     predicted_ns: float  # median predicted step
     total_ns: float  # the saving summed over the steps
     steps: int
+    judged_ns: float = math.nan  # the verdict's judged step (its judged time per unit), where it has one
+    behind: bool = False  # the device runs behind the host: `recorded_ns` is the replay's median step
 
     @property
     def saving_ns(self) -> float:
         """Mean saving per step."""
         return self.total_ns / self.steps if self.steps else 0.0
+
+    @property
+    def share_of(self) -> str:
+        """The step the share is of: the one the verdict judged ("judged": its share and this one have one
+        denominator), else the median recorded step (or replayed, where the device runs behind the host)."""
+        return "judged" if self.judged_ns > 0 else "replayed" if self.behind else "recorded"
+
+    @property
+    def base_ns(self) -> float:
+        return self.judged_ns if self.judged_ns > 0 else self.recorded_ns
+
+    @property
+    def share(self) -> Optional[float]:
+        """Mean saving per step as a share of `base_ns` (never over the whole step)."""
+        return min(self.saving_ns / self.base_ns, 1.0) if self.base_ns > 0 else None
 
 
 def _edit(text: str, kind: str, target: str = "", factor: float = 0.0) -> Edit:
@@ -271,8 +289,10 @@ def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
         result = replayer.apply(edits)
         if not any(result.matched.values()):
             continue
+        judged = math.nan if result.device_behind else judged_step_ns(analysis)
         found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,
-                            float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size)))
+                            float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size), judged,
+                            result.device_behind))
         if edits[0].kind == "dataloader":
             loader_saving = found[-1].saving_ns
     return found
@@ -293,7 +313,7 @@ def shortfall(model: TraceModel, analysis: Any, found: tuple[Saving, ...]) -> Op
     verdict = analysis.verdict
     if verdict.bound not in JUDGED_BOUNDS or not verdict.share:
         return None
-    best = max(((s.saving_ns / s.recorded_ns) if s.recorded_ns > 0 else 0.0 for s in found), default=0.0)
+    best = max((s.share or 0.0 for s in found), default=0.0)
     if best >= 0.5 * verdict.share:
         return None
     head = f"no listed fix recovers half of the {verdict.share:.0%} the verdict says is lost (the largest: {best:.0%})"
@@ -311,6 +331,7 @@ def saving_entries(found: tuple[Saving, ...]) -> list[dict[str, Any]]:
     """The savings as JSON (µs), largest first."""
     return [{"source": s.source, "fix": s.fix, "edits": list(s.edits), "saving_us": round(s.saving_ns / 1e3, 3),
              "steps": s.steps,
-             "saving_share": round(s.saving_ns / s.recorded_ns, 4) if s.recorded_ns > 0 else None,
+             "saving_share": None if s.share is None else round(s.share, 4), "share_of": s.share_of,
+             "share_base_us": round(s.base_ns / 1e3, 3) if s.base_ns > 0 else None,
              "median_step_us": round(s.predicted_ns / 1e3, 3), "recorded_median_step_us": round(s.recorded_ns / 1e3, 3),
              "total_saving_us": round(s.total_ns / 1e3, 3)} for s in found]
