@@ -119,6 +119,13 @@ class WhatIf(msgspec.Struct, frozen=True):
         """The median step savings are shares of: the recorded one, or the replay's where the device runs behind."""
         return self.median_replayed_ns if self.device_behind else self.median_recorded_ns
 
+    def share_base(self, judged_ns: float) -> tuple[float, str]:
+        """The step a saving's share is of, and its name: the verdict's judged step (`judged_step_ns`) where given
+        and the device keeps the host's pace ("judged"), else `base_ns` ("replayed" or "recorded")."""
+        if judged_ns > 0 and not self.device_behind:
+            return judged_ns, "judged"
+        return self.base_ns, "replayed" if self.device_behind else "recorded"
+
     @property
     def predicted_ns(self) -> np.ndarray:
         """Each step as the edits would make it: the recorded step less what the edits save in the replay, never
@@ -453,13 +460,10 @@ def judged_step_ns(analysis: Any) -> float:
 
 
 def _share(result: WhatIf, judged_ns: float) -> dict:
-    """The saving as a share of the verdict's judged step (where given, and the device keeps the host's pace),
-    else of `base_ns`; never over the whole step."""
-    judged = judged_ns > 0 and not result.device_behind
-    base = judged_ns if judged else result.base_ns
+    """The saving as a share of `result.share_base(judged_ns)`, never over the whole step."""
+    base, of = result.share_base(judged_ns)
     share = round(min(result.saving_ns / base, 1.0), 4) if base > 0 else None
-    return {"saving_share": share, "share_of": "judged" if judged else "replayed" if result.device_behind else "recorded",
-            "share_base_us": round(base / 1e3, 3) if base > 0 else None}
+    return {"saving_share": share, "share_of": of, "share_base_us": round(base / 1e3, 3) if base > 0 else None}
 
 
 def _paged(result: WhatIf, predicted: np.ndarray, lo: int, changed: int) -> dict:

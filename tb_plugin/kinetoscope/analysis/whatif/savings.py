@@ -37,7 +37,6 @@ analysis/distributed/straggler.py).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import msgspec
@@ -76,23 +75,13 @@ class Saving(msgspec.Struct, frozen=True):
     predicted_ns: float  # median predicted step
     total_ns: float  # the saving summed over the steps
     steps: int
-    judged_ns: float = math.nan  # the verdict's judged step (its judged time per unit), where it has one
-    behind: bool = False  # the device runs behind the host: `recorded_ns` is the replay's median step
+    base_ns: float  # the step the share is of (`WhatIf.share_base`): the verdict's judged one where it has one
+    share_of: str  # its name: "judged", "recorded" or "replayed"
 
     @property
     def saving_ns(self) -> float:
         """Mean saving per step."""
         return self.total_ns / self.steps if self.steps else 0.0
-
-    @property
-    def share_of(self) -> str:
-        """The step the share is of: the one the verdict judged ("judged": its share and this one have one
-        denominator), else the median recorded step (or replayed, where the device runs behind the host)."""
-        return "judged" if self.judged_ns > 0 else "replayed" if self.behind else "recorded"
-
-    @property
-    def base_ns(self) -> float:
-        return self.judged_ns if self.judged_ns > 0 else self.recorded_ns
 
     @property
     def share(self) -> Optional[float]:
@@ -277,6 +266,7 @@ def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
         return []
     if not replayer.ctx.step_start.size:  # no thread launches device work: nothing to re-time
         return []
+    judged = judged_step_ns(analysis)  # the verdict's denominator, the shares' too
     seen: set[tuple[Edit, ...]] = set()
     found: list[Saving] = []
     loader_saving = None
@@ -289,10 +279,9 @@ def _replay(model: TraceModel, analysis: Any, replayer: Optional[Replayer],
         result = replayer.apply(edits)
         if not any(result.matched.values()):
             continue
-        judged = math.nan if result.device_behind else judged_step_ns(analysis)
         found.append(Saving(source, fix, result.edits, result.base_ns, result.median_predicted_ns,
-                            float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size), judged,
-                            result.device_behind))
+                            float((result.replayed_ns - result.edited_ns).sum()), int(result.edited_ns.size),
+                            *result.share_base(judged)))
         if edits[0].kind == "dataloader":
             loader_saving = found[-1].saving_ns
     return found
